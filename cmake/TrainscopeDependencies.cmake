@@ -1,0 +1,31 @@
+# Finds what the library needs. Sets TRAINSCOPE_HAVE_CUDA, TRAINSCOPE_HAVE_NVTX
+# and TRAINSCOPE_NVTX_INCLUDE_DIR.
+include(GNUInstallDirs)
+
+find_package(absl REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.2 REQUIRED)
+
+set(TRAINSCOPE_HAVE_CUDA OFF)
+if(NOT TRAINSCOPE_WITH_CUDA STREQUAL "OFF")
+  if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  if(TRAINSCOPE_WITH_CUDA STREQUAL "ON")
+    find_package(CUDAToolkit REQUIRED)
+  else()
+    find_package(CUDAToolkit QUIET)
+  endif()
+  if(CUDAToolkit_FOUND)
+    set(TRAINSCOPE_HAVE_CUDA ON)
+  endif()
+endif()
+
+set(TRAINSCOPE_HAVE_NVTX OFF)
+if(TRAINSCOPE_WITH_NVTX)
+  find_path(TRAINSCOPE_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(TRAINSCOPE_NVTX_INCLUDE_DIR)
+    set(TRAINSCOPE_HAVE_NVTX ON)
+  endif()
+endif()

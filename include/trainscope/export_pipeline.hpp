@@ -1,0 +1,75 @@
+// Moves samples from timers to exporters off the training thread. Each timer
+// attached to a pipeline gets its own single-producer ring, so end() pushes
+// with two relaxed/acquire-release atomics and no lock; one background thread
+// drains the rings every `flush_interval` and calls the exporters. A full ring
+// drops the sample from the stream (counted and warned once); the timer's own
+// statistics never lose it.
+#ifndef TRAINSCOPE_EXPORT_PIPELINE_HPP_
+#define TRAINSCOPE_EXPORT_PIPELINE_HPP_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "trainscope/exporter.hpp"
+
+namespace trainscope {
+
+namespace detail {
+class SampleRing;
+}
+
+class ExportPipeline {
+ public:
+  struct Options {
+    absl::Duration flush_interval = absl::Milliseconds(200);
+    std::size_t ring_capacity = std::size_t{1} << 15;  // samples per attached timer
+  };
+
+  ExportPipeline();
+  explicit ExportPipeline(Options options);
+  // Drains everything and calls flush() on every exporter.
+  ~ExportPipeline();
+  ExportPipeline(const ExportPipeline&) = delete;
+  ExportPipeline& operator=(const ExportPipeline&) = delete;
+
+  void add_exporter(std::shared_ptr<Exporter> exporter);
+  // Queued for the background thread (computing it is the caller's job).
+  void submit_summary(Summary summary);
+  // Blocks until everything pushed or submitted before the call reached
+  // every exporter, then flushes them.
+  void flush();
+  // Samples that did not fit in a ring (the stream lost them; stats did not).
+  std::uint64_t dropped_samples() const noexcept;
+  // Exporter calls that returned an error.
+  std::uint64_t export_errors() const noexcept;
+
+  // For timers: a new producer ring, drained until the producer releases it.
+  std::shared_ptr<detail::SampleRing> open_ring();
+
+ private:
+  void run();
+  void drain_once(std::vector<RegionSample>* batch);
+
+  Options options_;
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<Exporter>> exporters_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<detail::SampleRing>> rings_ ABSL_GUARDED_BY(mu_);
+  std::vector<Summary> pending_summaries_ ABSL_GUARDED_BY(mu_);
+  std::uint64_t requested_ ABSL_GUARDED_BY(mu_) = 0;
+  std::uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<std::uint64_t> export_errors_{0};
+  std::atomic<std::uint64_t> dropped_from_closed_{0};
+  std::thread thread_;
+};
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_EXPORT_PIPELINE_HPP_

@@ -1,0 +1,40 @@
+#ifndef TRAINSCOPE_TIMER_OPTIONS_HPP_
+#define TRAINSCOPE_TIMER_OPTIONS_HPP_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trainscope {
+
+// A CUDA stream (cudaStream_t) without pulling CUDA headers into users' code.
+// nullptr is the legacy default stream.
+using StreamHandle = void*;
+
+struct TimerOptions {
+  // The first `warmup` completed regions of every key are left out of its
+  // statistics (and of get_time); they are still counted in warmup_excluded.
+  std::size_t warmup = 0;
+  // Exact samples kept per key (8 bytes each). Past this the key switches to
+  // a quantile sketch: memory stays bounded, count/total/min/max/mean/stdev
+  // stay exact, quantiles carry at most `sketch_relative_error` relative error.
+  std::size_t exact_sample_cap = std::size_t{1} << 24;
+  double sketch_relative_error = 0.01;
+  // Open an NVTX range (domain "trainscope") named after the key for every
+  // region, so Nsight Systems shows it. Costs a few ns with no tool attached.
+  bool nvtx = true;
+};
+
+struct CPUGPUTimerOptions : TimerOptions {
+  // Fail construction instead of degrading to CPU-only timing when no GPU is
+  // visible.
+  bool require_gpu = false;
+  // Stream that GPU events are recorded on unless a call names another.
+  StreamHandle stream = nullptr;
+  // Finished GPU pairs that one end() harvests at most (0 disables harvesting
+  // in end(); complete_all() and reads still harvest everything).
+  std::size_t harvest_per_end = 4;
+};
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_TIMER_OPTIONS_HPP_
