@@ -48,8 +48,8 @@ absl::StatusOr<std::FILE*> open_samples(const std::string& path) {
   int error = 0;
   if (::fstat(::fileno(file), &st) != 0) {
     error = errno;
-  } else if (st.st_size == 0 &&
-             std::fwrite(kSamplesHeader.data(), 1, kSamplesHeader.size(), file) != kSamplesHeader.size()) {
+  } else if (st.st_size == 0 && std::fwrite(kSamplesHeader.data(), 1, kSamplesHeader.size(),
+                                            file) != kSamplesHeader.size()) {
     error = errno;
   }
   if (error == 0) return file;

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <string>
 
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "absl/container/flat_hash_map.h"
 #endif
 
@@ -23,8 +23,8 @@ struct NvtxState {
   nvtxDomainHandle_t domain = nvtxDomainCreateA("trainscope");
   // Lock-free for the first kCachedKeys ids: the hot path must not lock.
   std::atomic<nvtxStringHandle_t> cached[kCachedKeys] = {};
-  absl::Mutex mu;
-  absl::flat_hash_map<KeyId, nvtxStringHandle_t> names ABSL_GUARDED_BY(mu);
+  std::mutex mu;  // guards names (std::mutex: visible to TSan, see time_type.cpp)
+  absl::flat_hash_map<KeyId, nvtxStringHandle_t> names;
 };
 
 NvtxState& state() {
@@ -38,7 +38,7 @@ nvtxStringHandle_t registered_name(NvtxState& s, KeyId key) {
     nvtxStringHandle_t handle = s.cached[key].load(std::memory_order_acquire);
     if (handle != nullptr) return handle;
   }
-  absl::MutexLock lock(&s.mu);
+  std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.names.find(key);
   if (it == s.names.end()) {
     const std::string name(Key::FromId(key).name());

@@ -156,7 +156,8 @@ std::string count_cell(const TimeStats& s) {
 std::string median_cell(const TimeStats& s) {
   if (std::isnan(s.median)) return std::string(kMissing);
   std::string cell = format_duration(s.median);
-  if (std::isfinite(s.median) && std::isfinite(s.median_ci_low) && std::isfinite(s.median_ci_high)) {
+  if (std::isfinite(s.median) && std::isfinite(s.median_ci_low) &&
+      std::isfinite(s.median_ci_high)) {
     const std::size_t u = display_unit(std::fabs(s.median));
     fmt::format_to(std::back_inserter(cell), " [{}, {}]", format_in_unit(s.median_ci_low, u),
                    format_in_unit(s.median_ci_high, u));
@@ -195,20 +196,21 @@ std::vector<std::string> table_header(bool has_gpu_section) {
   return header;
 }
 
-// One row per key; with a GPU section the CPU and GPU entries of a key share it.
+// One row per entry; with a GPU section the CPU and GPU entries of a key
+// share a row, in the order the key first appears.
 std::vector<std::vector<std::string>> table_rows(const Summary& summary, TableNotes* notes) {
   const std::size_t groups = summary.has_gpu_section ? 2 : 1;
   std::vector<std::vector<std::string>> rows;
   absl::flat_hash_map<std::string, std::size_t> row_of_key;
   for (const SummaryEntry& e : summary.entries) {
-    const std::size_t group = summary.has_gpu_section && e.device == Device::kGPU ? 1 : 0;
-    auto [it, inserted] = row_of_key.try_emplace(e.key, rows.size());
-    if (inserted || !summary.has_gpu_section) {
-      it->second = rows.size();
+    std::size_t row = rows.size();
+    if (summary.has_gpu_section) row = row_of_key.try_emplace(e.key, row).first->second;
+    if (row == rows.size()) {
       rows.emplace_back(1 + groups * kCellsPerDevice, std::string(kMissing));
       rows.back()[0] = printable_key(e.key);
     }
-    fill_device_cells(e, notes, &rows[it->second][1 + group * kCellsPerDevice]);
+    const std::size_t group = summary.has_gpu_section && e.device == Device::kGPU ? 1 : 0;
+    fill_device_cells(e, notes, &rows[row][1 + group * kCellsPerDevice]);
   }
   return rows;
 }
@@ -235,7 +237,8 @@ std::string format_table(const Summary& summary) {
   rows.insert(rows.begin(), table_header(summary.has_gpu_section));
   std::vector<std::size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], display_width(row[i]));
+    for (std::size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], display_width(row[i]));
   }
   std::string out;
   for (const auto& row : rows) append_row(row, widths, &out);
@@ -252,12 +255,18 @@ struct DoubleField {
   double TimeStats::*member;
 };
 constexpr DoubleField kDoubleFields[] = {
-    {"total", &TimeStats::total},   {"min", &TimeStats::min},
-    {"mean", &TimeStats::mean},     {"median", &TimeStats::median},
-    {"max", &TimeStats::max},       {"stdev", &TimeStats::stdev},
-    {"p5", &TimeStats::p5},         {"p25", &TimeStats::p25},
-    {"p75", &TimeStats::p75},       {"p95", &TimeStats::p95},
-    {"p99", &TimeStats::p99},       {"cv", &TimeStats::cv},
+    {"total", &TimeStats::total},
+    {"min", &TimeStats::min},
+    {"mean", &TimeStats::mean},
+    {"median", &TimeStats::median},
+    {"max", &TimeStats::max},
+    {"stdev", &TimeStats::stdev},
+    {"p5", &TimeStats::p5},
+    {"p25", &TimeStats::p25},
+    {"p75", &TimeStats::p75},
+    {"p95", &TimeStats::p95},
+    {"p99", &TimeStats::p99},
+    {"cv", &TimeStats::cv},
     {"median_ci_low", &TimeStats::median_ci_low},
     {"median_ci_high", &TimeStats::median_ci_high},
 };
@@ -311,7 +320,8 @@ std::string format_csv(const Summary& summary) {
   for (const SummaryEntry& e : summary.entries) {
     auto it = std::back_inserter(out);
     fmt::format_to(it, "{},{},{}", csv_field(e.key), device_name(e.device), e.stats.count);
-    for (const DoubleField& f : kDoubleFields) fmt::format_to(it, ",{}", csv_number(e.stats.*f.member));
+    for (const DoubleField& f : kDoubleFields)
+      fmt::format_to(it, ",{}", csv_number(e.stats.*f.member));
     fmt::format_to(it, ",{},{}\n", e.stats.warmup_excluded, e.stats.approximate);
   }
   return out;
@@ -377,8 +387,8 @@ absl::StatusOr<StatsFormat> parse_stats_format(std::string_view name) {
   if (lower == "table") return StatsFormat::kTable;
   if (lower == "json") return StatsFormat::kJson;
   if (lower == "csv") return StatsFormat::kCsv;
-  return absl::InvalidArgumentError(fmt::format(
-      "unknown statistics format {} (use deep500, table, json or csv)", quoted(name)));
+  return absl::InvalidArgumentError(
+      fmt::format("unknown statistics format {} (use deep500, table, json or csv)", quoted(name)));
 }
 
 std::string format_duration(double seconds) {

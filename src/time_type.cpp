@@ -2,10 +2,11 @@
 
 #include <atomic>
 #include <deque>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 
 namespace trainscope {
 namespace {
@@ -28,11 +29,11 @@ class KeyRegistry {
 
   KeyId intern(std::string_view name) {
     {
-      absl::ReaderMutexLock lock(&mu_);
+      std::shared_lock<std::shared_mutex> lock(mu_);
       auto it = ids_.find(name);
       if (it != ids_.end()) return it->second;
     }
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::shared_mutex> lock(mu_);
     auto it = ids_.find(name);
     if (it != ids_.end()) return it->second;
     names_.emplace_back(name);  // deque: earlier string_views stay valid
@@ -43,7 +44,7 @@ class KeyRegistry {
   }
 
   std::string_view name(KeyId id) {
-    absl::ReaderMutexLock lock(&mu_);
+    std::shared_lock<std::shared_mutex> lock(mu_);
     if (id == 0 || id > names_.size()) return "<invalid key>";
     return names_[id - 1];
   }
@@ -51,9 +52,11 @@ class KeyRegistry {
   KeyId count() const noexcept { return count_.load(std::memory_order_acquire); }
 
  private:
-  absl::Mutex mu_;
-  std::deque<std::string> names_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string_view, KeyId> ids_ ABSL_GUARDED_BY(mu_);
+  // std::shared_mutex rather than absl::Mutex: distribution builds of Abseil
+  // are not TSan-instrumented, and the threading tests must run under TSan.
+  std::shared_mutex mu_;
+  std::deque<std::string> names_;                       // guarded by mu_
+  absl::flat_hash_map<std::string_view, KeyId> ids_;    // guarded by mu_
   std::atomic<KeyId> count_{0};
 };
 

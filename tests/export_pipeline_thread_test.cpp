@@ -1,6 +1,4 @@
 // ExportPipeline with several producer threads; CI runs this under TSan.
-#include "trainscope/export_pipeline.hpp"
-
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -15,6 +13,7 @@
 #include "trainscope/detail/clock.hpp"
 #include "trainscope/detail/sample_ring.hpp"
 #include "trainscope/errors.hpp"
+#include "trainscope/export_pipeline.hpp"
 
 namespace trainscope {
 namespace {
@@ -76,7 +75,9 @@ class FailingExporter : public Exporter {
   absl::Status write_samples(absl::Span<const RegionSample>) override {
     return absl::UnavailableError("disk on fire");
   }
-  absl::Status write_summary(const Summary&) override { return absl::UnavailableError("disk on fire"); }
+  absl::Status write_summary(const Summary&) override {
+    return absl::UnavailableError("disk on fire");
+  }
   absl::Status flush() override { return absl::UnavailableError("disk on fire"); }
 };
 
@@ -346,7 +347,8 @@ TEST(SampleRingTest, PopAllWrapsAroundInOrder) {
     EXPECT_TRUE(ring.empty());
   }
   ASSERT_EQ(out.size(), 15u);
-  for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].duration_ns, static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(out[i].duration_ns, static_cast<std::int64_t>(i));
   EXPECT_EQ(ring.dropped(), 0u);
 }
 

@@ -1,7 +1,6 @@
 #include "trainscope/file_exporter.hpp"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -26,9 +25,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+// Every test uses its own names: ctest runs the tests as parallel processes.
 std::string temp_path(const std::string& name) {
-  const std::string path = std::string(TRAINSCOPE_TEST_TMPDIR) + "/file_exporter_test_" +
-                           std::to_string(::getpid()) + "_" + name;
+  const std::string path = std::string(TRAINSCOPE_TEST_TMPDIR) + "/file_exporter_test_" + name;
   std::remove(path.c_str());
   return path;
 }
@@ -92,7 +91,7 @@ TEST(FileExporterTest, RejectsUnknownSummaryExtension) {
 TEST(FileExporterTest, UnopenableSamplesFileErrorNamesPath) {
   const std::string samples = temp_path("missing_dir") + "/samples.csv";
   const absl::StatusOr<std::shared_ptr<FileExporter>> exporter =
-      FileExporter::Create(temp_path("summary.json"), samples);
+      FileExporter::Create(temp_path("unused.json"), samples);
   ASSERT_FALSE(exporter.ok());
   EXPECT_EQ(exporter.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(exporter.status().message()), HasSubstr(samples));
@@ -202,7 +201,8 @@ TEST(StdoutExporterTest, PrintsSummaryInChosenFormat) {
   std::rewind(stream);
   std::string printed;
   char buffer[256];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof(buffer), stream)) > 0;) printed.append(buffer, n);
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof(buffer), stream)) > 0;)
+    printed.append(buffer, n);
   std::fclose(stream);
   EXPECT_EQ(printed, format_summary(epoch_summary(1.0), StatsFormat::kCsv));
 }

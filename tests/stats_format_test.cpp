@@ -1,9 +1,11 @@
 #include "trainscope/stats_format.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -66,12 +68,14 @@ TimeStats warmup_only_stats() {
   return s;
 }
 
-constexpr char kEpochLine[] = "min: 0.00730 mean: 0.00894 median: 0.00894 max: 0.01058 stdev: 0.00232\n";
-constexpr char kBatchLine[] = "min: 0.00100 mean: 0.00123 median: 0.00120 max: 0.00160 stdev: 0.00020\n";
+constexpr char kEpochLine[] =
+    "min: 0.00730 mean: 0.00894 median: 0.00894 max: 0.01058 stdev: 0.00232\n";
+constexpr char kBatchLine[] =
+    "min: 0.00100 mean: 0.00123 median: 0.00120 max: 0.00160 stdev: 0.00020\n";
 
+// Every test uses its own names: ctest runs the tests as parallel processes.
 std::string temp_path(const std::string& name) {
-  const std::string path = std::string(TRAINSCOPE_TEST_TMPDIR) + "/stats_format_test_" +
-                           std::to_string(::getpid()) + "_" + name;
+  const std::string path = std::string(TRAINSCOPE_TEST_TMPDIR) + "/stats_format_test_" + name;
   std::remove(path.c_str());
   return path;
 }
@@ -94,7 +98,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST(Deep500FormatTest, TimerLayoutIsByteExact) {
   Summary summary;
-  summary.entries = {{"EPOCH", Device::kCPU, epoch_stats()}, {"BATCH", Device::kCPU, batch_stats()}};
+  summary.entries = {{"EPOCH", Device::kCPU, epoch_stats()},
+                     {"BATCH", Device::kCPU, batch_stats()}};
   EXPECT_EQ(format_summary(summary, StatsFormat::kDeep500),
             std::string("EPOCH\n") + kEpochLine + "BATCH\n" + kBatchLine + "---\n");
 }
@@ -106,8 +111,8 @@ TEST(Deep500FormatTest, CpuGpuTimerLayoutIsByteExact) {
                      {"BATCH", Device::kCPU, batch_stats()},
                      {"BATCH", Device::kGPU, batch_stats()}};
   EXPECT_EQ(format_summary(summary, StatsFormat::kDeep500),
-            std::string("CPU\nEPOCH\n") + kEpochLine + "BATCH\n" + kBatchLine + "---\nGPU\nBATCH\n" +
-                kBatchLine + "---\n");
+            std::string("CPU\nEPOCH\n") + kEpochLine + "BATCH\n" + kBatchLine +
+                "---\nGPU\nBATCH\n" + kBatchLine + "---\n");
 }
 
 TEST(Deep500FormatTest, DeviceWithoutKeysPrintsHeaderAndSeparator) {
@@ -132,7 +137,8 @@ TEST(Deep500FormatTest, SkipsKeysWithoutCompletedSamples) {
 
 TEST(TableFormatTest, ShowsUnitsCountsAndMedianConfidenceInterval) {
   Summary summary;
-  summary.entries = {{"EPOCH", Device::kCPU, epoch_stats()}, {"BATCH", Device::kCPU, batch_stats()}};
+  summary.entries = {{"EPOCH", Device::kCPU, epoch_stats()},
+                     {"BATCH", Device::kCPU, batch_stats()}};
   const std::string table = format_summary(summary, StatsFormat::kTable);
   const std::vector<std::string> lines = lines_of(table);
   ASSERT_EQ(lines.size(), 3u) << table;
@@ -141,7 +147,7 @@ TEST(TableFormatTest, ShowsUnitsCountsAndMedianConfidenceInterval) {
   EXPECT_THAT(lines[0], Not(HasSubstr("gpu")));
   EXPECT_THAT(lines[1], HasSubstr("EPOCH"));
   EXPECT_THAT(lines[1], HasSubstr("17.9 ms"));  // total
-  EXPECT_THAT(lines[1], HasSubstr("8.94 ms"));   // median, no CI for n = 2
+  EXPECT_THAT(lines[1], HasSubstr("8.94 ms"));  // median, no CI for n = 2
   EXPECT_THAT(lines[1], Not(HasSubstr("[")));
   EXPECT_THAT(lines[2], HasSubstr("1.20 ms [1.10, 1.30]"));
   EXPECT_THAT(lines[2], HasSubstr("1.50 ms"));  // p95
@@ -251,7 +257,8 @@ TEST(JsonFormatTest, InvalidUtf8KeyStillGivesValidJson) {
 
 TEST(CsvFormatTest, HeaderQuotingAndEmptyNaN) {
   Summary summary;
-  summary.entries = {{"a,\"b\"", Device::kCPU, epoch_stats()}, {"WARM", Device::kGPU, warmup_only_stats()}};
+  summary.entries = {{"a,\"b\"", Device::kCPU, epoch_stats()},
+                     {"WARM", Device::kGPU, warmup_only_stats()}};
   const std::vector<std::string> lines = lines_of(format_summary(summary, StatsFormat::kCsv));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0],
@@ -321,7 +328,8 @@ TEST(StatsFormatForPathTest, UnknownExtensionNamesPathAndChoices) {
   ASSERT_FALSE(format.ok());
   EXPECT_EQ(format.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(format.status().message(),
-            "cannot save statistics to \"out.xlsx\": unknown extension \".xlsx\" (use .txt, .json or .csv)");
+            "cannot save statistics to \"out.xlsx\": unknown extension \".xlsx\" (use .txt, .json "
+            "or .csv)");
 }
 
 TEST(StatsFormatForPathTest, MissingExtension) {
@@ -342,7 +350,8 @@ TEST(ParseStatsFormatTest, NamesAndErrors) {
   const absl::StatusOr<StatsFormat> format = parse_stats_format("xml");
   ASSERT_FALSE(format.ok());
   EXPECT_EQ(format.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(format.status().message(), "unknown statistics format \"xml\" (use deep500, table, json or csv)");
+  EXPECT_EQ(format.status().message(),
+            "unknown statistics format \"xml\" (use deep500, table, json or csv)");
 }
 
 // --- write_new_file ------------------------------------------------------------
@@ -378,6 +387,25 @@ TEST(WriteNewFileTest, FileUsedAsDirectoryErrorNamesPath) {
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(std::string(status.message()), HasSubstr(file + "/out.txt"));
   EXPECT_THAT(std::string(status.message()), HasSubstr("Not a directory"));
+}
+
+// A file size limit stands in for a full disk: the first write is cut short,
+// the next one fails (EFBIG), and no truncated file may remain.
+TEST(WriteNewFileTest, FailedWriteRemovesPartialFileAndNamesPath) {
+  const std::string path = temp_path("too_big.txt");
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 1000;
+  const sighandler_t previous = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  const absl::Status status = write_new_file(path, std::string(5000, 'x'));
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()), HasSubstr("cannot write \"" + path + "\""));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("File too large"));
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);
 }
 
 TEST(WriteNewFileTest, UnwritableDirectoryErrorNamesPath) {

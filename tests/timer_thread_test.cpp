@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "trainscope/cpu_gpu_timer.hpp"
 #include "trainscope/export_pipeline.hpp"
 #include "trainscope/testing/simulated_event_source.hpp"
@@ -22,7 +22,7 @@ class CountingExporter final : public Exporter {
  public:
   std::string name() const override { return "counting"; }
   absl::Status write_samples(absl::Span<const RegionSample> samples) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (const RegionSample& s : samples) {
       ++per_key_[s.key];
       threads_.push_back(s.thread);
@@ -31,27 +31,27 @@ class CountingExporter final : public Exporter {
     return absl::OkStatus();
   }
   absl::Status write_summary(const Summary& summary) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     summaries_ += 1;
     summary_entries_ += summary.entries.size();
     return absl::OkStatus();
   }
   std::size_t total() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return total_;
   }
   std::size_t count_for(KeyId key) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = per_key_.find(key);
     return it == per_key_.end() ? 0 : it->second;
   }
   std::size_t summaries() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return summaries_;
   }
 
  private:
-  absl::Mutex mu_;
+  std::mutex mu_;
   std::map<KeyId, std::size_t> per_key_;
   std::vector<std::uint32_t> threads_;
   std::size_t total_ = 0;

@@ -32,7 +32,7 @@ struct TimeStats {
   double p75 = kNaN;
   double p95 = kNaN;
   double p99 = kNaN;
-  double cv = kNaN;  // stdev / mean
+  double cv = kNaN;  // stdev / mean (inf or NaN when the mean is 0)
   double median_ci_low = kNaN;
   double median_ci_high = kNaN;
   // Samples dropped as warm-up (TimerOptions::warmup); not in any field above.

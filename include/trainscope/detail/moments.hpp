@@ -19,7 +19,9 @@ struct Moments {
   void add(std::int64_t ns) noexcept {
     ++count;
     sum += ns;
-    const std::uint64_t mag = ns < 0 ? static_cast<std::uint64_t>(-ns) : static_cast<std::uint64_t>(ns);
+    // Unsigned negation: -INT64_MIN would overflow.
+    const std::uint64_t mag =
+        ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
     sum_sq += static_cast<unsigned __int128>(mag) * mag;
     if (ns < min) min = ns;
     if (ns > max) max = ns;

@@ -12,7 +12,8 @@ namespace trainscope::detail {
 class QuantileSketch {
  public:
   // Every value returned is within `relative_accuracy` (e.g. 0.01 = 1%) of a
-  // sample whose rank is the one asked for.
+  // sample whose rank is the one asked for. Throws std::invalid_argument
+  // outside [2e-8, 1).
   explicit QuantileSketch(double relative_accuracy = 0.01);
 
   void add(std::int64_t ns, std::uint64_t n = 1);
@@ -22,9 +23,10 @@ class QuantileSketch {
 
   std::uint64_t count() const noexcept { return count_; }
   // Value (ns) of the sample with 0-based rank `rank` in sorted order,
-  // rank < count(). Values <= 0 come back as 0.
+  // rank < count() (else std::out_of_range). Values <= 0 come back as 0.
   double value_at_rank(std::uint64_t rank) const;
-  // Linear interpolation between ranks floor/ceil of q*(n-1), as the exact path.
+  // Linear interpolation between ranks floor/ceil of q*(n-1), as the exact
+  // path; q outside [0, 1] throws std::invalid_argument.
   double quantile(double q) const;
   double relative_accuracy() const noexcept { return alpha_; }
   std::size_t memory_bytes() const noexcept;

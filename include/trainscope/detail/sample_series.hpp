@@ -80,6 +80,8 @@ class SampleSeries {
 };
 
 // Statistics from exact samples; reorders `samples` (it is scratch space).
+// `moments` must describe exactly these samples: its min and max size the
+// selection tables.
 TimeStats stats_from_samples(const Moments& moments, std::vector<std::int64_t>* samples);
 // Statistics once a series lives in a sketch.
 TimeStats stats_from_sketch(const Moments& moments, const QuantileSketch& sketch);

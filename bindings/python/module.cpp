@@ -1,0 +1,406 @@
+// trainscope._core: the C++ timers for Python. The package trainscope
+// (bindings/python/trainscope) wraps these classes with the parts that are
+// easier in Python (TimeType, scope(), MLflow and W&B logging).
+#include <Python.h>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "py_timers.hpp"
+#include "trainscope/gpu_event_source.hpp"
+#include "trainscope/stats_format.hpp"
+#include "trainscope/time_stats.hpp"
+#include "trainscope/version.hpp"
+
+namespace py = pybind11;
+
+namespace trainscope::python {
+namespace {
+
+Key ToKey(py::handle object) {
+  Key key(TimeType::EPOCH);
+  if (!KeyFromPython(object.ptr(), &key)) throw py::error_already_set();
+  return key;
+}
+
+py::list KeysToPython(const std::vector<Key>& keys) {
+  py::list out;
+  for (Key key : keys) out.append(KeyToPython(key));
+  return out;
+}
+
+StatsFormat ToFormat(const std::string& name) {
+  absl::StatusOr<StatsFormat> format = parse_stats_format(name);
+  ThrowIfError(format.status());
+  return *format;
+}
+
+std::string ToPath(py::handle filename) {
+  py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(filename.ptr()));
+  if (!path) throw py::error_already_set();
+  if (!py::isinstance<py::str>(path)) throw py::type_error("filename must be a str or os.PathLike[str]");
+  return path.cast<std::string>();
+}
+
+// print(..., file=file) in Deep500: the text goes to file.write, sys.stdout by
+// default (looked up at call time so redirect_stdout and capsys see it).
+void WriteText(const std::string& text, py::object file) {
+  if (file.is_none()) file = py::module_::import("sys").attr("stdout");
+  file.attr("write")(text);
+}
+
+TimerOptions MakeOptions(std::size_t warmup, std::size_t exact_sample_cap,
+                         double sketch_relative_error, bool nvtx) {
+  // The sketch is built when a key passes its cap, possibly deep in a run:
+  // reject a bad accuracy now rather than then. The negated test rejects NaN.
+  if (!(sketch_relative_error > 0.0 && sketch_relative_error < 1.0)) {
+    throw py::value_error("sketch_relative_error must lie in (0, 1)");
+  }
+  TimerOptions options;
+  options.warmup = warmup;
+  options.exact_sample_cap = exact_sample_cap;
+  options.sketch_relative_error = sketch_relative_error;
+  options.nvtx = nvtx;
+  return options;
+}
+
+// Runs `f` with the GIL released when it may wait for the GPU (outstanding
+// regions), marking the timers busy meanwhile; see PyCPUGPUTimer::busy.
+template <typename F>
+auto MayWait(std::initializer_list<PyCPUGPUTimer*> boxes, F&& f) {
+  bool waits = false;
+  for (PyCPUGPUTimer* box : boxes) {
+    if (box->busy) {
+      throw std::runtime_error(
+          "this timer is in use by another thread (waiting for the GPU); a timer belongs to "
+          "one thread at a time");
+    }
+    waits = waits || box->timer.outstanding() != 0;
+  }
+  if (!waits) return f();
+  struct BusyScope {  // destroyed after the GIL is taken back
+    std::initializer_list<PyCPUGPUTimer*> boxes;
+    explicit BusyScope(std::initializer_list<PyCPUGPUTimer*> b) : boxes(b) {
+      for (PyCPUGPUTimer* box : boxes) box->busy = true;
+    }
+    ~BusyScope() {
+      for (PyCPUGPUTimer* box : boxes) box->busy = false;
+    }
+  } busy(boxes);
+  py::gil_scoped_release release;
+  return f();
+}
+
+py::tuple Deep500Fields(const TimeStats& s) {
+  return py::make_tuple(s.min, s.mean, s.median, s.max, s.stdev);
+}
+
+void BindTimeStats(py::module_& m) {
+  py::class_<TimeStats> stats(m, "TimeStats", R"doc(
+Summary statistics of one key's region times, in seconds.
+
+Behaves like Deep500's TimeStats NamedTuple over (min, mean, median, max,
+stdev): iterable, indexable, len() == 5, str() is Deep500's text. The other
+fields are attributes; _asdict() returns all of them. Fields are NaN when
+count is 0. approximate is True once the key passed exact_sample_cap (the
+quantiles then come from a sketch).)doc");
+  stats.def_readonly("count", &TimeStats::count)
+      .def_readonly("total", &TimeStats::total)
+      .def_readonly("min", &TimeStats::min)
+      .def_readonly("mean", &TimeStats::mean)
+      .def_readonly("median", &TimeStats::median)
+      .def_readonly("max", &TimeStats::max)
+      .def_readonly("stdev", &TimeStats::stdev)
+      .def_readonly("p5", &TimeStats::p5)
+      .def_readonly("p25", &TimeStats::p25)
+      .def_readonly("p75", &TimeStats::p75)
+      .def_readonly("p95", &TimeStats::p95)
+      .def_readonly("p99", &TimeStats::p99)
+      .def_readonly("cv", &TimeStats::cv)
+      .def_readonly("median_ci_low", &TimeStats::median_ci_low)
+      .def_readonly("median_ci_high", &TimeStats::median_ci_high)
+      .def_readonly("warmup_excluded", &TimeStats::warmup_excluded)
+      .def_readonly("approximate", &TimeStats::approximate)
+      .def("__str__", &TimeStats::to_string)
+      .def("__len__", [](const TimeStats&) { return 5; })
+      .def("__getitem__",
+           [](const TimeStats& s, py::handle index) { return py::object(Deep500Fields(s)[index]); })
+      .def("__iter__", [](const TimeStats& s) { return py::iter(Deep500Fields(s)); })
+      .def("_asdict", [](const TimeStats& s) {
+        py::dict d;
+        d["count"] = s.count;
+        d["total"] = s.total;
+        d["min"] = s.min;
+        d["mean"] = s.mean;
+        d["median"] = s.median;
+        d["max"] = s.max;
+        d["stdev"] = s.stdev;
+        d["p5"] = s.p5;
+        d["p25"] = s.p25;
+        d["p75"] = s.p75;
+        d["p95"] = s.p95;
+        d["p99"] = s.p99;
+        d["cv"] = s.cv;
+        d["median_ci_low"] = s.median_ci_low;
+        d["median_ci_high"] = s.median_ci_high;
+        d["warmup_excluded"] = s.warmup_excluded;
+        d["approximate"] = s.approximate;
+        return d;
+      });
+  stats.def("__repr__", [](py::object self) {
+    std::string out = "TimeStats(";
+    bool first = true;
+    for (auto item : self.attr("_asdict")().cast<py::dict>()) {
+      if (!first) out += ", ";
+      first = false;
+      out += item.first.cast<std::string>() + "=" + py::repr(item.second).cast<std::string>();
+    }
+    return out + ")";
+  });
+  stats.attr("_fields") = py::make_tuple("min", "mean", "median", "max", "stdev");
+}
+
+py::class_<PyTimer> BindTimer(py::module_& m) {
+  const TimerOptions defaults;
+  py::class_<PyTimer> timer(m, "Timer", R"doc(
+CPU region timer with Deep500's API (C++ trainscope::Timer).
+
+Keys are TimeType members or names (str); a name is interned once per
+process, so "EPOCH" is TimeType.EPOCH. A timer belongs to one thread at a
+time; combine per-thread timers with merge().)doc");
+  timer
+      .def(py::init([](std::size_t warmup, std::size_t exact_sample_cap,
+                       double sketch_relative_error, bool nvtx) {
+             return new PyTimer(MakeOptions(warmup, exact_sample_cap, sketch_relative_error, nvtx));
+           }),
+           py::kw_only(), py::arg("warmup") = defaults.warmup,
+           py::arg("exact_sample_cap") = defaults.exact_sample_cap,
+           py::arg("sketch_relative_error") = defaults.sketch_relative_error,
+           py::arg("nvtx") = defaults.nvtx)
+      .def(
+          "get_time",
+          [](const PyTimer& t, py::handle key) {
+            std::vector<double> out;
+            ThrowIfError(t.timer.try_get_time(ToKey(key), &out));
+            return out;
+          },
+          py::arg("key"),
+          "A new list of the completed times of `key` in seconds, in completion order.\n"
+          "RuntimeError past exact_sample_cap (only a sketch is kept).")
+      .def(
+          "get_time_stats",
+          [](const PyTimer& t, py::handle key) { return t.timer.get_time_stats(ToKey(key)); },
+          py::arg("key"), "TimeStats of `key`; count 0 and NaN fields if it has no completed region.")
+      .def(
+          "complete_all", [](PyTimer&) {}, "Nothing to complete on the CPU; kept for Deep500 parity.")
+      .def(
+          "reset", [](PyTimer& t) { t.timer.reset(); }, "Drops every sample and every open region.")
+      .def(
+          "keys", [](const PyTimer& t) { return KeysToPython(t.timer.keys()); },
+          "Keys with a completed region, in first-completed order (TimeType or str).")
+      .def(
+          "format_all_time_stats",
+          [](const PyTimer& t, const std::string& format) {
+            return t.timer.format_all_time_stats(ToFormat(format));
+          },
+          py::arg("format") = "deep500",
+          "All statistics as text: 'deep500' (Deep500's layout), 'table', 'json' or 'csv'.")
+      .def(
+          "print_all_time_stats",
+          [](const PyTimer& t, py::object file, const std::string& format) {
+            WriteText(t.timer.format_all_time_stats(ToFormat(format)), std::move(file));
+          },
+          py::arg("file") = py::none(), py::arg("format") = "deep500",
+          "Writes format_all_time_stats(format) with file.write (default sys.stdout).")
+      .def(
+          "save_all_time_stats",
+          [](const PyTimer& t, py::handle filename) {
+            ThrowIfError(t.timer.try_save_all_time_stats(ToPath(filename)));
+          },
+          py::arg("filename"),
+          "Writes the statistics to a new file, format by extension (.txt Deep500 text,\n"
+          ".json, .csv). FileExistsError if it exists, ValueError for another extension.")
+      .def(
+          "merge",
+          [](PyTimer& t, const PyTimer& other) {
+            if (&t == &other) throw py::value_error("cannot merge a timer into itself");
+            t.timer.merge(other.timer);
+          },
+          py::arg("other"), "Adds the completed regions of `other` (its open ones are ignored).")
+      .def(
+          "memory_bytes", [](const PyTimer& t) { return t.timer.memory_bytes(); },
+          "Bytes of memory the timer holds.");
+  return timer;
+}
+
+py::class_<PyCPUGPUTimer> BindCPUGPUTimer(py::module_& m) {
+  const CPUGPUTimerOptions defaults;
+  py::class_<PyCPUGPUTimer> timer(m, "CPUGPUTimer", R"doc(
+CPU + GPU region timer with Deep500's API (C++ trainscope::CPUGPUTimer).
+
+gpu=True regions are also timed with CUDA events; end() never waits for the
+GPU, reads (get_time, get_time_stats, printing, complete_all) do, with the
+GIL released. Without a GPU, gpu=True regions are timed on the CPU only
+(one TrainscopeWarning per process) unless require_gpu=True, which makes
+the constructor raise RuntimeError.)doc");
+  timer
+      .def(py::init([](std::size_t warmup, std::size_t exact_sample_cap,
+                       double sketch_relative_error, bool nvtx, bool require_gpu,
+                       py::handle stream, std::size_t harvest_per_end) {
+             CPUGPUTimerOptions options;
+             static_cast<TimerOptions&>(options) =
+                 MakeOptions(warmup, exact_sample_cap, sketch_relative_error, nvtx);
+             options.require_gpu = require_gpu;
+             options.harvest_per_end = harvest_per_end;
+             bool has_stream = false;
+             if (!StreamFromPython(stream.ptr(), &options.stream, &has_stream)) {
+               throw py::error_already_set();
+             }
+             return new PyCPUGPUTimer(options);
+           }),
+           py::kw_only(), py::arg("warmup") = defaults.warmup,
+           py::arg("exact_sample_cap") = defaults.exact_sample_cap,
+           py::arg("sketch_relative_error") = defaults.sketch_relative_error,
+           py::arg("nvtx") = defaults.nvtx, py::arg("require_gpu") = defaults.require_gpu,
+           py::arg("stream") = py::none(), py::arg("harvest_per_end") = defaults.harvest_per_end)
+      .def(
+          "get_time",
+          [](PyCPUGPUTimer& t, py::handle key, bool gpu) {
+            const Key k = ToKey(key);
+            std::vector<double> out;
+            ThrowIfError(MayWait({&t}, [&] { return t.timer.try_get_time(k, gpu, &out); }));
+            return out;
+          },
+          py::arg("key"), py::arg("gpu") = false,
+          "A new list of the completed CPU (or, gpu=True, GPU) times of `key` in seconds.")
+      .def(
+          "get_time_stats",
+          [](PyCPUGPUTimer& t, py::handle key, bool gpu) {
+            const Key k = ToKey(key);
+            return MayWait({&t}, [&] { return t.timer.get_time_stats(k, gpu); });
+          },
+          py::arg("key"), py::arg("gpu") = false, "TimeStats of `key` on the CPU or, gpu=True, the GPU.")
+      .def(
+          "complete_all",
+          [](PyCPUGPUTimer& t) { ThrowIfError(MayWait({&t}, [&] { return t.timer.try_complete_all(); })); },
+          "Waits for every outstanding GPU region and records it.")
+      .def(
+          "harvest",
+          [](PyCPUGPUTimer& t, std::optional<std::size_t> limit) {
+            return t.timer.harvest(limit.value_or(SIZE_MAX));
+          },
+          py::arg("limit") = py::none(),
+          "Records finished GPU regions without waiting, oldest first; returns how many.")
+      .def(
+          "reset", [](PyCPUGPUTimer& t) { MayWait({&t}, [&] { t.timer.reset(); }); },
+          "Drops every sample and every open region.")
+      .def(
+          "keys",
+          [](const PyCPUGPUTimer& t, bool gpu) { return KeysToPython(t.timer.keys(gpu)); },
+          py::arg("gpu") = false, "Keys with a completed CPU (or GPU) region, first-completed order.")
+      .def(
+          "format_all_time_stats",
+          [](PyCPUGPUTimer& t, const std::string& format) {
+            const StatsFormat f = ToFormat(format);
+            return MayWait({&t}, [&] { return t.timer.format_all_time_stats(f); });
+          },
+          py::arg("format") = "deep500",
+          "All statistics as text: 'deep500' (CPU then GPU section), 'table', 'json' or 'csv'.")
+      .def(
+          "print_all_time_stats",
+          [](PyCPUGPUTimer& t, py::object file, const std::string& format) {
+            const StatsFormat f = ToFormat(format);
+            WriteText(MayWait({&t}, [&] { return t.timer.format_all_time_stats(f); }),
+                      std::move(file));
+          },
+          py::arg("file") = py::none(), py::arg("format") = "deep500",
+          "Writes format_all_time_stats(format) with file.write (default sys.stdout).")
+      .def(
+          "save_all_time_stats",
+          [](PyCPUGPUTimer& t, py::handle filename) {
+            const std::string path = ToPath(filename);
+            ThrowIfError(MayWait({&t}, [&] { return t.timer.try_save_all_time_stats(path); }));
+          },
+          py::arg("filename"),
+          "Writes the statistics to a new file, format by extension (.txt, .json, .csv).\n"
+          "FileExistsError if it exists, ValueError for another extension.")
+      .def(
+          "merge",
+          [](PyCPUGPUTimer& t, PyCPUGPUTimer& other) {
+            if (&t == &other) throw py::value_error("cannot merge a timer into itself");
+            MayWait({&t, &other}, [&] { t.timer.merge(other.timer); });
+          },
+          py::arg("other"), "Completes both timers, then adds the regions of `other`.")
+      .def(
+          "gpu_available", [](const PyCPUGPUTimer& t) { return t.timer.gpu_available(); },
+          "True when gpu=True regions are timed with CUDA events.")
+      .def(
+          "gpu_description", [](const PyCPUGPUTimer& t) { return t.timer.gpu_description(); },
+          "The GPU in use, or why none is.")
+      .def(
+          "outstanding", [](const PyCPUGPUTimer& t) { return t.timer.outstanding(); },
+          "GPU regions ended but not yet harvested.")
+      .def(
+          "blocking_waits", [](const PyCPUGPUTimer& t) { return t.timer.blocking_waits(); },
+          "How often this timer waited for the GPU (only complete_all and reads wait).")
+      .def(
+          "events_created", [](const PyCPUGPUTimer& t) { return t.timer.events_created(); },
+          "CUDA events created so far (they are pooled and reused).")
+      .def(
+          "gpu_errors", [](const PyCPUGPUTimer& t) { return t.timer.gpu_errors(); },
+          "GPU regions lost to GPU errors.")
+      .def(
+          "memory_bytes", [](const PyCPUGPUTimer& t) { return t.timer.memory_bytes(); },
+          "Bytes of host memory the timer holds.")
+      .def(
+          "set_stream",
+          [](PyCPUGPUTimer& t, py::handle stream) {
+            StreamHandle handle = nullptr;
+            bool has_stream = false;
+            if (!StreamFromPython(stream.ptr(), &handle, &has_stream)) throw py::error_already_set();
+            t.timer.set_stream(handle);
+          },
+          py::arg("stream"),
+          "Stream for gpu=True regions that name none (int cudaStream_t, torch.cuda.Stream, "
+          "None = default stream).")
+      .def(
+          "_set_stream_provider",
+          [](PyCPUGPUTimer& t, py::object provider) {
+            t.stream_provider = provider.is_none() ? py::object() : std::move(provider);
+          },
+          py::arg("provider"),
+          "Callable returning the stream of each gpu=True start/end that names none.");
+  return timer;
+}
+
+}  // namespace
+}  // namespace trainscope::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace trainscope;          // NOLINT(build/namespaces)
+  using namespace trainscope::python;  // NOLINT(build/namespaces)
+  m.doc() = "trainscope's C++ timers; use the trainscope package.";
+  m.attr("__version__") = TRAINSCOPE_VERSION_STRING;
+  InstallWarningHandler(m);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TimerError& e) {
+      SetPythonError(absl::Status(e.code(), e.what()));
+    }
+  });
+  m.def("built_with_cuda", &built_with_cuda, "True when the C++ library was built with CUDA.");
+  m.def("_register_time_type", &RegisterTimeType, py::arg("time_type"));
+  BindTimeStats(m);
+  py::class_<PyTimer> timer = BindTimer(m);
+  py::class_<PyCPUGPUTimer> cpu_gpu_timer = BindCPUGPUTimer(m);
+  InstallFastPath(timer, cpu_gpu_timer);
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what trainscope builds and tests with, on Debian 12 (bookworm) as
+# root. The CUDA toolkit is optional (used from /usr/local/cuda if present).
+# Idempotent: a second run only checks.
+set -euo pipefail
+
+packages=(
+  build-essential cmake git pkg-config
+  libfmt-dev libabsl-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev python3-dev python3-venv python3-pip
+  python3-torch libtorch-dev
+  clang libclang-rt-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: missing Debian packages (run as root to install): ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: Debian packages present"
