@@ -11,7 +11,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -31,6 +32,7 @@ struct Options {
   std::filesystem::path out_dir = "trainscope-demo";
   int epochs = 3;
   int batches = 40;
+  bool help = false;
 };
 
 constexpr char kUsage[] = "usage: basic_loop [OUT_DIR] [--epochs N] [--batches N]\n";
@@ -47,7 +49,9 @@ bool ParseOptions(int argc, char** argv, Options* options) {
   bool have_dir = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--epochs" || arg == "--batches") {
+    if (arg == "--help" || arg == "-h") {
+      options->help = true;
+    } else if (arg == "--epochs" || arg == "--batches") {
       int* target = arg == "--epochs" ? &options->epochs : &options->batches;
       if (i + 1 >= argc || !ParsePositive(argv[i + 1], target)) {
         std::cerr << arg << " needs a positive integer\n" << kUsage;
@@ -120,7 +124,7 @@ class SyntheticLoader {
   Batch Next() {
     std::uniform_int_distribution<int> size_dist(32, 96);
     std::uniform_int_distribution<int> class_dist(0, kClasses - 1);
-    std::normal_distribution<float> noise(0.0f, 1.5f);
+    std::normal_distribution<float> noise(0.0f, 3.0f);
     Batch batch{Matrix(size_dist(rng_), kFeatures), {}};
     for (int r = 0; r < batch.inputs.rows; ++r) {
       const int label = class_dist(rng_);
@@ -160,9 +164,8 @@ class Mlp {
     for (float& v : w2_.data) v = init2(*rng);
   }
 
-  // Returns the mean loss and keeps what Backward() needs.
+  // Returns the mean loss; keeps the activations Backward() needs.
   float Forward(const Batch& batch) {
-    inputs_ = &batch.inputs;
     hidden_ = MatMul(batch.inputs, w1_);
     for (float& v : hidden_.data) v = std::max(v, 0.0f);
     probs_ = MatMul(hidden_, w2_);
@@ -178,7 +181,8 @@ class Mlp {
     return loss / static_cast<float>(probs_.rows);
   }
 
-  // Gradients of the mean loss, then one SGD step.
+  // Gradients of the mean loss on the batch last passed to Forward(), then
+  // one SGD step.
   void Backward(const Batch& batch, float learning_rate) {
     Matrix grad_logits = probs_;
     const float inv_n = 1.0f / static_cast<float>(grad_logits.rows);
@@ -191,7 +195,7 @@ class Mlp {
     for (std::size_t i = 0; i < grad_hidden.data.size(); ++i) {
       if (hidden_.data[i] <= 0.0f) grad_hidden.data[i] = 0.0f;
     }
-    const Matrix grad_w1 = MatMul(*inputs_, grad_hidden, Transpose::kA);
+    const Matrix grad_w1 = MatMul(batch.inputs, grad_hidden, Transpose::kA);
     for (std::size_t i = 0; i < w1_.data.size(); ++i) w1_.data[i] -= learning_rate * grad_w1.data[i];
     for (std::size_t i = 0; i < w2_.data.size(); ++i) w2_.data[i] -= learning_rate * grad_w2.data[i];
   }
@@ -199,7 +203,6 @@ class Mlp {
  private:
   Matrix w1_;
   Matrix w2_;
-  const Matrix* inputs_ = nullptr;
   Matrix hidden_;
   Matrix probs_;
 };
@@ -209,15 +212,20 @@ class Mlp {
 int main(int argc, char** argv) {
   Options options;
   if (!ParseOptions(argc, argv, &options)) return 2;
+  if (options.help) {
+    std::cout << kUsage;
+    return 0;
+  }
 
+  const std::filesystem::path out_dir = std::filesystem::absolute(options.out_dir).lexically_normal();
   std::error_code error;
-  std::filesystem::create_directories(options.out_dir, error);
+  std::filesystem::create_directories(out_dir, error);
   if (error) {
-    std::cerr << "cannot create " << options.out_dir << ": " << error.message() << "\n";
+    std::cerr << "cannot create " << out_dir << ": " << error.message() << "\n";
     return 1;
   }
-  const std::filesystem::path summary_path = options.out_dir / "summary.json";
-  const std::filesystem::path samples_path = options.out_dir / "samples.csv";
+  const std::filesystem::path summary_path = out_dir / "summary.json";
+  const std::filesystem::path samples_path = out_dir / "samples.csv";
   // FileExporter appends to an existing samples file so that a resumed run
   // can continue it; this demo starts fresh so the CSV matches the summary.
   std::filesystem::remove(samples_path, error);

@@ -13,7 +13,7 @@ namespace {
 void warn_cpu_only(const GpuEventSource& source) {
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true)) {
-    warn("gpu=True regions are timed on the CPU only: " + source.describe());
+    warn("GPU-timed regions (gpu=true) are timed on the CPU only: " + source.describe());
   }
 }
 

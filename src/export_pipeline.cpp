@@ -133,9 +133,10 @@ void deliver(std::vector<ExporterSlot>* exporters, const std::vector<RegionSampl
       call_exporter(
           slot, "write_summary", [&](Exporter& e) { return e.write_summary(summary); }, errors);
     }
-    if (flush)
+    if (flush) {
       call_exporter(
           slot, "flush", [](Exporter& e) { return e.flush(); }, errors);
+    }
   }
 }
 

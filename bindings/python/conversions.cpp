@@ -83,7 +83,8 @@ bool KeyFromPython(PyObject* object, Key* key) {
     if (ABSL_PREDICT_FALSE(id == -1 && PyErr_Occurred())) return false;
     // Key::FromId needs an id the registry handed out; check it here so that
     // an arbitrary int is a ValueError rather than a nameless key.
-    if (ABSL_PREDICT_FALSE(overflow != 0 || id < 1 || static_cast<unsigned long>(id) > key_count())) {
+    if (ABSL_PREDICT_FALSE(overflow != 0 || id < 1 ||
+                           static_cast<unsigned long>(id) > key_count())) {
       PyErr_Format(PyExc_ValueError,
                    "Unknown timing region key %R: use a TimeType, a name (str) or an id of one",
                    object);

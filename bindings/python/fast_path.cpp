@@ -30,8 +30,8 @@ constexpr int kMaxParameters = 3;
 bool ParseArguments(const char* function, int count, PyObject* const* args, Py_ssize_t nargs,
                     PyObject* kwnames, PyObject** values) {
   if (ABSL_PREDICT_FALSE(nargs > count)) {
-    PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments (%zd given)", function, count,
-                 nargs);
+    PyErr_Format(PyExc_TypeError, "%s() takes at most %d argument%s (%zd given)", function, count,
+                 count == 1 ? "" : "s", nargs);
     return false;
   }
   for (int i = 0; i < kMaxParameters; ++i) values[i] = i < nargs ? args[i] : nullptr;
@@ -222,8 +222,7 @@ PyMethodDef kCPUGPUTimerEnd = {
     "(ValueError otherwise, and the region stays open). Never waits for the GPU."};
 
 void Install(py::handle type, PyMethodDef* method) {
-  PyObject* descriptor =
-      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(type.ptr()), method);
+  PyObject* descriptor = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(type.ptr()), method);
   if (descriptor == nullptr) throw py::error_already_set();
   const int rc = PyObject_SetAttrString(type.ptr(), method->ml_name, descriptor);
   Py_DECREF(descriptor);

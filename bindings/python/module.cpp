@@ -2,7 +2,6 @@
 // (bindings/python/trainscope) wraps these classes with the parts that are
 // easier in Python (TimeType, scope(), MLflow and W&B logging).
 #include <Python.h>
-
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -17,6 +16,7 @@
 #include "py_timers.hpp"
 #include "trainscope/gpu_event_source.hpp"
 #include "trainscope/stats_format.hpp"
+#include "trainscope/testing/simulated_event_source.hpp"
 #include "trainscope/time_stats.hpp"
 #include "trainscope/version.hpp"
 
@@ -46,7 +46,8 @@ StatsFormat ToFormat(const std::string& name) {
 std::string ToPath(py::handle filename) {
   py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(filename.ptr()));
   if (!path) throw py::error_already_set();
-  if (!py::isinstance<py::str>(path)) throw py::type_error("filename must be a str or os.PathLike[str]");
+  if (!py::isinstance<py::str>(path))
+    throw py::type_error("filename must be a str or os.PathLike[str]");
   return path.cast<std::string>();
 }
 
@@ -72,19 +73,30 @@ TimerOptions MakeOptions(std::size_t warmup, std::size_t exact_sample_cap,
   return options;
 }
 
+// The timer of a box that no other thread's read is waiting on (see
+// PyCPUGPUTimer::busy); RuntimeError otherwise.
+void CheckIdle(const PyCPUGPUTimer& box) {
+  if (box.busy) {
+    throw std::runtime_error(
+        "this timer is in use by another thread (waiting for the GPU); a timer belongs to one "
+        "thread at a time");
+  }
+}
+CPUGPUTimer& Idle(PyCPUGPUTimer& box) {
+  CheckIdle(box);
+  return box.timer;
+}
+const CPUGPUTimer& Idle(const PyCPUGPUTimer& box) {
+  CheckIdle(box);
+  return box.timer;
+}
+
 // Runs `f` with the GIL released when it may wait for the GPU (outstanding
-// regions), marking the timers busy meanwhile; see PyCPUGPUTimer::busy.
+// regions), marking the timers busy meanwhile.
 template <typename F>
 auto MayWait(std::initializer_list<PyCPUGPUTimer*> boxes, F&& f) {
   bool waits = false;
-  for (PyCPUGPUTimer* box : boxes) {
-    if (box->busy) {
-      throw std::runtime_error(
-          "this timer is in use by another thread (waiting for the GPU); a timer belongs to "
-          "one thread at a time");
-    }
-    waits = waits || box->timer.outstanding() != 0;
-  }
+  for (PyCPUGPUTimer* box : boxes) waits = waits || Idle(*box).outstanding() != 0;
   if (!waits) return f();
   struct BusyScope {  // destroyed after the GIL is taken back
     std::initializer_list<PyCPUGPUTimer*> boxes;
@@ -168,6 +180,31 @@ quantiles then come from a sketch).)doc");
   stats.attr("_fields") = py::make_tuple("min", "mean", "median", "max", "stdev");
 }
 
+// Testing only: CUDA-free GPU timing with a virtual clock, so that the GPU
+// paths of the bindings (streams, outstanding regions, reads that release
+// the GIL) run on machines without a GPU.
+void BindSimulatedGpu(py::module_& m) {
+  using Simulated = testing::SimulatedEventSource;
+  py::class_<Simulated, std::shared_ptr<Simulated>>(
+      m, "_SimulatedGpu", "Testing only: a GPU event source on a virtual clock (ns).")
+      .def(py::init<>())
+      .def("now_ns", &Simulated::now_ns)
+      .def("advance", &Simulated::advance, py::arg("ns"))
+      .def(
+          "enqueue_work",
+          [](Simulated& gpu, py::handle stream, std::int64_t ns) {
+            StreamHandle handle = nullptr;
+            bool has_stream = false;
+            if (!StreamFromPython(stream.ptr(), &handle, &has_stream)) {
+              throw py::error_already_set();
+            }
+            gpu.enqueue_work(handle, ns);
+          },
+          py::arg("stream"), py::arg("ns"))
+      .def("set_completion_delay", &Simulated::set_completion_delay, py::arg("ns"))
+      .def("records", &Simulated::records);
+}
+
 py::class_<PyTimer> BindTimer(py::module_& m) {
   const TimerOptions defaults;
   py::class_<PyTimer> timer(m, "Timer", R"doc(
@@ -198,9 +235,11 @@ time; combine per-thread timers with merge().)doc");
       .def(
           "get_time_stats",
           [](const PyTimer& t, py::handle key) { return t.timer.get_time_stats(ToKey(key)); },
-          py::arg("key"), "TimeStats of `key`; count 0 and NaN fields if it has no completed region.")
+          py::arg("key"),
+          "TimeStats of `key`; count 0 and NaN fields if it has no completed region.")
       .def(
-          "complete_all", [](PyTimer&) {}, "Nothing to complete on the CPU; kept for Deep500 parity.")
+          "complete_all", [](PyTimer&) {},
+          "Nothing to complete on the CPU; kept for Deep500 parity.")
       .def(
           "reset", [](PyTimer& t) { t.timer.reset(); }, "Drops every sample and every open region.")
       .def(
@@ -253,8 +292,8 @@ GIL released. Without a GPU, gpu=True regions are timed on the CPU only
 the constructor raise RuntimeError.)doc");
   timer
       .def(py::init([](std::size_t warmup, std::size_t exact_sample_cap,
-                       double sketch_relative_error, bool nvtx, bool require_gpu,
-                       py::handle stream, std::size_t harvest_per_end) {
+                       double sketch_relative_error, bool nvtx, bool require_gpu, py::handle stream,
+                       std::size_t harvest_per_end) {
              CPUGPUTimerOptions options;
              static_cast<TimerOptions&>(options) =
                  MakeOptions(warmup, exact_sample_cap, sketch_relative_error, nvtx);
@@ -271,6 +310,15 @@ the constructor raise RuntimeError.)doc");
            py::arg("sketch_relative_error") = defaults.sketch_relative_error,
            py::arg("nvtx") = defaults.nvtx, py::arg("require_gpu") = defaults.require_gpu,
            py::arg("stream") = py::none(), py::arg("harvest_per_end") = defaults.harvest_per_end)
+      .def(py::init(
+               [](std::shared_ptr<testing::SimulatedEventSource> gpu, std::size_t harvest_per_end) {
+                 CPUGPUTimerOptions options;
+                 options.harvest_per_end = harvest_per_end;
+                 return new PyCPUGPUTimer(std::move(gpu), options);
+               }),
+           py::arg("simulated_gpu"), py::kw_only(),
+           py::arg("harvest_per_end") = defaults.harvest_per_end,
+           "Testing only: a timer whose GPU is a _SimulatedGpu.")
       .def(
           "get_time",
           [](PyCPUGPUTimer& t, py::handle key, bool gpu) {
@@ -287,15 +335,18 @@ the constructor raise RuntimeError.)doc");
             const Key k = ToKey(key);
             return MayWait({&t}, [&] { return t.timer.get_time_stats(k, gpu); });
           },
-          py::arg("key"), py::arg("gpu") = false, "TimeStats of `key` on the CPU or, gpu=True, the GPU.")
+          py::arg("key"), py::arg("gpu") = false,
+          "TimeStats of `key` on the CPU or, gpu=True, the GPU.")
       .def(
           "complete_all",
-          [](PyCPUGPUTimer& t) { ThrowIfError(MayWait({&t}, [&] { return t.timer.try_complete_all(); })); },
+          [](PyCPUGPUTimer& t) {
+            ThrowIfError(MayWait({&t}, [&] { return t.timer.try_complete_all(); }));
+          },
           "Waits for every outstanding GPU region and records it.")
       .def(
           "harvest",
           [](PyCPUGPUTimer& t, std::optional<std::size_t> limit) {
-            return t.timer.harvest(limit.value_or(SIZE_MAX));
+            return Idle(t).harvest(limit.value_or(SIZE_MAX));
           },
           py::arg("limit") = py::none(),
           "Records finished GPU regions without waiting, oldest first; returns how many.")
@@ -303,9 +354,9 @@ the constructor raise RuntimeError.)doc");
           "reset", [](PyCPUGPUTimer& t) { MayWait({&t}, [&] { t.timer.reset(); }); },
           "Drops every sample and every open region.")
       .def(
-          "keys",
-          [](const PyCPUGPUTimer& t, bool gpu) { return KeysToPython(t.timer.keys(gpu)); },
-          py::arg("gpu") = false, "Keys with a completed CPU (or GPU) region, first-completed order.")
+          "keys", [](const PyCPUGPUTimer& t, bool gpu) { return KeysToPython(Idle(t).keys(gpu)); },
+          py::arg("gpu") = false,
+          "Keys with a completed CPU (or GPU) region, first-completed order.")
       .def(
           "format_all_time_stats",
           [](PyCPUGPUTimer& t, const std::string& format) {
@@ -346,27 +397,28 @@ the constructor raise RuntimeError.)doc");
           "gpu_description", [](const PyCPUGPUTimer& t) { return t.timer.gpu_description(); },
           "The GPU in use, or why none is.")
       .def(
-          "outstanding", [](const PyCPUGPUTimer& t) { return t.timer.outstanding(); },
+          "outstanding", [](const PyCPUGPUTimer& t) { return Idle(t).outstanding(); },
           "GPU regions ended but not yet harvested.")
       .def(
-          "blocking_waits", [](const PyCPUGPUTimer& t) { return t.timer.blocking_waits(); },
+          "blocking_waits", [](const PyCPUGPUTimer& t) { return Idle(t).blocking_waits(); },
           "How often this timer waited for the GPU (only complete_all and reads wait).")
       .def(
-          "events_created", [](const PyCPUGPUTimer& t) { return t.timer.events_created(); },
+          "events_created", [](const PyCPUGPUTimer& t) { return Idle(t).events_created(); },
           "CUDA events created so far (they are pooled and reused).")
       .def(
-          "gpu_errors", [](const PyCPUGPUTimer& t) { return t.timer.gpu_errors(); },
+          "gpu_errors", [](const PyCPUGPUTimer& t) { return Idle(t).gpu_errors(); },
           "GPU regions lost to GPU errors.")
       .def(
-          "memory_bytes", [](const PyCPUGPUTimer& t) { return t.timer.memory_bytes(); },
+          "memory_bytes", [](const PyCPUGPUTimer& t) { return Idle(t).memory_bytes(); },
           "Bytes of host memory the timer holds.")
       .def(
           "set_stream",
           [](PyCPUGPUTimer& t, py::handle stream) {
             StreamHandle handle = nullptr;
             bool has_stream = false;
-            if (!StreamFromPython(stream.ptr(), &handle, &has_stream)) throw py::error_already_set();
-            t.timer.set_stream(handle);
+            if (!StreamFromPython(stream.ptr(), &handle, &has_stream))
+              throw py::error_already_set();
+            Idle(t).set_stream(handle);
           },
           py::arg("stream"),
           "Stream for gpu=True regions that name none (int cudaStream_t, torch.cuda.Stream, "
@@ -400,6 +452,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("built_with_cuda", &built_with_cuda, "True when the C++ library was built with CUDA.");
   m.def("_register_time_type", &RegisterTimeType, py::arg("time_type"));
   BindTimeStats(m);
+  BindSimulatedGpu(m);
   py::class_<PyTimer> timer = BindTimer(m);
   py::class_<PyCPUGPUTimer> cpu_gpu_timer = BindCPUGPUTimer(m);
   InstallFastPath(timer, cpu_gpu_timer);

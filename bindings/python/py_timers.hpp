@@ -4,8 +4,10 @@
 #define TRAINSCOPE_BINDINGS_PYTHON_PY_TIMERS_HPP_
 
 #include <Python.h>
-
 #include <pybind11/pybind11.h>
+
+#include <memory>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "trainscope/cpu_gpu_timer.hpp"
@@ -21,6 +23,8 @@ struct PyTimer {
 
 struct PyCPUGPUTimer {
   explicit PyCPUGPUTimer(const CPUGPUTimerOptions& options) : timer(options) {}
+  PyCPUGPUTimer(std::shared_ptr<GpuEventSource> source, const CPUGPUTimerOptions& options)
+      : timer(std::move(source), options) {}
   CPUGPUTimer timer;
   // Set while a read waits for the GPU with the GIL released. A C++ timer
   // belongs to one thread at a time; this turns a second Python thread's

@@ -74,7 +74,8 @@ def test_callback_accepts_a_cpu_only_timer():
 
 @pytest.mark.skipif(HAS_KERAS, reason="checks the fallback used where Keras is not installed")
 def test_without_keras_the_callback_is_a_plain_class():
-    assert timer.TimerCallback.__mro__[1:] == (timer._TimerHooks, object)  # pylint: disable=protected-access
+    hooks = timer._TimerHooks  # pylint: disable=protected-access
+    assert timer.TimerCallback.__mro__[1:] == (hooks, object)
     assert "TimerCallback" in dir(timer)
 
 

@@ -51,7 +51,7 @@ def logged_metrics(mlflow, run_id):
 @pytest.mark.parametrize("prefix, logged_prefix", [("train", "train/"), ("train/", "train/"),
                                                    ("", "")])
 def test_log_mlflow_all_logs_deep500_names_and_means(mlflow_server, mlflow_tracking, prefix,
-                                                    logged_prefix):
+                                                     logged_prefix):
     assert mlflow_tracking.get_tracking_uri() == mlflow_server
     tmr = filled_timer()
     with mlflow_tracking.start_run() as run:

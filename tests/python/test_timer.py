@@ -310,4 +310,3 @@ def test_complete_all_is_a_no_op_on_the_cpu_timer():
     timer.complete_all()
     assert timer.get_time_stats(TimeType.BATCH).count == 2
     assert timer.memory_bytes() > 0
-

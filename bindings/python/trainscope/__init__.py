@@ -55,8 +55,6 @@ _core._register_time_type(TimeType)
 class _Scope(contextlib.ContextDecorator):
     """A region as a context manager or decorator (a fresh region per call)."""
 
-    __slots__ = ("_timer", "_key", "_kwargs")
-
     def __init__(self, timer, key, kwargs):
         self._timer = timer
         self._key = key

@@ -21,7 +21,7 @@ import sys
 import trainscope
 from trainscope import *  # noqa: F401,F403  (re-export: this module replaces timer_tf)
 
-__all__ = [*trainscope.__all__, "TimerCallback"]
+__all__ = [*trainscope.__all__, "TimerCallback"]  # noqa: F405  (built by __getattr__)
 __version__ = trainscope.__version__
 
 

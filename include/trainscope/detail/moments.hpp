@@ -9,12 +9,16 @@
 
 namespace trainscope::detail {
 
+// __extension__ keeps -Wpedantic quiet in users' builds.
+__extension__ using Int128 = __int128;
+__extension__ using UInt128 = unsigned __int128;
+
 struct Moments {
   std::uint64_t count = 0;
   std::int64_t min = std::numeric_limits<std::int64_t>::max();
   std::int64_t max = std::numeric_limits<std::int64_t>::min();
-  __int128 sum = 0;
-  unsigned __int128 sum_sq = 0;
+  Int128 sum = 0;
+  UInt128 sum_sq = 0;
 
   void add(std::int64_t ns) noexcept {
     ++count;
@@ -22,7 +26,7 @@ struct Moments {
     // Unsigned negation: -INT64_MIN would overflow.
     const std::uint64_t mag =
         ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
-    sum_sq += static_cast<unsigned __int128>(mag) * mag;
+    sum_sq += static_cast<UInt128>(mag) * mag;
     if (ns < min) min = ns;
     if (ns > max) max = ns;
   }

@@ -1,0 +1,131 @@
+"""The GPU paths of the bindings on a simulated GPU (virtual clock, any machine).
+
+CPUGPUTimer(_core._SimulatedGpu()) times gpu=True regions with events
+of a _SimulatedGpu: an event recorded on a stream fires when the work
+enqueued on that stream before it is done, so GPU times show which stream the
+bindings recorded on.
+"""
+
+import io
+import sys
+import types
+
+import pytest
+
+import trainscope
+from trainscope import TimeType, _core
+
+MS = 1_000_000  # ns
+
+
+def simulated(completion_delay_ns=0, harvest_per_end=4):
+    gpu = _core._SimulatedGpu()  # pylint: disable=protected-access
+    gpu.set_completion_delay(completion_delay_ns)
+    return gpu, trainscope.CPUGPUTimer(gpu, harvest_per_end=harvest_per_end)
+
+
+def gpu_region(tmr, gpu, key, work_ns, work_stream, **kwargs):
+    tmr.start(key, gpu=True, **kwargs)
+    gpu.enqueue_work(work_stream, work_ns)
+    tmr.end(key, gpu=True, **kwargs)
+
+
+def test_events_go_to_the_stream_named_in_the_call():
+    gpu, tmr = simulated()
+    assert tmr.gpu_available()
+    gpu_region(tmr, gpu, TimeType.FORWARD, 5 * MS, work_stream=7, stream=7)
+    gpu_region(tmr, gpu, TimeType.BACKWARD, 5 * MS, work_stream=8, stream=7)
+    assert tmr.get_time(TimeType.FORWARD, gpu=True) == [pytest.approx(5e-3, rel=1e-12)]
+    assert tmr.get_time(TimeType.BACKWARD, gpu=True) == [0.0]  # the work was elsewhere
+    assert gpu.records() == 4
+
+
+def test_timer_stream_and_stream_provider():
+    gpu, tmr = simulated()
+    tmr.set_stream(3)
+    gpu_region(tmr, gpu, TimeType.BATCH, 2 * MS, work_stream=3)
+    tmr._set_stream_provider(lambda: 4)  # pylint: disable=protected-access
+    gpu_region(tmr, gpu, TimeType.IO, 3 * MS, work_stream=4)
+    gpu_region(tmr, gpu, TimeType.OTHER, 3 * MS, work_stream=4, stream=3)  # explicit wins
+    assert tmr.get_time_stats(TimeType.BATCH, gpu=True).mean == pytest.approx(2e-3, rel=1e-12)
+    assert tmr.get_time_stats(TimeType.IO, gpu=True).mean == pytest.approx(3e-3, rel=1e-12)
+    assert tmr.get_time_stats(TimeType.OTHER, gpu=True).mean == 0.0
+
+
+def test_stream_provider_errors_propagate_and_change_nothing():
+    gpu, tmr = simulated()
+
+    def broken():
+        raise OSError("no stream")
+
+    tmr._set_stream_provider(broken)  # pylint: disable=protected-access
+    with pytest.raises(OSError, match="no stream"):
+        tmr.start(TimeType.BATCH, gpu=True)
+    tmr._set_stream_provider(lambda: "stream?")  # pylint: disable=protected-access
+    with pytest.raises(TypeError, match="stream must be"):
+        tmr.start(TimeType.BATCH, gpu=True)
+    tmr._set_stream_provider(None)  # pylint: disable=protected-access
+    gpu_region(tmr, gpu, TimeType.BATCH, MS, work_stream=0)
+    assert tmr.get_time_stats(TimeType.BATCH, gpu=True).count == 1
+    assert gpu.records() == 2
+
+
+def test_reads_wait_for_outstanding_regions():
+    gpu, tmr = simulated(completion_delay_ns=10**9)
+    for _ in range(3):
+        gpu_region(tmr, gpu, TimeType.BATCH, MS, work_stream=0)
+    assert tmr.outstanding() == 3 and tmr.harvest() == 0
+    stats = tmr.get_time_stats(TimeType.BATCH, gpu=True)  # waits, without the GIL
+    assert stats.count == 3 and stats.mean == pytest.approx(1e-3, rel=1e-12)
+    assert tmr.outstanding() == 0 and tmr.blocking_waits() >= 1
+    gpu_region(tmr, gpu, TimeType.BATCH, MS, work_stream=0)
+    tmr.complete_all()
+    assert tmr.get_time_stats(TimeType.BATCH, gpu=True).count == 4
+
+
+def test_finished_regions_are_harvested_without_waiting():
+    gpu, tmr = simulated(harvest_per_end=0)
+    gpu_region(tmr, gpu, TimeType.BATCH, MS, work_stream=0)
+    assert tmr.outstanding() == 1
+    gpu.advance(2 * MS)
+    assert tmr.harvest() == 1 and tmr.outstanding() == 0 and tmr.blocking_waits() == 0
+
+
+def test_flag_mismatch_leaves_the_gpu_region_open_and_nothing_pending():
+    gpu, tmr = simulated()
+    tmr.start(TimeType.FORWARD, gpu=True)
+    with pytest.raises(ValueError, match="gpu flag mismatch"):
+        tmr.end(TimeType.FORWARD)
+    assert tmr.outstanding() == 0 and gpu.records() == 1
+    tmr.end(TimeType.FORWARD, gpu=True)
+    assert tmr.get_time_stats(TimeType.FORWARD, gpu=True).count == 1
+
+
+def test_printing_and_merging_complete_outstanding_regions():
+    gpu, tmr = simulated(completion_delay_ns=10**9)
+    gpu_region(tmr, gpu, TimeType.FORWARD, MS, work_stream=0)
+    out = io.StringIO()
+    tmr.print_all_time_stats(out)
+    names = [line for line in out.getvalue().splitlines() if not line.startswith("min: ")]
+    assert names == ["CPU", "FORWARD", "---", "GPU", "FORWARD", "---"]
+    other_gpu, other = simulated(completion_delay_ns=10**9)
+    gpu_region(other, other_gpu, TimeType.FORWARD, MS, work_stream=0)
+    gpu_region(tmr, gpu, TimeType.FORWARD, MS, work_stream=0)
+    tmr.merge(other)
+    assert tmr.get_time_stats(TimeType.FORWARD, gpu=True).count == 3
+    assert other.outstanding() == 0
+
+
+def test_logged_means_name_cpu_and_gpu_keys_like_deep500(monkeypatch):
+    gpu, tmr = simulated()
+    gpu_region(tmr, gpu, TimeType.BATCH, 4 * MS, work_stream=0)
+    tmr.start("data_aug")
+    tmr.end("data_aug")
+    logged = {}
+    monkeypatch.setitem(sys.modules, "mlflow", types.SimpleNamespace(log_metrics=logged.update))
+    tmr.log_mlflow_all("train")
+    assert logged == {
+        "train/CPU/BATCH": tmr.get_time_stats(TimeType.BATCH).mean,
+        "train/CPU/data_aug": tmr.get_time_stats("data_aug").mean,
+        "train/GPU/BATCH": pytest.approx(4e-3, rel=1e-12),
+    }
