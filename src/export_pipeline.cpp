@@ -5,72 +5,13 @@
 #include <string>
 #include <utility>
 
-#include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
 #include "trainscope/detail/clock.hpp"
 #include "trainscope/detail/sample_ring.hpp"
 #include "trainscope/errors.hpp"
 
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-#include <sanitizer/tsan_interface.h>
-#endif
-
 namespace trainscope {
 namespace {
-
-// Distribution builds of Abseil are not TSan-instrumented, so TSan cannot see
-// absl::Mutex order the accesses it guards (CI runs the threading tests under
-// TSan). Every lock, unlock and condition evaluation below is therefore
-// mirrored as an acquire/release on the mutex's address; without TSan these
-// compile to nothing.
-void sync_acquire(const absl::Mutex* mu) noexcept {
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-  __tsan_acquire(const_cast<absl::Mutex*>(mu));
-#else
-  (void)mu;
-#endif
-}
-void sync_release(const absl::Mutex* mu) noexcept {
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-  __tsan_release(const_cast<absl::Mutex*>(mu));
-#else
-  (void)mu;
-#endif
-}
-
-// absl::MutexLock, visible to TSan.
-class ABSL_SCOPED_LOCKABLE Lock {
- public:
-  explicit Lock(absl::Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
-    mu_->Lock();
-    sync_acquire(mu_);
-  }
-  ~Lock() ABSL_UNLOCK_FUNCTION() {
-    sync_release(mu_);
-    mu_->Unlock();
-  }
-  Lock(const Lock&) = delete;
-  Lock& operator=(const Lock&) = delete;
-
- private:
-  absl::Mutex* const mu_;
-};
-
-// mu->AwaitWithTimeout(pred), visible to TSan. Abseil may evaluate `pred` on
-// whichever thread unlocks the mutex, and releases the mutex while waiting.
-template <typename Pred>
-void await(absl::Mutex* mu, const Pred& pred, absl::Duration timeout)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-  const auto annotated = [mu, &pred] {
-    sync_acquire(mu);
-    const bool ready = pred();
-    sync_release(mu);
-    return ready;
-  };
-  sync_release(mu);
-  mu->AwaitWithTimeout(absl::Condition(&annotated), timeout);
-  sync_acquire(mu);
-}
 
 // A zero interval would turn the background thread into a busy loop.
 constexpr absl::Duration kMinFlushInterval = absl::Milliseconds(1);
@@ -149,34 +90,33 @@ ExportPipeline::ExportPipeline(Options options) : options_(options), thread_([th
 
 ExportPipeline::~ExportPipeline() {
   {
-    Lock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  cv_.notify_all();
   thread_.join();
 }
 
 void ExportPipeline::add_exporter(std::shared_ptr<Exporter> exporter) {
   if (exporter == nullptr) return;
-  Lock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   exporters_.push_back(std::move(exporter));
 }
 
 void ExportPipeline::submit_summary(Summary summary) {
-  Lock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   pending_summaries_.push_back(std::move(summary));
 }
 
 void ExportPipeline::flush() {
-  Lock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   const std::uint64_t ticket = ++requested_;
-  // The background thread's wait condition sees requested_ change and wakes.
-  await(
-      &mu_, [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_ >= ticket; },
-      absl::InfiniteDuration());
+  cv_.notify_all();
+  cv_.wait(lock, [this, ticket] { return completed_ >= ticket; });
 }
 
 std::uint64_t ExportPipeline::dropped_samples() const noexcept {
-  Lock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::uint64_t dropped = dropped_from_closed_.load(std::memory_order_relaxed);
   for (const auto& ring : rings_) dropped += ring->dropped();
   return dropped;
@@ -188,7 +128,7 @@ std::uint64_t ExportPipeline::export_errors() const noexcept {
 
 std::shared_ptr<detail::SampleRing> ExportPipeline::open_ring() {
   auto ring = std::make_shared<detail::SampleRing>(options_.ring_capacity);
-  Lock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   rings_.push_back(ring);
   return ring;
 }
@@ -200,6 +140,9 @@ void ExportPipeline::run() {
   // wall-clock adjustment during the run never reorders samples.
   const std::int64_t steady_to_unix = detail::unix_now_ns() - detail::now_ns();
   const absl::Duration interval = std::max(options_.flush_interval, kMinFlushInterval);
+  // now() + an infinite chrono duration overflows: wait without a deadline instead.
+  const bool periodic = interval != absl::InfiniteDuration();
+  const auto chrono_interval = periodic ? absl::ToChronoNanoseconds(interval) : std::chrono::nanoseconds(0);
   std::vector<ExporterSlot> exporters;
   std::vector<RegionSample> batch;
   std::vector<Summary> summaries;
@@ -208,11 +151,13 @@ void ExportPipeline::run() {
     std::uint64_t target;
     bool flush_requested;
     {
-      Lock lock(&mu_);
-      await(
-          &mu_,
-          [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || requested_ != completed_; },
-          interval);
+      std::unique_lock<std::mutex> lock(mu_);
+      const auto wake = [this] { return stop_ || requested_ != completed_; };
+      if (periodic) {
+        cv_.wait_for(lock, chrono_interval, wake);
+      } else {
+        cv_.wait(lock, wake);
+      }
       stopping = stop_;
       // Everything pushed or submitted before the flush() calls counted in
       // `target` is visible to the drain below, which starts after this lock.
@@ -235,13 +180,16 @@ void ExportPipeline::run() {
           "them); raise ExportPipeline::Options::ring_capacity or lower flush_interval. "
           "ExportPipeline::dropped_samples() counts them");
     }
-    Lock lock(&mu_);
-    completed_ = target;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      completed_ = target;
+    }
+    cv_.notify_all();
   }
 }
 
 void ExportPipeline::drain_once(std::vector<RegionSample>* batch) {
-  Lock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& ring : rings_) ring->pop_all(batch);
   // released() first: once it reads true the producer's last push is visible,
   // so empty() cannot miss a sample pushed just before release().

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,8 +47,9 @@ StatsFormat ToFormat(const std::string& name) {
 std::string ToPath(py::handle filename) {
   py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(filename.ptr()));
   if (!path) throw py::error_already_set();
-  if (!py::isinstance<py::str>(path))
+  if (!py::isinstance<py::str>(path)) {
     throw py::type_error("filename must be a str or os.PathLike[str]");
+  }
   return path.cast<std::string>();
 }
 
@@ -188,7 +190,6 @@ void BindSimulatedGpu(py::module_& m) {
   py::class_<Simulated, std::shared_ptr<Simulated>>(
       m, "_SimulatedGpu", "Testing only: a GPU event source on a virtual clock (ns).")
       .def(py::init<>())
-      .def("now_ns", &Simulated::now_ns)
       .def("advance", &Simulated::advance, py::arg("ns"))
       .def(
           "enqueue_work",
@@ -354,9 +355,16 @@ the constructor raise RuntimeError.)doc");
           "reset", [](PyCPUGPUTimer& t) { MayWait({&t}, [&] { t.timer.reset(); }); },
           "Drops every sample and every open region.")
       .def(
-          "keys", [](const PyCPUGPUTimer& t, bool gpu) { return KeysToPython(Idle(t).keys(gpu)); },
+          "keys",
+          [](PyCPUGPUTimer& t, bool gpu) {
+            // A read, so GPU keys wait for outstanding regions as get_time_stats
+            // does (a lost region was reported through warn(), not raised).
+            if (gpu) MayWait({&t}, [&] { (void)t.timer.try_complete_all(); });
+            return KeysToPython(Idle(t).keys(gpu));
+          },
           py::arg("gpu") = false,
-          "Keys with a completed CPU (or GPU) region, first-completed order.")
+          "Keys with a completed CPU (or, gpu=True, GPU) region, first-completed order.\n"
+          "GPU keys wait for outstanding regions first, as the other reads do.")
       .def(
           "format_all_time_stats",
           [](PyCPUGPUTimer& t, const std::string& format) {

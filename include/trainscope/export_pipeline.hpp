@@ -8,14 +8,14 @@
 #define TRAINSCOPE_EXPORT_PIPELINE_HPP_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "trainscope/exporter.hpp"
 
@@ -58,13 +58,17 @@ class ExportPipeline {
   void drain_once(std::vector<RegionSample>* batch);
 
   Options options_;
-  mutable absl::Mutex mu_;
-  std::vector<std::shared_ptr<Exporter>> exporters_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<detail::SampleRing>> rings_ ABSL_GUARDED_BY(mu_);
-  std::vector<Summary> pending_summaries_ ABSL_GUARDED_BY(mu_);
-  std::uint64_t requested_ ABSL_GUARDED_BY(mu_) = 0;
-  std::uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // std::mutex rather than absl::Mutex: distribution builds of Abseil are not
+  // TSan-instrumented, and the threading tests run under TSan.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // wakes the thread (stop, flush) and flush() callers
+  // Guarded by mu_:
+  std::vector<std::shared_ptr<Exporter>> exporters_;
+  std::vector<std::shared_ptr<detail::SampleRing>> rings_;
+  std::vector<Summary> pending_summaries_;
+  std::uint64_t requested_ = 0;  // flush() calls so far
+  std::uint64_t completed_ = 0;  // flush() calls whose data reached the exporters
+  bool stop_ = false;
   std::atomic<std::uint64_t> export_errors_{0};
   std::atomic<std::uint64_t> dropped_from_closed_{0};
   std::thread thread_;

@@ -103,7 +103,9 @@ def test_cpu_only_warning_is_a_python_warning_once_per_process(run_python):
         print(len(caught), caught[0].category.__name__, caught[0].message)
     """))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("1 TrainscopeWarning gpu=True regions are timed on the CPU")
+    count, category, message = result.stdout.split(" ", 2)
+    assert (count, category) == ("1", "TrainscopeWarning")
+    assert "timed on the CPU only" in message
 
 
 @needs_no_gpu
@@ -117,7 +119,7 @@ def test_warnings_as_errors_do_not_break_start(run_python):
     """))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "1\n"
-    assert "gpu=True regions are timed on the CPU only" in result.stderr
+    assert "timed on the CPU only" in result.stderr
 
 
 def test_stream_arguments():
