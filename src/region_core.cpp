@@ -104,7 +104,8 @@ absl::Status RegionCore::samples_seconds(Key key, Device device, std::vector<dou
   std::vector<std::int64_t> ns;
   series->copy_samples(&ns);
   out->reserve(ns.size());
-  for (std::int64_t v : ns) out->push_back(static_cast<double>(v) * 1e-9);
+  // Division, not * 1e-9: the same correctly rounded seconds as TimeStats.
+  for (std::int64_t v : ns) out->push_back(static_cast<double>(v) / 1e9);
   return absl::OkStatus();
 }
 

@@ -62,3 +62,30 @@ def test_an_explicit_stream_wins_over_the_current_stream():
     tmr.complete_all()
     # The events went to `idle`, which has no work: not the ~25 ms on `side`.
     assert tmr.get_time_stats(timer.TimeType.IO, gpu=True).max < 5e-3
+
+
+@pytest.mark.skipif(not CUDA, reason="needs torch with CUDA and a CUDA build of trainscope")
+def test_gpu_time_matches_torch_cuda_events_on_the_same_work():
+    tmr = timer.CPUGPUTimer(require_gpu=True)
+    x = torch.randn(4096, 4096, device="cuda")
+    for _ in range(3):
+        x @ x  # warm-up: cuBLAS handle and kernel selection stay out of the numbers
+    torch.cuda.synchronize()
+    reference = []
+    for _ in range(20):
+        before = torch.cuda.Event(enable_timing=True)
+        after = torch.cuda.Event(enable_timing=True)
+        before.record()
+        tmr.start(timer.TimeType.FORWARD, gpu=True)
+        x @ x
+        tmr.end(timer.TimeType.FORWARD, gpu=True)
+        after.record()
+        after.synchronize()
+        reference.append(before.elapsed_time(after) / 1e3)
+    ours = tmr.get_time(timer.TimeType.FORWARD, gpu=True)
+    assert len(ours) == len(reference)
+    for mine, theirs in zip(ours, reference):
+        # Our events sit inside torch's, on the same stream: never longer, and
+        # within 1% or 2 us of them.
+        assert mine <= theirs + 1e-6
+        assert abs(mine - theirs) <= max(0.01 * theirs, 2e-6)
