@@ -12,6 +12,7 @@
 
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
+#include "csv.hpp"
 #include "trainscope/time_type.hpp"
 
 namespace trainscope {
@@ -22,21 +23,6 @@ constexpr std::string_view kSamplesHeader = "key,device,thread,start_unix_ns,dur
 absl::Status file_error(int error, std::string_view action, const std::string& path) {
   return absl::ErrnoToStatus(
       error, fmt::format("cannot {} \"{}\"", action, absl::Utf8SafeCHexEscape(path)));
-}
-
-// RFC 4180, as the CSV summary: quote a field with a comma, quote or line
-// break, doubling its quotes.
-void append_csv_field(std::string_view field, std::string* out) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out->append(field);
-    return;
-  }
-  out->push_back('"');
-  for (char c : field) {
-    if (c == '"') out->push_back('"');
-    out->push_back(c);
-  }
-  out->push_back('"');
 }
 
 // Appends to an existing samples file (runs can be resumed); only a new or
@@ -88,7 +74,7 @@ absl::Status FileExporter::write_samples(absl::Span<const RegionSample> samples)
   if (samples_ == nullptr) return absl::OkStatus();
   std::string lines;
   for (const RegionSample& s : samples) {
-    append_csv_field(Key::FromId(s.key).name(), &lines);
+    detail::append_csv_field(Key::FromId(s.key).name(), &lines);
     fmt::format_to(std::back_inserter(lines), ",{},{},{},{}\n", device_name(s.device), s.thread,
                    s.start_unix_ns, s.duration_ns);
   }

@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
+#include "csv.hpp"
 #include "nlohmann/json.hpp"
 
 namespace trainscope {
@@ -297,18 +298,6 @@ std::string format_json(const Summary& summary) {
   return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
-std::string csv_field(std::string_view s) {
-  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out.push_back('"');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
-}
-
 // Shortest text that parses back to the same double: full precision without
 // the noise of a fixed 17 digits ("0.01788", not "0.017880000000000001").
 std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::format("{}", v); }
@@ -319,7 +308,7 @@ std::string format_csv(const Summary& summary) {
   out.append(",warmup_excluded,approximate\n");
   for (const SummaryEntry& e : summary.entries) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "{},{},{}", csv_field(e.key), device_name(e.device), e.stats.count);
+    fmt::format_to(it, "{},{},{}", detail::csv_field(e.key), device_name(e.device), e.stats.count);
     for (const DoubleField& f : kDoubleFields)
       fmt::format_to(it, ",{}", csv_number(e.stats.*f.member));
     fmt::format_to(it, ",{},{}\n", e.stats.warmup_excluded, e.stats.approximate);
