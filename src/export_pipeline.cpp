@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "trainscope/detail/clock.hpp"
@@ -61,19 +62,41 @@ void call_exporter(ExporterSlot& slot, const char* method, Call call,
                              "ExportPipeline::export_errors())"));
 }
 
-// Samples first, then summaries (a summary describes samples already sent).
+using Event = std::variant<Summary, MetricPoint, RunInfo>;
+
+// Samples first, then the other events in submission order, so that a run's
+// final status never overtakes the summary submitted before it. Consecutive
+// metrics go out as one write_metrics() call.
 void deliver(std::vector<ExporterSlot>* exporters, const std::vector<RegionSample>& batch,
-             const std::vector<Summary>& summaries, bool flush,
-             std::atomic<std::uint64_t>* errors) {
+             const std::vector<Event>& events, bool flush, std::atomic<std::uint64_t>* errors) {
+  std::vector<MetricPoint> metrics;
   for (ExporterSlot& slot : *exporters) {
     if (!batch.empty()) {
       call_exporter(
           slot, "write_samples", [&](Exporter& e) { return e.write_samples(batch); }, errors);
     }
-    for (const Summary& summary : summaries) {
+    const auto send_metrics = [&] {
+      if (metrics.empty()) return;
       call_exporter(
-          slot, "write_summary", [&](Exporter& e) { return e.write_summary(summary); }, errors);
+          slot, "write_metrics", [&](Exporter& e) { return e.write_metrics(metrics); }, errors);
+      metrics.clear();
+    };
+    for (const Event& event : events) {
+      if (const auto* metric = std::get_if<MetricPoint>(&event)) {
+        metrics.push_back(*metric);
+        continue;
+      }
+      send_metrics();
+      if (const auto* summary = std::get_if<Summary>(&event)) {
+        call_exporter(
+            slot, "write_summary", [&](Exporter& e) { return e.write_summary(*summary); }, errors);
+      } else {
+        const auto& info = std::get<RunInfo>(event);
+        call_exporter(
+            slot, "write_run_info", [&](Exporter& e) { return e.write_run_info(info); }, errors);
+      }
     }
+    send_metrics();
     if (flush) {
       call_exporter(
           slot, "flush", [](Exporter& e) { return e.flush(); }, errors);
@@ -105,7 +128,17 @@ void ExportPipeline::add_exporter(std::shared_ptr<Exporter> exporter) {
 
 void ExportPipeline::submit_summary(Summary summary) {
   std::lock_guard<std::mutex> lock(mu_);
-  pending_summaries_.push_back(std::move(summary));
+  pending_events_.emplace_back(std::move(summary));
+}
+
+void ExportPipeline::submit_metric(MetricPoint metric) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_events_.emplace_back(std::move(metric));
+}
+
+void ExportPipeline::submit_run_info(RunInfo info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_events_.emplace_back(std::move(info));
 }
 
 void ExportPipeline::flush() {
@@ -145,7 +178,7 @@ void ExportPipeline::run() {
   const auto chrono_interval = periodic ? absl::ToChronoNanoseconds(interval) : std::chrono::nanoseconds(0);
   std::vector<ExporterSlot> exporters;
   std::vector<RegionSample> batch;
-  std::vector<Summary> summaries;
+  std::vector<Event> events;
   bool drops_warned = false;
   for (bool stopping = false; !stopping;) {
     std::uint64_t target;
@@ -166,13 +199,13 @@ void ExportPipeline::run() {
       for (std::size_t i = exporters.size(); i < exporters_.size(); ++i) {
         exporters.push_back({exporters_[i]});
       }
-      summaries.swap(pending_summaries_);
+      events.swap(pending_events_);
     }
     batch.clear();
     drain_once(&batch);
     for (RegionSample& sample : batch) sample.start_unix_ns += steady_to_unix;
-    deliver(&exporters, batch, summaries, flush_requested || stopping, &export_errors_);
-    summaries.clear();
+    deliver(&exporters, batch, events, flush_requested || stopping, &export_errors_);
+    events.clear();
     if (!drops_warned && dropped_samples() != 0) {
       drops_warned = true;
       warn_noexcept(

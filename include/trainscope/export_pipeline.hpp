@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -42,6 +43,9 @@ class ExportPipeline {
   void add_exporter(std::shared_ptr<Exporter> exporter);
   // Queued for the background thread (computing it is the caller's job).
   void submit_summary(Summary summary);
+  // Scalars and run metadata, queued likewise (a mutex: these are not per region).
+  void submit_metric(MetricPoint metric);
+  void submit_run_info(RunInfo info);
   // Blocks until everything pushed or submitted before the call reached
   // every exporter, then flushes them.
   void flush();
@@ -65,7 +69,8 @@ class ExportPipeline {
   // Guarded by mu_:
   std::vector<std::shared_ptr<Exporter>> exporters_;
   std::vector<std::shared_ptr<detail::SampleRing>> rings_;
-  std::vector<Summary> pending_summaries_;
+  // Summaries, metrics and run infos in submission order (see deliver()).
+  std::vector<std::variant<Summary, MetricPoint, RunInfo>> pending_events_;
   std::uint64_t requested_ = 0;  // flush() calls so far
   std::uint64_t completed_ = 0;  // flush() calls whose data reached the exporters
   bool stop_ = false;

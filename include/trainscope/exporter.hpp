@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "trainscope/run_record.hpp"
 #include "trainscope/time_stats.hpp"
 #include "trainscope/time_type.hpp"
 
@@ -53,6 +54,17 @@ class Exporter {
   }
   virtual absl::Status write_summary(const Summary& summary) {
     (void)summary;
+    return absl::OkStatus();
+  }
+  // Scalars logged by the user, in logging order.
+  virtual absl::Status write_metrics(absl::Span<const MetricPoint> metrics) {
+    (void)metrics;
+    return absl::OkStatus();
+  }
+  // The run's metadata when it starts, when params or tags change, and when
+  // it ends (status and end time set).
+  virtual absl::Status write_run_info(const RunInfo& info) {
+    (void)info;
     return absl::OkStatus();
   }
   virtual absl::Status flush() { return absl::OkStatus(); }
