@@ -5,6 +5,8 @@ include(GNUInstallDirs)
 find_package(absl REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.2 REQUIRED)
+# libcurl: the standard C HTTP client, for the MLflow REST exporter.
+find_package(CURL REQUIRED)
 
 set(TRAINSCOPE_HAVE_CUDA OFF)
 if(NOT TRAINSCOPE_WITH_CUDA STREQUAL "OFF")

@@ -1,0 +1,2 @@
+// placeholder: the CLI is being written
+int main() { return 0; }
