@@ -1,2 +1,61 @@
-// placeholder: the CLI is being written
-int main() { return 0; }
+// `trainscope <command> [args]`: one binary, one function per subcommand
+// (commands.hpp); new commands are one more row in kCommands.
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "commands.hpp"
+#include "trainscope/version.hpp"
+
+namespace {
+
+using trainscope::cli::kExitOk;
+using trainscope::cli::kExitUsage;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+constexpr Command kCommands[] = {
+    {"sync", "upload a run directory to an MLflow tracking server (resumable)",
+     trainscope::cli::sync_command},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: trainscope <command> [args]\n"
+               "       trainscope --help | --version\n\ncommands:\n");
+  for (const Command& command : kCommands) {
+    std::fprintf(out, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()),
+                 command.name.data(), static_cast<int>(command.summary.size()),
+                 command.summary.data());
+  }
+  std::fprintf(out, "\n`trainscope <command> --help` describes a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return kExitUsage;
+  }
+  const std::string_view first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_usage(stdout);
+    return kExitOk;
+  }
+  if (first == "--version") {
+    std::printf("trainscope %s\n", TRAINSCOPE_VERSION_STRING);
+    return kExitOk;
+  }
+  for (const Command& command : kCommands) {
+    if (command.name == first) return command.run(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  std::fprintf(stderr, "trainscope: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return kExitUsage;
+}
