@@ -64,6 +64,9 @@ void ThrowIfError(const absl::Status& status);
 // calling thread holds the GIL; other threads keep the stderr line.
 void InstallWarningHandler(pybind11::module_& module);
 
+// trainscope._core._Run (run_bindings.cpp), used by trainscope/run.py.
+void RegisterRun(pybind11::module_& module);
+
 // Replaces pybind11's start/end of the two classes with METH_FASTCALL
 // methods (see fast_path.cpp for why).
 void InstallFastPath(pybind11::handle timer_type, pybind11::handle cpu_gpu_timer_type);

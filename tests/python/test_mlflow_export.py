@@ -10,6 +10,8 @@ is stopped and restarted in the middle of a run.
 import json
 import os
 import subprocess
+import sys
+import textwrap
 import time
 import urllib.error
 import urllib.parse
@@ -275,3 +277,66 @@ def test_unreachable_server_and_bad_usage_exit_codes(cli, tmp_path):
                            env=env, check=False)
     assert usage.returncode == 2 and "--tracking-uri" in usage.stderr
     assert subprocess.run([cli, "--version"], capture_output=True, check=False).returncode == 0
+
+
+LIVE_RUN = textwrap.dedent("""
+    import sys, time
+    import trainscope
+    with trainscope.start_run(run_name="live", params={"lr": "0.1"}, root=sys.argv[1],
+                              flush_interval=0.2) as run:
+        print(run.dir, flush=True)
+        tmr = trainscope.Timer()
+        for i in range(50):
+            tmr.start(trainscope.TimeType.BATCH)
+            tmr.end(trainscope.TimeType.BATCH)
+            trainscope.log_metric("loss", 1.0 / (i + 1), step=i)
+        time.sleep(3)  # several flushes: the live exporter uploads
+        print("phase1", flush=True)
+        sys.stdin.readline()  # the test stops the server
+        for i in range(50, 120):
+            tmr.start(trainscope.TimeType.BATCH)
+            tmr.end(trainscope.TimeType.BATCH)
+            trainscope.log_metric("loss", 1.0 / (i + 1), step=i)
+        time.sleep(1)
+""")
+
+
+def test_live_export_survives_a_server_outage_then_sync_completes(cli, restartable_server,
+                                                                   tmp_path):
+    import trainscope  # pylint: disable=import-outside-toplevel
+    if not hasattr(trainscope, "start_run"):
+        pytest.skip("this build of the trainscope module has no start_run")
+    server = restartable_server
+    env = {**os.environ, "MLFLOW_TRACKING_URI": server.url,
+           "MLFLOW_EXPERIMENT_NAME": "trainscope-live"}
+    child = subprocess.Popen([sys.executable, "-c", LIVE_RUN, str(tmp_path / "runs")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        run_dir = child.stdout.readline().strip()
+        assert child.stdout.readline().strip() == "phase1"
+        cursor = json.loads(open(os.path.join(run_dir, "mlflow-sync.json")).read())
+        run_id = cursor["run_id"]
+        live = history(server.url, run_id, "loss")
+        assert [p[0] for p in live] == list(range(50))  # uploaded while the run goes on
+        assert len(history(server.url, run_id, "CPU/BATCH")) == 50
+        server.stop()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.wait(timeout=120) == 0  # an outage never fails the training script
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    server.start()
+    result = subprocess.run([cli, "sync", run_dir, "--tracking-uri", server.url],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    losses = history(server.url, run_id, "loss")
+    assert [p[0] for p in losses] == list(range(120))  # each step exactly once
+    assert [p[2] for p in losses] == [1.0 / (i + 1) for i in range(120)]
+    assert len(history(server.url, run_id, "CPU/BATCH")) == 120
+    assert len(history(server.url, run_id, "train/CPU/BATCH")) == 1
+    run = api(server.url, "runs/get", run_id=run_id)["run"]
+    assert run["info"]["status"] == "FINISHED"
+    assert {p["key"]: p["value"] for p in run["data"]["params"]} == {"lr": "0.1"}

@@ -22,17 +22,31 @@ import enum
 import math
 
 from trainscope import _core
+from trainscope import run as run_api
 from trainscope._core import TimeStats, TrainscopeWarning, built_with_cuda
+from trainscope.run import (ActiveRun, active_run, end_run, log_artifact, log_metric, log_metrics,
+                            log_param, log_params, set_tag, set_tags, start_run)
 
 __version__ = _core.__version__
 
 __all__ = [
+    "ActiveRun",
     "CPUGPUTimer",
     "TimeStats",
     "TimeType",
     "Timer",
     "TrainscopeWarning",
+    "active_run",
     "built_with_cuda",
+    "end_run",
+    "log_artifact",
+    "log_metric",
+    "log_metrics",
+    "log_param",
+    "log_params",
+    "set_tag",
+    "set_tags",
+    "start_run",
 ]
 
 
@@ -103,6 +117,13 @@ def _log_wb(means):
     wandb.log(means)
 
 
+def _attach_to_active_run(timer):
+    """A timer built while a run is active streams into it (MLflow-style implicit run)."""
+    run = run_api.active_run()
+    if run is not None:
+        run.attach(timer)
+
+
 class Timer(_core.Timer):
     """CPU region timer, Deep500's Timer.
 
@@ -110,6 +131,10 @@ class Timer(_core.Timer):
     """
 
     __slots__ = ()
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        _attach_to_active_run(self)
 
     def scope(self, key):
         """The region of `key` as a context manager or decorator."""
@@ -135,6 +160,10 @@ class CPUGPUTimer(_core.CPUGPUTimer):
     """
 
     __slots__ = ()
+
+    def __init__(self, *args, **options):
+        super().__init__(*args, **options)
+        _attach_to_active_run(self)
 
     def scope(self, key, gpu=False):
         """The region of `key` (timed on the GPU too if gpu) as a context manager or decorator."""

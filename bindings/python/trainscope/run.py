@@ -33,6 +33,7 @@ __all__ = [
     "start_run",
 ]
 
+_RUN_DIR_ENV = "TRAINSCOPE_RUN_DIR"
 _lock = threading.Lock()
 _active = None
 
@@ -44,6 +45,11 @@ class ActiveRun:
         self._core = core
         self._timers = weakref.WeakSet()
         self._ended = False
+        # The C++ side setenv()s TRAINSCOPE_RUN_DIR for a run it created, but
+        # os.environ (what subprocess passes on) is Python's own copy.
+        self._exported_dir = _RUN_DIR_ENV not in os.environ
+        if self._exported_dir:
+            os.environ[_RUN_DIR_ENV] = core.dir
 
     id = property(lambda self: self._core.id)
     name = property(lambda self: self._core.name)
@@ -76,6 +82,8 @@ class ActiveRun:
         for timer in list(self._timers):
             self._core.add_summary_of(timer)
         self._core.end(status)
+        if self._exported_dir:
+            os.environ.pop(_RUN_DIR_ENV, None)
         with _lock:
             if _active is self:
                 _active = None
@@ -130,7 +138,8 @@ def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=
         if _active is not None:
             raise RuntimeError(f"run {_active.id} is already active; end it first (end_run())")
         core = _core._Run.start(  # pylint: disable=protected-access
-            root=root, name=run_name, experiment=experiment_name,
+            root=None if root is None else os.fspath(root), name=run_name,
+            experiment=experiment_name,
             params={str(k): str(v) for k, v in (params or {}).items()},
             tags={str(k): str(v) for k, v in (tags or {}).items()},
             flush_interval=float(flush_interval))
