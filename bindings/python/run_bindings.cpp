@@ -11,7 +11,9 @@
 
 #include "absl/time/time.h"
 #include "py_timers.hpp"
+#include "trainscope/perfetto_exporter.hpp"
 #include "trainscope/run.hpp"
+#include "trainscope/wandb_exporter.hpp"
 
 namespace py = pybind11;
 
@@ -85,6 +87,24 @@ void RegisterRun(py::module_& m) {
            py::arg("key"), py::arg("value"), py::arg("step") = py::none())
       .def("log_artifact",
            [](Run& r, const std::string& path) { ThrowIfError(r.log_artifact(path)); })
+      .def("add_wandb_exporter",
+           [](Run& r, std::optional<std::string> wandb_dir, std::optional<std::string> project) {
+             WandbOptions options;
+             if (wandb_dir) options.wandb_dir = *wandb_dir;
+             if (project) options.project = *project;
+             options.rank = r.rank().rank;
+             absl::StatusOr<std::shared_ptr<WandbExporter>> exporter = WandbExporter::Create(options);
+             ThrowIfError(exporter.status());
+             r.add_exporter(*exporter);
+           },
+           py::arg("wandb_dir") = py::none(), py::arg("project") = py::none())
+      .def("add_perfetto_exporter",
+           [](Run& r, const std::string& path) {
+             absl::StatusOr<std::shared_ptr<PerfettoExporter>> exporter =
+                 PerfettoExporter::Create(path, r.rank().rank);
+             ThrowIfError(exporter.status());
+             r.add_exporter(*exporter);
+           })
       .def("attach", [](Run& r, py::handle timer) { WithTimer(timer, [&](auto& t) { r.attach(t); }); })
       .def("add_summary_of",
            [](Run& r, py::handle timer) { WithTimer(timer, [&](auto& t) { r.add_summary(t.summary()); }); })

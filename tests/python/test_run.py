@@ -149,3 +149,20 @@ def test_child_processes_and_ranks_attach_through_the_environment(tmp_path):
     assert _rank(run.dir, 1)["world_size"] == 2
     with open(os.path.join(run.dir, "run.json"), encoding="utf-8") as f:
         assert json.load(f)["name"] == "job"  # rank 1 did not clobber it
+
+
+def test_wandb_and_perfetto_exporters_can_be_switched_on(tmp_path):
+    trace = tmp_path / "trace-{rank}.json"
+    with trainscope.start_run(root=tmp_path, run_name="exp", wandb=True,
+                              wandb_dir=tmp_path / "wandb", perfetto=trace):
+        tmr = trainscope.Timer()
+        for step in range(3):
+            tmr.start(trainscope.TimeType.BATCH)
+            tmr.end(trainscope.TimeType.BATCH)
+            trainscope.log_metric("loss", float(step), step=step)
+    with open(tmp_path / "trace-0.json", encoding="utf-8") as f:
+        events = json.load(f)
+    slices = [e for e in events if e.get("ph") == "X"]
+    assert [e["name"] for e in slices] == ["BATCH"] * 3
+    offline = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(offline) == 1 and offline[0].stat().st_size > 7

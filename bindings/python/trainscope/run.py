@@ -131,8 +131,15 @@ def _restore_sigterm():
 
 
 def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=None,
-              flush_interval=1.0):
-    """Starts (or, under TRAINSCOPE_RUN_DIR, joins) a run and makes it the active one."""
+              flush_interval=1.0, wandb=False, wandb_dir=None, perfetto=None):
+    """Starts (or, under TRAINSCOPE_RUN_DIR, joins) a run and makes it the active one.
+
+    Besides the run directory (and MLflow when MLFLOW_TRACKING_URI is set):
+    wandb=True also writes a W&B offline run under wandb_dir (default
+    $WANDB_DIR/wandb or ./wandb) for `wandb sync`; perfetto="trace.json" writes
+    a Chrome/Perfetto trace of every region (one file per rank: put {rank} in
+    the name for multi-rank jobs).
+    """
     global _active
     with _lock:
         if _active is not None:
@@ -143,6 +150,16 @@ def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=
             params={str(k): str(v) for k, v in (params or {}).items()},
             tags={str(k): str(v) for k, v in (tags or {}).items()},
             flush_interval=float(flush_interval))
+        try:
+            if wandb:
+                core.add_wandb_exporter(
+                    wandb_dir=None if wandb_dir is None else os.fspath(wandb_dir),
+                    project=experiment_name)
+            if perfetto is not None:
+                core.add_perfetto_exporter(os.fspath(perfetto).format(rank=core.rank))
+        except Exception:
+            core.end("FAILED")
+            raise
         _active = ActiveRun(core)
     _install_sigterm()
     return _active
