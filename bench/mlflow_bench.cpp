@@ -97,8 +97,9 @@ class HttpSink {
     } else if (data.find("runs/create") != std::string::npos) {
       body = R"({"run":{"info":{"run_id":"0123456789abcdef0123456789abcdef"}}})";
     }
-    const std::string response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                 std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string response =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     return ::send(fd, response.data(), response.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(response.size());
   }
@@ -130,10 +131,13 @@ void write_run_dir(const fs::path& dir, int metrics) {
       << R"("host":"bench","pid":)" << ::getpid() << R"(,"status":"RUNNING","start_time_ms":)"
       << kStartMs << R"(,"end_time_ms":0,"heartbeat_ms":)" << unix_now_ms()
       << R"(,"flush_interval_ms":3600000})";
-  std::ofstream(dir / "regions-0.csv") << "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
+  std::ofstream(dir / "regions-0.csv")
+      << "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
   std::ofstream rows(dir / "metrics-0.csv");
   rows << "key,value,step,timestamp_ms,rank\n";
-  for (int i = 0; i < metrics; ++i) rows << "loss," << 1.0 / (i + 1) << ',' << i << ',' << kStartMs + i << ",0\n";
+  for (int i = 0; i < metrics; ++i) {
+    rows << "loss," << 1.0 / (i + 1) << ',' << i << ',' << kStartMs + i << ",0\n";
+  }
 }
 
 std::uint64_t requests_for(const fs::path& dir, int port, int per_request) {
@@ -204,7 +208,8 @@ void pair_latency_ns(const std::shared_ptr<trainscope::Exporter>& exporter, int 
 }  // namespace
 
 int main() {
-  const fs::path root = fs::temp_directory_path() / ("trainscope-mlflow-bench-" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("trainscope-mlflow-bench-" + std::to_string(::getpid()));
   {
     HttpSink sink;
     // Setup requests (experiments/get-by-name, runs/create, the trainscope.run_id
@@ -237,7 +242,8 @@ int main() {
   const double r99 = with.p99 / base.p99;
   std::printf("start+end pair, %zu pairs each, interleaved in blocks of 100:\n", base_ns.size());
   std::printf("  no exporter:                   p50 %.1f ns  p99 %.1f ns\n", base.p50, base.p99);
-  std::printf("  MlflowExporter, server down:   p50 %.1f ns  p99 %.1f ns  (%llu refused connections)\n",
+  std::printf("  MlflowExporter, server down:   p50 %.1f ns  p99 %.1f ns  "
+              "(%llu refused connections)\n",
               with.p50, with.p99, static_cast<unsigned long long>(exporter->stats().requests));
   std::printf("  ratio: p50 %.3fx  p99 %.3fx  (target <= 1.1x): %s\n", r50, r99,
               r50 <= 1.1 && r99 <= 1.1 ? "PASS" : "FAIL");

@@ -51,6 +51,19 @@ std::string dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// The string at `pointer` ("/run/info/run_id") of a 2xx response body; a
+// missing or mistyped field is an error, never an exception.
+absl::StatusOr<std::string> string_field(std::string_view what, const std::string& body,
+                                         const char* pointer) {
+  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const json::json_pointer at(pointer);
+  if (parsed.is_object() && parsed.contains(at) && parsed.at(at).is_string()) {
+    return parsed.at(at).get<std::string>();
+  }
+  return absl::InternalError(
+      fmt::format("MLflow {}: no {} in the response: {}", what, pointer, body.substr(0, 200)));
+}
+
 // MLflow's error codes (databricks.proto ErrorCode) as absl codes.
 absl::StatusCode code_for_error(std::string_view error_code, long http_status) {
   if (error_code == "RESOURCE_DOES_NOT_EXIST" || error_code == "ENDPOINT_NOT_FOUND") {
@@ -202,11 +215,13 @@ absl::StatusOr<std::vector<Batch>> split_batch(std::string_view run_id, const Ba
                                                const BatchLimits& limits) {
   BatchSplitter splitter(run_id, limits);
   for (const Metric& metric : all.metrics) {
-    absl::Status added = splitter.add(metric, metric_json(metric), &Batch::metrics, limits.max_metrics);
+    absl::Status added =
+        splitter.add(metric, metric_json(metric), &Batch::metrics, limits.max_metrics);
     if (!added.ok()) return added;
   }
   for (const KeyValue& param : all.params) {
-    absl::Status added = splitter.add(param, key_value_json(param), &Batch::params, limits.max_params);
+    absl::Status added =
+        splitter.add(param, key_value_json(param), &Batch::params, limits.max_params);
     if (!added.ok()) return added;
   }
   for (const KeyValue& tag : all.tags) {
@@ -317,7 +332,8 @@ absl::StatusOr<Client::Response> Client::perform_once(const char* method, const 
     curl_easy_setopt(curl, CURLOPT_USERNAME, config_.username.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, config_.password.c_str());
   }
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.connect_timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(config_.connect_timeout.count()));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(config_.request_timeout.count()));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a host process's threads
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_tls ? 0L : 1L);
@@ -332,7 +348,8 @@ absl::StatusOr<Client::Response> Client::perform_once(const char* method, const 
   curl_slist_free_all(headers);
   if (code != CURLE_OK) {
     const std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
-    const std::string message = redact(fmt::format("cannot reach MLflow at {}: {}", config_.tracking_uri, detail), config_);
+    const std::string message = redact(
+        fmt::format("cannot reach MLflow at {}: {}", config_.tracking_uri, detail), config_);
     if (is_connection_error(code)) return absl::UnavailableError(message);
     return absl::FailedPreconditionError(message);  // TLS, bad URL: retrying will not help
   }
@@ -348,9 +365,11 @@ absl::StatusOr<std::string> Client::call(const char* method, const std::string& 
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<Response> response = perform_once(method, url, body);
     if (response.ok() && response->http_status / 100 == 2) return std::move(response->body);
-    last = response.ok() ? error_from_response(what, response->http_status, response->body)
-                         : absl::Status(response.status().code(),
-                                        fmt::format("MLflow {}: {}", what, to_std(response.status().message())));
+    last = response.ok()
+               ? error_from_response(what, response->http_status, response->body)
+               : absl::Status(response.status().code(),
+                              fmt::format("MLflow {}: {}", what,
+                                          to_std(response.status().message())));
     if (!is_retryable(last) || attempt >= config_.max_retries) break;
     ++retries_;
     std::this_thread::sleep_for(jittered_backoff(config_, attempt));
@@ -359,32 +378,24 @@ absl::StatusOr<std::string> Client::call(const char* method, const std::string& 
 }
 
 absl::StatusOr<std::string> Client::get_or_create_experiment(const std::string& name) {
-  for (int race = 0; race < 2; ++race) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
     CURL* curl = static_cast<CURL*>(curl_);
     char* escaped = curl_easy_escape(curl, name.c_str(), static_cast<int>(name.size()));
     const std::string query = std::string("?experiment_name=") + (escaped ? escaped : "");
     curl_free(escaped);
     absl::StatusOr<std::string> found = call("GET", "experiments/get-by-name", query, "");
     if (found.ok()) {
-      const json parsed = json::parse(*found, nullptr, false);
-      if (parsed.contains("experiment") && parsed["experiment"].contains("experiment_id")) {
-        return parsed["experiment"]["experiment_id"].get<std::string>();
-      }
-      return absl::InternalError(fmt::format(
-          "MLflow GET experiments/get-by-name: no experiment_id in the response for '{}'", name));
+      return string_field("GET experiments/get-by-name", *found, "/experiment/experiment_id");
     }
     if (!absl::IsNotFound(found.status())) return found.status();
     absl::StatusOr<std::string> created =
         call("POST", "experiments/create", "", dump(json{{"name", name}}));
-    if (created.ok()) {
-      const json parsed = json::parse(*created, nullptr, false);
-      if (parsed.contains("experiment_id")) return parsed["experiment_id"].get<std::string>();
-      return absl::InternalError("MLflow POST experiments/create: no experiment_id in the response");
-    }
+    if (created.ok()) return string_field("POST experiments/create", *created, "/experiment_id");
     // Someone else created it between our two calls: look it up again.
     if (!absl::IsAlreadyExists(created.status())) return created.status();
   }
-  return absl::AbortedError(fmt::format("MLflow experiment '{}' keeps appearing and vanishing", name));
+  return absl::AbortedError(
+      fmt::format("MLflow experiment '{}' keeps appearing and vanishing", name));
 }
 
 absl::StatusOr<std::string> Client::create_run(const std::string& experiment_id,
@@ -396,13 +407,7 @@ absl::StatusOr<std::string> Client::create_run(const std::string& experiment_id,
                      {"tags", json::array({{{"key", "mlflow.runName"}, {"value", name}}})}};
   absl::StatusOr<std::string> response = call("POST", "runs/create", "", dump(body));
   if (!response.ok()) return response.status();
-  const json parsed = json::parse(*response, nullptr, false);
-  if (!parsed.is_object() || !parsed.contains("run")) {
-    return absl::InternalError("MLflow POST runs/create: no run in the response");
-  }
-  const json& info = parsed["run"]["info"];
-  if (info.contains("run_id")) return info["run_id"].get<std::string>();
-  return info["run_uuid"].get<std::string>();
+  return string_field("POST runs/create", *response, "/run/info/run_id");
 }
 
 absl::Status Client::log_batch(const std::string& run_id, const Batch& batch) {

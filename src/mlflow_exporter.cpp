@@ -229,7 +229,8 @@ class Syncer {
       experiment_id = *found;
     }
     const std::string name = info.name.empty() ? info.id : info.name;
-    absl::StatusOr<std::string> run_id = client_->create_run(experiment_id, name, info.start_time_ms);
+    absl::StatusOr<std::string> run_id =
+        client_->create_run(experiment_id, name, info.start_time_ms);
     if (!run_id.ok()) return run_id.status();
     cursor_->tracking_uri = redact_uri(client_->config().tracking_uri);
     cursor_->experiment_id = experiment_id;
@@ -246,12 +247,16 @@ class Syncer {
     tags.emplace("trainscope.run_id", info.id);
     for (const auto& [key, value] : info.params) {
       if (auto it = cursor_->params.find(key); it == cursor_->params.end() || it->second != value) {
-        if (accept_key(key)) pending.params.push_back({key, value.substr(0, mlflow::kMaxParamValueLength)});
+        if (accept_key(key)) {
+          pending.params.push_back({key, value.substr(0, mlflow::kMaxParamValueLength)});
+        }
       }
     }
     for (const auto& [key, value] : tags) {
       if (auto it = cursor_->tags.find(key); it == cursor_->tags.end() || it->second != value) {
-        if (accept_key(key)) pending.tags.push_back({key, value.substr(0, mlflow::kMaxTagValueLength)});
+        if (accept_key(key)) {
+          pending.tags.push_back({key, value.substr(0, mlflow::kMaxTagValueLength)});
+        }
       }
     }
     if (pending.empty()) return absl::OkStatus();
@@ -261,7 +266,9 @@ class Syncer {
     for (const mlflow::Batch& batch : *batches) {
       if (absl::Status s = send(batch); !s.ok()) return s;
       // Recorded as the run directory has them (the server got a prefix if truncated).
-      for (const mlflow::KeyValue& param : batch.params) cursor_->params[param.key] = info.params.at(param.key);
+      for (const mlflow::KeyValue& param : batch.params) {
+        cursor_->params[param.key] = info.params.at(param.key);
+      }
       for (const mlflow::KeyValue& tag : batch.tags) cursor_->tags[tag.key] = tags.at(tag.key);
       if (absl::Status s = save(); !s.ok()) return s;
     }
@@ -316,8 +323,9 @@ class Syncer {
       if (!summary.ok()) return summary.status();
       for (const SummaryEntry& entry : summary->entries) {
         if (entry.stats.count == 0 || !std::isfinite(entry.stats.mean)) continue;
-        std::string key = fmt::format("{}{}{}/{}", prefix.empty() ? "" : prefix + "/",
-                                      rank_prefix(state.rank.rank), device_name(entry.device), entry.key);
+        std::string key =
+            fmt::format("{}{}{}/{}", prefix.empty() ? "" : prefix + "/",
+                        rank_prefix(state.rank.rank), device_name(entry.device), entry.key);
         if (!accept_key(key)) continue;
         all.metrics.push_back({std::move(key), entry.stats.mean, timestamp, 0});
       }
@@ -523,9 +531,11 @@ absl::Status MlflowExporter::maybe_sync(bool force) {
   }
   backoff_ = std::clamp(backoff_ * 2, kLiveMinBackoff, kLiveMaxBackoff);
   next_attempt_ = Clock::now() + backoff_;
-  return absl::Status(status.code(),
-                      fmt::format("{} (next attempt in {} s; the rows stay in {})",
-                                  to_std(status.message()), backoff_.count() / 1000, run_dir_));
+  const std::string next =
+      run_ended_ ? fmt::format("`trainscope sync {}` uploads the rest", run_dir_)
+                 : fmt::format("next attempt in {} s; the rows stay in {}",
+                               backoff_.count() / 1000, run_dir_);
+  return absl::Status(status.code(), fmt::format("{} ({})", to_std(status.message()), next));
 }
 
 }  // namespace trainscope

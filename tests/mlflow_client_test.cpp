@@ -1,6 +1,14 @@
 // The MLflow client without a network: request splitting at runs/log-batch's
 // limits, key rules, error mapping, credential redaction, the environment.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "../src/mlflow_client.hpp"
@@ -61,8 +69,10 @@ TEST(SplitBatch, EveryRequestBodyStaysUnderOneMegabyte) {
   // Params of 6000 characters: 100 of them are ~600 kB; with tags of 8000
   // characters the byte limit binds before the count limits.
   Batch all = metrics(1000, 250);
-  for (int i = 0; i < 100; ++i) all.params.push_back({"p" + std::to_string(i), std::string(6000, 'x')});
-  for (int i = 0; i < 100; ++i) all.tags.push_back({"t" + std::to_string(i), std::string(8000, 'y')});
+  for (int i = 0; i < 100; ++i) {
+    all.params.push_back({"p" + std::to_string(i), std::string(6000, 'x')});
+    all.tags.push_back({"t" + std::to_string(i), std::string(8000, 'y')});
+  }
   auto batches = split_batch(kRunId, all, BatchLimits{});
   ASSERT_TRUE(batches.ok()) << batches.status();
   std::size_t items = 0;
@@ -122,7 +132,8 @@ TEST(ValidateKey, RejectsWhatTheServerRejects) {
 TEST(ErrorFromResponse, NamesEndpointAndErrorCode) {
   const absl::Status status = error_from_response(
       "POST runs/log-batch", 400,
-      R"({"error_code": "INVALID_PARAMETER_VALUE", "message": "Changing param values is not allowed"})");
+      R"({"error_code": "INVALID_PARAMETER_VALUE",)"
+      R"( "message": "Changing param values is not allowed"})");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(status.message()),
             "MLflow POST runs/log-batch: HTTP 400 INVALID_PARAMETER_VALUE: Changing param values "
@@ -240,6 +251,74 @@ TEST_F(EnvironmentTest, BadValuesNameTheVariableWithoutCredentials) {
   EXPECT_EQ(bad_uri.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad_uri.status().message()), HasSubstr("MLFLOW_TRACKING_URI"));
   EXPECT_THAT(std::string(bad_uri.status().message()), Not(HasSubstr("secret")));
+}
+
+// A loopback port nothing listens on: a stopped server.
+int closed_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A running run in the documented format (docs/run-format.md) with one metric.
+std::string write_run_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TRAINSCOPE_TEST_TMPDIR) / ("mlflow_client_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::ofstream(dir / "run.json")
+      << R"({"format":"trainscope.run","version":1,"id":"0123456789abcdef0123456789abcdef",)"
+      << R"("name":"t","experiment":"Default","start_time_ms":)" << now_ms
+      << R"(,"params":{},"tags":{}})";
+  std::ofstream(dir / "rank-0.json")
+      << R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
+      << R"("host":"h","pid":)" << ::getpid() << R"(,"status":"RUNNING","start_time_ms":)"
+      << now_ms << R"(,"end_time_ms":0,"heartbeat_ms":)" << now_ms
+      << R"(,"flush_interval_ms":3600000})";
+  std::ofstream(dir / "regions-0.csv")
+      << "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
+  std::ofstream(dir / "metrics-0.csv") << "key,value,step,timestamp_ms,rank\nloss,0.5,0," << now_ms
+                                       << ",0\n";
+  return dir.string();
+}
+
+TEST(MlflowExporter, StoppedServerCostsOneRefusedConnectionPerBackoff) {
+  const std::string dir = write_run_dir("stopped");
+  MlflowConfig config;
+  config.tracking_uri = "http://alice:pw-123@127.0.0.1:" + std::to_string(closed_port());
+  MlflowExporter exporter(dir, config, std::chrono::milliseconds(0));
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status first = exporter.flush();
+  EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(first.message()), HasSubstr("experiments/get-by-name"));
+  EXPECT_THAT(std::string(first.message()), HasSubstr("http://***@127.0.0.1"));
+  EXPECT_THAT(std::string(first.message()), Not(HasSubstr("pw-123")));
+  // During the backoff the pipeline thread does not wait on the network.
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(exporter.write_metrics({}).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+  EXPECT_EQ(exporter.stats().requests, 1u);  // no retries inside an attempt either
+  EXPECT_FALSE(std::filesystem::exists(dir + "/mlflow-sync.json"));
+}
+
+TEST(SyncRunDir, CursorFromAnotherServerIsRefused) {
+  const std::string dir = write_run_dir("other_server");
+  std::ofstream(dir + "/mlflow-sync.json")
+      << R"({"version":1,"tracking_uri":"http://other:5000","experiment_id":"1","run_id":"r",)"
+      << R"("params":{},"tags":{},"files":{},"summary_sent":false,"status":""})";
+  MlflowConfig config;
+  config.tracking_uri = "http://127.0.0.1:" + std::to_string(closed_port());
+  const absl::Status status = sync_run_dir(dir, config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("http://other:5000"));
 }
 
 }  // namespace

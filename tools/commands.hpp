@@ -13,7 +13,6 @@ inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 int sync_command(const std::vector<std::string>& args);
-extern const char* const kSyncUsage;
 
 }  // namespace trainscope::cli
 

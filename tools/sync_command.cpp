@@ -11,8 +11,9 @@
 #include "trainscope/mlflow_exporter.hpp"
 
 namespace trainscope::cli {
+namespace {
 
-const char* const kSyncUsage =
+constexpr char kSyncUsage[] =
     "usage: trainscope sync <run-dir> [--tracking-uri URI] [--experiment NAME]\n"
     "\n"
     "Uploads the run's params, tags, metrics and region times to an MLflow tracking\n"
@@ -21,13 +22,12 @@ const char* const kSyncUsage =
     "<run-dir>/mlflow-sync.json.\n"
     "\n"
     "  --tracking-uri URI   default: MLFLOW_TRACKING_URI\n"
-    "  --experiment NAME    default: MLFLOW_EXPERIMENT_NAME, else the run's experiment\n"
+    "  --experiment NAME    for the first upload; default: MLFLOW_EXPERIMENT_NAME, else\n"
+    "                       the run's experiment\n"
     "\n"
     "Credentials as MLflow's client: MLFLOW_TRACKING_USERNAME/PASSWORD or\n"
     "MLFLOW_TRACKING_TOKEN; MLFLOW_TRACKING_INSECURE_TLS=true skips TLS verification.\n"
     "Exit status: 0 uploaded, 1 the upload failed (run again later), 2 bad usage.\n";
-
-namespace {
 
 struct SyncArgs {
   std::string run_dir;
@@ -88,10 +88,12 @@ void print_done(const SyncArgs& args, const MlflowConfig& config, const SyncStat
                                 stats.tags_sent, stats.requests)
                         .c_str());
   if (!stats.status_sent) {
-    std::printf("the run has not ended: run `trainscope sync` again later for its summary and status\n");
+    std::printf(
+        "the run has not ended: run `trainscope sync` again later for its summary and status\n");
   }
   if (stats.skipped_invalid > 0) {
-    std::printf("%s", fmt::format("skipped {} rows whose keys MLflow rejects (see the warning above)\n",
+    std::printf("%s", fmt::format("skipped {} rows whose keys MLflow rejects (see the warning "
+                                  "above)\n",
                                   stats.skipped_invalid)
                           .c_str());
   }
@@ -121,10 +123,11 @@ int sync_command(const std::vector<std::string>& argv) {
   const absl::Status status = sync_run_dir(args->run_dir, config, &stats);
   if (!status.ok()) {
     std::fprintf(stderr, "trainscope sync: %s\n", std::string(status.message()).c_str());
-    std::fprintf(stderr,
-                 "%s", fmt::format("{} metric values were accepted before the error and are "
-                       "recorded; run the same command again to continue\n",
-                       stats.metrics_sent).c_str());
+    std::fprintf(stderr, "%s",
+                 fmt::format("{} metric values were accepted before the error and are recorded; "
+                             "run the same command again to continue\n",
+                             stats.metrics_sent)
+                     .c_str());
     return kExitFailed;
   }
   print_done(*args, config, stats);

@@ -129,3 +129,16 @@ def run_python():
                               timeout=timeout, check=False)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _isolate_mlflow_environment():
+    """mlflow.set_experiment() exports MLFLOW_EXPERIMENT_ID into os.environ, which
+    every later subprocess (the trainscope CLI, child runs) would inherit and
+    apply to another test's server: restore MLFLOW_* after each test."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    yield
+    for key in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        if key not in saved:
+            del os.environ[key]
+    os.environ.update(saved)
