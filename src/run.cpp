@@ -247,6 +247,12 @@ struct Run::State {
     return absl::FailedPreconditionError(fmt::format("run {} has ended", info.id));
   }
 
+  // A param (write-once) or tag: validated, merged into run.json now, under
+  // the run's lock, so that a conflict with any rank is reported here rather
+  // than lost in the background; then streamed to the exporters.
+  absl::Status record_key_value(const char* kind, std::map<std::string, std::string> RunInfo::*field,
+                                std::size_t max_value_length, std::string_view key,
+                                std::string_view value);
   absl::Status finish(RunStatus status);
   void stop_heartbeat();
   void heartbeat_loop();
@@ -407,40 +413,31 @@ const RunInfo& Run::info() const noexcept { return state_->info; }
 const RankInfo& Run::rank() const noexcept { return state_->rank; }
 ExportPipeline& Run::pipeline() noexcept { return *state_->pipeline; }
 
-absl::Status Run::log_param(std::string_view key, std::string_view value) {
-  absl::Status status = validate_key("param", key);
-  if (status.ok()) status = validate_value("param", key, value, kMaxParamValueLength);
+absl::Status Run::State::record_key_value(const char* kind,
+                                          std::map<std::string, std::string> RunInfo::*field,
+                                          std::size_t max_value_length, std::string_view key,
+                                          std::string_view value) {
+  absl::Status status = validate_key(kind, key);
+  if (status.ok()) status = validate_value(kind, key, value, max_value_length);
   if (!status.ok()) return status;
-  State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mu);
-  status = s.checked_running();
+  std::lock_guard<std::mutex> lock(mu);
+  status = checked_running();
   if (!status.ok()) return status;
-  // Written now, under the run's lock, so that a conflict with any rank is
-  // reported here rather than lost in the background.
   RunInfo update;
-  update.params.emplace(key, value);
-  status = detail::merge_into_run_file(s.dir, update);
+  (update.*field).emplace(key, value);
+  status = detail::merge_into_run_file(dir, update);
   if (!status.ok()) return status;
-  s.info.params.emplace(key, value);
-  s.pipeline->submit_run_info(s.info);
+  (info.*field)[std::string(key)] = value;
+  pipeline->submit_run_info(info);
   return absl::OkStatus();
 }
 
+absl::Status Run::log_param(std::string_view key, std::string_view value) {
+  return state_->record_key_value("param", &RunInfo::params, kMaxParamValueLength, key, value);
+}
+
 absl::Status Run::set_tag(std::string_view key, std::string_view value) {
-  absl::Status status = validate_key("tag", key);
-  if (status.ok()) status = validate_value("tag", key, value, kMaxTagValueLength);
-  if (!status.ok()) return status;
-  State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mu);
-  status = s.checked_running();
-  if (!status.ok()) return status;
-  RunInfo update;
-  update.tags.emplace(key, value);
-  status = detail::merge_into_run_file(s.dir, update);
-  if (!status.ok()) return status;
-  s.info.tags[std::string(key)] = value;
-  s.pipeline->submit_run_info(s.info);
-  return absl::OkStatus();
+  return state_->record_key_value("tag", &RunInfo::tags, kMaxTagValueLength, key, value);
 }
 
 absl::Status Run::log_metric(std::string_view key, double value, std::optional<std::int64_t> step) {
