@@ -19,6 +19,7 @@
 #include "csv.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "stats_fields.hpp"
 #include "trainscope/errors.hpp"
 #include "trainscope/stats_format.hpp"
 #include "trainscope/time_type.hpp"
@@ -191,16 +192,6 @@ std::string dump(const Json& doc) {
 
 constexpr std::string_view kRankFormat = "trainscope.rank";
 
-// Summary files are the stats JSON of format_summary(); these are its numbers.
-constexpr std::pair<const char*, double TimeStats::*> kStatsFields[] = {
-    {"total", &TimeStats::total},   {"min", &TimeStats::min},
-    {"mean", &TimeStats::mean},     {"median", &TimeStats::median},
-    {"max", &TimeStats::max},       {"stdev", &TimeStats::stdev},
-    {"p5", &TimeStats::p5},         {"p25", &TimeStats::p25},
-    {"p75", &TimeStats::p75},       {"p95", &TimeStats::p95},
-    {"p99", &TimeStats::p99},       {"cv", &TimeStats::cv},
-    {"median_ci_low", &TimeStats::median_ci_low}, {"median_ci_high", &TimeStats::median_ci_high},
-};
 
 absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::string& path) {
   if (!item.is_object()) {
@@ -212,7 +203,7 @@ absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::st
   entry.key = fields.text("key");
   const std::string device = fields.text("device");
   entry.stats.count = fields.unsigned_integer("count");
-  for (const auto& [name, member] : kStatsFields) entry.stats.*member = fields.number(name);
+  for (const auto& [name, member] : kStatsDoubleFields) entry.stats.*member = fields.number(name);
   entry.stats.warmup_excluded = fields.unsigned_integer("warmup_excluded");
   entry.stats.approximate = fields.boolean("approximate");
   if (!fields.status().ok()) return fields.status();

@@ -18,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
 #include "csv.hpp"
+#include "stats_fields.hpp"
 #include "nlohmann/json.hpp"
 
 namespace trainscope {
@@ -251,26 +252,6 @@ std::string format_table(const Summary& summary) {
 // ---------------------------------------------------------------------------
 // JSON and CSV share the field list and order.
 
-struct DoubleField {
-  const char* name;
-  double TimeStats::*member;
-};
-constexpr DoubleField kDoubleFields[] = {
-    {"total", &TimeStats::total},
-    {"min", &TimeStats::min},
-    {"mean", &TimeStats::mean},
-    {"median", &TimeStats::median},
-    {"max", &TimeStats::max},
-    {"stdev", &TimeStats::stdev},
-    {"p5", &TimeStats::p5},
-    {"p25", &TimeStats::p25},
-    {"p75", &TimeStats::p75},
-    {"p95", &TimeStats::p95},
-    {"p99", &TimeStats::p99},
-    {"cv", &TimeStats::cv},
-    {"median_ci_low", &TimeStats::median_ci_low},
-    {"median_ci_high", &TimeStats::median_ci_high},
-};
 
 nlohmann::ordered_json json_number(double v) {
   // JSON has no NaN or infinity.
@@ -284,7 +265,7 @@ std::string format_json(const Summary& summary) {
     entry["key"] = e.key;
     entry["device"] = std::string(device_name(e.device));
     entry["count"] = e.stats.count;
-    for (const DoubleField& f : kDoubleFields) entry[f.name] = json_number(e.stats.*f.member);
+    for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields) entry[f.name] = json_number(e.stats.*f.member);
     entry["warmup_excluded"] = e.stats.warmup_excluded;
     entry["approximate"] = e.stats.approximate;
     entries.push_back(std::move(entry));
@@ -304,12 +285,12 @@ std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::f
 
 std::string format_csv(const Summary& summary) {
   std::string out = "key,device,count";
-  for (const DoubleField& f : kDoubleFields) fmt::format_to(std::back_inserter(out), ",{}", f.name);
+  for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields) fmt::format_to(std::back_inserter(out), ",{}", f.name);
   out.append(",warmup_excluded,approximate\n");
   for (const SummaryEntry& e : summary.entries) {
     auto it = std::back_inserter(out);
     fmt::format_to(it, "{},{},{}", detail::csv_field(e.key), device_name(e.device), e.stats.count);
-    for (const DoubleField& f : kDoubleFields)
+    for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields)
       fmt::format_to(it, ",{}", csv_number(e.stats.*f.member));
     fmt::format_to(it, ",{},{}\n", e.stats.warmup_excluded, e.stats.approximate);
   }
