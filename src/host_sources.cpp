@@ -13,12 +13,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "fmt/format.h"
 #include "host_parsers.hpp"
 #include "trainscope/sampler.hpp"
@@ -146,7 +148,7 @@ struct InstanceNames {
   std::vector<std::string> names;
 };
 InstanceNames make_names(std::string_view family, std::string_view instance,
-                         std::initializer_list<std::string_view> quantities) {
+                         absl::Span<const std::string_view> quantities) {
   InstanceNames result{std::string(instance), {}};
   for (std::string_view quantity : quantities) {
     result.names.push_back(instance.empty()
@@ -240,8 +242,9 @@ void parse_net_dev(std::string_view text, std::vector<NetCounters>* out) {
     // "  eth0: rx_bytes rx_packets errs drop fifo frame compressed multicast tx_bytes ..."
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;  // the two header lines
-    std::string_view name = line.substr(0, colon);
-    if (!next_field(&name, &name)) continue;
+    std::string_view padded = line.substr(0, colon);
+    std::string_view name;
+    if (!next_field(&padded, &name)) continue;
     std::string_view rest = line.substr(colon + 1);
     std::uint64_t v[9] = {};
     if (!next_numbers(&rest, v, 9)) continue;
@@ -265,10 +268,11 @@ bool parse_pid_stat(std::string_view text, ProcStat* out) {
   if (!next_field(&rest, &state)) return false;
   long long v[21] = {};  // cutime/cstime are signed in the kernel's format
   if (!next_numbers(&rest, v, 21)) return false;
-  if (v[0] < 0 || v[9] < 0 || v[10] < 0 || v[11] < 0 || v[12] < 0) return false;
+  // v[i] is field i + 4: ppid v[0], utime..cstime v[10..13], rss v[20].
+  if (v[0] < 0 || v[10] < 0 || v[11] < 0 || v[12] < 0 || v[13] < 0) return false;
   out->ppid = static_cast<pid_t>(v[0]);
-  out->cpu_ticks = static_cast<std::uint64_t>(v[9]) + static_cast<std::uint64_t>(v[10]) +
-                   static_cast<std::uint64_t>(v[11]) + static_cast<std::uint64_t>(v[12]);
+  out->cpu_ticks = static_cast<std::uint64_t>(v[10]) + static_cast<std::uint64_t>(v[11]) +
+                   static_cast<std::uint64_t>(v[12]) + static_cast<std::uint64_t>(v[13]);
   out->rss_pages = v[20] > 0 ? static_cast<std::uint64_t>(v[20]) : 0;
   return true;
 }
@@ -441,8 +445,8 @@ class DiskSource : public HardwareSource {
   }
 
  private:
-  static constexpr std::initializer_list<std::string_view> kQuantities = {
-      "read_mb_s", "write_mb_s", "read_iops", "write_iops", "read_mb", "write_mb"};
+  static constexpr std::string_view kQuantities[] = {"read_mb_s", "write_mb_s", "read_iops",
+                                                     "write_iops", "read_mb",    "write_mb"};
 
   struct Delta {
     double read_mb = 0, write_mb = 0, reads = 0, writes = 0;
@@ -561,8 +565,7 @@ class NetworkSource : public HardwareSource {
   }
 
  private:
-  static constexpr std::initializer_list<std::string_view> kQuantities = {"rx_mb_s", "tx_mb_s",
-                                                                          "rx_mb", "tx_mb"};
+  static constexpr std::string_view kQuantities[] = {"rx_mb_s", "tx_mb_s", "rx_mb", "tx_mb"};
   struct Interface {
     InstanceNames names;
     NetCounters last;
@@ -679,10 +682,16 @@ class ProcessTreeSource : public HardwareSource {
     return absl::OkStatus();
   }
 
+  // path_ = <proc_root>/<pid>/<file>, in path_'s existing capacity.
+  void set_path(pid_t pid, std::string_view file) {
+    path_.clear();
+    fmt::format_to(std::back_inserter(path_), "{}/{}/{}", proc_root_, pid, file);
+  }
+
   absl::Status read_members(Totals* t) {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       const pid_t pid = members_[i];
-      path_ = fmt::format("{}/{}/stat", proc_root_, pid);
+      set_path(pid, "stat");
       ProcStat stat;
       if (!read_path(path_, &buffer_).ok() || !parse_pid_stat(buffer_, &stat)) {
         if (i == 0) return absl::UnavailableError(fmt::format("process {} is gone", pid));
@@ -692,7 +701,7 @@ class ProcessTreeSource : public HardwareSource {
       t->rss_pages += stat.rss_pages;
       ++t->count;
       // /proc/<pid>/io needs ptrace rights; without them the I/O stays 0.
-      path_ = fmt::format("{}/{}/io", proc_root_, pid);
+      set_path(pid, "io");
       ProcIo io;
       if (read_path(path_, &buffer_).ok() && parse_pid_io(buffer_, &io)) {
         t->read_bytes += io.read_bytes;

@@ -13,6 +13,7 @@ inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 int sync_command(const std::vector<std::string>& args);
+int run_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

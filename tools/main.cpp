@@ -22,6 +22,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"sync", "upload a run directory to an MLflow tracking server (resumable)",
      trainscope::cli::sync_command},
+    {"run", "run a command as a trainscope run (samples, output, exit status)",
+     trainscope::cli::run_command},
 };
 
 void print_usage(std::FILE* out) {

@@ -1,0 +1,128 @@
+"""`trainscope run -- cmd`: a Python command joins the wrapper's run; SIGTERM ends it KILLED.
+
+Needs the CLI binary: TRAINSCOPE_CLI=<build>/tools/trainscope (skipped otherwise).
+"""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+CLI = os.environ.get("TRAINSCOPE_CLI")
+pytestmark = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the trainscope binary")
+
+
+def _env():
+    env = dict(os.environ)
+    for name in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT"):
+        env.pop(name, None)
+    return env
+
+
+def _only_run(root):
+    runs = os.listdir(root)
+    assert len(runs) == 1, runs
+    return os.path.join(root, runs[0])
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_python_command_logs_into_the_wrappers_run(tmp_path):
+    script = textwrap.dedent("""
+        import trainscope
+        with trainscope.start_run() as run:
+            timer = trainscope.Timer()
+            with timer.scope("step"):
+                pass
+            trainscope.log_metric("loss", 0.5, step=0)
+            print(run.dir)
+    """)
+    done = subprocess.run(
+        [CLI, "run", "--root", str(tmp_path), "--no-sample", "--",
+         sys.executable, "-c", script, "--lr", "0.1", "--note=a 'b' c"],
+        env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_dir = _only_run(tmp_path)
+    assert done.stdout.strip() == run_dir  # still shown ...
+    assert _read(os.path.join(run_dir, "stdout.log")).strip() == run_dir  # ... and saved
+    info = json.loads(_read(os.path.join(run_dir, "run.json")))
+    assert info["params"] == {"lr": "0.1", "note": "a 'b' c"}
+    assert info["tags"]["trainscope.exit_code"] == "0"
+    assert json.loads(_read(os.path.join(run_dir, "rank-0.json")))["status"] == "FINISHED"
+    metrics = _rows(os.path.join(run_dir, "metrics-0.csv"))
+    assert [(m["key"], float(m["value"])) for m in metrics] == [("loss", 0.5)]
+    assert [r["key"] for r in _rows(os.path.join(run_dir, "regions-0.csv"))] == ["step"]
+
+
+def _wait_for(predicate, timeout_s=30):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _logged(run_dir, prefix):
+    path = os.path.join(run_dir, "metrics-0.csv")
+    return os.path.exists(path) and any(m["key"].startswith(prefix) for m in _rows(path))
+
+
+def test_sigterm_ends_the_run_killed_with_everything_on_disk(tmp_path):
+    script = textwrap.dedent("""
+        import time
+        import trainscope
+        with trainscope.start_run(flush_interval=0.1):
+            trainscope.log_metric("loss", 1.0, step=0)
+            print("ready", flush=True)
+            time.sleep(60)
+    """)
+    process = subprocess.Popen(
+        [CLI, "run", "--root", str(tmp_path), "--interval", "0.1", "--", sys.executable, "-c", script],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "ready\n"
+        run_dir = _only_run(tmp_path)
+        _wait_for(lambda: _logged(run_dir, "loss") and _logged(run_dir, "system/"))
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        process.kill()
+        process.communicate()
+    rank = json.loads(_read(os.path.join(run_dir, "rank-0.json")))
+    assert rank["status"] == "KILLED"
+    info = json.loads(_read(os.path.join(run_dir, "run.json")))
+    assert info["tags"]["trainscope.signal"] == str(int(signal.SIGTERM))
+    assert _logged(run_dir, "loss") and _logged(run_dir, "system/")
+    assert _read(os.path.join(run_dir, "stdout.log")) == "ready\n"
+
+
+def test_a_missing_command_exits_127(tmp_path):
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--",
+                           "trainscope-no-such-command"],
+                          env=_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 127
+    assert "command not found: 'trainscope-no-such-command'" in done.stderr
+    rank = json.loads(_read(os.path.join(_only_run(tmp_path), "rank-0.json")))
+    assert rank["status"] == "FAILED"
+
+
+def test_help_explains_usage():
+    done = subprocess.run([CLI, "run", "--help"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0
+    assert "usage: trainscope run" in done.stdout and "examples:" in done.stdout
