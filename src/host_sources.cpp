@@ -182,14 +182,21 @@ void parse_proc_stat(std::string_view text, std::vector<CpuTimes>* out) {
   }
 }
 
-bool parse_meminfo(std::string_view text, MemInfo* out) {
-  *out = MemInfo{};
-  bool has_total = false;
+// Calls f(key, value) for every "key: number ..." line (/proc/meminfo, /proc/<pid>/io).
+template <typename F>
+void for_each_key_number(std::string_view text, F&& f) {
   std::string_view line;
   while (next_line(&text, &line)) {
     std::string_view key;
     std::uint64_t value = 0;
-    if (!next_field(&line, &key) || !next_numbers(&line, &value, 1)) continue;
+    if (next_field(&line, &key) && next_numbers(&line, &value, 1)) f(key, value);
+  }
+}
+
+bool parse_meminfo(std::string_view text, MemInfo* out) {
+  *out = MemInfo{};
+  bool has_total = false;
+  for_each_key_number(text, [&](std::string_view key, std::uint64_t value) {
     if (key == "MemTotal:") {
       out->total_kb = value;
       has_total = true;
@@ -207,7 +214,7 @@ bool parse_meminfo(std::string_view text, MemInfo* out) {
     } else if (key == "SwapFree:") {
       out->swap_free_kb = value;
     }
-  }
+  });
   return has_total;
 }
 
@@ -280,11 +287,7 @@ bool parse_pid_stat(std::string_view text, ProcStat* out) {
 bool parse_pid_io(std::string_view text, ProcIo* out) {
   *out = ProcIo{};
   bool found = false;
-  std::string_view line;
-  while (next_line(&text, &line)) {
-    std::string_view key;
-    std::uint64_t value = 0;
-    if (!next_field(&line, &key) || !next_numbers(&line, &value, 1)) continue;
+  for_each_key_number(text, [&](std::string_view key, std::uint64_t value) {
     if (key == "read_bytes:") {
       out->read_bytes = value;
       found = true;
@@ -292,7 +295,7 @@ bool parse_pid_io(std::string_view text, ProcIo* out) {
       out->write_bytes = value;
       found = true;
     }
-  }
+  });
   return found;
 }
 
