@@ -30,10 +30,9 @@ CPUGPUTimer::CPUGPUTimer(CPUGPUTimerOptions options)
 
 CPUGPUTimer::CPUGPUTimer(std::shared_ptr<GpuEventSource> source, CPUGPUTimerOptions options)
     : options_(options),
-      source_(std::move(source)),
-      gpu_available_(source_ != nullptr && source_->available()),
+      source_(source != nullptr ? std::move(source) : default_gpu_event_source()),
+      gpu_available_(source_->available()),
       core_(options) {
-  if (source_ == nullptr) source_ = default_gpu_event_source();
   if (!gpu_available_ && options_.require_gpu) {
     throw TimerError(absl::FailedPreconditionError(
         "CPUGPUTimer(require_gpu=True): no GPU available: " + source_->describe()));

@@ -374,3 +374,15 @@ TEST_F(CPUGPUTimerTest, ResetReturnsOpenEventsAndClearsEverything) {
 
 }  // namespace
 }  // namespace trainscope
+
+namespace trainscope {
+namespace {
+
+TEST(CPUGPUTimerSourceTest, ANullSourceMeansTheDefaultOne) {
+  CPUGPUTimer timer(nullptr);
+  EXPECT_EQ(timer.gpu_available(), default_gpu_event_source()->available());
+  EXPECT_EQ(timer.gpu_description(), default_gpu_event_source()->describe());
+}
+
+}  // namespace
+}  // namespace trainscope
