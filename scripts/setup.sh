@@ -11,6 +11,7 @@ packages=(
   pybind11-dev python3-dev python3-venv python3-pip
   python3-torch libtorch-dev
   clang libclang-rt-14-dev
+  sysstat  # iostat, for the radT baseline of bench/sampler_bench.cpp
 )
 
 missing=()

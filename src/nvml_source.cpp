@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "dcgm_source.hpp"
 #include "trainscope/errors.hpp"
 #include "trainscope/sampler.hpp"
 
@@ -548,11 +549,6 @@ constexpr const char* kMetricNames[kMetricCount] = {"util_pct/mem_util_pct",
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-struct MigInstance {
-  Device device;
-  unsigned gpu_instance;
-};
-
 }  // namespace
 
 struct NvmlSource::Target {
@@ -689,6 +685,9 @@ std::string label(const Target& t) {
   return t.prefix.substr(7, t.prefix.size() - 8);
 }
 
+
+}  // namespace
+
 absl::StatusOr<std::vector<MigInstance>> mig_instances(NvmlApi& api, Device gpu) {
   std::vector<MigInstance> instances;
   absl::StatusOr<bool> enabled = api.mig_enabled(gpu);
@@ -710,8 +709,6 @@ absl::StatusOr<std::vector<MigInstance>> mig_instances(NvmlApi& api, Device gpu)
   }
   return instances;
 }
-
-}  // namespace
 
 NvmlSource::NvmlSource(std::unique_ptr<NvmlApi> api,
                        std::optional<std::string> cuda_visible_devices, std::string proc_root)
@@ -879,40 +876,6 @@ absl::Status NvmlSource::sample_target(Target& target, const std::vector<pid_t>&
   return absl::OkStatus();
 }
 
-// --- DCGM --------------------------------------------------------------------
-
-namespace {
-
-// Stands for DCGM where its library is installed: profiling fields need
-// DCGM's field-group and watch API, which this version does not drive yet, so
-// open() says so and the sampler disables it with that one warning.
-class DcgmSource final : public HardwareSource {
- public:
-  explicit DcgmSource(std::string library) : library_(std::move(library)) {}
-  std::string name() const override { return "dcgm"; }
-  absl::Status open(const HardwareContext&) override {
-    return absl::UnimplementedError(fmt::format(
-        "{} is installed, but DCGM profiling (sm_active, tensor_active, dram_active) is not "
-        "implemented in this version of trainscope",
-        library_));
-  }
-  absl::Status sample(std::vector<HardwareReading>*) override { return absl::OkStatus(); }
-
- private:
-  std::string library_;
-};
-
-std::optional<std::string> find_dcgm() {
-  for (const char* library : {"libdcgm.so.4", "libdcgm.so.3", "libdcgm.so"}) {
-    if (void* handle = ::dlopen(library, RTLD_LAZY | RTLD_LOCAL)) {
-      ::dlclose(handle);
-      return std::string(library);
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 }  // namespace nvml
 
 std::vector<std::unique_ptr<HardwareSource>> gpu_sources() {
@@ -921,8 +884,9 @@ std::vector<std::unique_ptr<HardwareSource>> gpu_sources() {
   sources.push_back(std::make_unique<nvml::NvmlSource>(
       std::make_unique<nvml::DlopenNvml>(),
       visible != nullptr ? std::optional<std::string>(visible) : std::nullopt));
-  if (std::optional<std::string> dcgm = nvml::find_dcgm()) {
-    sources.push_back(std::make_unique<nvml::DcgmSource>(*dcgm));
+  if (std::unique_ptr<HardwareSource> dcgm = dcgm::make_dcgm_source(
+          visible != nullptr ? std::optional<std::string>(visible) : std::nullopt)) {
+    sources.push_back(std::move(dcgm));
   }
   return sources;
 }

@@ -140,6 +140,14 @@ struct VisibleDevice {
 // that is not a device ("-1", "none", garbage): CUDA hides it and all after it.
 std::vector<VisibleDevice> parse_visible_devices(std::string_view text);
 
+// A MIG-enabled GPU's instances (handle and GPU instance id); none for a GPU
+// without MIG (NVML answers "not supported"), an error only when NVML is gone.
+struct MigInstance {
+  Device device;
+  unsigned gpu_instance;
+};
+absl::StatusOr<std::vector<MigInstance>> mig_instances(NvmlApi& api, Device gpu);
+
 // `root` and all its descendants, found by reading <proc_root>/<pid>/stat.
 std::vector<pid_t> process_tree(pid_t root, const std::string& proc_root = "/proc");
 

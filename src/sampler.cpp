@@ -18,10 +18,6 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// The thread sleeps at most this long at a time so that stop() is noticed
-// promptly even at long intervals (the header offers only an atomic flag).
-constexpr auto kStopPoll = std::chrono::milliseconds(50);
-
 void disable(const HardwareSource& source, const char* what, const absl::Status& status) {
   warn(fmt::format("hardware source {} disabled ({} failed): {}", source.name(), what,
                    std::string(status.message())));
@@ -39,13 +35,20 @@ Sampler::Sampler(SamplerOptions options, std::vector<std::unique_ptr<HardwareSou
 Sampler::~Sampler() { stop(); }
 
 void Sampler::start() {
-  if (thread_.joinable() || stop_.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    if (thread_.joinable() || stop_) return;
+  }
   thread_ = std::thread([this] { run(); });
 }
 
 void Sampler::stop() {
   if (!thread_.joinable()) return;
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
   thread_.join();  // run() takes the final sample before it returns
 }
 
@@ -58,16 +61,16 @@ void Sampler::run() {
   const auto interval = std::max(absl::ToChronoNanoseconds(options_.interval),
                                  std::chrono::nanoseconds(std::chrono::milliseconds(1)));
   auto next = SteadyClock::now() + interval;
-  while (!stop_.load()) {
-    const auto now = SteadyClock::now();
-    if (now < next) {
-      std::this_thread::sleep_until(std::min(next, now + kStopPoll));
-      continue;
-    }
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  while (!stop_) {
+    if (stop_cv_.wait_until(lock, next, [this] { return stop_; })) break;
+    lock.unlock();
     tick();
+    lock.lock();
     // Next slot on the grid strictly after now.
     next += interval * ((SteadyClock::now() - next) / interval + 1);
   }
+  lock.unlock();
   tick();
 }
 

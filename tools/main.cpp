@@ -24,6 +24,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::sync_command},
     {"run", "run a command as a trainscope run (samples, output, exit status)",
      trainscope::cli::run_command},
+    {"model", "fit a scaling model (Extra-P's PMNF) to runs or Extra-P files; predict, plot",
+     trainscope::cli::model_command},
 };
 
 void print_usage(std::FILE* out) {

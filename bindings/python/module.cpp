@@ -465,4 +465,5 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyCPUGPUTimer> cpu_gpu_timer = BindCPUGPUTimer(m);
   InstallFastPath(timer, cpu_gpu_timer);
   RegisterRun(m);
+  RegisterScaling(m);
 }

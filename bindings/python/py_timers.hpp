@@ -66,6 +66,8 @@ void InstallWarningHandler(pybind11::module_& module);
 
 // trainscope._core._Run (run_bindings.cpp), used by trainscope/run.py.
 void RegisterRun(pybind11::module_& module);
+// trainscope.scaling (scaling_bindings.cpp).
+void RegisterScaling(pybind11::module_& core);
 
 // Replaces pybind11's start/end of the two classes with METH_FASTCALL
 // methods (see fast_path.cpp for why).

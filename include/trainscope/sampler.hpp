@@ -6,9 +6,11 @@
 #define TRAINSCOPE_SAMPLER_HPP_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -55,7 +57,11 @@ class Sampler {
   std::vector<bool> enabled_;
   ExportPipeline* pipeline_;
   std::atomic<std::uint64_t> ticks_{0};
-  std::atomic<bool> stop_{false};
+  // stop() wakes the thread at once instead of it polling a flag (polling
+  // costs wakeups at every interval, which is most of the 1 Hz cost).
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;  // guarded by stop_mutex_
   std::thread thread_;
 };
 

@@ -1,0 +1,72 @@
+// A fitted performance model in the performance model normal form (PMNF):
+//   f(x) = c0 + sum_k c_k * prod_(p in term k) x_p^(i) * log2(x_p)^(j)
+// with its costs, and the ways to print it (Extra-P's text, Python, C++).
+#ifndef TRAINSCOPE_SCALING_MODEL_HPP_
+#define TRAINSCOPE_SCALING_MODEL_HPP_
+
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace trainscope::scaling {
+
+// An exponent as Extra-P writes it: "1/2", "-1", "0.75"; value is what is computed with.
+struct Exponent {
+  double value = 0;
+  std::string text = "0";
+
+  static Exponent Fraction(int numerator, int denominator);  // reduced, "n/d" or "n"
+  static Exponent Number(double value);                      // Python's repr of the value
+  bool is_zero() const noexcept { return value == 0; }
+};
+
+// x_p^poly * log2(x_p)^log for one parameter p (either exponent may be zero).
+struct Factor {
+  int parameter = 0;  // index into Model::parameters
+  Exponent poly;
+  Exponent log;
+  double evaluate(double x) const noexcept;
+};
+
+// coefficient * product of factors (over distinct parameters).
+struct Term {
+  double coefficient = 1;
+  std::vector<Factor> factors;
+  double evaluate(absl::Span<const double> coordinate) const noexcept;
+};
+
+// Extra-P's cost figures. For the single-parameter modeler with
+// cross-validation they are the leave-one-out values, as Extra-P reports them.
+struct ModelCosts {
+  double rss = 0;
+  double rrss = 0;
+  double nrss = 0;
+  double smape = 0;  // percent
+  double ar2 = 0;    // adjusted R^2
+  double re = 0;     // mean relative error
+};
+
+struct Model {
+  std::vector<std::string> parameters;
+  double constant = 0;
+  std::vector<Term> terms;  // empty for a constant model
+  ModelCosts costs;
+  // What the modeler wants the user to know (too few points, log terms
+  // dropped because a parameter value is below 1, ...).
+  std::vector<std::string> warnings;
+
+  double evaluate(absl::Span<const double> coordinate) const noexcept;
+  bool is_constant() const noexcept { return terms.empty(); }
+
+  // "11.68 + 100.36 * p^(-1)" with log2(p)^(j); coefficients as Python's repr.
+  std::string formula() const;
+  // A Python expression of the parameter names ("from math import log2" assumed).
+  std::string python() const;
+  // A C++ expression of the parameter names (<cmath>: std::pow, std::log2).
+  std::string cpp() const;
+};
+
+}  // namespace trainscope::scaling
+
+#endif  // TRAINSCOPE_SCALING_MODEL_HPP_

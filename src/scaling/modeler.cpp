@@ -1,0 +1,101 @@
+#include "trainscope/scaling/modeler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "extrap_internal.hpp"
+#include "fmt/format.h"
+
+namespace trainscope::scaling {
+
+namespace {
+
+// Where a model must stay physical: per parameter, from the smallest measured
+// value to `factor` times the largest, log-spaced (scaling parameters grow
+// geometrically), plus every measured value.
+std::vector<std::vector<double>> check_grid(const std::vector<detail::PointStats>& points, std::size_t dims,
+                                            double factor) {
+  constexpr int kSteps = 24;
+  std::vector<std::vector<double>> axes(dims);
+  for (std::size_t p = 0; p < dims; ++p) {
+    double lo = points.front().coordinate[p], hi = lo;
+    for (const auto& point : points) {
+      lo = std::min(lo, point.coordinate[p]);
+      hi = std::max(hi, point.coordinate[p]);
+      axes[p].push_back(point.coordinate[p]);
+    }
+    const double top = hi * std::max(1.0, factor);
+    for (int i = 0; i <= kSteps; ++i) {
+      const double t = static_cast<double>(i) / kSteps;
+      axes[p].push_back(lo > 0 ? lo * std::pow(top / lo, t) : lo + (top - lo) * t);
+    }
+    std::sort(axes[p].begin(), axes[p].end());
+    axes[p].erase(std::unique(axes[p].begin(), axes[p].end()), axes[p].end());
+  }
+  return axes;
+}
+
+bool positive_everywhere(const Model& model, const std::vector<std::vector<double>>& axes) {
+  std::vector<double> coordinate(axes.size());
+  std::vector<std::size_t> index(axes.size(), 0);
+  while (true) {
+    for (std::size_t p = 0; p < axes.size(); ++p) coordinate[p] = axes[p][index[p]];
+    const double value = model.evaluate(coordinate);
+    if (!(value > 0) || !std::isfinite(value)) return false;
+    std::size_t p = 0;
+    while (p < axes.size() && ++index[p] == axes[p].size()) index[p++] = 0;
+    if (p == axes.size()) return true;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
+                          const ModelOptions& options) {
+  if (options.modeler == Modeler::kExtrap) return fit_extrap(parameters, series, options.extrap);
+
+  absl::StatusOr<std::vector<detail::PointStats>> points = detail::prepare_points(parameters, series);
+  if (!points.ok()) return points.status();
+  ExtrapOptions base = options.extrap;
+  base.allow_negative_exponents = base.allow_negative_exponents || options.negative_exponents;
+
+  bool all_positive = true;
+  for (const auto& point : *points) all_positive = all_positive && point.value(base.measure) > 0;
+  const bool check = options.reject_nonphysical && all_positive;
+  const std::vector<std::vector<double>> axes = check_grid(*points, parameters.size(), options.extrapolation_factor);
+
+  std::vector<std::string> warnings;
+  auto single = [&](const std::vector<detail::PointStats>& line, int parameter) {
+    detail::HypothesisFilter filter;
+    if (check) {
+      filter = [&, parameter](double c0, double c1, const Factor& f) {
+        for (double x : axes[static_cast<std::size_t>(parameter)]) {
+          const double value = c0 + c1 * f.evaluate(x);
+          if (!(value > 0) || !std::isfinite(value)) return false;
+        }
+        return true;
+      };
+    }
+    return detail::model_single(line, parameter, base, warnings, filter, detail::LogRule::kExact);
+  };
+  Model model;
+  if (parameters.size() == 1) {
+    model = detail::single_result_to_model(parameters, single(*points, 0));
+  } else {
+    detail::ModelFilter accept;
+    if (check) accept = [&](const Model& candidate) { return positive_everywhere(candidate, axes); };
+    model = detail::model_multi(parameters, *points, base, single, warnings, accept);
+  }
+  if (check && !positive_everywhere(model, axes)) {
+    warnings.push_back(fmt::format(
+        "the model predicts a value <= 0 between the measured points and {}x the largest; no physical "
+        "hypothesis fitted better",
+        options.extrapolation_factor));
+  }
+  model.warnings = std::move(warnings);
+  return model;
+}
+
+}  // namespace trainscope::scaling

@@ -1,0 +1,276 @@
+// The scaling modelers on functions with known answers. Agreement with
+// Extra-P itself, coefficient by coefficient, is tested in
+// tests/python/test_model_vs_extrap.py against the real `extrap` package.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainscope/scaling/extrap_modeler.hpp"
+#include "trainscope/scaling/model.hpp"
+#include "trainscope/scaling/modeler.hpp"
+
+namespace sc = trainscope::scaling;
+using ::testing::HasSubstr;
+
+namespace {
+
+template <typename F>
+sc::Series series_1d(const std::vector<double>& xs, F f, int repetitions = 1, double noise = 0, unsigned seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> gauss(0, 1);
+  sc::Series s;
+  s.callpath = "epoch";
+  s.metric = "time";
+  for (double x : xs) {
+    sc::Point p;
+    p.coordinate = {x};
+    for (int r = 0; r < repetitions; ++r) p.values.push_back(f(x) * (1 + noise * gauss(rng)));
+    s.points.push_back(p);
+  }
+  return s;
+}
+
+const std::vector<double> kRanks = {2, 4, 8, 16, 32};
+
+sc::Model fit_ok(const std::vector<std::string>& params, const sc::Series& s, const sc::ModelOptions& o = {}) {
+  absl::StatusOr<sc::Model> m = sc::fit(params, s, o);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *m : sc::Model{};
+}
+
+sc::ModelOptions extrap() {
+  sc::ModelOptions o;
+  o.modeler = sc::Modeler::kExtrap;
+  return o;
+}
+
+TEST(ScalingModel, ExponentsPrintAsExtraP) {
+  EXPECT_EQ(sc::Exponent::Fraction(2, 4).text, "1/2");
+  EXPECT_EQ(sc::Exponent::Fraction(-3, 1).text, "-3");
+  EXPECT_EQ(sc::Exponent::Fraction(1, -4).text, "-1/4");
+  EXPECT_DOUBLE_EQ(sc::Exponent::Fraction(1, 3).value, 1.0 / 3.0);
+  EXPECT_EQ(sc::Exponent::Number(0.5).text, "0.5");
+  EXPECT_EQ(sc::Exponent::Number(2).text, "2.0");
+}
+
+TEST(ScalingModel, FormulaPythonAndCppForms) {
+  sc::Model m;
+  m.parameters = {"p", "q"};
+  m.constant = 100;
+  sc::Term t;
+  t.coefficient = -2.5;
+  t.factors = {{0, sc::Exponent::Fraction(1, 2), sc::Exponent{}}, {1, sc::Exponent{}, sc::Exponent::Fraction(1, 1)}};
+  m.terms = {t};
+  EXPECT_EQ(m.formula(), "100.0 + -2.5 * p^(1/2) * log2(q)^(1)");
+  EXPECT_EQ(m.python(), "100.0-2.5*p**(1/2)*log2(q)**(1)");
+  EXPECT_EQ(m.cpp(), "100.0-2.5*std::pow(p, 0.5)*std::pow(std::log2(q), 1.0)");
+  const std::vector<double> at = {16, 8};
+  EXPECT_DOUBLE_EQ(m.evaluate(at), 100 - 2.5 * 4 * 3);
+
+  sc::Model constant;
+  constant.constant = 0;
+  EXPECT_EQ(constant.formula(), "0.0");
+  EXPECT_TRUE(constant.is_constant());
+}
+
+TEST(ExtrapModeler, RecoversWeakScalingTermExactly) {
+  const sc::Series s = series_1d(kRanks, [](double p) { return 3 + 0.25 * p * std::log2(p); });
+  const sc::Model m = fit_ok({"p"}, s, extrap());
+  ASSERT_EQ(m.terms.size(), 1u) << m.formula();
+  ASSERT_EQ(m.terms[0].factors.size(), 1u);
+  EXPECT_EQ(m.terms[0].factors[0].poly.text, "1");
+  EXPECT_EQ(m.terms[0].factors[0].log.text, "1");
+  EXPECT_NEAR(m.constant, 3, 1e-9);
+  EXPECT_NEAR(m.terms[0].coefficient, 0.25, 1e-12);
+  EXPECT_NEAR(m.costs.smape, 0, 1e-9);  // leave-one-out of an exact fit
+  EXPECT_TRUE(m.warnings.empty());
+}
+
+TEST(ExtrapModeler, ConstantDataGivesConstantModel) {
+  const sc::Series s = series_1d(kRanks, [](double) { return 7.5; });
+  const sc::Model m = fit_ok({"p"}, s, extrap());
+  EXPECT_TRUE(m.is_constant());
+  EXPECT_EQ(m.constant, 7.5);
+  EXPECT_EQ(m.costs.rss, 0);
+  EXPECT_EQ(m.costs.ar2, 1);
+}
+
+TEST(ExtrapModeler, DefaultMissesStrongScalingAndNegativeExponentsFindIt) {
+  const sc::Series s = series_1d(kRanks, [](double p) { return 2 + 100 / p; }, 3, 0.01);
+  const sc::Model plain = fit_ok({"p"}, s, extrap());
+  for (const sc::Term& t : plain.terms) {
+    for (const sc::Factor& f : t.factors) EXPECT_GE(f.poly.value, 0) << plain.formula();
+  }
+  sc::ModelOptions o = extrap();
+  ASSERT_TRUE(o.extrap.set("allow_negative_exponents", "True").ok());
+  const sc::Model negative = fit_ok({"p"}, s, o);
+  ASSERT_EQ(negative.terms.size(), 1u) << negative.formula();
+  EXPECT_EQ(negative.terms[0].factors[0].poly.text, "-1");
+  EXPECT_NEAR(negative.terms[0].coefficient, 100, 3);
+  EXPECT_NEAR(negative.constant, 2, 0.3);
+}
+
+TEST(TrainscopeModeler, StrongScalingByDefaultAndPositiveWhenExtrapolated) {
+  const std::vector<double> ranks = {1, 2, 4, 8, 16};
+  const sc::Series s = series_1d(ranks, [](double p) { return 2 + 100 / p; }, 3, 0.01, 7);
+  const sc::Model m = fit_ok({"p"}, s);
+  ASSERT_EQ(m.terms.size(), 1u) << m.formula();
+  EXPECT_LT(m.terms[0].factors[0].poly.value, 0) << m.formula();
+  for (double p = 1; p <= 64; p *= 2) {
+    const std::vector<double> at = {p};
+    EXPECT_GT(m.evaluate(at), 0) << "p=" << p << " " << m.formula();
+  }
+}
+
+TEST(TrainscopeModeler, RejectsModelsThatTurnNegativeInTheExtrapolationRange) {
+  // Decreasing and positive where measured; the exact fit 12 - 2*log2(p)
+  // reaches zero at p = 64, inside 4x the largest measured point.
+  const sc::Series s = series_1d(kRanks, [](double p) { return 12 - 2 * std::log2(p); }, 1, 0.0);
+  const sc::Model exact = fit_ok({"p"}, s, extrap());
+  ASSERT_EQ(exact.terms.size(), 1u) << exact.formula();
+  EXPECT_EQ(exact.terms[0].factors[0].log.text, "1");  // Extra-P takes it, sign and all
+  EXPECT_LE(exact.evaluate(std::vector<double>{128}), 0);
+
+  sc::ModelOptions o;
+  o.negative_exponents = false;  // only the physical check differs from Extra-P
+  const sc::Model m = fit_ok({"p"}, s, o);
+  for (double p = 2; p <= 4 * 32; p *= 2) {
+    EXPECT_GT(m.evaluate(std::vector<double>{p}), 0) << "p=" << p << ": " << m.formula();
+  }
+  o.reject_nonphysical = false;
+  EXPECT_EQ(fit_ok({"p"}, s, o).formula(), exact.formula());
+}
+
+TEST(TrainscopeModeler, KeepsLogTermsWhenTheSmallestPointIsOne) {
+  // Extra-P drops every log term once negative exponents are on and a point
+  // is 1 (log2(1)^-1 is undefined); only the negative log exponents are.
+  const sc::Series s = series_1d({1, 2, 4, 8, 16, 32}, [](double p) { return 5 + 3 * std::log2(p); }, 2, 0.005);
+  const sc::Model ours = fit_ok({"p"}, s);
+  ASSERT_EQ(ours.terms.size(), 1u) << ours.formula();
+  EXPECT_EQ(ours.terms[0].factors[0].log.text, "1") << ours.formula();
+  EXPECT_TRUE(ours.warnings.empty());
+
+  sc::ModelOptions o = extrap();
+  o.extrap.allow_negative_exponents = true;
+  const sc::Model theirs = fit_ok({"p"}, s, o);
+  ASSERT_FALSE(theirs.warnings.empty());
+  EXPECT_THAT(theirs.warnings.front(), HasSubstr("below one"));
+}
+
+TEST(ExtrapModeler, TooFewPointsIsAClearError) {
+  const sc::Series s = series_1d({2, 4}, [](double p) { return p; });
+  absl::StatusOr<sc::Model> m = sc::fit_extrap({"p"}, s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("at least 3"));
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("'p'"));
+}
+
+TEST(ExtrapModeler, FewerThanFivePointsWarnsAsExtraP) {
+  const sc::Series s = series_1d({2, 4, 8, 16}, [](double p) { return 1 + p; });
+  const sc::Model m = fit_ok({"p"}, s, extrap());
+  ASSERT_FALSE(m.warnings.empty());
+  EXPECT_THAT(m.warnings.front(), HasSubstr("at least 5"));
+}
+
+TEST(ExtrapModeler, BadSeriesAreErrorsNamingTheProblem) {
+  sc::Series s = series_1d(kRanks, [](double p) { return p; });
+  s.points[1].coordinate = {1, 2};
+  EXPECT_THAT(std::string(sc::fit_extrap({"p"}, s).status().message()), HasSubstr("point 2 has 2 coordinates"));
+  s = series_1d(kRanks, [](double p) { return p; });
+  s.points[3].values.push_back(std::nan(""));
+  EXPECT_THAT(std::string(sc::fit_extrap({"p"}, s).status().message()), HasSubstr("non-finite value"));
+  s.points.clear();
+  EXPECT_FALSE(sc::fit_extrap({"p"}, s).ok());
+  EXPECT_FALSE(sc::fit_extrap({"a", "b", "c", "d", "e"}, series_1d(kRanks, [](double p) { return p; })).ok());
+}
+
+TEST(ExtrapOptions, SetParsesExtraPValuesAndRejectsTypos) {
+  sc::ExtrapOptions o;
+  EXPECT_TRUE(o.set("allow_log_terms", "False").ok());
+  EXPECT_FALSE(o.allow_log_terms);
+  EXPECT_TRUE(o.set("compare_with_RSS", "on").ok());
+  EXPECT_TRUE(o.compare_with_RSS);
+  EXPECT_TRUE(o.set("minimum_term_contribution", "0.01").ok());
+  EXPECT_EQ(o.minimum_term_contribution, 0.01);
+  EXPECT_TRUE(o.set("single_parameter_point_selection", "smallest").ok());
+  const absl::Status typo = o.set("allow_negative_exponent", "True");
+  EXPECT_THAT(std::string(typo.message()), HasSubstr("unknown modeler option 'allow_negative_exponent'"));
+  EXPECT_THAT(std::string(o.set("allow_log_terms", "maybe").message()), HasSubstr("not a boolean"));
+  EXPECT_FALSE(o.set("single_parameter_point_selection", "largest").ok());
+  EXPECT_FALSE(o.set("minimum_term_contribution", "-1").ok());
+}
+
+TEST(ExtrapModeler, CustomExponentsRestrictTheSearch) {
+  const sc::Series s = series_1d(kRanks, [](double p) { return 1 + 0.5 * p * p; }, 2, 0.01);
+  sc::ModelOptions o = extrap();
+  ASSERT_TRUE(o.extrap.set("poly_exponents", "1,3").ok());
+  const sc::Model m = fit_ok({"p"}, s, o);
+  ASSERT_EQ(m.terms.size(), 1u);
+  const std::string poly = m.terms[0].factors[0].poly.text;
+  EXPECT_TRUE(poly == "1" || poly == "3") << m.formula();
+}
+
+TEST(ExtrapModeler, LogTermsDroppedBelowOneWithAWarning) {
+  const sc::Series s = series_1d({0.25, 0.5, 1, 2, 4}, [](double x) { return 1 + 3 * x; }, 1);
+  const sc::Model m = fit_ok({"x"}, s, extrap());
+  ASSERT_FALSE(m.warnings.empty());
+  EXPECT_THAT(m.warnings.front(), HasSubstr("below one"));
+  for (const sc::Term& t : m.terms) {
+    for (const sc::Factor& f : t.factors) EXPECT_TRUE(f.log.is_zero());
+  }
+}
+
+TEST(ExtrapModeler, MedianMeasureIgnoresAnOutlierRepetition) {
+  sc::Series s = series_1d(kRanks, [](double p) { return 1 + 2 * p; }, 3);
+  s.points[2].values[0] *= 50;  // one bad repetition
+  sc::ModelOptions o = extrap();
+  o.extrap.measure = sc::Measure::kMedian;
+  const sc::Model m = fit_ok({"p"}, s, o);
+  ASSERT_EQ(m.terms.size(), 1u) << m.formula();
+  EXPECT_NEAR(m.terms[0].coefficient, 2, 1e-9);
+  EXPECT_EQ(sc::measure_of(std::vector<double>{3, 1, 2, 10}, sc::Measure::kMedian), 2.5);
+}
+
+sc::Series grid(double (*f)(double, double)) {
+  sc::Series s;
+  s.callpath = "step";
+  s.metric = "time";
+  for (double p : {2.0, 4.0, 8.0, 16.0, 32.0}) {
+    for (double q : {10.0, 20.0, 40.0, 80.0, 160.0}) s.points.push_back({{p, q}, {f(p, q)}});
+  }
+  return s;
+}
+
+TEST(ExtrapModeler, MultiParameterProduct) {
+  const sc::Series s = grid([](double p, double q) { return 3 + 0.5 * p * std::log2(q); });
+  const sc::Model m = fit_ok({"p", "q"}, s, extrap());
+  ASSERT_EQ(m.terms.size(), 1u) << m.formula();
+  ASSERT_EQ(m.terms[0].factors.size(), 2u) << m.formula();
+  EXPECT_EQ(m.terms[0].factors[0].parameter, 0);
+  EXPECT_EQ(m.terms[0].factors[0].poly.text, "1");
+  EXPECT_EQ(m.terms[0].factors[1].parameter, 1);
+  EXPECT_EQ(m.terms[0].factors[1].log.text, "1");
+  EXPECT_NEAR(m.terms[0].coefficient, 0.5, 1e-9);
+  EXPECT_NEAR(m.constant, 3, 1e-9);
+}
+
+TEST(ExtrapModeler, MultiParameterSum) {
+  const sc::Series s = grid([](double p, double q) { return 1 + 2 * p + 0.01 * q * q; });
+  const sc::Model m = fit_ok({"p", "q"}, s, extrap());
+  ASSERT_EQ(m.terms.size(), 2u) << m.formula();
+  EXPECT_NEAR(m.evaluate(std::vector<double>{64, 320}), 1 + 128 + 0.01 * 320 * 320, 1e-6);
+}
+
+TEST(ExtrapModeler, MultiParameterWithOneConstantParameter) {
+  const sc::Series s = grid([](double p, double) { return 4 + 3 * p; });
+  const sc::Model m = fit_ok({"p", "q"}, s, extrap());
+  ASSERT_EQ(m.terms.size(), 1u) << m.formula();
+  ASSERT_EQ(m.terms[0].factors.size(), 1u);
+  EXPECT_EQ(m.terms[0].factors[0].parameter, 0);
+  EXPECT_NEAR(m.terms[0].coefficient, 3, 1e-9);
+}
+
+}  // namespace
