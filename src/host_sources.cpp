@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "fmt/format.h"
 #include "host_parsers.hpp"
@@ -101,6 +102,20 @@ absl::Status read_fd(int fd, const std::string& path, std::string* buffer) {
   }
   buffer->resize(used);
   return absl::OkStatus();
+}
+
+// A per-process /proc file (stat, io) is generated whole on every read and is
+// far below a page: one pread is the whole file, unless it fills the buffer.
+bool read_small_fd(int fd, std::string* buffer) {
+  buffer->resize(4096);
+  ssize_t n;
+  do {
+    n = ::pread(fd, buffer->data(), buffer->size(), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return false;
+  if (static_cast<std::size_t>(n) == buffer->size()) return read_fd(fd, "", buffer).ok();
+  buffer->resize(static_cast<std::size_t>(n));
+  return true;
 }
 
 absl::Status read_path(const std::string& path, std::string* buffer) {
@@ -606,11 +621,16 @@ class NetworkSource : public HardwareSource {
 // The monitored process and all its descendants (data-loader workers, ranks
 // started by a launcher): CPU % (100 = one core), RSS, process count, and
 // block I/O. Membership is re-discovered at most once a second through the
-// kernel's children lists, which costs a read per thread of the tree; the
-// members' stat files are read every tick.
+// kernel's children lists, which costs a read per thread of the tree; each
+// member's stat and io files stay open between discoveries and are re-read
+// every tick (an open /proc/<pid> file keeps naming that process, even if
+// its pid is reused).
 class ProcessTreeSource : public HardwareSource {
  public:
   explicit ProcessTreeSource(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+  ~ProcessTreeSource() override {
+    for (Member& m : members_) close_member(m);
+  }
   std::string name() const override { return "host.proc"; }
 
   absl::Status open(const HardwareContext& context) override {
@@ -663,13 +683,25 @@ class ProcessTreeSource : public HardwareSource {
     std::uint64_t cpu_ticks = 0, rss_pages = 0, read_bytes = 0, write_bytes = 0;
     std::size_t count = 0;
   };
+  struct Member {
+    pid_t pid = 0;
+    int stat_fd = -1;  // -1: not open (gone, or to be reopened at the next discovery)
+    int io_fd = -1;    // -1 also when /proc/<pid>/io is not readable (ptrace rights)
+  };
 
-  // Breadth-first from the root over every thread's children list.
+  static void close_member(Member& m) {
+    if (m.stat_fd >= 0) ::close(m.stat_fd);
+    if (m.io_fd >= 0) ::close(m.io_fd);
+    m.stat_fd = m.io_fd = -1;
+  }
+
+  // Breadth-first from the root over every thread's children list; members
+  // still in the tree keep their open files.
   absl::Status discover() {
-    members_.clear();
-    members_.push_back(root_);
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      const std::string task_dir = fmt::format("{}/{}/task", proc_root_, members_[i]);
+    pids_.clear();
+    pids_.push_back(root_);
+    for (std::size_t i = 0; i < pids_.size(); ++i) {
+      const std::string task_dir = fmt::format("{}/{}/task", proc_root_, pids_[i]);
       DIR* dir = ::opendir(task_dir.c_str());
       if (dir == nullptr) {
         if (i == 0) return errno_status(task_dir);
@@ -678,9 +710,31 @@ class ProcessTreeSource : public HardwareSource {
       while (const dirent* e = ::readdir(dir)) {
         if (e->d_name[0] == '.') continue;
         path_.assign(task_dir).append("/").append(e->d_name).append("/children");
-        if (read_path(path_, &buffer_).ok()) parse_pid_list(buffer_, &members_);
+        if (read_path(path_, &buffer_).ok()) parse_pid_list(buffer_, &pids_);
       }
       ::closedir(dir);
+    }
+    absl::flat_hash_map<pid_t, Member> previous;
+    for (Member& m : members_) previous[m.pid] = m;
+    members_.clear();
+    for (pid_t pid : pids_) {
+      Member m{pid, -1, -1};
+      if (auto it = previous.find(pid); it != previous.end()) {
+        m = it->second;
+        previous.erase(it);
+      }
+      if (m.stat_fd < 0) {
+        set_path(pid, "stat");
+        m.stat_fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (m.stat_fd < 0) continue;  // exited meanwhile (the root is reported by read_members)
+        set_path(pid, "io");
+        if (m.io_fd < 0) m.io_fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      }
+      members_.push_back(m);
+    }
+    for (auto& [pid, m] : previous) close_member(m);
+    if (members_.empty() || members_.front().pid != root_) {
+      return absl::UnavailableError(fmt::format("process {} is gone", root_));
     }
     return absl::OkStatus();
   }
@@ -693,20 +747,18 @@ class ProcessTreeSource : public HardwareSource {
 
   absl::Status read_members(Totals* t) {
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      const pid_t pid = members_[i];
-      set_path(pid, "stat");
+      Member& m = members_[i];
       ProcStat stat;
-      if (!read_path(path_, &buffer_).ok() || !parse_pid_stat(buffer_, &stat)) {
-        if (i == 0) return absl::UnavailableError(fmt::format("process {} is gone", pid));
+      if (m.stat_fd < 0 || !read_small_fd(m.stat_fd, &buffer_) || !parse_pid_stat(buffer_, &stat)) {
+        if (i == 0) return absl::UnavailableError(fmt::format("process {} is gone", m.pid));
+        close_member(m);  // gone; a reused pid is opened afresh if it joins the tree
         continue;
       }
       t->cpu_ticks += stat.cpu_ticks;
       t->rss_pages += stat.rss_pages;
       ++t->count;
-      // /proc/<pid>/io needs ptrace rights; without them the I/O stays 0.
-      set_path(pid, "io");
       ProcIo io;
-      if (read_path(path_, &buffer_).ok() && parse_pid_io(buffer_, &io)) {
+      if (m.io_fd >= 0 && read_small_fd(m.io_fd, &buffer_) && parse_pid_io(buffer_, &io)) {
         t->read_bytes += io.read_bytes;
         t->write_bytes += io.write_bytes;
       }
@@ -718,7 +770,8 @@ class ProcessTreeSource : public HardwareSource {
   pid_t root_ = 0;
   double ticks_per_s_ = 100;
   double page_mb_ = 0;
-  std::vector<pid_t> members_;
+  std::vector<pid_t> pids_;
+  std::vector<Member> members_;
   std::string path_, buffer_;
   Totals last_totals_;
   double read_mb_ = 0, write_mb_ = 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../src/host_parsers.hpp"
@@ -309,6 +311,55 @@ TEST(HostLoad, BusyCoreReadsAsOneCore) {
   EXPECT_GE(pct, 0.8 * expected) << "child CPU " << child_cpu_s << " s over " << window_s << " s";
   EXPECT_LE(pct, 1.1 * expected) << "child CPU " << child_cpu_s << " s over " << window_s << " s";
   EXPECT_EQ(by_name(out).at("system/proc.count"), 1.0);
+}
+
+std::size_t open_fd_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+pid_t spawn_sleeper() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  return pid;
+}
+
+void reap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// Members keep their files open between discoveries (once a second): the tree
+// follows processes that come and go, and closes what it no longer needs.
+TEST(HostLoad, TreeFollowsMembersThatComeAndGo) {
+  const std::size_t fds_before = open_fd_count();
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) children.push_back(spawn_sleeper());
+  {
+    auto tree = open_tree(::getpid());
+    std::vector<HardwareReading> out;
+    ASSERT_TRUE(tree->sample(&out).ok());
+    EXPECT_EQ(by_name(out).at("system/proc.count"), 4.0);
+
+    reap(children[0]);
+    reap(children[1]);
+    out.clear();
+    ASSERT_TRUE(tree->sample(&out).ok());  // before the next discovery: the dead are skipped
+    EXPECT_EQ(by_name(out).at("system/proc.count"), 2.0);
+
+    children.push_back(spawn_sleeper());
+    children.push_back(spawn_sleeper());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    out.clear();
+    ASSERT_TRUE(tree->sample(&out).ok());  // rediscovered
+    EXPECT_EQ(by_name(out).at("system/proc.count"), 4.0);
+    for (std::size_t i = 2; i < children.size(); ++i) reap(children[i]);
+  }
+  EXPECT_EQ(open_fd_count(), fds_before) << "the tree source leaked file descriptors";
 }
 
 TEST(HostLoad, TouchedGigabyteShowsInRss) {

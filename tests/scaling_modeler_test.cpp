@@ -127,7 +127,7 @@ TEST(TrainscopeModeler, StrongScalingByDefaultAndPositiveWhenExtrapolated) {
 
 TEST(TrainscopeModeler, RejectsModelsThatTurnNegativeInTheExtrapolationRange) {
   // Decreasing and positive where measured; the exact fit 12 - 2*log2(p)
-  // reaches zero at p = 64, inside 4x the largest measured point.
+  // reaches zero at p = 64, inside the vetted range (8x the largest point).
   const sc::Series s = series_1d(kRanks, [](double p) { return 12 - 2 * std::log2(p); }, 1, 0.0);
   const sc::Model exact = fit_ok({"p"}, s, extrap());
   ASSERT_EQ(exact.terms.size(), 1u) << exact.formula();

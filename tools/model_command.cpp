@@ -40,10 +40,12 @@ constexpr char kModelUsage[] =
     "Modeling:\n"
     "  --modeler NAME       trainscope (default): Extra-P's search plus negative exponents\n"
     "                       (strong scaling), rejecting models that predict values <= 0\n"
-    "                       up to 4x the largest measured point;\n"
+    "                       up to 8x the largest measured point (--physical-up-to);\n"
     "                       extrap: Extra-P 4.2.5's default modeler, exactly\n"
     "  --option KEY=VALUE   Extra-P modeler option, e.g. allow_negative_exponents=True,\n"
     "                       allow_log_terms=False, poly_exponents=1,2 (repeatable)\n"
+    "  --physical-up-to F   trainscope modeler: vet models up to F x the largest point\n"
+    "                       (default 8; 0 turns the veto off)\n"
     "  --measure M          mean (default) | median | minimum | maximum of repetitions\n"
     "  --callpath NAME      only this region (repeatable)\n"
     "  --metric NAME        only this metric (repeatable)\n"
@@ -164,6 +166,14 @@ std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string
         *error = fmt::format("--option: {}", std::string(status.message()));
         return std::nullopt;
       }
+    } else if (flag == "--physical-up-to") {
+      double factor = 0;
+      if (!parse_double(value, &factor) || factor < 0) {
+        *error = fmt::format("--physical-up-to '{}': a factor >= 1, or 0 to turn the veto off", value);
+        return std::nullopt;
+      }
+      out.options.reject_nonphysical = factor > 0;
+      out.options.extrapolation_factor = factor;
     } else if (flag == "--measure") {
       std::optional<sc::Measure> measure = parse_measure(value);
       if (!measure) {

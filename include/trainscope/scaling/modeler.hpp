@@ -30,7 +30,7 @@ struct ModelOptions {
   // that predicts a value <= 0 anywhere from the smallest measured point to
   // `extrapolation_factor` times the largest, per parameter.
   bool reject_nonphysical = true;
-  double extrapolation_factor = 4.0;
+  double extrapolation_factor = 8.0;
 };
 
 // Fits one series. Errors (with the reason): no points, dimension mismatch,
