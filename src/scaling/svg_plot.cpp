@@ -69,8 +69,13 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   const double norm = raw / magnitude;
   const double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;
-  for (double k = std::ceil(lo / step); k * step <= hi + 1e-9 * step; k += 1) {
-    const double v = k * step;
+  const double first = std::ceil(lo / step);
+  const double count = std::floor((hi + 1e-9 * step) / step) - first + 1;
+  // Far from zero a span can be below the precision of its endpoints (1e18
+  // to 1e18 + 1000): k + 1 == k there, so label the ends instead of looping.
+  if (!(count >= 1) || count > 4.0 * target + 4 || first + 1 == first) return {lo, hi};
+  for (int i = 0; i < static_cast<int>(count); ++i) {
+    const double v = (first + i) * step;
     ticks.push_back(std::abs(v) < 1e-9 * step ? 0.0 : v);
   }
   return ticks;

@@ -3,6 +3,7 @@
 // views and the plot. Measurements can be anything finite (zeros, negatives,
 // 1e300, points below 1), so this looks for crashes, hangs and UB in the
 // numerics, not for particular answers.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,10 +20,27 @@ namespace sc = trainscope::scaling;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  // First byte: modeler and options; the rest: an Extra-P text file.
+  // First byte: modeler and options. The rest: with the high bit set, a
+  // one-parameter series built straight from the bytes (reaches the numerics
+  // at once); otherwise an Extra-P text file.
   const std::uint8_t flags = data[0];
-  const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  absl::StatusOr<sc::MeasurementSet> set = sc::parse_extrap_text(text, "in");
+  absl::StatusOr<sc::MeasurementSet> set;
+  if ((flags & 128) != 0) {
+    static constexpr double kCoordinates[] = {0, 0.5, 1, 2, 3, 4, 8, 16, 32, 64, 1e-3, 1e6};
+    sc::MeasurementSet built;
+    built.parameters = {"p"};
+    built.series.push_back({"r", "m", {}});
+    for (std::size_t i = 1; i + 3 <= size; i += 3) {
+      const double x = kCoordinates[data[i] % (sizeof kCoordinates / sizeof kCoordinates[0])];
+      // A value from two bytes, across magnitudes and signs.
+      const int mantissa = static_cast<int>(data[i + 1]) - 64;
+      const int exponent = static_cast<int>(data[i + 2] % 40) - 20;
+      built.series.back().points.push_back({{x}, {mantissa * std::pow(10.0, exponent)}});
+    }
+    set = std::move(built);
+  } else {
+    set = sc::parse_extrap_text(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), "in");
+  }
   if (!set.ok()) return 0;
   sc::ModelOptions options;
   options.modeler = (flags & 1) != 0 ? sc::Modeler::kExtrap : sc::Modeler::kTrainscope;
