@@ -545,6 +545,26 @@ TEST(SvgPlotTest, NoExtrapolationMarksWhenNothingIsExtrapolated) {
   EXPECT_EQ(Count(*svg, "class=\"point\""), kPs.size());
 }
 
+// Values around 1e18 one ulp apart: the y
+// span is below the precision of its ends, where a tick loop k += 1 never
+// advances (found by tests/fuzz/scaling_model_fuzz.cpp).
+TEST(SvgPlotTest, HugeValuesWithATinySpreadStillPlot) {
+  Series s;
+  s.callpath = "r";
+  s.metric = "m";
+  for (double p : {1.0, 2.0, 4.0, 8.0, 16.0}) {
+    s.points.push_back({{p}, {p < 4 ? 1e18 : std::nextafter(1e18, 2e18)}});  // one ulp apart
+  }
+  Model m;
+  m.parameters = {"p"};
+  m.constant = 1e18;
+  PlotOptions options;
+  options.log_x = false;
+  auto svg = render_svg(m, s, options);
+  ASSERT_TRUE(svg.ok()) << svg.status();
+  EXPECT_TRUE(WellFormed(*svg));
+}
+
 TEST(SvgPlotTest, SkipsNonFiniteModelValues) {
   // 1 + 8 * log2(p)^(-1) is infinite at p = 1, which lies between the measured
   // 0.5 and 2 and is hit exactly by the band's log-spaced sample positions.
