@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace trainscope::scaling::detail {
 
-LeastSquares solve_least_squares(const std::vector<double>& a, std::size_t rows, std::size_t cols,
-                                 const std::vector<double>& b, double rcond) {
+SvdLeastSquares::SvdLeastSquares(const std::vector<double>& a, std::size_t rows, std::size_t cols, double rcond)
+    : rows_(rows), cols_(cols) {
   // Column-major working copy U (rows x cols) and V (cols x cols) = I.
   std::vector<double> u(rows * cols);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -65,18 +66,27 @@ LeastSquares solve_least_squares(const std::vector<double>& a, std::size_t rows,
   const double cutoff_factor =
       rcond == 0 ? kEps * static_cast<double>(std::max(rows, cols)) : (rcond < 0 ? kEps : rcond);
   const double cutoff = cutoff_factor * sigma_max;
-
-  LeastSquares result;
-  result.x.assign(cols, 0.0);
+  // x = sum over kept c of (u_c . b) / sigma_c^2 * v_c, with u_c unnormalised.
+  weight_.assign(cols, 0.0);
   for (std::size_t c = 0; c < cols; ++c) {
     if (!(sigma[c] > cutoff) || sigma[c] == 0) continue;
-    ++result.rank;
-    double dot = 0;  // (u_c / sigma_c) . b
-    for (std::size_t r = 0; r < rows; ++r) dot += u[c * rows + r] * b[r];
-    const double weight = dot / (sigma[c] * sigma[c]);
-    for (std::size_t k = 0; k < cols; ++k) result.x[k] += weight * v[c * cols + k];
+    ++rank_;
+    weight_[c] = 1 / (sigma[c] * sigma[c]);
   }
-  return result;
+  u_ = std::move(u);
+  v_ = std::move(v);
+}
+
+std::vector<double> SvdLeastSquares::solve(absl::Span<const double> b) const {
+  std::vector<double> x(cols_, 0.0);
+  for (std::size_t c = 0; c < cols_; ++c) {
+    if (weight_[c] == 0) continue;
+    double dot = 0;
+    for (std::size_t r = 0; r < rows_; ++r) dot += u_[c * rows_ + r] * b[r];
+    const double w = dot * weight_[c];
+    for (std::size_t k = 0; k < cols_; ++k) x[k] += w * v_[c * cols_ + k];
+  }
+  return x;
 }
 
 }  // namespace trainscope::scaling::detail

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "least_squares.hpp"
+#include "svd_solve.hpp"
 
 namespace trainscope::scaling {
 namespace {
@@ -131,7 +131,7 @@ absl::StatusOr<std::vector<Prediction>> predict_with_band(const Model& model, co
                                                     i + 1, coordinate_text(series.points[i].coordinate)));
     }
   }
-  const detail::PivotedQr ls(design, n, k);
+  const detail::SvdLeastSquares ls(design, n, k);
 
   // Regressors at the requested points (may be non-finite: log2 of x < 1, ...).
   std::vector<double> at_points;
