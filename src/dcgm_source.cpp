@@ -29,115 +29,22 @@ static_assert(sizeof(MigHierarchyV2) == 73480 && kMigHierarchyVersion2 == 0x0201
 
 // --- which devices the job uses ----------------------------------------------
 
-namespace {
-
-using nvml::Device;
 using nvml::NvmlApi;
-using nvml::VisibleDevice;
-
-using nvml::MigInstance;
-using nvml::mig_instances;
-
-class Resolution {
- public:
-  explicit Resolution(NvmlApi& api) : api_(api) {}
-  std::vector<JobDevice> devices;
-
-  void add(unsigned index, std::optional<unsigned> gi, const std::string& uuid) {
-    JobDevice device{index, gi, uuid};
-    if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
-      devices.push_back(std::move(device));
-    }
-  }
-
-  absl::Status add_physical(unsigned index) {
-    absl::StatusOr<Device> gpu = api_.device_by_index(index);
-    if (!gpu.ok()) return gpu.status();
-    absl::StatusOr<std::string> uuid = api_.uuid(*gpu);
-    if (!uuid.ok()) return uuid.status();
-    add(index, std::nullopt, *uuid);
-    absl::StatusOr<std::vector<MigInstance>> migs = mig_instances(api_, *gpu);
-    if (!migs.ok()) return migs.status();
-    for (const MigInstance& mig : *migs) add(index, mig.gpu_instance, *uuid);
-    return absl::OkStatus();
-  }
-
-  // One CUDA_VISIBLE_DEVICES entry; kNotFound when it names no device (a
-  // UUID prefix must name exactly one GPU).
-  absl::Status add_visible(const VisibleDevice& entry, unsigned count) {
-    using Kind = VisibleDevice::Kind;
-    if (entry.kind == Kind::kIndex) {
-      if (entry.index >= count) return absl::NotFoundError("no such GPU");
-      return add_physical(entry.index);
-    }
-    std::optional<unsigned> gpu_match;
-    for (unsigned i = 0; i < count; ++i) {
-      absl::StatusOr<Device> gpu = api_.device_by_index(i);
-      if (!gpu.ok()) return gpu.status();
-      absl::StatusOr<std::string> uuid = api_.uuid(*gpu);
-      if (!uuid.ok()) return uuid.status();
-      if (entry.kind == Kind::kGpuUuid) {
-        if (uuid->compare(0, entry.uuid.size(), entry.uuid) != 0) continue;
-        if (gpu_match) return absl::NotFoundError("ambiguous GPU UUID prefix");
-        gpu_match = i;
-        continue;
-      }
-      if (entry.kind == Kind::kMigLegacy && *uuid != entry.uuid) continue;
-      absl::StatusOr<std::vector<MigInstance>> migs = mig_instances(api_, *gpu);
-      if (!migs.ok()) return migs.status();
-      for (const MigInstance& mig : *migs) {
-        bool match = mig.gpu_instance == entry.gpu_instance;
-        if (entry.kind == Kind::kMigUuid) {
-          absl::StatusOr<std::string> mig_uuid = api_.uuid(mig.device);
-          if (!mig_uuid.ok()) return mig_uuid.status();
-          match = *mig_uuid == entry.uuid;
-        }
-        if (match) {
-          add(i, mig.gpu_instance, *uuid);
-          return absl::OkStatus();
-        }
-      }
-    }
-    if (gpu_match) return add_physical(*gpu_match);
-    return absl::NotFoundError("no such GPU");
-  }
-
- private:
-  NvmlApi& api_;
-};
-
-}  // namespace
 
 absl::StatusOr<std::vector<JobDevice>> job_devices(NvmlApi& api, const HardwareContext& context,
                                                    const std::optional<std::string>& visible) {
-  absl::StatusOr<unsigned> count = api.device_count();
-  if (!count.ok()) return count.status();
-  if (*count == 0) return absl::NotFoundError("NVML sees no GPU");
-  Resolution r(api);
-  if (!context.gpu_devices.empty()) {
-    for (int index : context.gpu_devices) {
-      if (index < 0 || static_cast<unsigned>(index) >= *count) {
-        return absl::InvalidArgumentError(
-            fmt::format("GPU {} requested, NVML has GPUs 0-{}", index, *count - 1));
-      }
-      if (absl::Status s = r.add_physical(static_cast<unsigned>(index)); !s.ok()) return s;
-    }
-  } else if (visible) {
-    for (const VisibleDevice& entry : nvml::parse_visible_devices(*visible)) {
-      absl::Status s = r.add_visible(entry, *count);
-      if (absl::IsNotFound(s)) break;  // as CUDA: the list ends there
-      if (!s.ok()) return s;
-    }
-  } else {
-    for (unsigned i = 0; i < *count; ++i) {
-      if (absl::Status s = r.add_physical(i); !s.ok()) return s;
-    }
+  absl::StatusOr<std::vector<nvml::SelectedDevice>> selected = nvml::select_devices(api, context, visible);
+  if (!selected.ok()) return selected.status();
+  std::vector<JobDevice> devices;
+  for (const nvml::SelectedDevice& d : *selected) {
+    // DCGM's ids are matched by the physical GPU's UUID.
+    absl::StatusOr<nvml::Device> gpu = api.device_by_index(d.index);
+    if (!gpu.ok()) return gpu.status();
+    absl::StatusOr<std::string> uuid = api.uuid(*gpu);
+    if (!uuid.ok()) return uuid.status();
+    devices.push_back(JobDevice{d.index, d.gpu_instance, *uuid});
   }
-  if (r.devices.empty()) {
-    return absl::NotFoundError(
-        fmt::format("CUDA_VISIBLE_DEVICES=\"{}\" selects no GPU", visible.value_or("")));
-  }
-  return std::move(r.devices);
+  return devices;
 }
 
 Resolver nvml_resolver(std::unique_ptr<NvmlApi> api,

@@ -688,27 +688,6 @@ std::string label(const Target& t) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<MigInstance>> mig_instances(NvmlApi& api, Device gpu) {
-  std::vector<MigInstance> instances;
-  absl::StatusOr<bool> enabled = api.mig_enabled(gpu);
-  if (!enabled.ok()) {
-    // A GPU without MIG answers "not supported".
-    if (absl::IsUnavailable(enabled.status())) return enabled.status();
-    return instances;
-  }
-  if (!*enabled) return instances;
-  absl::StatusOr<unsigned> max = api.max_mig_devices(gpu);
-  if (!max.ok()) return max.status();
-  for (unsigned i = 0; i < *max; ++i) {
-    absl::StatusOr<Device> mig = api.mig_device(gpu, i);
-    if (absl::IsNotFound(mig.status())) continue;  // no instance in this slot
-    if (!mig.ok()) return mig.status();
-    absl::StatusOr<unsigned> gi = api.gpu_instance_id(*mig);
-    if (!gi.ok()) return gi.status();
-    instances.push_back({*mig, *gi});
-  }
-  return instances;
-}
 
 NvmlSource::NvmlSource(std::unique_ptr<NvmlApi> api,
                        std::optional<std::string> cuda_visible_devices, std::string proc_root)
@@ -738,99 +717,151 @@ absl::Status NvmlSource::open(const HardwareContext& context) {
   return absl::OkStatus();
 }
 
-absl::Status NvmlSource::select_targets(const HardwareContext& context) {
-  absl::StatusOr<unsigned> count = api_->device_count();
+namespace {
+
+struct MigInstance {
+  Device device;
+  unsigned gpu_instance;
+};
+
+// A MIG-enabled GPU's instances; none for a GPU without MIG, an error only
+// when NVML itself is gone.
+absl::StatusOr<std::vector<MigInstance>> mig_instances(NvmlApi& api, Device gpu) {
+  std::vector<MigInstance> instances;
+  absl::StatusOr<bool> enabled = api.mig_enabled(gpu);
+  if (!enabled.ok()) {
+    // A GPU without MIG answers "not supported".
+    if (absl::IsUnavailable(enabled.status())) return enabled.status();
+    return instances;
+  }
+  if (!*enabled) return instances;
+  absl::StatusOr<unsigned> max = api.max_mig_devices(gpu);
+  if (!max.ok()) return max.status();
+  for (unsigned i = 0; i < *max; ++i) {
+    absl::StatusOr<Device> mig = api.mig_device(gpu, i);
+    if (absl::IsNotFound(mig.status())) continue;  // no instance in this slot
+    if (!mig.ok()) return mig.status();
+    absl::StatusOr<unsigned> gi = api.gpu_instance_id(*mig);
+    if (!gi.ok()) return gi.status();
+    instances.push_back({*mig, *gi});
+  }
+  return instances;
+}
+
+// Collects the selection, each device once.
+class Selection {
+ public:
+  explicit Selection(NvmlApi& api) : api_(api) {}
+  std::vector<SelectedDevice> devices;
+
+  absl::Status add_physical(unsigned index) {
+    absl::StatusOr<Device> gpu = api_.device_by_index(index);
+    if (!gpu.ok()) return gpu.status();
+    add(*gpu, index, std::nullopt);
+    absl::StatusOr<std::vector<MigInstance>> migs = mig_instances(api_, *gpu);
+    if (!migs.ok()) return migs.status();
+    for (const MigInstance& mig : *migs) add(mig.device, index, mig.gpu_instance);
+    return absl::OkStatus();
+  }
+
+  // Resolves one CUDA_VISIBLE_DEVICES entry to physical GPUs or MIG
+  // instances; kNotFound when it names none (a UUID prefix must name exactly one).
+  absl::Status add_visible(const VisibleDevice& entry, unsigned count) {
+    using Kind = VisibleDevice::Kind;
+    if (entry.kind == Kind::kIndex) {
+      if (entry.index >= count) return absl::NotFoundError("no such GPU");
+      return add_physical(entry.index);
+    }
+    std::optional<unsigned> gpu_match;
+    for (unsigned i = 0; i < count; ++i) {
+      absl::StatusOr<Device> gpu = api_.device_by_index(i);
+      if (!gpu.ok()) return gpu.status();
+      absl::StatusOr<std::string> uuid = api_.uuid(*gpu);
+      if (!uuid.ok()) return uuid.status();
+      if (entry.kind == Kind::kGpuUuid) {
+        if (!starts_with(*uuid, entry.uuid)) continue;
+        if (gpu_match) return absl::NotFoundError("ambiguous GPU UUID prefix");
+        gpu_match = i;
+        continue;
+      }
+      if (entry.kind == Kind::kMigLegacy && *uuid != entry.uuid) continue;
+      absl::StatusOr<std::vector<MigInstance>> migs = mig_instances(api_, *gpu);
+      if (!migs.ok()) return migs.status();
+      for (const MigInstance& mig : *migs) {
+        bool match = mig.gpu_instance == entry.gpu_instance;
+        if (entry.kind == Kind::kMigUuid) {
+          absl::StatusOr<std::string> mig_uuid = api_.uuid(mig.device);
+          if (!mig_uuid.ok()) return mig_uuid.status();
+          match = *mig_uuid == entry.uuid;
+        }
+        if (match) {
+          add(mig.device, i, mig.gpu_instance);
+          return absl::OkStatus();
+        }
+      }
+    }
+    if (gpu_match) return add_physical(*gpu_match);
+    return absl::NotFoundError("no such GPU");
+  }
+
+ private:
+  void add(Device device, unsigned index, std::optional<unsigned> gpu_instance) {
+    for (const SelectedDevice& d : devices) {
+      if (d.index == index && d.gpu_instance == gpu_instance) return;
+    }
+    devices.push_back({device, index, gpu_instance});
+  }
+
+  NvmlApi& api_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<SelectedDevice>> select_devices(NvmlApi& api, const HardwareContext& context,
+                                                           const std::optional<std::string>& cuda_visible_devices) {
+  absl::StatusOr<unsigned> count = api.device_count();
   if (!count.ok()) return count.status();
   if (*count == 0) return absl::NotFoundError("NVML sees no GPU");
+  Selection selection(api);
   if (!context.gpu_devices.empty()) {
     for (int index : context.gpu_devices) {
       if (index < 0 || static_cast<unsigned>(index) >= *count) {
         return absl::InvalidArgumentError(
             fmt::format("GPU {} requested, NVML has GPUs 0-{}", index, *count - 1));
       }
-      if (absl::Status s = add_physical(static_cast<unsigned>(index)); !s.ok()) return s;
+      if (absl::Status s = selection.add_physical(static_cast<unsigned>(index)); !s.ok()) return s;
     }
-  } else if (cuda_visible_devices_) {
-    // As CUDA does, the first entry that names no device ends the list.
-    for (const VisibleDevice& entry : parse_visible_devices(*cuda_visible_devices_)) {
-      absl::Status s = add_visible(entry, *count);
-      if (absl::IsNotFound(s)) break;
+  } else if (cuda_visible_devices) {
+    for (const VisibleDevice& entry : parse_visible_devices(*cuda_visible_devices)) {
+      absl::Status s = selection.add_visible(entry, *count);
+      if (absl::IsNotFound(s)) break;  // as CUDA: the list ends there
       if (!s.ok()) return s;
     }
   } else {
     for (unsigned i = 0; i < *count; ++i) {
-      if (absl::Status s = add_physical(i); !s.ok()) return s;
+      if (absl::Status s = selection.add_physical(i); !s.ok()) return s;
     }
   }
-  if (targets_.empty()) {
-    return absl::NotFoundError(fmt::format("CUDA_VISIBLE_DEVICES=\"{}\" selects no GPU",
-                                           cuda_visible_devices_.value_or("")));
+  if (selection.devices.empty()) {
+    return absl::NotFoundError(
+        fmt::format("CUDA_VISIBLE_DEVICES=\"{}\" selects no GPU", cuda_visible_devices.value_or("")));
   }
-  return absl::OkStatus();
+  return std::move(selection.devices);
 }
 
-absl::Status NvmlSource::add_physical(unsigned index) {
-  absl::StatusOr<Device> gpu = api_->device_by_index(index);
-  if (!gpu.ok()) return gpu.status();
-  if (absl::Status s = add_target(*gpu, index, std::nullopt); !s.ok()) return s;
-  absl::StatusOr<std::vector<MigInstance>> migs = mig_instances(*api_, *gpu);
-  if (!migs.ok()) return migs.status();
-  for (const MigInstance& mig : *migs) {
-    if (absl::Status s = add_target(mig.device, index, mig.gpu_instance); !s.ok()) return s;
+absl::Status NvmlSource::select_targets(const HardwareContext& context) {
+  absl::StatusOr<std::vector<SelectedDevice>> devices = select_devices(*api_, context, cuda_visible_devices_);
+  if (!devices.ok()) return devices.status();
+  for (const SelectedDevice& d : *devices) {
+    auto target = std::make_unique<Target>();
+    target->device = d.device;
+    target->index = d.index;
+    target->gpu_instance = d.gpu_instance;
+    target->prefix = d.gpu_instance ? fmt::format("system/gpu.{}.mig{}.", d.index, *d.gpu_instance)
+                                    : fmt::format("system/gpu.{}.", d.index);
+    target->enabled.set();
+    targets_.push_back(std::move(target));
   }
-  return absl::OkStatus();
-}
-
-// Resolves one CUDA_VISIBLE_DEVICES entry to physical GPUs or MIG instances;
-// kNotFound when it names none (a UUID prefix must name exactly one).
-absl::Status NvmlSource::add_visible(const VisibleDevice& entry, unsigned count) {
-  using Kind = VisibleDevice::Kind;
-  if (entry.kind == Kind::kIndex) {
-    if (entry.index >= count) return absl::NotFoundError("no such GPU");
-    return add_physical(entry.index);
-  }
-  std::optional<unsigned> gpu_match;
-  for (unsigned i = 0; i < count; ++i) {
-    absl::StatusOr<Device> gpu = api_->device_by_index(i);
-    if (!gpu.ok()) return gpu.status();
-    absl::StatusOr<std::string> uuid = api_->uuid(*gpu);
-    if (!uuid.ok()) return uuid.status();
-    if (entry.kind == Kind::kGpuUuid) {
-      if (!starts_with(*uuid, entry.uuid)) continue;
-      if (gpu_match) return absl::NotFoundError("ambiguous GPU UUID prefix");
-      gpu_match = i;
-      continue;
-    }
-    if (entry.kind == Kind::kMigLegacy && *uuid != entry.uuid) continue;
-    absl::StatusOr<std::vector<MigInstance>> migs = mig_instances(*api_, *gpu);
-    if (!migs.ok()) return migs.status();
-    for (const MigInstance& mig : *migs) {
-      bool match = mig.gpu_instance == entry.gpu_instance;
-      if (entry.kind == Kind::kMigUuid) {
-        absl::StatusOr<std::string> mig_uuid = api_->uuid(mig.device);
-        if (!mig_uuid.ok()) return mig_uuid.status();
-        match = *mig_uuid == entry.uuid;
-      }
-      if (match) return add_target(mig.device, i, mig.gpu_instance);
-    }
-  }
-  if (gpu_match) return add_physical(*gpu_match);
-  return absl::NotFoundError("no such GPU");
-}
-
-absl::Status NvmlSource::add_target(Device device, unsigned index,
-                                    std::optional<unsigned> gpu_instance) {
-  for (const auto& t : targets_) {
-    if (t->index == index && t->gpu_instance == gpu_instance) return absl::OkStatus();
-  }
-  auto target = std::make_unique<Target>();
-  target->device = device;
-  target->index = index;
-  target->gpu_instance = gpu_instance;
-  target->prefix = gpu_instance ? fmt::format("system/gpu.{}.mig{}.", index, *gpu_instance)
-                                : fmt::format("system/gpu.{}.", index);
-  target->enabled.set();
-  targets_.push_back(std::move(target));
   return absl::OkStatus();
 }
 

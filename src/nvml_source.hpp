@@ -140,13 +140,19 @@ struct VisibleDevice {
 // that is not a device ("-1", "none", garbage): CUDA hides it and all after it.
 std::vector<VisibleDevice> parse_visible_devices(std::string_view text);
 
-// A MIG-enabled GPU's instances (handle and GPU instance id); none for a GPU
-// without MIG (NVML answers "not supported"), an error only when NVML is gone.
-struct MigInstance {
+// One GPU or MIG instance the job uses: its handle, the physical index of its
+// GPU and, for a MIG instance, the GPU instance id.
+struct SelectedDevice {
   Device device;
-  unsigned gpu_instance;
+  unsigned index;
+  std::optional<unsigned> gpu_instance;
 };
-absl::StatusOr<std::vector<MigInstance>> mig_instances(NvmlApi& api, Device gpu);
+// The devices the job uses, each once: `context.gpu_devices` (physical
+// indices) if set, else `cuda_visible_devices` resolved as CUDA does (the
+// first entry that names no device ends the list), else every GPU; a
+// MIG-enabled GPU brings its instances. NotFound when nothing is selected.
+absl::StatusOr<std::vector<SelectedDevice>> select_devices(NvmlApi& api, const HardwareContext& context,
+                                                           const std::optional<std::string>& cuda_visible_devices);
 
 // `root` and all its descendants, found by reading <proc_root>/<pid>/stat.
 std::vector<pid_t> process_tree(pid_t root, const std::string& proc_root = "/proc");
@@ -174,9 +180,6 @@ class NvmlSource final : public HardwareSource {
 
  private:
   absl::Status select_targets(const HardwareContext& context);
-  absl::Status add_physical(unsigned index);
-  absl::Status add_visible(const VisibleDevice& entry, unsigned count);
-  absl::Status add_target(Device device, unsigned index, std::optional<unsigned> gpu_instance);
   absl::Status probe(Target& target, std::vector<std::string>* unsupported);
   absl::Status sample_target(Target& target, const std::vector<pid_t>& tree,
                              std::vector<HardwareReading>* out);
