@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "simulated_nvml.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainscope/errors.hpp"
@@ -34,74 +35,7 @@ using ::testing::Not;
 using ::testing::SizeIs;
 using nvml::Device;
 
-// --- the job's devices: a simulated NVML ---------------------------------------
-
-struct SimDevice {
-  std::string uuid;
-  unsigned gpu_instance = 0;
-  std::vector<std::unique_ptr<SimDevice>> migs;  // MIG mode is on when non-empty
-};
-
-// Only what device resolution calls; the metric calls are not reached.
-class SimulatedNvml final : public nvml::NvmlApi {
- public:
-  explicit SimulatedNvml(int devices) {
-    for (int i = 0; i < devices; ++i) {
-      devices_.push_back(std::make_unique<SimDevice>());
-      devices_.back()->uuid = "GPU-" + std::string(8, static_cast<char>('a' + i)) + "-1111";
-    }
-  }
-  void add_mig(int gpu, unsigned gi, std::string uuid) {
-    auto mig = std::make_unique<SimDevice>();
-    mig->uuid = std::move(uuid);
-    mig->gpu_instance = gi;
-    devices_[gpu]->migs.push_back(std::move(mig));
-  }
-  absl::Status init_status = absl::OkStatus();
-  int live_inits = 0;
-
-  absl::Status init() override {
-    if (init_status.ok()) ++live_inits;
-    return init_status;
-  }
-  void shutdown() override { --live_inits; }
-  absl::StatusOr<unsigned> device_count() override {
-    return static_cast<unsigned>(devices_.size());
-  }
-  absl::StatusOr<Device> device_by_index(unsigned index) override {
-    if (index >= devices_.size()) return absl::InvalidArgumentError("index");
-    return static_cast<Device>(devices_[index].get());
-  }
-  absl::StatusOr<std::string> uuid(Device d) override { return sim(d).uuid; }
-  absl::StatusOr<bool> mig_enabled(Device d) override { return !sim(d).migs.empty(); }
-  absl::StatusOr<unsigned> max_mig_devices(Device) override { return 7; }
-  absl::StatusOr<Device> mig_device(Device d, unsigned index) override {
-    if (index >= sim(d).migs.size()) return absl::NotFoundError("no instance");
-    return static_cast<Device>(sim(d).migs[index].get());
-  }
-  absl::StatusOr<unsigned> gpu_instance_id(Device d) override { return sim(d).gpu_instance; }
-
-  absl::StatusOr<nvml::Utilization> utilization(Device) override { return unused(); }
-  absl::StatusOr<nvml::MemoryInfo> memory(Device) override { return unused(); }
-  absl::StatusOr<unsigned> power_mw(Device) override { return unused(); }
-  absl::StatusOr<std::uint64_t> energy_mj(Device) override { return unused(); }
-  absl::StatusOr<unsigned> temperature_c(Device) override { return unused(); }
-  absl::StatusOr<unsigned> clock_mhz(Device, nvml::Clock) override { return unused(); }
-  absl::StatusOr<unsigned> pcie_kb_s(Device, nvml::PcieDirection) override { return unused(); }
-  absl::StatusOr<std::uint64_t> throttle_reasons(Device) override { return unused(); }
-  absl::StatusOr<std::vector<nvml::ProcessMemory>> compute_processes(Device) override {
-    return unused();
-  }
-  absl::StatusOr<std::vector<nvml::ProcessUtilization>> process_utilization(
-      Device, std::uint64_t) override {
-    return unused();
-  }
-
- private:
-  static absl::Status unused() { return absl::UnimplementedError("not simulated"); }
-  static SimDevice& sim(Device d) { return *static_cast<SimDevice*>(const_cast<void*>(d)); }
-  std::vector<std::unique_ptr<SimDevice>> devices_;
-};
+using nvml::SimulatedNvml;
 
 // --- the simulated DCGM --------------------------------------------------------
 
