@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "metric_collector.hpp"
 #include "simulated_nvml.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -286,23 +287,8 @@ class SamplerRun {
   std::vector<MetricPoint> points() const { return collector_->received(); }
 
  private:
-  class Collector : public Exporter {
-   public:
-    std::string name() const override { return "collector"; }
-    absl::Status write_metrics(absl::Span<const MetricPoint> metrics) override {
-      std::lock_guard<std::mutex> lock(mu_);
-      received_.insert(received_.end(), metrics.begin(), metrics.end());
-      return absl::OkStatus();
-    }
-    std::vector<MetricPoint> received() const {
-      std::lock_guard<std::mutex> lock(mu_);
-      return received_;
-    }
+  using Collector = testing::MetricCollector;
 
-   private:
-    mutable std::mutex mu_;
-    std::vector<MetricPoint> received_;
-  };
   ExportPipeline pipeline_;
   std::shared_ptr<Collector> collector_ = std::make_shared<Collector>();
   std::unique_ptr<Sampler> sampler_;

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainscope/errors.hpp"
+#include "metric_collector.hpp"
 #include "trainscope/export_pipeline.hpp"
 #include "trainscope/sampler.hpp"
 
@@ -20,23 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class MetricCollector : public Exporter {
- public:
-  std::string name() const override { return "collector"; }
-  absl::Status write_metrics(absl::Span<const MetricPoint> metrics) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    received_.insert(received_.end(), metrics.begin(), metrics.end());
-    return absl::OkStatus();
-  }
-  std::vector<MetricPoint> received() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<MetricPoint> received_;
-};
+using testing::MetricCollector;
 
 // Emits "<name>" with value = number of samples taken so far; fails the
 // sample call number `fail_at` (1-based; 0: never) or open() if asked.
