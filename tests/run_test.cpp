@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "run_dir_test.hpp"
 #include "trainscope/run_reader.hpp"
 #include "trainscope/timer.hpp"
 
@@ -20,41 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-// testing::Test::Run hides trainscope::Run inside test bodies.
-using RunPtr = std::unique_ptr<trainscope::Run>;
-
-class RunTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (const char* variable : kVariables) ::unsetenv(variable);
-    root_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / "run_test" /
-            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    for (const char* variable : kVariables) ::unsetenv(variable);
-  }
-
-  RunOptions options() const {
-    RunOptions o;
-    o.root = root_.string();
-    o.handle_signals = false;
-    o.mlflow_from_environment = false;
-    o.flush_interval = absl::Milliseconds(50);
-    return o;
-  }
-
-  static constexpr const char* kVariables[] = {"TRAINSCOPE_RUN_DIR", "RANK", "LOCAL_RANK",
-                                               "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"};
-  fs::path root_;
-};
-
-RunPtr start(const RunOptions& options) {
-  absl::StatusOr<RunPtr> run = trainscope::Run::Start(options);
-  EXPECT_TRUE(run.ok()) << run.status();
-  return run.ok() ? *std::move(run) : nullptr;
-}
+using trainscope::testing::RunPtr;
+using RunTest = trainscope::testing::RunDirTest;
 
 RunReader open(const std::string& dir) {
   absl::StatusOr<RunReader> reader = RunReader::Open(dir);

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "run_dir_test.hpp"
 #include "trainscope/run.hpp"
 #include "trainscope/run_reader.hpp"
 #include "trainscope/scaling/extrap_input.hpp"
@@ -490,35 +491,13 @@ TEST_F(ExtrapFile, ErrorsNameThePath) {
 
 // --- run directories -------------------------------------------------------
 
-// testing::Test::Run hides trainscope::Run inside test bodies.
-using RunPtr = std::unique_ptr<trainscope::Run>;
+using trainscope::testing::RunPtr;
 
-class RunInput : public ::testing::Test {
+class RunInput : public trainscope::testing::RunDirTest {
  protected:
   void SetUp() override {
-    for (const char* variable : kVariables) ::unsetenv(variable);
-    root_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / "scaling_input_test" /
-            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(root_);
+    RunDirTest::SetUp();
     fs::create_directories(root_ / "runs");
-  }
-  void TearDown() override {
-    for (const char* variable : kVariables) ::unsetenv(variable);
-  }
-
-  RunOptions options() const {
-    RunOptions o;
-    o.root = root_.string();
-    o.handle_signals = false;
-    o.mlflow_from_environment = false;
-    o.flush_interval = absl::Milliseconds(50);
-    return o;
-  }
-
-  static RunPtr start(const RunOptions& options) {
-    absl::StatusOr<RunPtr> run = trainscope::Run::Start(options);
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *std::move(run) : nullptr;
   }
 
   // One run of two ranks in runs/<name>. Rank r logs "loss" = base + r and
@@ -544,7 +523,7 @@ class RunInput : public ::testing::Test {
       }
       ASSERT_TRUE(run->end().ok());
     }
-    for (const char* variable : kVariables) ::unsetenv(variable);
+    clear_rank_variables();
   }
 
   // p = 1, 2, 4, two repetitions each; base = 100 p + 10 rep, batches = p.
@@ -561,10 +540,6 @@ class RunInput : public ::testing::Test {
   }
 
   std::string runs() const { return (root_ / "runs").string(); }
-
-  static constexpr const char* kVariables[] = {"TRAINSCOPE_RUN_DIR", "RANK",         "LOCAL_RANK",
-                                               "WORLD_SIZE",         "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"};
-  fs::path root_;
 };
 
 TEST_F(RunInput, OnePointPerParamValueWithRunsAsRepetitions) {
