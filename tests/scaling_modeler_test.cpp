@@ -11,6 +11,7 @@
 #include "trainscope/scaling/extrap_modeler.hpp"
 #include "trainscope/scaling/model.hpp"
 #include "trainscope/scaling/modeler.hpp"
+#include "trainscope/scaling/run_input.hpp"
 
 namespace sc = trainscope::scaling;
 using ::testing::HasSubstr;
@@ -201,6 +202,17 @@ TEST(ExtrapOptions, SetParsesExtraPValuesAndRejectsTypos) {
   EXPECT_THAT(std::string(o.set("allow_log_terms", "maybe").message()), HasSubstr("not a boolean"));
   EXPECT_FALSE(o.set("single_parameter_point_selection", "largest").ok());
   EXPECT_FALSE(o.set("minimum_term_contribution", "-1").ok());
+}
+
+TEST(ScalingNames, ParseTheNamesTheCliAndPythonAccept) {
+  EXPECT_EQ(*sc::parse_measure("Median"), sc::Measure::kMedian);
+  EXPECT_EQ(*sc::parse_measure("min"), sc::Measure::kMinimum);
+  EXPECT_THAT(std::string(sc::parse_measure("avg").status().message()), HasSubstr("use mean, median"));
+  EXPECT_EQ(*sc::parse_modeler("EXTRAP"), sc::Modeler::kExtrap);
+  EXPECT_EQ(*sc::parse_modeler("default"), sc::Modeler::kTrainscope);
+  EXPECT_FALSE(sc::parse_modeler("extra-p").ok());
+  EXPECT_EQ(*sc::parse_rank_aggregation("Max"), sc::RankAggregation::kMax);
+  EXPECT_FALSE(sc::parse_rank_aggregation("median").ok());
 }
 
 TEST(ExtrapModeler, CustomExponentsRestrictTheSearch) {

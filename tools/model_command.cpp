@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "commands.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -97,27 +98,8 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = text.find(separator, start);
-    out.push_back(text.substr(start, end - start));
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
 bool parse_double(const std::string& text, double* out) {
   return absl::SimpleAtod(text, out) && std::isfinite(*out);
-}
-
-std::optional<sc::Measure> parse_measure(const std::string& name) {
-  if (name == "mean") return sc::Measure::kMean;
-  if (name == "median") return sc::Measure::kMedian;
-  if (name == "minimum" || name == "min") return sc::Measure::kMinimum;
-  if (name == "maximum" || name == "max") return sc::Measure::kMaximum;
-  return std::nullopt;
 }
 
 std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string* error) {
@@ -147,14 +129,12 @@ std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string
       return std::nullopt;
     }
     if (flag == "--modeler") {
-      if (value == "trainscope" || value == "default") {
-        out.options.modeler = sc::Modeler::kTrainscope;
-      } else if (value == "extrap") {
-        out.options.modeler = sc::Modeler::kExtrap;
-      } else {
-        *error = fmt::format("--modeler '{}': use trainscope or extrap", value);
+      absl::StatusOr<sc::Modeler> modeler = sc::parse_modeler(value);
+      if (!modeler.ok()) {
+        *error = fmt::format("--modeler: {}", std::string(modeler.status().message()));
         return std::nullopt;
       }
+      out.options.modeler = *modeler;
     } else if (flag == "--option") {
       const std::size_t eq = value.find('=');
       if (eq == std::string::npos) {
@@ -175,9 +155,9 @@ std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string
       out.options.reject_nonphysical = factor > 0;
       out.options.extrapolation_factor = factor;
     } else if (flag == "--measure") {
-      std::optional<sc::Measure> measure = parse_measure(value);
-      if (!measure) {
-        *error = fmt::format("--measure '{}': use mean, median, minimum or maximum", value);
+      absl::StatusOr<sc::Measure> measure = sc::parse_measure(value);
+      if (!measure.ok()) {
+        *error = fmt::format("--measure: {}", std::string(measure.status().message()));
         return std::nullopt;
       }
       out.options.extrap.measure = *measure;
@@ -187,7 +167,7 @@ std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string
     } else if (flag == "--metric") {
       out.metrics.push_back(value);
     } else if (flag == "--params") {
-      out.runs.parameters = split(value, ',');
+      out.runs.parameters = absl::StrSplit(value, ',');
       out.runs_params_given = true;
     } else if (flag == "--key") {
       out.runs.what = value;
@@ -200,18 +180,12 @@ std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string
       }
       out.runs.device = value;
     } else if (flag == "--ranks") {
-      if (value == "mean") {
-        out.runs.ranks = sc::RankAggregation::kMean;
-      } else if (value == "max") {
-        out.runs.ranks = sc::RankAggregation::kMax;
-      } else if (value == "min") {
-        out.runs.ranks = sc::RankAggregation::kMin;
-      } else if (value == "sum") {
-        out.runs.ranks = sc::RankAggregation::kSum;
-      } else {
-        *error = fmt::format("--ranks '{}': use mean, max, min or sum", value);
+      absl::StatusOr<sc::RankAggregation> ranks = sc::parse_rank_aggregation(value);
+      if (!ranks.ok()) {
+        *error = fmt::format("--ranks: {}", std::string(ranks.status().message()));
         return std::nullopt;
       }
+      out.runs.ranks = *ranks;
     } else if (flag == "--scale") {
       if (!parse_double(value, &out.runs.scale)) {
         *error = fmt::format("--scale '{}' is not a number", value);
@@ -219,7 +193,7 @@ std::optional<ModelArgs> parse(const std::vector<std::string>& args, std::string
       }
     } else if (flag == "--predict") {
       std::map<std::string, double> point;
-      for (const std::string& pair : split(value, ',')) {
+      for (const std::string& pair : std::vector<std::string>(absl::StrSplit(value, ','))) {
         const std::size_t eq = pair.find('=');
         double number = 0;
         if (eq == std::string::npos || !parse_double(pair.substr(eq + 1), &number)) {

@@ -43,35 +43,16 @@ namespace sc = trainscope::scaling;
 namespace trainscope::python {
 namespace {
 
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // The enums from their names (case-insensitive), as the CLI spells them.
-sc::Measure MeasureFromName(const std::string& name) {
-  const std::string n = Lower(name);
-  if (n == "mean") return sc::Measure::kMean;
-  if (n == "median") return sc::Measure::kMedian;
-  if (n == "minimum" || n == "min") return sc::Measure::kMinimum;
-  if (n == "maximum" || n == "max") return sc::Measure::kMaximum;
-  throw py::value_error(fmt::format("unknown measure '{}': use mean, median, minimum or maximum", name));
+template <typename Enum>
+Enum FromName(absl::StatusOr<Enum> parsed) {
+  if (!parsed.ok()) throw py::value_error(std::string(parsed.status().message()));
+  return *parsed;
 }
-
-sc::Modeler ModelerFromName(const std::string& name) {
-  const std::string n = Lower(name);
-  if (n == "trainscope" || n == "default") return sc::Modeler::kTrainscope;
-  if (n == "extrap") return sc::Modeler::kExtrap;
-  throw py::value_error(fmt::format("unknown modeler '{}': use trainscope or extrap", name));
-}
-
+sc::Measure MeasureFromName(const std::string& name) { return FromName(sc::parse_measure(name)); }
+sc::Modeler ModelerFromName(const std::string& name) { return FromName(sc::parse_modeler(name)); }
 sc::RankAggregation RankAggregationFromName(const std::string& name) {
-  const std::string n = Lower(name);
-  if (n == "mean") return sc::RankAggregation::kMean;
-  if (n == "max") return sc::RankAggregation::kMax;
-  if (n == "min") return sc::RankAggregation::kMin;
-  if (n == "sum") return sc::RankAggregation::kSum;
-  throw py::value_error(fmt::format("unknown rank aggregation '{}': use mean, max, min or sum", name));
+  return FromName(sc::parse_rank_aggregation(name));
 }
 
 }  // namespace

@@ -25,14 +25,8 @@ namespace trainscope::scaling {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 absl::StatusOr<bool> parse_bool(std::string_view key, std::string_view value) {
-  const std::string v = lower(std::string(absl::StripAsciiWhitespace(std::string(value))));
+  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(std::string(value)));
   if (v == "true" || v == "on" || v == "yes" || v == "1") return true;
   if (v == "false" || v == "off" || v == "no" || v == "0") return false;
   return absl::InvalidArgumentError(
@@ -83,6 +77,16 @@ absl::Status ExtrapOptions::set(std::string_view key, std::string_view value) {
       "force_combination_exponents, allow_negative_exponents, single_parameter_point_selection, "
       "allow_combinations_of_sums_and_products)",
       key));
+}
+
+absl::StatusOr<Measure> parse_measure(std::string_view name) {
+  const std::string n = absl::AsciiStrToLower(std::string(name));
+  if (n == "mean") return Measure::kMean;
+  if (n == "median") return Measure::kMedian;
+  if (n == "minimum" || n == "min") return Measure::kMinimum;
+  if (n == "maximum" || n == "max") return Measure::kMaximum;
+  return absl::InvalidArgumentError(
+      fmt::format("unknown measure '{}': use mean, median, minimum or maximum", name));
 }
 
 double measure_of(absl::Span<const double> values, Measure measure) {
@@ -238,12 +242,6 @@ std::pair<double, double> fit_constant_and_term(const std::vector<double>& xs, c
   return {solution.x[0], cols == 2 ? solution.x[1] : 0.0};
 }
 
-double mean_of(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return sum / static_cast<double>(values.size());
-}
-
 // hypotheses.py Hypothesis.clean_constant_coefficient
 double clean_constant(double constant, double phi, const std::vector<double>& values) {
   const double minimum = *std::min_element(values.begin(), values.end());
@@ -271,7 +269,7 @@ ModelCosts constant_costs(double constant, const std::vector<double>& ys) {
     if (abssum != 0) smape += std::abs(difference) / abssum * 2;
   }
   c.smape = smape / static_cast<double>(ys.size()) * 100;
-  const double mean = mean_of(ys);
+  const double mean = measure_of(ys, Measure::kMean);
   c.nrss = mean != 0.0 ? std::sqrt(c.rss) / mean : std::nan("");
   c.ar2 = 1;
   return c;
@@ -316,7 +314,7 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
   }
 
   SingleResult best;
-  best.constant = mean_of(ys);
+  best.constant = measure_of(ys, Measure::kMean);
   best.costs = constant_costs(best.constant, ys);
   const double constant_cost = best.costs.rss;
   if (constant_cost == 0) return best;
@@ -368,7 +366,7 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
         const double actual = ys[held];
         const double difference = predicted - actual;
         costs.rss += difference * difference;
-        costs.nrss += std::sqrt(costs.rss) / mean_of(train_y) / count;
+        costs.nrss += std::sqrt(costs.rss) / measure_of(train_y, Measure::kMean) / count;
         if (actual != 0) {
           const double relative = difference / actual;
           costs.re += std::abs(relative) / count;
@@ -602,8 +600,8 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
           }
         }
         if (value == 0) {
-          combined.maximum = mean_of(maxima);
-          combined.minimum = mean_of(minima);
+          combined.maximum = measure_of(maxima, Measure::kMean);
+          combined.minimum = measure_of(minima, Measure::kMean);
         } else {
           combined.maximum = nanmean(maxima) * value;
           combined.minimum = nanmean(minima) * value;
@@ -689,7 +687,7 @@ Model model_multi(const std::vector<std::string>& parameters, const std::vector<
   std::vector<double> ys;
   ys.reserve(points.size());
   for (const PointStats& point : points) ys.push_back(point.value(options.measure));
-  const double mean_model = mean_of(ys);
+  const double mean_model = measure_of(ys, Measure::kMean);
   double constant_cost = 0;
   for (double y : ys) constant_cost += (y - mean_model) * (y - mean_model);
 

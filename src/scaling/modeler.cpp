@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "extrap_internal.hpp"
 #include "fmt/format.h"
 
@@ -51,6 +52,13 @@ bool positive_everywhere(const Model& model, const std::vector<std::vector<doubl
 }
 
 }  // namespace
+
+absl::StatusOr<Modeler> parse_modeler(std::string_view name) {
+  const std::string n = absl::AsciiStrToLower(std::string(name));
+  if (n == "trainscope" || n == "default") return Modeler::kTrainscope;
+  if (n == "extrap") return Modeler::kExtrap;
+  return absl::InvalidArgumentError(fmt::format("unknown modeler '{}': use trainscope or extrap", name));
+}
 
 absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
                           const ModelOptions& options) {

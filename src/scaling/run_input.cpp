@@ -16,11 +16,22 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 #include "trainscope/run_reader.hpp"
 #include "trainscope/time_stats.hpp"
 
 namespace trainscope::scaling {
+
+absl::StatusOr<RankAggregation> parse_rank_aggregation(std::string_view name) {
+  const std::string n = absl::AsciiStrToLower(std::string(name));
+  if (n == "mean") return RankAggregation::kMean;
+  if (n == "max") return RankAggregation::kMax;
+  if (n == "min") return RankAggregation::kMin;
+  if (n == "sum") return RankAggregation::kSum;
+  return absl::InvalidArgumentError(fmt::format("unknown rank aggregation '{}': use mean, max, min or sum", name));
+}
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -46,6 +46,10 @@ struct ExtrapOptions {
   absl::Status set(std::string_view key, std::string_view value);
 };
 
+// "mean", "median", "minimum"/"min", "maximum"/"max" (any case); an error
+// naming the choices otherwise. The CLI and Python accept these names.
+absl::StatusOr<Measure> parse_measure(std::string_view name);
+
 // The statistic `measure` of values (not empty).
 double measure_of(absl::Span<const double> values, Measure measure);
 

@@ -5,6 +5,7 @@
 #define TRAINSCOPE_SCALING_MODELER_HPP_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,6 +19,9 @@ enum class Modeler {
   kTrainscope,  // default: see ModelOptions
   kExtrap,      // Extra-P 4.2.5 exactly, with `extrap` options
 };
+
+// "trainscope" (or "default") and "extrap", any case.
+absl::StatusOr<Modeler> parse_modeler(std::string_view name);
 
 struct ModelOptions {
   Modeler modeler = Modeler::kTrainscope;

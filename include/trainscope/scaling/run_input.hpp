@@ -5,6 +5,7 @@
 #define TRAINSCOPE_SCALING_RUN_INPUT_HPP_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,6 +14,9 @@
 namespace trainscope::scaling {
 
 enum class RankAggregation { kMean, kMax, kMin, kSum };
+
+// "mean", "max", "min", "sum", any case.
+absl::StatusOr<RankAggregation> parse_rank_aggregation(std::string_view name);
 
 // What is measured in each run.
 //   "BATCH"            region key; statistic `stat` of its durations (seconds)
