@@ -27,11 +27,18 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "number_text.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
 namespace trainscope::scaling {
 namespace {
+
+using detail::is_space;
+using detail::NumberResult;
+using detail::parse_number;
+using detail::trim;
 
 using Json = nlohmann::ordered_json;
 
@@ -126,7 +133,6 @@ std::size_t last_line(std::string_view text) {
   return std::max<std::size_t>(lines, 1);
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n'; }
 
 bool all_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_space); }
 
@@ -137,34 +143,8 @@ std::string_view skip_bom(std::string_view s) {
   return s;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // --- numbers ---------------------------------------------------------------
-
-enum class NumberResult { kOk, kNotANumber, kNotFinite };
-
-// A decimal number as Python's float() reads it, but finite.
-NumberResult parse_number(std::string_view token, double* out) {
-  std::string_view digits = token;
-  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-' && digits[1] != '+') digits.remove_prefix(1);
-  if (digits.empty()) return NumberResult::kNotANumber;
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (end != digits.data() + digits.size()) return NumberResult::kNotANumber;
-  if (error == std::errc::result_out_of_range) {
-    // Overflow is not finite; underflow reads as Python reads it (0 or subnormal).
-    value = std::strtod(std::string(digits).c_str(), nullptr);
-  } else if (error != std::errc()) {
-    return NumberResult::kNotANumber;
-  }
-  if (!std::isfinite(value)) return NumberResult::kNotFinite;
-  *out = value;
-  return NumberResult::kOk;
-}
 
 // "\"abc\" is not a number" etc., or empty when fine.
 std::string number_problem(std::string_view token, double* out) {
@@ -811,13 +791,6 @@ bool looks_like_json_lines(std::string_view text) {
   return any;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
 }  // namespace
 
 absl::StatusOr<MeasurementSet> parse_extrap_text(std::string_view text, std::string_view name) {
@@ -937,7 +910,7 @@ absl::StatusOr<MeasurementSet> read_extrap_file(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   const std::size_t dot = base.find_last_of('.');
-  const std::string extension = dot == std::string::npos ? "" : lower(base.substr(dot));
+  const std::string extension = dot == std::string::npos ? "" : absl::AsciiStrToLower(base.substr(dot));
   if (extension == ".txt") return parse_extrap_text(text, path);
   if (extension == ".jsonl") return parse_extrap_jsonl(text, path);
   if (extension == ".json") return parse_extrap_json(text, path);

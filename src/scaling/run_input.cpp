@@ -3,7 +3,6 @@
 #include "trainscope/scaling/run_input.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "number_text.hpp"
 #include "fmt/format.h"
 #include "trainscope/run_reader.hpp"
 #include "trainscope/time_stats.hpp"
@@ -41,27 +41,6 @@ constexpr const char* kStats[] = {"mean",  "median", "min", "max",  "total",
                                   "count", "p95",    "p99", "last", "rate"};
 // How many available keys an error lists.
 constexpr std::size_t kMaxListed = 12;
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-
-// A finite decimal number (surrounding blanks and a leading '+' allowed).
-bool parse_number(std::string_view text, double* out) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  if (text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+') text.remove_prefix(1);
-  if (text.empty()) return false;
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (end != text.data() + text.size()) return false;
-  if (error == std::errc::result_out_of_range) {
-    value = std::strtod(std::string(text).c_str(), nullptr);  // underflow reads as 0; overflow is inf
-  } else if (error != std::errc()) {
-    return false;
-  }
-  if (!std::isfinite(value)) return false;
-  *out = value;
-  return true;
-}
 
 std::string list_names(const std::set<std::string>& names) {
   std::string out;
@@ -300,7 +279,7 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, 
                         names.empty() ? "it has no params" : "its params: " + list_names(names)));
       }
       double value;
-      if (!parse_number(param->second, &value)) {
+      if (detail::parse_number(detail::trim(param->second), &value) != detail::NumberResult::kOk) {
         return absl::InvalidArgumentError(
             fmt::format("{}: param \"{}\" is \"{}\", not a finite number", dir, parameter, param->second));
       }
