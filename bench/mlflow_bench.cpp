@@ -26,10 +26,11 @@
 #include <thread>
 #include <vector>
 
-#include "trainscope/errors.hpp"
-#include "trainscope/export_pipeline.hpp"
-#include "trainscope/mlflow_exporter.hpp"
-#include "trainscope/timer.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/export/mlflow/mlflow_exporter.hpp"
+#include "trainscope/run/sync.hpp"
+#include "trainscope/timing/timer.hpp"
 
 namespace {
 
@@ -231,7 +232,7 @@ int main() {
   // The pipeline reports the exporter's failures through warn(): counted
   // below instead of printed.
   trainscope::set_warning_handler([](const std::string&) {});
-  auto exporter = std::make_shared<trainscope::MlflowExporter>(run_dir.string(), config,
+  auto exporter = trainscope::make_mlflow_exporter(run_dir.string(), config,
                                                                std::chrono::milliseconds(10));
   std::vector<double> base_ns;
   std::vector<double> with_ns;

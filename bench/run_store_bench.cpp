@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "../src/run_store_exporter.hpp"
+#include "run/run_store_exporter.hpp"
 #include "fmt/format.h"
 #include "ratio_reporter.hpp"
-#include "trainscope/time_type.hpp"
+#include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {
 namespace {

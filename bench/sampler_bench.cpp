@@ -54,8 +54,10 @@
 #include <vector>
 
 #include "fmt/format.h"
-#include "trainscope/export_pipeline.hpp"
-#include "trainscope/sampler.hpp"
+#include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/hardware/gpu/gpu_sources.hpp"
+#include "trainscope/hardware/host/host_sources.hpp"
+#include "trainscope/hardware/sampler.hpp"
 
 namespace {
 

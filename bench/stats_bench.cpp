@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "ratio_reporter.hpp"
-#include "trainscope/detail/moments.hpp"
-#include "trainscope/detail/quantile_sketch.hpp"
-#include "trainscope/detail/sample_series.hpp"
+#include "trainscope/stats/detail/moments.hpp"
+#include "trainscope/stats/detail/quantile_sketch.hpp"
+#include "trainscope/stats/detail/sample_series.hpp"
 
 namespace {
 

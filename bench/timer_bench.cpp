@@ -7,11 +7,11 @@
 #include <memory>
 
 #include "ratio_reporter.hpp"
-#include "trainscope/cpu_gpu_timer.hpp"
-#include "trainscope/detail/sample_series.hpp"
-#include "trainscope/export_pipeline.hpp"
-#include "trainscope/testing/simulated_event_source.hpp"
-#include "trainscope/timer.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
+#include "trainscope/stats/detail/sample_series.hpp"
+#include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/timing/testing/simulated_event_source.hpp"
+#include "trainscope/timing/timer.hpp"
 
 #if defined(TRAINSCOPE_HAVE_CUDA)
 #include <cuda_runtime_api.h>

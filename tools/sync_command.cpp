@@ -8,7 +8,8 @@
 
 #include "commands.hpp"
 #include "fmt/format.h"
-#include "trainscope/mlflow_exporter.hpp"
+#include "trainscope/export/mlflow/mlflow_exporter.hpp"
+#include "trainscope/run/sync.hpp"
 
 namespace trainscope::cli {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "absl/base/optimization.h"
 #include "py_timers.hpp"
-#include "trainscope/errors.hpp"
+#include "trainscope/common/errors.hpp"
 
 namespace py = pybind11;
 

@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "trainscope/cpu_gpu_timer.hpp"
-#include "trainscope/time_type.hpp"
-#include "trainscope/timer.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
+#include "trainscope/timing/time_type.hpp"
+#include "trainscope/timing/timer.hpp"
 
 namespace trainscope::python {
 

@@ -11,9 +11,9 @@
 
 #include "absl/time/time.h"
 #include "py_timers.hpp"
-#include "trainscope/perfetto_exporter.hpp"
-#include "trainscope/run.hpp"
-#include "trainscope/wandb_exporter.hpp"
+#include "trainscope/export/perfetto_exporter.hpp"
+#include "trainscope/run/run.hpp"
+#include "trainscope/export/wandb_exporter.hpp"
 
 namespace py = pybind11;
 

@@ -28,7 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
-#include "number_text.hpp"
+#include "scaling/number_text.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 

@@ -18,8 +18,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
-#include "extrap_internal.hpp"
-#include "svd_solve.hpp"
+#include "scaling/extrap_internal.hpp"
+#include "scaling/svd_solve.hpp"
 
 namespace trainscope::scaling {
 

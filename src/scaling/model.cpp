@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "python_repr.hpp"
+#include "scaling/python_repr.hpp"
 
 namespace trainscope::scaling {
 

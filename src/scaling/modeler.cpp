@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "extrap_internal.hpp"
+#include "scaling/extrap_internal.hpp"
 #include "fmt/format.h"
 
 namespace trainscope::scaling {

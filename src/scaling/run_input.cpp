@@ -16,10 +16,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
-#include "number_text.hpp"
+#include "scaling/number_text.hpp"
 #include "fmt/format.h"
-#include "trainscope/run_reader.hpp"
-#include "trainscope/time_stats.hpp"
+#include "trainscope/run/run_reader.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::scaling {
 

@@ -1,4 +1,4 @@
-#include "svd_solve.hpp"
+#include "scaling/svd_solve.hpp"
 
 #include <algorithm>
 #include <cmath>

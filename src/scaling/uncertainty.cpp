@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "svd_solve.hpp"
+#include "scaling/svd_solve.hpp"
 
 namespace trainscope::scaling {
 namespace {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host_parsers.hpp"
+#include "hardware/host/host_parsers.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

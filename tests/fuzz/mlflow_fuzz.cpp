@@ -11,8 +11,9 @@
 #include <fstream>
 #include <string>
 
-#include "mlflow_client.hpp"
-#include "trainscope/mlflow_exporter.hpp"
+#include "export/mlflow/mlflow_client.hpp"
+#include "trainscope/export/mlflow/mlflow_exporter.hpp"
+#include "trainscope/run/sync.hpp"
 
 namespace {
 

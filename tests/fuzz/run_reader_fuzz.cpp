@@ -12,7 +12,7 @@
 #include <iterator>
 #include <string>
 
-#include "trainscope/run_reader.hpp"
+#include "trainscope/run/run_reader.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
-#include "trainscope/stats_format.hpp"
+#include "trainscope/stats/stats_format.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "nvml_source.hpp"
+#include "hardware/gpu/nvml_source.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using trainscope::nvml::VisibleDevice;

@@ -1,0 +1,90 @@
+// What a run is made of, shared by the run store, its reader and every
+// exporter: status, metadata, scalar metric points, the process's rank, and
+// the rows a run's record is read back as.
+#ifndef TRAINSCOPE_RUN_RECORD_HPP_
+#define TRAINSCOPE_RUN_RECORD_HPP_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainscope/stats/summary.hpp"
+
+namespace trainscope {
+
+// MLflow's run statuses. A reader reports a RUNNING run whose process is gone
+// as crashed (RunReader::crashed()).
+enum class RunStatus { kRunning, kFinished, kFailed, kKilled };
+std::string_view run_status_name(RunStatus status) noexcept;  // "RUNNING", ...
+absl::StatusOr<RunStatus> parse_run_status(std::string_view name);
+
+// Which process of a distributed job this is, from the launcher's environment:
+// RANK/LOCAL_RANK/WORLD_SIZE (torchrun), SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS,
+// OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_LOCAL_RANK/OMPI_COMM_WORLD_SIZE, in that
+// order; rank 0 of 1 when none is set. An unparsable value is an error naming
+// the variable.
+struct RankInfo {
+  std::uint32_t rank = 0;
+  std::uint32_t local_rank = 0;
+  std::uint32_t world_size = 1;
+};
+absl::StatusOr<RankInfo> rank_from_environment();
+
+// A scalar the user logs (loss, accuracy), as MLflow's metric.
+struct MetricPoint {
+  std::string key;
+  double value = 0.0;
+  std::int64_t step = 0;
+  std::int64_t timestamp_ms = 0;  // Unix milliseconds
+  std::uint32_t rank = 0;
+};
+
+struct RunInfo {
+  std::string id;          // 32 lowercase hex digits, as MLflow's
+  std::string name;
+  std::string experiment;  // experiment name (MLflow's MLFLOW_EXPERIMENT_NAME)
+  std::int64_t start_time_ms = 0;
+  std::int64_t end_time_ms = 0;  // 0 while running
+  RunStatus status = RunStatus::kRunning;
+  std::map<std::string, std::string> params;  // write-once, as MLflow's
+  std::map<std::string, std::string> tags;
+};
+
+// One region sample as stored (docs/run-format.md).
+struct RegionRow {
+  std::string key;
+  Device device = Device::kCPU;
+  std::uint32_t rank = 0;
+  std::uint32_t thread = 0;
+  std::int64_t start_unix_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t step = 0;   // CPU BATCH regions this thread completed before this one ended
+  std::int64_t epoch = 0;  // likewise for EPOCH
+};
+
+// One rank's process, as its rank file records it.
+struct RankState {
+  RankInfo rank;
+  RunStatus status = RunStatus::kRunning;
+  std::string host;
+  std::int64_t pid = 0;
+  std::int64_t start_time_ms = 0;
+  std::int64_t end_time_ms = 0;
+  std::int64_t heartbeat_ms = 0;  // last flush
+  bool crashed = false;           // RUNNING, but its process is gone or silent
+};
+
+// Rows read from a byte offset on, and where the next read starts.
+template <typename Row>
+struct Chunk {
+  std::vector<Row> rows;
+  std::uint64_t next_offset = 0;
+  bool truncated = false;  // an incomplete last line was left for later
+};
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_RUN_RECORD_HPP_

@@ -1,0 +1,151 @@
+// Weights & Biases export without a network: writes the offline run format
+// that `wandb sync` uploads (what `wandb.init(mode="offline")` leaves behind),
+// the usual way to reach W&B from clusters without internet access.
+//
+// Layout: <wandb_dir>/offline-run-YYYYMMDD_HHMMSS-<id>/run-<id>.wandb (plus an
+// empty files/ directory, as wandb creates). The .wandb file is a 7-byte
+// header (":W&B", magic 0xBEE1 little-endian, version 0) followed by
+// LevelDB-log framed protobuf `Record`s of wandb/proto/wandb_internal.proto.
+// Mapping and record sequence: docs/exporters.md.
+#ifndef TRAINSCOPE_WANDB_EXPORTER_HPP_
+#define TRAINSCOPE_WANDB_EXPORTER_HPP_
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainscope/export/exporter.hpp"
+
+namespace trainscope {
+
+struct WandbOptions {
+  // Parent of the offline run directories. Empty: $WANDB_DIR/wandb if
+  // WANDB_DIR is set, else ./wandb (where wandb itself puts them).
+  std::string wandb_dir;
+  // Empty: RunInfo::experiment, else "trainscope".
+  std::string project;
+  std::string entity;  // empty: the syncing user's default entity
+  std::string group;   // W&B run group (e.g. one per distributed job)
+  std::string job_type;
+  // The W&B run id. Empty: 8 lowercase alphanumerics derived from the
+  // trainscope run id and `rank` (so a re-created exporter of the same run
+  // and rank gets the same id), or random if no RunInfo arrived first.
+  std::string run_id;
+  std::uint32_t rank = 0;
+  // Summary keys of write_summary(): "<prefix>/<DEVICE>/<KEY>" (Deep500's
+  // log_wb_all keys; no <DEVICE>/ for a CPU-only timer) = mean seconds.
+  std::string summary_prefix = "train";
+};
+
+// Not thread-safe: the ExportPipeline calls it from its one thread. Each
+// call appends complete records and returns an error instead of throwing;
+// after a failed write the file is closed and every later call fails.
+class WandbExporter final : public Exporter {
+ public:
+  // Checks the options; the run directory is created on the first call that
+  // writes (normally write_run_info(), which supplies the id and start time).
+  static absl::StatusOr<std::shared_ptr<WandbExporter>> Create(WandbOptions options = {});
+  // Writes a pending history row and closes the file. Without a final
+  // write_run_info() the file has no exit record: `wandb sync` then marks the
+  // run failed (exit code 1), as it does for a crashed wandb process.
+  ~WandbExporter() override;
+  WandbExporter(const WandbExporter&) = delete;
+  WandbExporter& operator=(const WandbExporter&) = delete;
+
+  std::string name() const override;
+  absl::Status write_summary(const Summary& summary) override;
+  absl::Status write_metrics(absl::Span<const MetricPoint> metrics) override;
+  // The first call writes the run record (id, project, name, start time,
+  // params as config); later ones write changed params; one with a final
+  // status writes the exit record (0 for FINISHED, else 1) and closes.
+  absl::Status write_run_info(const RunInfo& info) override;
+  absl::Status flush() override;
+
+  // The run directory; empty until the first write.
+  const std::string& run_dir() const noexcept { return run_dir_; }
+
+ private:
+  struct Row {
+    std::int64_t step = 0;
+    std::int64_t timestamp_ms = 0;
+    std::vector<std::pair<std::string, double>> values;  // in logging order
+  };
+
+  explicit WandbExporter(WandbOptions options);
+  absl::Status open(const RunInfo* info);
+  absl::Status write_record(std::string body);
+  absl::Status write_bytes(const std::string& bytes);
+  absl::Status write_config_changes(const RunInfo& info);
+  absl::Status emit_row();
+  absl::Status finish(const RunInfo& info);
+  void close_file();
+
+  WandbOptions options_;
+  std::string run_id_;
+  std::string run_dir_;
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::int64_t record_num_ = 0;
+  std::int64_t start_time_ms_ = 0;
+  std::size_t block_offset_ = 0;  // bytes used in the current 32 KiB block
+  bool failed_ = false;
+  bool ended_ = false;
+  std::map<std::string, std::string> config_;  // params as last written
+  Row row_;
+  bool row_pending_ = false;
+};
+
+// The format's building blocks, exposed for tests.
+namespace wandb_detail {
+
+inline constexpr std::size_t kBlockSize = 32 * 1024;
+inline constexpr std::size_t kChunkHeaderSize = 7;
+enum ChunkType : std::uint8_t { kFull = 1, kFirst = 2, kMiddle = 3, kLast = 4 };
+
+// CRC-32 (IEEE 802.3, zlib's crc32), continuing from `crc`.
+std::uint32_t crc32_ieee(std::string_view data, std::uint32_t crc = 0) noexcept;
+
+// The 7-byte file header: ":W&B", 0xBEE1 little-endian, version 0.
+std::string file_header();
+
+// Appends `record` to `out` as LevelDB-log chunks: each chunk is CRC-32 of
+// (type byte + payload) little-endian, u16 LE payload length, type, payload;
+// chunks never cross a 32 KiB block, and a block tail shorter than a chunk
+// header is zero-filled. `block_offset` is the position in the current block
+// (the file header counts as the first 7 bytes of block 0) and is advanced.
+void append_framed(std::string_view record, std::size_t* block_offset, std::string* out);
+
+// Protobuf wire format for the few field kinds the records need. Fields are
+// appended in call order; callers add them in field-number order, as
+// protobuf serializers do, so output is byte-identical to theirs.
+class ProtoWriter {
+ public:
+  // Varint fields (int32, int64, bool); zero is omitted (proto3 default).
+  ProtoWriter& varint(std::uint32_t field, std::int64_t value);
+  // Length-delimited: strings (empty omitted, proto3) and messages (always
+  // written, empty ones too: their presence matters).
+  ProtoWriter& string(std::uint32_t field, std::string_view value);
+  ProtoWriter& message(std::uint32_t field, const ProtoWriter& value);
+  const std::string& bytes() const noexcept { return bytes_; }
+
+ private:
+  void tag(std::uint32_t field, std::uint32_t wire_type);
+  void raw_varint(std::uint64_t value);
+  std::string bytes_;
+};
+
+// JSON text of a double as W&B's value_json holds it: shortest round-trip
+// decimal; NaN and infinities as Python's json writes them.
+std::string json_number(double value);
+// 8 characters of [0-9a-z], deterministic in (trainscope run id, rank).
+std::string derive_run_id(std::string_view trainscope_id, std::uint32_t rank);
+
+}  // namespace wandb_detail
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_WANDB_EXPORTER_HPP_

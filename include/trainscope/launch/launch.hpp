@@ -1,0 +1,107 @@
+// Runs a command as a trainscope run (what `trainscope run -- cmd...` does):
+// creates the run, records the environment once, samples the hardware while
+// the command runs, tees its stdout/stderr into the run directory, forwards
+// SIGINT/SIGTERM to it and records how it ended. A trainscope timer inside
+// the command attaches to the same run through TRAINSCOPE_RUN_DIR.
+//
+// A library function, so that a scheduler can launch many commands at once
+// from several threads; each launch creates its own run (it never attaches to
+// an inherited TRAINSCOPE_RUN_DIR).
+#ifndef TRAINSCOPE_LAUNCH_HPP_
+#define TRAINSCOPE_LAUNCH_HPP_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <csignal>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "trainscope/export/exporter.hpp"
+#include "trainscope/hardware/hardware_source.hpp"
+#include "trainscope/run/run.hpp"
+#include "trainscope/export/run_record.hpp"
+
+namespace trainscope {
+
+// Stops a launch from another thread (a scheduler's time limit, a test):
+// the launch forwards the signal to the command's process group and the run
+// ends KILLED.
+class LaunchCancel {
+ public:
+  void request(int signal = SIGTERM) noexcept { signal_.store(signal); }
+  int requested() const noexcept { return signal_.load(); }
+
+ private:
+  std::atomic<int> signal_{0};
+};
+
+enum class Profiler { kNone, kNsys, kNcu };
+
+struct LaunchOptions {
+  // argv of the command, passed as-is (no shell): quoting is kept. argv[0]
+  // is looked up on PATH.
+  std::vector<std::string> command;
+  // handle_signals and attach_from_environment are forced off: the launch
+  // forwards signals itself and always creates a new run.
+  RunOptions run;
+  // Physical GPU indices: sets CUDA_VISIBLE_DEVICES for the command and
+  // limits GPU sampling to them. Empty: all, environment untouched.
+  std::vector<int> devices;
+  bool sample_hardware = true;
+  absl::Duration sample_interval = absl::Seconds(1);
+  // The sources to sample; default: host_sources() + gpu_sources().
+  std::function<std::vector<std::unique_ptr<HardwareSource>>()> make_sources;
+  // Writes environment.json and the artifacts pip-freeze.txt, conda-list.txt,
+  // nvidia-smi.txt (each when the tool is installed).
+  bool record_environment = true;
+  // Also copy the command's output to this process's stdout/stderr (the
+  // run directory always gets stdout.log and stderr.log).
+  bool tee = true;
+  // Forward SIGINT/SIGTERM received by this process to the command.
+  bool forward_signals = true;
+  // Run the command under Nsight Systems / Compute; the report lands in the
+  // run's artifacts/. profile_range limits it to an NVTX range.
+  Profiler profiler = Profiler::kNone;
+  std::string profile_range;
+  // More exporters for the run (W&B, ...), added right after it starts.
+  std::vector<std::shared_ptr<Exporter>> exporters;
+  std::shared_ptr<LaunchCancel> cancel;
+};
+
+struct LaunchResult {
+  // As a shell reports it: the exit status, 128 + signal when the command
+  // died of a signal, 127 when it could not be started.
+  int exit_code = 0;
+  int term_signal = 0;  // the signal that ended the command, 0 if it exited
+  RunStatus status = RunStatus::kFinished;
+  std::string run_dir;
+  // Why the command could not be started (OK otherwise); the run is FAILED.
+  absl::Status spawn_error;
+};
+
+// Blocks until the command and everything recording it are done. An error
+// means no command ran: invalid options, a profiler that is not installed,
+// a run directory that cannot be created.
+absl::StatusOr<LaunchResult> launch(LaunchOptions options);
+
+// The command as run under `profiler`, writing its report to `output_base`
+// (nsys/ncu add the extension).
+std::vector<std::string> profiled_command(Profiler profiler, const std::string& range,
+                                          const std::string& output_base,
+                                          const std::vector<std::string>& command);
+
+// Params named by the command's own arguments: `--key value`, `--key=value`
+// (values exactly as given) and `--flag` ("true"). A following argument is a
+// value unless it starts with '-' and is not a number.
+std::map<std::string, std::string> params_from_arguments(const std::vector<std::string>& args);
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_LAUNCH_HPP_

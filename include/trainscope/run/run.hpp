@@ -1,0 +1,96 @@
+// A run: metadata, params, tags, metrics, region samples and artifacts,
+// recorded into a local run directory by a background thread (no server
+// needed) and fanned out to any other exporters (MLflow, W&B, Perfetto).
+//
+// Layout and format: docs/run-format.md. Processes of one job (ranks, child
+// processes) find the run through TRAINSCOPE_RUN_DIR and each write their
+// own per-rank files, so they never clobber each other.
+#ifndef TRAINSCOPE_RUN_HPP_
+#define TRAINSCOPE_RUN_HPP_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/export/exporter.hpp"
+#include "trainscope/export/run_record.hpp"
+
+namespace trainscope {
+
+class Timer;
+class CPUGPUTimer;
+
+// The environment variable through which child processes and ranks attach.
+inline constexpr std::string_view kRunDirEnv = "TRAINSCOPE_RUN_DIR";
+
+struct RunOptions {
+  // Parent directory of new runs; TRAINSCOPE_RUNS_ROOT overrides the default.
+  std::string root = "trainscope-runs";
+  std::string name;                   // default: the run id
+  std::string experiment = "Default";  // MLFLOW_EXPERIMENT_NAME overrides the default
+  std::map<std::string, std::string> params;
+  std::map<std::string, std::string> tags;
+  // How often the background thread appends to the run directory: a
+  // kill -9 loses at most this much.
+  absl::Duration flush_interval = absl::Seconds(1);
+  // SIGINT/SIGTERM end the run as KILLED (everything flushed), then the
+  // signal's previous disposition runs. Off for hosts that own signals (Python).
+  bool handle_signals = true;
+  // Attach to TRAINSCOPE_RUN_DIR when set instead of creating a new run.
+  bool attach_from_environment = true;
+  // Also export to MLflow when MLFLOW_TRACKING_URI is set (see mlflow_exporter.hpp).
+  bool mlflow_from_environment = true;
+};
+
+class Run {
+ public:
+  // Creates a run directory under options.root (or attaches to
+  // TRAINSCOPE_RUN_DIR), writes this rank's metadata and starts the writer.
+  // Errors name the directory and what is wrong (not writable, corrupt
+  // run.json, ...).
+  static absl::StatusOr<std::unique_ptr<Run>> Start(RunOptions options = {});
+  // Ends the run as FINISHED if end() was not called.
+  ~Run();
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  const std::string& dir() const noexcept;
+  const RunInfo& info() const noexcept;
+  const RankInfo& rank() const noexcept;
+
+  // Params are write-once: the same key with another value is an error.
+  // Keys must be MLflow-valid (<= 250 chars of [/\w.\- :]); values <= 6000 chars.
+  absl::Status log_param(std::string_view key, std::string_view value);
+  absl::Status set_tag(std::string_view key, std::string_view value);
+  // Non-finite values are an error (nothing recorded). Without a step, the
+  // key's previous step + 1 (0 first).
+  absl::Status log_metric(std::string_view key, double value, std::optional<std::int64_t> step = {});
+  // Copies a file into the run's artifacts/ directory.
+  absl::Status log_artifact(std::string_view path);
+
+  // Streams the timer's regions into the run from now on.
+  void attach(Timer& timer);
+  void attach(CPUGPUTimer& timer);
+  // Summaries of a timer, stored at end (also done by end() for attached timers).
+  void add_summary(const Summary& summary);
+  void add_exporter(std::shared_ptr<Exporter> exporter);
+  ExportPipeline& pipeline() noexcept;
+
+  // Flushes everything, records the status and end time. Idempotent.
+  absl::Status end(RunStatus status = RunStatus::kFinished);
+
+ private:
+  struct State;
+  explicit Run(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_RUN_HPP_

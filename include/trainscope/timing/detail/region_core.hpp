@@ -1,0 +1,125 @@
+// State shared by Timer and CPUGPUTimer: which keys are open, the completed
+// series per device, the optional export ring. All hot-path members are
+// inline; everything that allocates or formats is out of line.
+#ifndef TRAINSCOPE_DETAIL_REGION_CORE_HPP_
+#define TRAINSCOPE_DETAIL_REGION_CORE_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/optimization.h"
+#include "absl/status/status.h"
+#include "trainscope/common/clock.hpp"
+#include "trainscope/timing/detail/nvtx.hpp"
+#include "trainscope/timing/detail/sample_ring.hpp"
+#include "trainscope/timing/detail/series_table.hpp"
+#include "trainscope/timing/gpu_event_source.hpp"
+#include "trainscope/timing/region_sink.hpp"
+#include "trainscope/timing/time_type.hpp"
+#include "trainscope/timing/timer_options.hpp"
+
+namespace trainscope::detail {
+
+struct OpenSlot {
+  std::int64_t start_ns = 0;
+  std::uint64_t nvtx = 0;
+  GpuEventSource::Event start_event = nullptr;  // set for GPU-timed regions
+  int device = 0;
+  bool open = false;
+  bool gpu = false;  // the flag given at start
+};
+
+// Cold error builders; each message names the key.
+absl::Status all_key_error(Key key, const char* operation);
+absl::Status unknown_key_error(Key key);
+absl::Status nesting_error(Key key);
+absl::Status unbalanced_end_error(Key key);
+absl::Status gpu_flag_mismatch_error(Key key, bool start_gpu, bool end_gpu);
+
+class RegionCore {
+ public:
+  explicit RegionCore(const TimerOptions& options);
+  RegionCore(RegionCore&&) noexcept;
+  RegionCore& operator=(RegionCore&&) noexcept;
+  ~RegionCore();
+
+  // The slot of a key that may be started, or an error (nothing changed).
+  absl::Status startable(Key key, OpenSlot** slot) {
+    const KeyId id = key.id();
+    // Unsigned wrap sends id 0 (never a valid key) to the slow path as well.
+    if (ABSL_PREDICT_FALSE(id - 1u >= open_.size() - 1u || key.is_all())) return grow_for(key, slot);
+    OpenSlot& s = open_[id];
+    if (ABSL_PREDICT_FALSE(s.open)) return nesting_error(key);
+    *slot = &s;
+    return absl::OkStatus();
+  }
+  // The open slot of a key that may be ended, or an error (nothing changed).
+  absl::Status endable(Key key, OpenSlot** slot) {
+    const KeyId id = key.id();
+    if (ABSL_PREDICT_FALSE(id >= open_.size() || !open_[id].open)) {
+      return key.is_all() ? all_key_error(key, "end") : unbalanced_end_error(key);
+    }
+    *slot = &open_[id];
+    return absl::OkStatus();
+  }
+
+  void open(OpenSlot& s, KeyId id, bool gpu) noexcept {
+    s.open = true;
+    s.gpu = gpu;
+    if (nvtx_) s.nvtx = nvtx_range_start(id);
+    s.start_ns = now_ns();
+  }
+  // Records the CPU duration up to `end_ns` and closes the slot.
+  void close(OpenSlot& s, KeyId id, std::int64_t end_ns) {
+    s.open = false;
+    if (nvtx_) nvtx_range_end(s.nvtx);
+    record(id, Device::kCPU, s.start_ns, end_ns - s.start_ns);
+  }
+  void record(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns) {
+    (device == Device::kCPU ? cpu_ : gpu_).add(id, duration_ns);
+    if (ring_ != nullptr) push_sample(id, device, start_ns, duration_ns);
+  }
+
+  bool any_open() const noexcept;
+  void attach(RegionSink& sink);
+  void detach() noexcept;
+  bool attached() const noexcept { return ring_ != nullptr; }
+
+  const SeriesTable& table(Device device) const noexcept {
+    return device == Device::kCPU ? cpu_ : gpu_;
+  }
+  SeriesTable& mutable_table(Device device) noexcept {
+    return device == Device::kCPU ? cpu_ : gpu_;
+  }
+  const TimerOptions& options() const noexcept { return options_; }
+  std::vector<OpenSlot>& slots() noexcept { return open_; }
+
+  // Completed statistics and samples, per device.
+  TimeStats stats(Key key, Device device) const;
+  // Fails for a key past its exact-sample cap (only a sketch is kept).
+  absl::Status samples_seconds(Key key, Device device, std::vector<double>* out) const;
+  Summary summary(bool has_gpu_section) const;
+  // Keys that completed at least one region on the device, first-completed order.
+  std::vector<Key> keys(Device device) const;
+  void merge_completed(const RegionCore& other);
+  // Drops samples and open regions (open NVTX ranges are ended).
+  void reset() noexcept;
+  std::size_t memory_bytes() const noexcept;
+
+ private:
+  absl::Status grow_for(Key key, OpenSlot** slot);
+  void push_sample(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns) noexcept;
+
+  TimerOptions options_;
+  bool nvtx_;
+  std::vector<OpenSlot> open_;
+  SeriesTable cpu_;
+  SeriesTable gpu_;
+  std::shared_ptr<SampleRing> ring_;
+};
+
+}  // namespace trainscope::detail
+
+#endif  // TRAINSCOPE_DETAIL_REGION_CORE_HPP_

@@ -1,0 +1,39 @@
+// What a timer streams completed regions into. The timing layer knows only
+// this interface; ExportPipeline (trainscope/export/) implements it.
+#ifndef TRAINSCOPE_TIMING_REGION_SINK_HPP_
+#define TRAINSCOPE_TIMING_REGION_SINK_HPP_
+
+#include <cstdint>
+#include <memory>
+
+#include "trainscope/stats/summary.hpp"
+#include "trainscope/timing/time_type.hpp"
+
+namespace trainscope {
+
+// One completed region, as streamed to exporters.
+struct RegionSample {
+  KeyId key = 0;
+  Device device = Device::kCPU;
+  std::uint32_t thread = 0;        // small per-process thread index
+  std::int64_t start_unix_ns = 0;  // wall clock at start (CPU start for GPU regions)
+  std::int64_t duration_ns = 0;
+};
+
+namespace detail {
+class SampleRing;
+}
+
+class RegionSink {
+ public:
+  virtual ~RegionSink() = default;
+  // A new single-producer ring for one timer, drained until the producer
+  // releases it.
+  virtual std::shared_ptr<detail::SampleRing> open_ring() = 0;
+  // Queues a summary the caller computed.
+  virtual void submit_summary(Summary summary) = 0;
+};
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_TIMING_REGION_SINK_HPP_

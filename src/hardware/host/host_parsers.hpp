@@ -1,0 +1,99 @@
+// Parsers of the /proc files the host sources read, and factories for those
+// sources rooted at any directory. Internal: the tests feed the parsers fixed
+// texts and point the sources at fake or missing trees; the fuzz target feeds
+// the parsers anything. Every parser accepts any input: lines it cannot read
+// are skipped, so a kernel that adds a column or a field changes nothing.
+#ifndef TRAINSCOPE_SRC_HOST_PARSERS_HPP_
+#define TRAINSCOPE_SRC_HOST_PARSERS_HPP_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/hardware/hardware_source.hpp"
+
+namespace trainscope::host {
+
+// One "cpu" or "cpuN" line of /proc/stat, in clock ticks.
+struct CpuTimes {
+  int core = -1;            // -1: the "cpu" line (all cores)
+  std::uint64_t busy = 0;   // total minus idle and iowait
+  std::uint64_t total = 0;  // user+nice+system+idle+iowait+irq+softirq+steal
+};
+// Appends nothing for a text without cpu lines; `out` is replaced.
+void parse_proc_stat(std::string_view text, std::vector<CpuTimes>* out);
+
+// /proc/meminfo, in kB. Fields the kernel does not show stay 0.
+struct MemInfo {
+  std::uint64_t total_kb = 0;
+  std::uint64_t free_kb = 0;
+  std::uint64_t available_kb = 0;
+  std::uint64_t buffers_kb = 0;
+  std::uint64_t cached_kb = 0;  // the page cache
+  std::uint64_t swap_total_kb = 0;
+  std::uint64_t swap_free_kb = 0;
+  bool has_available = false;  // MemAvailable appeared in Linux 3.14
+};
+// False when MemTotal is missing.
+bool parse_meminfo(std::string_view text, MemInfo* out);
+
+// One line of /proc/diskstats. Sectors are 512 bytes whatever the device's.
+struct DiskCounters {
+  std::string name;
+  unsigned major = 0;
+  unsigned minor = 0;
+  std::uint64_t reads = 0;  // completed
+  std::uint64_t read_sectors = 0;
+  std::uint64_t writes = 0;  // completed
+  std::uint64_t write_sectors = 0;
+};
+// `out` is replaced; its elements are reused so a steady device list does not
+// allocate.
+void parse_diskstats(std::string_view text, std::vector<DiskCounters>* out);
+
+// One interface of /proc/net/dev.
+struct NetCounters {
+  std::string name;
+  std::uint64_t rx_bytes = 0;
+  std::uint64_t tx_bytes = 0;
+};
+void parse_net_dev(std::string_view text, std::vector<NetCounters>* out);
+
+// The fields of /proc/<pid>/stat the process-tree source needs.
+struct ProcStat {
+  pid_t ppid = 0;
+  // utime+stime+cutime+cstime: children reaped by a member stay counted, so
+  // the tree's sum does not drop when a worker exits.
+  std::uint64_t cpu_ticks = 0;
+  std::uint64_t rss_pages = 0;
+};
+// False when the line is cut short or malformed. The command name may hold
+// spaces and parentheses; parsing starts after its last ')'.
+bool parse_pid_stat(std::string_view text, ProcStat* out);
+
+// read_bytes/write_bytes of /proc/<pid>/io (bytes that reached the block
+// layer, page-cache hits excluded). False when neither is present.
+struct ProcIo {
+  std::uint64_t read_bytes = 0;
+  std::uint64_t write_bytes = 0;
+};
+bool parse_pid_io(std::string_view text, ProcIo* out);
+
+// /proc/<pid>/task/<tid>/children: pids separated by spaces; appends to `out`.
+void parse_pid_list(std::string_view text, std::vector<pid_t>* out);
+
+// The sources of host_sources(), reading `proc_root` (normally "/proc") and
+// `sys_root` (normally "/sys").
+std::unique_ptr<HardwareSource> make_cpu_source(std::string proc_root);
+std::unique_ptr<HardwareSource> make_memory_source(std::string proc_root);
+std::unique_ptr<HardwareSource> make_disk_source(std::string proc_root, std::string sys_root);
+std::unique_ptr<HardwareSource> make_network_source(std::string proc_root);
+std::unique_ptr<HardwareSource> make_process_tree_source(std::string proc_root);
+
+}  // namespace trainscope::host
+
+#endif  // TRAINSCOPE_SRC_HOST_PARSERS_HPP_

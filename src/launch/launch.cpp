@@ -1,0 +1,678 @@
+#include "trainscope/launch/launch.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "common/files.hpp"
+#include "run/run_format.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/hardware/gpu/gpu_sources.hpp"
+#include "trainscope/hardware/host/host_sources.hpp"
+#include "trainscope/hardware/sampler.hpp"
+
+extern char** environ;
+
+namespace trainscope {
+namespace {
+
+constexpr char kStdoutLog[] = "stdout.log";
+constexpr char kStderrLog[] = "stderr.log";
+constexpr char kEnvironmentFile[] = "environment.json";
+constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
+constexpr auto kWaitPoll = std::chrono::milliseconds(20);
+constexpr int kTeeIdleMs = 100;
+constexpr int kExitNotFound = 127;
+constexpr int kExitNotExecutable = 126;
+constexpr std::size_t kMaxTagValue = 8000;
+
+// Run::Start/end setenv/unsetenv TRAINSCOPE_RUN_DIR, which races with
+// another launch thread copying the environment: both happen under this lock.
+std::mutex& environment_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::vector<std::string> environment_copy() {
+  std::lock_guard<std::mutex> lock(environment_mutex());
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
+  return out;
+}
+
+void set_variable(std::vector<std::string>* env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  env->erase(std::remove_if(env->begin(), env->end(),
+                            [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
+             env->end());
+  env->push_back(prefix + value);
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// ---- Signal forwarding ------------------------------------------------------
+// Process-wide, since handlers are: every active launch has a slot the
+// handler reads with lock-free atomics only (async-signal-safe).
+
+constexpr int kMaxForwardedLaunches = 256;
+
+struct ForwardSlot {
+  std::atomic<bool> used{false};
+  std::atomic<pid_t> pgid{0};
+  std::atomic<int> forwarded{0};
+};
+
+ForwardSlot g_slots[kMaxForwardedLaunches];
+std::mutex g_forward_mu;
+int g_forward_users = 0;
+struct sigaction g_previous_int;
+struct sigaction g_previous_term;
+
+extern "C" void forward_signal(int signal) {
+  const int saved_errno = errno;
+  for (ForwardSlot& slot : g_slots) {
+    if (!slot.used.load()) continue;
+    // Recorded first: a launch that publishes its child after this reads it
+    // and forwards the signal itself.
+    slot.forwarded.store(signal);
+    const pid_t pgid = slot.pgid.load();
+    if (pgid > 0) ::kill(-pgid, signal);
+  }
+  errno = saved_errno;
+}
+
+// One launch's registration; handlers are installed while any is alive.
+class SignalForwarding {
+ public:
+  explicit SignalForwarding(bool enabled) {
+    if (!enabled) return;
+    std::lock_guard<std::mutex> lock(g_forward_mu);
+    for (ForwardSlot& candidate : g_slots) {
+      if (candidate.used.load()) continue;
+      candidate.pgid.store(0);
+      candidate.forwarded.store(0);
+      candidate.used.store(true);
+      slot_ = &candidate;
+      break;
+    }
+    if (slot_ == nullptr) {
+      warn(fmt::format("trainscope run: more than {} launches at once; SIGINT/SIGTERM are not "
+                       "forwarded to this one",
+                       kMaxForwardedLaunches));
+      return;
+    }
+    if (g_forward_users++ == 0) install();
+  }
+
+  ~SignalForwarding() {
+    if (slot_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(g_forward_mu);
+    slot_->pgid.store(0);
+    slot_->used.store(false);
+    if (--g_forward_users == 0) {
+      ::sigaction(SIGINT, &g_previous_int, nullptr);
+      ::sigaction(SIGTERM, &g_previous_term, nullptr);
+    }
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+  void set_child(pid_t pgid) {
+    if (slot_ == nullptr) return;
+    slot_->pgid.store(pgid);
+    const int pending = slot_->forwarded.load();
+    if (pending != 0) ::kill(-pgid, pending);
+  }
+  // Before the child is reaped, so the handler never signals a reused pid.
+  void clear_child() {
+    if (slot_ != nullptr) slot_->pgid.store(0);
+  }
+  int forwarded() const { return slot_ == nullptr ? 0 : slot_->forwarded.load(); }
+
+ private:
+  static void install() {
+    struct sigaction action = {};
+    action.sa_handler = forward_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &action, &g_previous_int);
+    ::sigaction(SIGTERM, &action, &g_previous_term);
+  }
+
+  ForwardSlot* slot_ = nullptr;
+};
+
+// ---- Processes --------------------------------------------------------------
+
+struct Pipe {
+  int read = -1;
+  int write = -1;
+};
+
+void close_fd(int* fd) {
+  if (*fd >= 0) ::close(*fd);
+  *fd = -1;
+}
+
+absl::StatusOr<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(fmt::format("pipe: {}", std::strerror(errno)));
+  return Pipe{fds[0], fds[1]};
+}
+
+// Starts argv[0] (looked up on PATH) with `env`, its stdout/stderr on the
+// given descriptors (O_CLOEXEC ones: dup2 clears the flag on 1 and 2). In
+// its own process group when `new_group`, so signals reach its whole tree
+// and no other launch's. Returns errno on failure.
+int spawn(std::vector<std::string> argv, std::vector<std::string> env, int out_fd, int err_fd,
+          bool new_group, pid_t* pid) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  // Threads of this process may block signals; the command starts with none blocked.
+  sigset_t empty;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&attributes, &empty);
+  short flags = POSIX_SPAWN_SETSIGMASK;
+  if (new_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
+  posix_spawnattr_setflags(&attributes, flags);
+  std::vector<char*> c_argv = c_strings(argv);
+  std::vector<char*> c_env = c_strings(env);
+  const int error = ::posix_spawnp(pid, c_argv[0], &actions, &attributes, c_argv.data(), c_env.data());
+  posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  return error;
+}
+
+bool wait_exited(pid_t pid, int* wait_status, std::chrono::steady_clock::time_point deadline) {
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t done = ::waitpid(pid, wait_status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) return true;
+    std::this_thread::sleep_for(kWaitPoll);
+  }
+  return false;
+}
+
+// The stdout of a helper tool (git, pip, nvidia-smi), or nothing when it is
+// missing, fails or runs past `timeout` (then it is killed).
+std::optional<std::string> capture(std::vector<std::string> argv, std::chrono::seconds timeout) {
+  absl::StatusOr<Pipe> out = make_pipe();
+  if (!out.ok()) return std::nullopt;
+  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  pid_t pid = 0;
+  const int error = spawn(std::move(argv), environment_copy(), out->write, null_fd, false, &pid);
+  close_fd(&out->write);
+  if (null_fd >= 0) ::close(null_fd);
+  if (error != 0) {
+    close_fd(&out->read);
+    return std::nullopt;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string text;
+  char buffer[65536];
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd fd{out->read, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&fd, 1, static_cast<int>(left.count())) == 0) break;
+    const ssize_t n = ::read(out->read, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  close_fd(&out->read);
+  int wait_status = 0;
+  if (!wait_exited(pid, &wait_status, deadline)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &wait_status, 0);
+    return std::nullopt;
+  }
+  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) return std::nullopt;
+  return text;
+}
+
+bool on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path == nullptr ? "" : path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (::access(fmt::format("{}/{}", dir.empty() ? "." : dir, name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// ---- Output tee -------------------------------------------------------------
+
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+struct TeeStream {
+  int pipe_fd;
+  int log_fd;
+  int terminal_fd;  // -1: do not show
+};
+
+// Copies the command's output until both pipes close, or until the command
+// has exited and the pipes stay quiet (a daemon it left behind may hold them
+// open forever).
+void tee_output(TeeStream streams[2], const std::atomic<bool>* child_exited) {
+  // A closed terminal pipe must not kill this process: write() gets EPIPE.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+  char buffer[65536];
+  int open_streams = 2;
+  while (open_streams > 0) {
+    pollfd fds[2];
+    for (int i = 0; i < 2; ++i) fds[i] = {streams[i].pipe_fd, POLLIN, 0};
+    const int ready = ::poll(fds, 2, kTeeIdleMs);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      if (child_exited->load()) return;
+      continue;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        streams[i].pipe_fd = -1;  // poll() skips negative descriptors
+        --open_streams;
+        continue;
+      }
+      write_all(streams[i].log_fd, buffer, static_cast<std::size_t>(n));
+      if (streams[i].terminal_fd >= 0 &&
+          !write_all(streams[i].terminal_fd, buffer, static_cast<std::size_t>(n))) {
+        streams[i].terminal_fd = -1;
+      }
+    }
+  }
+}
+
+// ---- Environment record -----------------------------------------------------
+
+std::string first_field(const std::string& text, const std::string& label) {
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    name.erase(0, name.find_first_not_of(" \t"));
+    if (name != label) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    value.erase(value.find_last_not_of(" \t\r") + 1);
+    return value;
+  }
+  return "";
+}
+
+nlohmann::json host_description() {
+  nlohmann::json host;
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  host["hostname"] = hostname;
+  utsname os;
+  if (::uname(&os) == 0) {
+    host["os"] = {{"sysname", os.sysname}, {"release", os.release}, {"version", os.version},
+                  {"machine", os.machine}};
+  }
+  host["cpu_model"] = first_field(detail::read_whole_file("/proc/cpuinfo").value_or(""), "model name");
+  host["cores"] = ::sysconf(_SC_NPROCESSORS_ONLN);
+  host["memory_mb"] = static_cast<long long>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) /
+                      (1024 * 1024);
+  return host;
+}
+
+void save_artifact(const std::string& run_dir, const std::string& name, const std::string& text) {
+  const absl::Status status = detail::write_artifact(run_dir, name, text);
+  if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
+}
+
+// Slow tools (pip can take seconds) run here, in a thread beside the command.
+void record_environment(const std::string& run_dir, const std::vector<std::string>& command) {
+  using std::chrono::seconds;
+  nlohmann::json env = host_description();
+  env["command_line"] = command;
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) != nullptr) env["cwd"] = cwd;
+  if (std::optional<std::string> commit = capture({"git", "rev-parse", "HEAD"}, seconds(10))) {
+    commit->erase(commit->find_last_not_of("\n") + 1);
+    std::optional<std::string> changes = capture({"git", "status", "--porcelain"}, seconds(10));
+    env["git"] = {{"commit", *commit}, {"dirty", !changes || !changes->empty()}};
+  }
+  if (std::optional<std::string> pip = capture({"python3", "-m", "pip", "freeze"}, seconds(30))) {
+    save_artifact(run_dir, "pip-freeze.txt", *pip);
+    env["pip_freeze"] = "artifacts/pip-freeze.txt";
+  }
+  if (std::optional<std::string> conda = capture({"conda", "list"}, seconds(30))) {
+    save_artifact(run_dir, "conda-list.txt", *conda);
+    env["conda_list"] = "artifacts/conda-list.txt";
+  }
+  if (std::optional<std::string> smi = capture({"nvidia-smi", "-q"}, seconds(30))) {
+    save_artifact(run_dir, "nvidia-smi.txt", *smi);
+    env["nvidia_smi"] = "artifacts/nvidia-smi.txt";
+    env["driver_version"] = first_field(*smi, "Driver Version");
+    env["cuda_version"] = first_field(*smi, "CUDA Version");
+  }
+  const absl::Status status = detail::write_file_atomically(
+      fmt::format("{}/{}", run_dir, kEnvironmentFile), env.dump(2) + "\n");
+  if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
+}
+
+// ---- The run ----------------------------------------------------------------
+
+bool shell_safe(const std::string& arg) {
+  return !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-./=:,+@%", c) != nullptr;
+  });
+}
+
+// The command line as a shell reads it back, so it can be pasted.
+std::string quoted_command(const std::vector<std::string>& command) {
+  std::string out;
+  for (const std::string& arg : command) {
+    if (!out.empty()) out += ' ';
+    if (shell_safe(arg)) {
+      out += arg;
+      continue;
+    }
+    out += '\'';
+    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+void warn_if_error(const absl::Status& status, const std::string& what) {
+  if (!status.ok()) warn(fmt::format("trainscope run: {} not recorded: {}", what, status.ToString()));
+}
+
+void record_command(Run& run, const std::vector<std::string>& command) {
+  const std::vector<std::string> args(command.begin() + 1, command.end());
+  for (const auto& [key, value] : params_from_arguments(args)) {
+    warn_if_error(run.log_param(key, value), fmt::format("param '{}'", key));
+  }
+  warn_if_error(run.set_tag("trainscope.command", quoted_command(command).substr(0, kMaxTagValue)),
+                "tag trainscope.command");
+}
+
+std::string devices_list(const std::vector<int>& devices) {
+  std::string out;
+  for (int device : devices) out += fmt::format("{}{}", out.empty() ? "" : ",", device);
+  return out;
+}
+
+std::vector<std::unique_ptr<HardwareSource>> default_sources() {
+  std::vector<std::unique_ptr<HardwareSource>> sources = host_sources();
+  for (std::unique_ptr<HardwareSource>& gpu : gpu_sources()) sources.push_back(std::move(gpu));
+  return sources;
+}
+
+std::unique_ptr<Sampler> start_sampler(const LaunchOptions& options, Run& run, pid_t child) {
+  if (!options.sample_hardware) return nullptr;
+  SamplerOptions sampler_options;
+  sampler_options.interval = options.sample_interval;
+  sampler_options.context.root_pid = child;
+  sampler_options.context.gpu_devices = options.devices;
+  sampler_options.rank = run.rank().rank;
+  auto sampler = std::make_unique<Sampler>(
+      std::move(sampler_options), options.make_sources ? options.make_sources() : default_sources(),
+      &run.pipeline());
+  sampler->start();
+  return sampler;
+}
+
+bool is_stop_signal(int signal) {
+  return signal == SIGINT || signal == SIGTERM || signal == SIGKILL || signal == SIGHUP;
+}
+
+// Stopping signals (ours or anyone's) are KILLED; crashes and non-zero exits FAILED.
+LaunchResult outcome(int wait_status, int forwarded) {
+  LaunchResult result;
+  if (WIFSIGNALED(wait_status)) {
+    result.term_signal = WTERMSIG(wait_status);
+    result.exit_code = 128 + result.term_signal;
+  } else {
+    result.exit_code = WEXITSTATUS(wait_status);
+  }
+  if (forwarded != 0 || is_stop_signal(result.term_signal)) {
+    result.status = RunStatus::kKilled;
+  } else {
+    result.status = result.exit_code == 0 ? RunStatus::kFinished : RunStatus::kFailed;
+  }
+  return result;
+}
+
+// Run::end unsetenv()s TRAINSCOPE_RUN_DIR (see environment_mutex()).
+absl::Status end_locked(Run& run, RunStatus status) {
+  std::lock_guard<std::mutex> lock(environment_mutex());
+  return run.end(status);
+}
+
+absl::Status end_run(Run& run, const LaunchResult& result) {
+  warn_if_error(run.set_tag("trainscope.exit_code", std::to_string(result.exit_code)),
+                "tag trainscope.exit_code");
+  if (result.term_signal != 0) {
+    warn_if_error(run.set_tag("trainscope.signal", std::to_string(result.term_signal)),
+                  "tag trainscope.signal");
+  }
+  return end_locked(run, result.status);
+}
+
+absl::StatusOr<int> open_log(const std::string& run_dir, const char* name) {
+  const std::string path = fmt::format("{}/{}", run_dir, name);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return detail::file_error(errno, "create", path);
+  return fd;
+}
+
+absl::Status check_options(const LaunchOptions& options) {
+  if (options.command.empty() || options.command[0].empty()) {
+    return absl::InvalidArgumentError("no command to run");
+  }
+  for (int device : options.devices) {
+    if (device < 0) return absl::InvalidArgumentError(fmt::format("invalid GPU index {}", device));
+  }
+  const char* tool = options.profiler == Profiler::kNsys  ? "nsys"
+                     : options.profiler == Profiler::kNcu ? "ncu"
+                                                          : nullptr;
+  if (tool != nullptr && !on_path(tool)) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} is not installed (not found on PATH); install NVIDIA Nsight {} or drop --{}", tool,
+        options.profiler == Profiler::kNsys ? "Systems" : "Compute", tool));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Run>> start_run(RunOptions options) {
+  options.handle_signals = false;
+  options.attach_from_environment = false;
+  std::lock_guard<std::mutex> lock(environment_mutex());
+  return Run::Start(std::move(options));
+}
+
+std::vector<std::string> child_environment(const LaunchOptions& options, const std::string& run_dir) {
+  std::vector<std::string> env = environment_copy();
+  set_variable(&env, std::string(kRunDirEnv), run_dir);
+  if (!options.devices.empty()) set_variable(&env, kCudaVisibleDevices, devices_list(options.devices));
+  return env;
+}
+
+// The command could not start: the run records why and ends FAILED.
+LaunchResult spawn_failed(Run& run, const std::string& name, int error, int stderr_log) {
+  LaunchResult result;
+  result.run_dir = run.dir();
+  result.status = RunStatus::kFailed;
+  result.exit_code = error == ENOENT ? kExitNotFound : kExitNotExecutable;
+  if (error == ENOENT) {
+    result.spawn_error = absl::NotFoundError(fmt::format("command not found: '{}'", name));
+  } else {
+    result.spawn_error =
+        absl::FailedPreconditionError(fmt::format("cannot run '{}': {}", name, std::strerror(error)));
+  }
+  const std::string line = fmt::format("trainscope run: {}\n", std::string(result.spawn_error.message()));
+  write_all(stderr_log, line.data(), line.size());
+  warn_if_error(end_run(run, result), "run end");
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::string> profiled_command(Profiler profiler, const std::string& range,
+                                          const std::string& output_base,
+                                          const std::vector<std::string>& command) {
+  std::vector<std::string> out;
+  if (profiler == Profiler::kNsys) {
+    out = {"nsys", "profile", "-o", output_base, "--force-overwrite", "true"};
+    if (!range.empty()) {
+      out.push_back("--capture-range=nvtx");
+      out.push_back("--nvtx-capture=" + range);
+    }
+    out.push_back("--");
+  } else if (profiler == Profiler::kNcu) {
+    out = {"ncu", "-o", output_base};
+    if (!range.empty()) out.insert(out.end(), {"--nvtx", "--nvtx-include", range});
+  }
+  out.insert(out.end(), command.begin(), command.end());
+  return out;
+}
+
+std::map<std::string, std::string> params_from_arguments(const std::vector<std::string>& args) {
+  const auto is_value = [](const std::string& arg) {
+    if (arg.empty() || arg[0] != '-') return true;
+    char* end = nullptr;
+    std::strtod(arg.c_str(), &end);
+    return end != nullptr && *end == '\0';
+  };
+  std::map<std::string, std::string> params;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() <= 2 || arg.compare(0, 2, "--") != 0) continue;
+    const std::size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      params[arg.substr(2, equals - 2)] = arg.substr(equals + 1);
+    } else if (i + 1 < args.size() && is_value(args[i + 1])) {
+      params[arg.substr(2)] = args[++i];
+    } else {
+      params[arg.substr(2)] = "true";
+    }
+  }
+  return params;
+}
+
+absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
+  if (absl::Status status = check_options(options); !status.ok()) return status;
+  // Registered before the run exists: a signal from now on stops the command
+  // as soon as it starts, instead of killing us with the run left RUNNING.
+  SignalForwarding forwarding(options.forward_signals);
+  absl::StatusOr<std::unique_ptr<Run>> started = start_run(options.run);
+  if (!started.ok()) return started.status();
+  Run& run = **started;
+  for (std::shared_ptr<Exporter>& exporter : options.exporters) run.add_exporter(exporter);
+  record_command(run, options.command);
+
+  absl::StatusOr<int> stdout_log = open_log(run.dir(), kStdoutLog);
+  absl::StatusOr<int> stderr_log = open_log(run.dir(), kStderrLog);
+  absl::StatusOr<Pipe> out = make_pipe();
+  absl::StatusOr<Pipe> err = make_pipe();
+  for (const absl::Status& status : {stdout_log.status(), stderr_log.status(), out.status(), err.status()}) {
+    if (!status.ok()) {
+      (void)end_locked(run, RunStatus::kFailed);
+      return status;
+    }
+  }
+  const std::vector<std::string> argv = profiled_command(
+      options.profiler, options.profile_range, run.dir() + "/artifacts/profile", options.command);
+  pid_t child = 0;
+  const int spawn_error = spawn(argv, child_environment(options, run.dir()), out->write, err->write,
+                                true, &child);
+  close_fd(&out->write);
+  close_fd(&err->write);
+  if (spawn_error != 0) {
+    LaunchResult result = spawn_failed(run, argv[0], spawn_error, *stderr_log);
+    for (int fd : {*stdout_log, *stderr_log, out->read, err->read}) ::close(fd);
+    return result;
+  }
+  forwarding.set_child(child);
+
+  std::unique_ptr<Sampler> sampler = start_sampler(options, run, child);
+  std::thread environment;
+  if (options.record_environment) environment = std::thread(record_environment, run.dir(), options.command);
+  std::atomic<bool> child_exited{false};
+  TeeStream streams[2] = {{out->read, *stdout_log, options.tee ? STDOUT_FILENO : -1},
+                          {err->read, *stderr_log, options.tee ? STDERR_FILENO : -1}};
+  std::thread tee(tee_output, streams, &child_exited);
+
+  int cancelled = 0;
+  siginfo_t info = {};
+  while (true) {
+    if (options.cancel && cancelled == 0 && (cancelled = options.cancel->requested()) != 0) {
+      ::kill(-child, cancelled);
+    }
+    // WNOWAIT: the child stays a zombie (its pid reserved) until forwarding stops.
+    info.si_pid = 0;
+    if (::waitid(P_PID, child, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno != EINTR) break;
+    if (info.si_pid == child) break;
+    std::this_thread::sleep_for(kWaitPoll);
+  }
+  // Its last sample still finds the exited command's process (a zombie).
+  if (sampler) sampler->stop();
+  forwarding.clear_child();
+  int wait_status = 0;
+  while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  child_exited.store(true);
+  tee.join();
+  if (environment.joinable()) environment.join();
+  for (int fd : {*stdout_log, *stderr_log, out->read, err->read}) ::close(fd);
+
+  LaunchResult result = outcome(wait_status, cancelled != 0 ? cancelled : forwarding.forwarded());
+  result.run_dir = run.dir();
+  warn_if_error(end_run(run, result), "run end");
+  return result;
+}
+
+}  // namespace trainscope

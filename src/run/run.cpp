@@ -1,0 +1,500 @@
+#include "trainscope/run/run.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "trainscope/common/clock.hpp"
+#include "run/run_store_exporter.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/run/sync.hpp"
+#include "trainscope/timing/timer.hpp"
+
+namespace trainscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// MLflow's limits (mlflow/utils/validation.py).
+constexpr std::size_t kMaxKeyLength = 250;
+constexpr std::size_t kMaxParamValueLength = 6000;
+constexpr std::size_t kMaxTagValueLength = 8000;
+constexpr std::string_view kDefaultRoot = "trainscope-runs";
+constexpr std::string_view kDefaultExperiment = "Default";
+// The byte that tells the heartbeat thread to stop; signals send their number.
+constexpr unsigned char kStopByte = 0;
+
+std::string quote(std::string_view text) {
+  return fmt::format("\"{}\"", absl::CHexEscape(std::string(text)));
+}
+
+// MLflow's ^[/\w.\- :]*$, with \w as ASCII (stricter than MLflow for
+// non-ASCII letters, which some MLflow stores reject anyway).
+bool is_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("_/.- :").find(c) != std::string_view::npos;
+}
+
+absl::Status validate_key(std::string_view kind, std::string_view key) {
+  if (key.empty()) {
+    return absl::InvalidArgumentError(fmt::format("{} key is empty (MLflow needs a name)", kind));
+  }
+  if (key.size() > kMaxKeyLength) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} key {} is {} characters long; MLflow allows at most {}", kind,
+                    quote(key.substr(0, 40)) + "...", key.size(), kMaxKeyLength));
+  }
+  if (!std::all_of(key.begin(), key.end(), is_key_char)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} key {} has a character MLflow rejects: keys may only contain letters, digits, "
+        "'_', '-', '.', ' ', ':' and '/'",
+        kind, quote(key)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate_value(std::string_view kind, std::string_view key, std::string_view value,
+                            std::size_t max_length) {
+  if (value.size() <= max_length) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("{} \"{}\" has a value of {} characters; MLflow allows at most {}", kind, key,
+                  value.size(), max_length));
+}
+
+absl::Status validate_map(std::string_view kind, const std::map<std::string, std::string>& map,
+                          std::size_t max_length) {
+  for (const auto& [key, value] : map) {
+    absl::Status status = validate_key(kind, key);
+    if (status.ok()) status = validate_value(kind, key, value, max_length);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// 128 random bits as 32 lowercase hex digits, as MLflow's run ids.
+std::string random_run_id() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+}
+
+std::string env_or(const char* variable, std::string_view fallback) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? std::string(value) : std::string(fallback);
+}
+
+// Children may run in another working directory, so the directory they
+// inherit through the environment must be absolute.
+absl::StatusOr<std::string> make_directories(const std::string& path) {
+  std::error_code error;
+  const fs::path absolute = fs::absolute(path, error);
+  if (!error) fs::create_directories(absolute, error);
+  if (error) {
+    return absl::ErrnoToStatus(error.value(),
+                               fmt::format("cannot create run directory {}", quote(path)));
+  }
+  return absolute.lexically_normal().string();
+}
+
+// A new, empty directory <root>/<random id>.
+absl::StatusOr<std::string> create_run_directory(const std::string& root, std::string* id) {
+  absl::StatusOr<std::string> parent = make_directories(root);
+  if (!parent.ok()) return parent.status();
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    *id = random_run_id();
+    std::string dir = fmt::format("{}/{}", *parent, *id);
+    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
+    if (errno != EEXIST) return detail::file_error(errno, "create run directory", dir);
+  }
+  return absl::InternalError(fmt::format("no unused run id under {}", quote(*parent)));
+}
+
+absl::StatusOr<RunInfo> read_run_file(const std::string& dir) {
+  const std::string path = fmt::format("{}/{}", dir, detail::kRunFileName);
+  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  if (!text.ok()) return text.status();
+  return detail::parse_run_file(*text, path);
+}
+
+// The one place a Run turns on MLflow export: when MLFLOW_TRACKING_URI is
+// set, as MLflow's own client. A configuration MLflow export cannot use
+// (e.g. a file: store) is warned about, not fatal: the run directory keeps
+// everything, and `trainscope sync` can upload it later.
+void maybe_add_mlflow_exporter(bool from_environment, const std::string& dir,
+                               ExportPipeline* pipeline) {
+  if (!from_environment) return;
+  absl::StatusOr<std::optional<MlflowConfig>> config = mlflow_config_from_environment();
+  if (!config.ok()) {
+    warn(fmt::format("run {}: not exporting to MLflow: {}", dir,
+                     std::string(config.status().message())));
+    return;
+  }
+  if (!config->has_value()) return;
+  pipeline->add_exporter(make_mlflow_exporter(dir, **std::move(config)));
+}
+
+// --- Signals ---------------------------------------------------------------
+// The handler only writes the signal number to the heartbeat thread's pipe
+// (write() is async-signal-safe); that thread ends the run and re-raises.
+
+constexpr int kHandledSignals[] = {SIGINT, SIGTERM};
+std::atomic<bool> g_signals_claimed{false};  // one Run per process handles signals
+std::atomic<int> g_signal_fd{-1};
+std::atomic<pid_t> g_signal_pid{0};      // a forked child does not end its parent's run
+std::atomic<bool> g_signal_seen{false};  // a second signal does not wait for the flush
+struct sigaction g_previous[2];
+
+int signal_slot(int signal_number) { return signal_number == SIGINT ? 0 : 1; }
+
+extern "C" void on_terminating_signal(int signal_number) {
+  const int saved_errno = errno;
+  const int fd = g_signal_fd.load();
+  if (fd >= 0 && ::getpid() == g_signal_pid.load() && !g_signal_seen.exchange(true)) {
+    const auto byte = static_cast<unsigned char>(signal_number);
+    (void)!::write(fd, &byte, 1);
+  } else {
+    // Not ours to flush (forked child) or asked twice: what would have happened without us.
+    ::sigaction(signal_number, &g_previous[signal_slot(signal_number)], nullptr);
+    ::raise(signal_number);
+  }
+  errno = saved_errno;
+}
+
+// Returns whether this Run now owns the process's SIGINT/SIGTERM handling.
+bool install_signal_handlers(int write_fd) {
+  if (g_signals_claimed.exchange(true)) return false;
+  g_signal_fd.store(write_fd);
+  g_signal_pid.store(::getpid());
+  g_signal_seen.store(false);
+  for (int signal_number : kHandledSignals) {
+    struct sigaction& previous = g_previous[signal_slot(signal_number)];
+    ::sigaction(signal_number, nullptr, &previous);
+    // An ignored signal (nohup) stays ignored.
+    if (previous.sa_handler == SIG_IGN && !(previous.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction action = {};
+    action.sa_handler = on_terminating_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    ::sigaction(signal_number, &action, nullptr);
+  }
+  return true;
+}
+
+void restore_signal_handlers() {
+  for (int signal_number : kHandledSignals) {
+    ::sigaction(signal_number, &g_previous[signal_slot(signal_number)], nullptr);
+  }
+  g_signal_fd.store(-1);
+  g_signals_claimed.store(false);
+}
+
+}  // namespace
+
+// Everything behind a Run, shared with its heartbeat thread.
+struct Run::State {
+  std::string dir;
+  RankInfo rank;
+  RunOptions options;
+  bool set_environment = false;  // this Run published TRAINSCOPE_RUN_DIR
+  bool owns_signals = false;
+  std::shared_ptr<detail::RunStoreExporter> store;
+  std::unique_ptr<ExportPipeline> pipeline;
+
+  std::mutex mu;  // guards info, last_step, ended, end_status
+  RunInfo info;
+  std::map<std::string, std::int64_t> last_step;
+  bool ended = false;
+  absl::Status end_status;
+
+  int wake_read = -1;
+  int wake_write = -1;
+  std::thread heartbeat;
+
+  ~State() {
+    stop_heartbeat();
+    pipeline.reset();  // drains into the store before it goes
+    for (int fd : {wake_read, wake_write}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  absl::Status checked_running() const {
+    if (!ended) return absl::OkStatus();
+    return absl::FailedPreconditionError(fmt::format("run {} has ended", info.id));
+  }
+
+  // A param (write-once) or tag: validated, merged into run.json now, under
+  // the run's lock, so that a conflict with any rank is reported here rather
+  // than lost in the background; then streamed to the exporters.
+  absl::Status record_key_value(const char* kind, std::map<std::string, std::string> RunInfo::*field,
+                                std::size_t max_value_length, std::string_view key,
+                                std::string_view value);
+  absl::Status finish(RunStatus status);
+  void stop_heartbeat();
+  void heartbeat_loop();
+  absl::Status start_heartbeat();
+};
+
+absl::Status Run::State::finish(RunStatus status) {
+  if (status == RunStatus::kRunning) {
+    return absl::InvalidArgumentError("end(RUNNING): a run ends FINISHED, FAILED or KILLED");
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (ended) return end_status;
+  ended = true;
+  // Samples still in the rings reach the store before it summarizes them.
+  pipeline->flush();
+  Summary summary = store->stream_summary();
+  if (!summary.entries.empty()) pipeline->submit_summary(std::move(summary));
+  info.status = status;
+  info.end_time_ms = detail::unix_now_ms();
+  pipeline->submit_run_info(info);
+  pipeline->flush();
+  end_status = store->last_flush_status();
+  if (owns_signals) {
+    restore_signal_handlers();
+    owns_signals = false;
+  }
+  // Later runs of this process must not attach to an ended one.
+  const char* published = std::getenv(kRunDirEnv.data());
+  if (set_environment && published != nullptr && dir == published) {
+    ::unsetenv(kRunDirEnv.data());
+  }
+  return end_status;
+}
+
+void Run::State::stop_heartbeat() {
+  if (!heartbeat.joinable() || heartbeat.get_id() == std::this_thread::get_id()) return;
+  const unsigned char byte = kStopByte;
+  (void)!::write(wake_write, &byte, 1);
+  heartbeat.join();
+}
+
+// Flushes every interval (appending records and renewing the rank file's
+// heartbeat) and ends the run when a signal arrives.
+void Run::State::heartbeat_loop() {
+  const absl::Duration interval = options.flush_interval;
+  const int timeout_ms =
+      interval == absl::InfiniteDuration()
+          ? -1
+          : static_cast<int>(std::clamp<std::int64_t>(absl::ToInt64Milliseconds(interval), 1,
+                                                      std::numeric_limits<int>::max()));
+  pollfd wake = {wake_read, POLLIN, 0};
+  for (;;) {
+    const int ready = ::poll(&wake, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      pipeline->flush();
+      continue;
+    }
+    unsigned char byte = kStopByte;
+    if (ready < 0 || ::read(wake_read, &byte, 1) != 1 || byte == kStopByte) return;
+    absl::Status status = finish(RunStatus::kKilled);
+    if (!status.ok()) warn(fmt::format("run {}: {}", dir, std::string(status.message())));
+    // The handlers are restored by now: the signal does what it did before.
+    ::raise(byte);
+    return;
+  }
+}
+
+absl::Status Run::State::start_heartbeat() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return detail::file_error(errno, "create", "a pipe");
+  wake_read = fds[0];
+  wake_write = fds[1];
+  // A signal handler must never block on a full pipe.
+  ::fcntl(wake_write, F_SETFL, O_NONBLOCK);
+  if (options.handle_signals) owns_signals = install_signal_handlers(wake_write);
+  heartbeat = std::thread([this] { heartbeat_loop(); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
+  absl::Status status = validate_map("param", options.params, kMaxParamValueLength);
+  if (status.ok()) status = validate_map("tag", options.tags, kMaxTagValueLength);
+  if (!status.ok()) return status;
+  absl::StatusOr<RankInfo> rank = rank_from_environment();
+  if (!rank.ok()) return rank.status();
+  if (options.root == kDefaultRoot) options.root = env_or("TRAINSCOPE_RUNS_ROOT", kDefaultRoot);
+  if (options.experiment == kDefaultExperiment) {
+    options.experiment = env_or("MLFLOW_EXPERIMENT_NAME", kDefaultExperiment);
+  }
+
+  auto state = std::make_unique<State>();
+  state->rank = *rank;
+  RunInfo fresh;
+  fresh.start_time_ms = detail::unix_now_ms();
+  fresh.experiment = options.experiment;
+  const char* env_dir = options.attach_from_environment ? std::getenv(kRunDirEnv.data()) : nullptr;
+  absl::StatusOr<std::string> dir = env_dir != nullptr && *env_dir != '\0'
+                                        ? make_directories(env_dir)
+                                        : create_run_directory(options.root, &fresh.id);
+  if (!dir.ok()) return dir.status();
+  state->dir = *dir;
+  state->set_environment = env_dir == nullptr || *env_dir == '\0';
+  if (fresh.id.empty()) fresh.id = random_run_id();
+  fresh.name = options.name.empty() ? fresh.id : options.name;
+
+  // Whichever process links run.json first creates the run; the others
+  // attach to what it wrote.
+  bool created;
+  status = detail::create_file_exclusively(
+      fmt::format("{}/{}", state->dir, detail::kRunFileName), detail::format_run_file(fresh),
+      &created);
+  if (status.ok()) {
+    RunInfo wanted;
+    wanted.params = options.params;
+    wanted.tags = options.tags;
+    status = detail::merge_into_run_file(state->dir, wanted);
+  }
+  if (!status.ok()) return status;
+  absl::StatusOr<RunInfo> info = read_run_file(state->dir);
+  if (!info.ok()) return info.status();
+  state->info = *std::move(info);
+
+  const std::string artifacts = fmt::format("{}/{}", state->dir, detail::kArtifactsDirName);
+  if (::mkdir(artifacts.c_str(), 0755) != 0 && errno != EEXIST) {
+    return detail::file_error(errno, "create", artifacts);
+  }
+  absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> store =
+      detail::RunStoreExporter::Create(
+          {state->dir, state->rank, options.flush_interval, fresh.start_time_ms});
+  if (!store.ok()) return store.status();
+  state->store = *std::move(store);
+
+  ExportPipeline::Options pipeline_options;
+  pipeline_options.flush_interval = options.flush_interval;
+  state->pipeline = std::make_unique<ExportPipeline>(pipeline_options);
+  state->pipeline->add_exporter(state->store);
+  maybe_add_mlflow_exporter(options.mlflow_from_environment, state->dir, state->pipeline.get());
+  state->pipeline->submit_run_info(state->info);
+  state->options = std::move(options);
+  status = state->start_heartbeat();
+  if (!status.ok()) return status;
+  if (state->set_environment) ::setenv(kRunDirEnv.data(), state->dir.c_str(), 1);
+  return std::unique_ptr<Run>(new Run(std::move(state)));
+}
+
+Run::Run(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Run::~Run() {
+  // Unwinding from an exception means the training did not finish.
+  const RunStatus status = std::uncaught_exceptions() > 0 ? RunStatus::kFailed : RunStatus::kFinished;
+  absl::Status ended = end(status);
+  if (!ended.ok()) warn(fmt::format("run {}: {}", state_->dir, std::string(ended.message())));
+}
+
+const std::string& Run::dir() const noexcept { return state_->dir; }
+const RunInfo& Run::info() const noexcept { return state_->info; }
+const RankInfo& Run::rank() const noexcept { return state_->rank; }
+ExportPipeline& Run::pipeline() noexcept { return *state_->pipeline; }
+
+absl::Status Run::State::record_key_value(const char* kind,
+                                          std::map<std::string, std::string> RunInfo::*field,
+                                          std::size_t max_value_length, std::string_view key,
+                                          std::string_view value) {
+  absl::Status status = validate_key(kind, key);
+  if (status.ok()) status = validate_value(kind, key, value, max_value_length);
+  if (!status.ok()) return status;
+  std::lock_guard<std::mutex> lock(mu);
+  status = checked_running();
+  if (!status.ok()) return status;
+  RunInfo update;
+  (update.*field).emplace(key, value);
+  status = detail::merge_into_run_file(dir, update);
+  if (!status.ok()) return status;
+  (info.*field)[std::string(key)] = value;
+  pipeline->submit_run_info(info);
+  return absl::OkStatus();
+}
+
+absl::Status Run::log_param(std::string_view key, std::string_view value) {
+  return state_->record_key_value("param", &RunInfo::params, kMaxParamValueLength, key, value);
+}
+
+absl::Status Run::set_tag(std::string_view key, std::string_view value) {
+  return state_->record_key_value("tag", &RunInfo::tags, kMaxTagValueLength, key, value);
+}
+
+absl::Status Run::log_metric(std::string_view key, double value, std::optional<std::int64_t> step) {
+  absl::Status status = validate_key("metric", key);
+  if (!status.ok()) return status;
+  if (!std::isfinite(value)) {
+    return absl::InvalidArgumentError(
+        fmt::format("metric \"{}\" has the non-finite value {}; only finite values are recorded",
+                    key, value));
+  }
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  status = s.checked_running();
+  if (!status.ok()) return status;
+  MetricPoint point;
+  point.key = std::string(key);
+  auto [last, first] = s.last_step.emplace(point.key, 0);
+  point.step = step.has_value() ? *step : (first ? 0 : last->second + 1);
+  last->second = point.step;
+  point.value = value;
+  point.timestamp_ms = detail::unix_now_ms();
+  point.rank = s.rank.rank;
+  s.pipeline->submit_metric(std::move(point));
+  return absl::OkStatus();
+}
+
+absl::Status Run::log_artifact(std::string_view path) {
+  const fs::path source(path);
+  std::error_code error;
+  if (!fs::is_regular_file(source, error)) {
+    return absl::NotFoundError(
+        fmt::format("log_artifact({}): not a readable regular file", quote(path)));
+  }
+  const fs::path target =
+      fs::path(state_->dir) / detail::kArtifactsDirName / source.filename();
+  // Copied under a temporary name that readers skip, so none lists a partial artifact.
+  absl::Status status =
+      detail::copy_file_atomically(source.string(), target.string(), detail::kArtifactTmpPrefix);
+  if (!status.ok()) {
+    return absl::Status(status.code(), fmt::format("log_artifact({}): {}", quote(path),
+                                                   std::string(status.message())));
+  }
+  return absl::OkStatus();
+}
+
+void Run::attach(Timer& timer) { timer.attach(pipeline()); }
+void Run::attach(CPUGPUTimer& timer) { timer.attach(pipeline()); }
+
+void Run::add_summary(const Summary& summary) { pipeline().submit_summary(summary); }
+
+void Run::add_exporter(std::shared_ptr<Exporter> exporter) {
+  pipeline().add_exporter(std::move(exporter));
+  // A late exporter still learns which run it is exporting.
+  std::lock_guard<std::mutex> lock(state_->mu);
+  pipeline().submit_run_info(state_->info);
+}
+
+absl::Status Run::end(RunStatus status) {
+  absl::Status result = state_->finish(status);
+  state_->stop_heartbeat();
+  return result;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,318 @@
+#include "run/run_format.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "stats/stats_fields.hpp"
+
+namespace trainscope::detail {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string join_path(const std::string& dir, std::string_view name) {
+  return fmt::format("{}/{}", dir, name);
+}
+
+// Reads typed fields of a JSON object; the first problem becomes status(),
+// naming the file and the field, and later reads return defaults.
+class FieldReader {
+ public:
+  FieldReader(const Json& object, const std::string& path) : object_(object), path_(path) {}
+
+  std::string text(const char* name) {
+    const Json* value = find(name);
+    if (value == nullptr) return {};
+    if (!value->is_string()) return fail(name, "is not a string"), std::string();
+    return value->get<std::string>();
+  }
+  std::int64_t integer(const char* name, std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                       std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
+    const Json* value = find(name);
+    if (value == nullptr) return 0;
+    if (!value->is_number_integer()) return fail(name, "is not an integer"), 0;
+    if (value->is_number_unsigned() &&
+        value->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
+      return fail(name, "is out of range"), 0;
+    }
+    const std::int64_t v = value->get<std::int64_t>();
+    if (v < min || v > max) return fail(name, "is out of range"), 0;
+    return v;
+  }
+  std::uint64_t unsigned_integer(const char* name) {
+    const Json* value = find(name);
+    if (value == nullptr) return 0;
+    if (!value->is_number_unsigned()) return fail(name, "is not a non-negative integer"), 0;
+    return value->get<std::uint64_t>();
+  }
+  // A number, or null for NaN (JSON has no NaN).
+  double number(const char* name) {
+    const Json* value = find(name);
+    if (value == nullptr) return 0.0;
+    if (value->is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!value->is_number()) return fail(name, "is not a number or null"), 0.0;
+    return value->get<double>();
+  }
+  bool boolean(const char* name) {
+    const Json* value = find(name);
+    if (value == nullptr) return false;
+    if (!value->is_boolean()) return fail(name, "is not true or false"), false;
+    return value->get<bool>();
+  }
+  std::map<std::string, std::string> string_map(const char* name) {
+    std::map<std::string, std::string> out;
+    const Json* value = find(name);
+    if (value == nullptr) return out;
+    if (!value->is_object()) return fail(name, "is not an object"), out;
+    for (const auto& [key, item] : value->items()) {
+      if (!item.is_string()) return fail(name, "has a value that is not a string"), out;
+      out.emplace(key, item.get<std::string>());
+    }
+    return out;
+  }
+  const Json* array(const char* name) {
+    const Json* value = find(name);
+    if (value != nullptr && !value->is_array()) return fail(name, "is not an array"), nullptr;
+    return value;
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  const Json* find(const char* name) {
+    const auto it = object_.find(name);
+    if (it == object_.end()) return fail(name, "is missing"), nullptr;
+    return &*it;
+  }
+  void fail(const char* name, const char* what) {
+    if (!status_.ok()) return;
+    status_ = absl::InvalidArgumentError(
+        fmt::format("{}: field \"{}\" {}", absl::Utf8SafeCHexEscape(path_), name, what));
+  }
+
+  const Json& object_;
+  const std::string& path_;
+  absl::Status status_;
+};
+
+absl::StatusOr<Json> parse_object(std::string_view text, const std::string& path) {
+  Json doc = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: not a JSON object (corrupt or cut short; {} bytes)", absl::Utf8SafeCHexEscape(path),
+        text.size()));
+  }
+  return doc;
+}
+
+// Checks "format" and "version" so that a newer writer's file is refused
+// instead of misread.
+absl::Status check_format(FieldReader& fields, std::string_view format, const std::string& path) {
+  const std::string found = fields.text("format");
+  const std::int64_t version = fields.integer("version");
+  if (!fields.status().ok()) return fields.status();
+  if (found != format || version != kRunFormatVersion) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: format \"{}\" version {} (this reader understands \"{}\" version {})",
+                    absl::Utf8SafeCHexEscape(path), absl::Utf8SafeCHexEscape(found), version,
+                    format, kRunFormatVersion));
+  }
+  return absl::OkStatus();
+}
+
+Json string_map_json(const std::map<std::string, std::string>& map) {
+  Json out = Json::object();
+  for (const auto& [key, value] : map) out[key] = value;
+  return out;
+}
+
+std::string dump(const Json& doc) {
+  // Invalid UTF-8 becomes U+FFFD instead of throwing.
+  return doc.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+constexpr std::string_view kRankFormat = "trainscope.rank";
+
+
+absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::string& path) {
+  if (!item.is_object()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: an entry is not an object", absl::Utf8SafeCHexEscape(path)));
+  }
+  FieldReader fields(item, path);
+  SummaryEntry entry;
+  entry.key = fields.text("key");
+  const std::string device = fields.text("device");
+  entry.stats.count = fields.unsigned_integer("count");
+  for (const auto& [name, member] : kStatsDoubleFields) entry.stats.*member = fields.number(name);
+  entry.stats.warmup_excluded = fields.unsigned_integer("warmup_excluded");
+  entry.stats.approximate = fields.boolean("approximate");
+  if (!fields.status().ok()) return fields.status();
+  if (device != "CPU" && device != "GPU") {
+    return absl::InvalidArgumentError(fmt::format("{}: entry \"{}\" has device \"{}\" (CPU or GPU)",
+                                                  absl::Utf8SafeCHexEscape(path),
+                                                  absl::Utf8SafeCHexEscape(entry.key),
+                                                  absl::Utf8SafeCHexEscape(device)));
+  }
+  entry.device = device == "GPU" ? Device::kGPU : Device::kCPU;
+  return entry;
+}
+
+}  // namespace
+
+std::string rank_file_name(std::uint32_t rank) { return fmt::format("rank-{}.json", rank); }
+std::string regions_file_name(std::uint32_t rank) { return fmt::format("regions-{}.csv", rank); }
+std::string metrics_file_name(std::uint32_t rank) { return fmt::format("metrics-{}.csv", rank); }
+std::string summary_file_name(std::uint32_t rank) { return fmt::format("summary-{}.json", rank); }
+
+std::string format_run_file(const RunInfo& info) {
+  Json doc;
+  doc["format"] = kRunFormat;
+  doc["version"] = kRunFormatVersion;
+  doc["id"] = info.id;
+  doc["name"] = info.name;
+  doc["experiment"] = info.experiment;
+  doc["start_time_ms"] = info.start_time_ms;
+  doc["params"] = string_map_json(info.params);
+  doc["tags"] = string_map_json(info.tags);
+  return dump(doc);
+}
+
+absl::StatusOr<RunInfo> parse_run_file(std::string_view text, const std::string& path) {
+  absl::StatusOr<Json> doc = parse_object(text, path);
+  if (!doc.ok()) return doc.status();
+  FieldReader fields(*doc, path);
+  absl::Status status = check_format(fields, kRunFormat, path);
+  if (!status.ok()) return status;
+  RunInfo info;
+  info.id = fields.text("id");
+  info.name = fields.text("name");
+  info.experiment = fields.text("experiment");
+  info.start_time_ms = fields.integer("start_time_ms");
+  info.params = fields.string_map("params");
+  info.tags = fields.string_map("tags");
+  if (!fields.status().ok()) return fields.status();
+  return info;
+}
+
+std::string format_rank_file(const RankRecord& record) {
+  const RankState& s = record.state;
+  Json doc;
+  doc["format"] = kRankFormat;
+  doc["version"] = kRunFormatVersion;
+  doc["rank"] = s.rank.rank;
+  doc["local_rank"] = s.rank.local_rank;
+  doc["world_size"] = s.rank.world_size;
+  doc["host"] = s.host;
+  doc["pid"] = s.pid;
+  doc["status"] = std::string(run_status_name(s.status));
+  doc["start_time_ms"] = s.start_time_ms;
+  doc["end_time_ms"] = s.end_time_ms;
+  doc["heartbeat_ms"] = s.heartbeat_ms;
+  doc["flush_interval_ms"] = record.flush_interval_ms;
+  return dump(doc);
+}
+
+absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::string& path) {
+  absl::StatusOr<Json> doc = parse_object(text, path);
+  if (!doc.ok()) return doc.status();
+  FieldReader fields(*doc, path);
+  absl::Status status = check_format(fields, kRankFormat, path);
+  if (!status.ok()) return status;
+  constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+  RankRecord record;
+  RankState& s = record.state;
+  s.rank.rank = static_cast<std::uint32_t>(fields.integer("rank", 0, kU32Max));
+  s.rank.local_rank = static_cast<std::uint32_t>(fields.integer("local_rank", 0, kU32Max));
+  s.rank.world_size = static_cast<std::uint32_t>(fields.integer("world_size", 1, kU32Max));
+  s.host = fields.text("host");
+  s.pid = fields.integer("pid", 0);
+  const std::string status_name = fields.text("status");
+  s.start_time_ms = fields.integer("start_time_ms");
+  s.end_time_ms = fields.integer("end_time_ms");
+  s.heartbeat_ms = fields.integer("heartbeat_ms");
+  record.flush_interval_ms = fields.integer("flush_interval_ms", 0);
+  if (!fields.status().ok()) return fields.status();
+  absl::StatusOr<RunStatus> run_status = parse_run_status(status_name);
+  if (!run_status.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", absl::Utf8SafeCHexEscape(path),
+                                                  std::string(run_status.status().message())));
+  }
+  s.status = *run_status;
+  return record;
+}
+
+absl::StatusOr<Summary> parse_summary_file(std::string_view text, const std::string& path) {
+  absl::StatusOr<Json> doc = parse_object(text, path);
+  if (!doc.ok()) return doc.status();
+  FieldReader fields(*doc, path);
+  absl::Status status = check_format(fields, "trainscope.stats", path);
+  if (!status.ok()) return status;
+  Summary summary;
+  summary.has_gpu_section = fields.boolean("has_gpu_section");
+  const Json* entries = fields.array("entries");
+  if (!fields.status().ok()) return fields.status();
+  for (const Json& item : *entries) {
+    absl::StatusOr<SummaryEntry> entry = parse_summary_entry(item, path);
+    if (!entry.ok()) return entry.status();
+    summary.entries.push_back(*std::move(entry));
+  }
+  return summary;
+}
+
+absl::Status merge_into_run_file(const std::string& dir, const RunInfo& info) {
+  const std::string lock_path = join_path(dir, ".lock");
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return file_error(errno, "open", lock_path);
+  // Closing the descriptor releases the lock on every path out.
+  const auto unlock = [lock_fd](absl::Status status) {
+    ::close(lock_fd);
+    return status;
+  };
+  if (::flock(lock_fd, LOCK_EX) != 0) return unlock(file_error(errno, "lock", lock_path));
+  const std::string path = join_path(dir, kRunFileName);
+  absl::StatusOr<std::string> text = read_whole_file(path);
+  if (!text.ok()) return unlock(text.status());
+  absl::StatusOr<RunInfo> stored = parse_run_file(*text, path);
+  if (!stored.ok()) return unlock(stored.status());
+  bool changed = false;
+  for (const auto& [key, value] : info.params) {
+    const auto [it, inserted] = stored->params.emplace(key, value);
+    changed |= inserted;
+    if (!inserted && it->second != value) {
+      return unlock(absl::InvalidArgumentError(
+          fmt::format("param \"{}\" is already \"{}\" in {}; params are write-once (cannot set "
+                      "\"{}\")",
+                      key, absl::Utf8SafeCHexEscape(it->second), path,
+                      absl::Utf8SafeCHexEscape(value))));
+    }
+  }
+  for (const auto& [key, value] : info.tags) {
+    std::string& slot = stored->tags[key];
+    changed |= slot != value;
+    slot = value;
+  }
+  if (!changed) return unlock(absl::OkStatus());
+  return unlock(write_file_atomically(path, format_run_file(*stored)));
+}
+
+absl::Status write_artifact(const std::string& run_dir, std::string_view name,
+                            std::string_view contents) {
+  return write_file_atomically(fmt::format("{}/{}/{}", run_dir, kArtifactsDirName, name), contents,
+                               kArtifactTmpPrefix);
+}
+
+}  // namespace trainscope::detail

@@ -1,0 +1,60 @@
+// The run directory's files (internal): names, the JSON of run.json, the rank
+// files and summaries, shared by the run store's writer (RunStoreExporter),
+// Run, RunReader and launch(). Layout and format: docs/run-format.md.
+#ifndef TRAINSCOPE_SRC_RUN_RUN_FORMAT_HPP_
+#define TRAINSCOPE_SRC_RUN_RUN_FORMAT_HPP_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "trainscope/export/run_record.hpp"
+#include "trainscope/stats/summary.hpp"
+
+namespace trainscope::detail {
+
+
+inline constexpr std::string_view kRunFormat = "trainscope.run";
+inline constexpr int kRunFormatVersion = 1;
+inline constexpr std::string_view kRunFileName = "run.json";
+inline constexpr std::string_view kArtifactsDirName = "artifacts";
+// Artifacts being copied in; readers do not list them.
+inline constexpr std::string_view kArtifactTmpPrefix = ".trainscope-tmp-";
+inline constexpr std::string_view kRegionsHeader =
+    "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
+inline constexpr std::string_view kMetricsHeader = "key,value,step,timestamp_ms,rank\n";
+
+std::string rank_file_name(std::uint32_t rank);     // "rank-3.json"
+std::string regions_file_name(std::uint32_t rank);  // "regions-3.csv"
+std::string metrics_file_name(std::uint32_t rank);  // "metrics-3.csv"
+std::string summary_file_name(std::uint32_t rank);  // "summary-3.json"
+
+// A rank file: RankState (without `crashed`, which readers derive) plus the
+// writer's flush interval, which tells a reader how stale a heartbeat may get.
+struct RankRecord {
+  RankState state;
+  std::int64_t flush_interval_ms = 0;
+};
+
+std::string format_run_file(const RunInfo& info);
+// Errors name `path`.
+absl::StatusOr<RunInfo> parse_run_file(std::string_view text, const std::string& path);
+std::string format_rank_file(const RankRecord& record);
+absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::string& path);
+// The stats JSON of format_summary(summary, StatsFormat::kJson); null is NaN.
+absl::StatusOr<Summary> parse_summary_file(std::string_view text, const std::string& path);
+
+// Adds info's params and tags to <dir>/run.json under an exclusive lock of
+// <dir>/.lock, so ranks updating concurrently lose nothing. A param already
+// stored with another value is an error naming the key and both values.
+absl::Status merge_into_run_file(const std::string& dir, const RunInfo& info);
+
+// Writes <run_dir>/artifacts/<name> through a temporary name that readers
+// skip (kArtifactTmpPrefix), then renames it into place.
+absl::Status write_artifact(const std::string& run_dir, std::string_view name,
+                            std::string_view contents);
+
+}  // namespace trainscope::detail
+
+#endif  // TRAINSCOPE_SRC_RUN_RUN_FORMAT_HPP_

@@ -1,0 +1,429 @@
+#include "trainscope/run/run_reader.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "fmt/format.h"
+#include "trainscope/common/clock.hpp"
+#include "common/files.hpp"
+#include "run/run_format.hpp"
+
+namespace trainscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A RUNNING rank is presumed dead once its heartbeat is this much older than
+// its flush interval allows.
+constexpr std::int64_t kHeartbeatIntervals = 3;
+constexpr std::int64_t kMinHeartbeatSilenceMs = 10'000;
+
+std::string this_host() {
+  char host[256] = {};
+  return ::gethostname(host, sizeof(host) - 1) == 0 ? std::string(host) : std::string();
+}
+
+bool process_gone(std::int64_t pid) {
+  return pid > 0 && pid <= INT_MAX && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+bool looks_crashed(const detail::RankRecord& record, const std::string& host, std::int64_t now_ms) {
+  const RankState& s = record.state;
+  if (s.status != RunStatus::kRunning) return false;
+  if (s.host == host && process_gone(s.pid)) return true;
+  // An infinite flush interval never renews the heartbeat.
+  if (record.flush_interval_ms > std::numeric_limits<std::int64_t>::max() / kHeartbeatIntervals) {
+    return false;
+  }
+  const std::int64_t allowed =
+      std::max(kHeartbeatIntervals * record.flush_interval_ms, kMinHeartbeatSilenceMs);
+  return s.heartbeat_ms < now_ms - allowed;
+}
+
+// FAILED (or crashed) beats KILLED beats RUNNING beats FINISHED.
+int severity(const RankState& s) {
+  if (s.crashed || s.status == RunStatus::kFailed) return 3;
+  if (s.status == RunStatus::kKilled) return 2;
+  return s.status == RunStatus::kRunning ? 1 : 0;
+}
+
+// "rank-12.json" -> 12; false for any other name.
+bool parse_rank_file_name(const std::string& name, std::uint32_t* rank) {
+  constexpr std::string_view kPrefix = "rank-";
+  constexpr std::string_view kSuffix = ".json";
+  if (name.size() <= kPrefix.size() + kSuffix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0 ||
+      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return false;
+  }
+  const char* begin = name.data() + kPrefix.size();
+  const char* end = name.data() + name.size() - kSuffix.size();
+  const auto [stop, error] = std::from_chars(begin, end, *rank);
+  return error == std::errc() && stop == end && (*begin != '0' || end - begin == 1);
+}
+
+// --- CSV -------------------------------------------------------------------
+
+// Splits RFC 4180 records out of a buffer that may end mid-record.
+class CsvScanner {
+ public:
+  enum class Result { kRecord, kIncomplete, kError };
+
+  explicit CsvScanner(std::string_view data) : data_(data) {}
+
+  // The next record's fields; kIncomplete when the data ends before its
+  // newline (a record still being written, or cut by a crash).
+  Result next(std::vector<std::string>* fields) {
+    fields->clear();
+    std::size_t i = pos_;
+    std::int64_t lines = 0;
+    for (;;) {
+      std::string& field = fields->emplace_back();
+      if (i < data_.size() && data_[i] == '"') {
+        for (++i;; ++i) {
+          if (i >= data_.size()) return Result::kIncomplete;
+          if (data_[i] != '"') {
+            lines += data_[i] == '\n';
+            field.push_back(data_[i]);
+          } else if (i + 1 < data_.size() && data_[i + 1] == '"') {
+            field.push_back('"');
+            ++i;
+          } else {
+            ++i;
+            break;
+          }
+        }
+      } else {
+        const std::size_t stop = data_.find_first_of(",\n\"", i);
+        if (stop == std::string_view::npos) return Result::kIncomplete;
+        field.assign(data_.substr(i, stop - i));
+        i = stop;
+      }
+      if (i >= data_.size()) return Result::kIncomplete;
+      if (data_[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (data_[i] != '\n') {
+        error_ = data_[i] == '"' ? "a quote inside an unquoted field"
+                                 : "a character after a closing quote";
+        return Result::kError;
+      }
+      pos_ = i + 1;
+      line_ += lines + 1;
+      return Result::kRecord;
+    }
+  }
+
+  std::size_t consumed() const { return pos_; }
+  // Lines before the record being parsed, relative to the buffer's start.
+  std::int64_t lines_before() const { return line_; }
+  const char* error() const { return error_; }
+
+ private:
+  std::string_view data_;
+  std::size_t pos_ = 0;
+  std::int64_t line_ = 0;
+  const char* error_ = "";
+};
+
+// Where a row came from, for messages: "dir/regions-0.csv:12".
+struct RowSource {
+  const std::string& path;
+  std::uint64_t offset;
+  std::int64_t line_in_chunk;  // 0-based
+};
+
+// Counts lines before `offset` only when an error needs the line number, so
+// incremental reads do not rescan the file.
+std::int64_t line_number(const RowSource& source) {
+  std::int64_t line = source.line_in_chunk + 1;
+  if (source.offset == 0) return line;
+  const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return line;
+  char block[65536];
+  for (std::uint64_t done = 0; done < source.offset;) {
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>(sizeof(block), source.offset - done));
+    const ssize_t n = ::pread(fd, block, want, static_cast<off_t>(done));
+    if (n <= 0) break;
+    line += std::count(block, block + n, '\n');
+    done += static_cast<std::uint64_t>(n);
+  }
+  ::close(fd);
+  return line;
+}
+
+absl::Status row_error(const RowSource& source, std::string_view what) {
+  return absl::DataLossError(fmt::format("{}:{}: {}", absl::Utf8SafeCHexEscape(source.path),
+                                         line_number(source), what));
+}
+
+// Converts fields to typed values; the first bad one becomes an error naming
+// the file, line and column.
+class FieldParser {
+ public:
+  FieldParser(const std::vector<std::string>& fields, const RowSource& source)
+      : fields_(fields), source_(source) {}
+
+  template <typename Int>
+  Int integer(std::size_t column, const char* name) {
+    Int value = 0;
+    const std::string& text = fields_[column];
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+      fail(name, text, "an integer in range");
+    }
+    return value;
+  }
+  double finite(std::size_t column, const char* name) {
+    double value = 0.0;
+    const std::string& text = fields_[column];
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+        !std::isfinite(value)) {
+      fail(name, text, "a finite number");
+    }
+    return value;
+  }
+  Device device(std::size_t column) {
+    const std::string& text = fields_[column];
+    if (text != "CPU" && text != "GPU") fail("device", text, "CPU or GPU");
+    return text == "GPU" ? Device::kGPU : Device::kCPU;
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  void fail(const char* name, const std::string& text, const char* expected) {
+    if (!status_.ok()) return;
+    status_ = row_error(source_, fmt::format("{} is \"{}\", not {}", name,
+                                             absl::CHexEscape(text.substr(0, 64)), expected));
+  }
+
+  const std::vector<std::string>& fields_;
+  const RowSource& source_;
+  absl::Status status_;
+};
+
+absl::StatusOr<RegionRow> parse_region(const std::vector<std::string>& fields,
+                                       const RowSource& source) {
+  FieldParser p(fields, source);
+  RegionRow row;
+  row.key = fields[0];
+  row.device = p.device(1);
+  row.rank = p.integer<std::uint32_t>(2, "rank");
+  row.thread = p.integer<std::uint32_t>(3, "thread");
+  row.start_unix_ns = p.integer<std::int64_t>(4, "start_unix_ns");
+  row.duration_ns = p.integer<std::int64_t>(5, "duration_ns");
+  row.step = p.integer<std::int64_t>(6, "step");
+  row.epoch = p.integer<std::int64_t>(7, "epoch");
+  if (!p.status().ok()) return p.status();
+  return row;
+}
+
+absl::StatusOr<MetricPoint> parse_metric(const std::vector<std::string>& fields,
+                                         const RowSource& source) {
+  FieldParser p(fields, source);
+  MetricPoint point;
+  point.key = fields[0];
+  point.value = p.finite(1, "value");
+  point.step = p.integer<std::int64_t>(2, "step");
+  point.timestamp_ms = p.integer<std::int64_t>(3, "timestamp_ms");
+  point.rank = p.integer<std::uint32_t>(4, "rank");
+  if (!p.status().ok()) return p.status();
+  return point;
+}
+
+std::size_t field_count(std::string_view header) {
+  return static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')) + 1;
+}
+
+// Everything from `offset` to the end of the file.
+absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return detail::file_error(errno, "open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return detail::file_error(error, "inspect", path);
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (offset > size) {
+    ::close(fd);
+    return absl::OutOfRangeError(fmt::format("{}: offset {} is past the end ({} bytes)",
+                                             absl::Utf8SafeCHexEscape(path), offset, size));
+  }
+  std::string data(static_cast<std::size_t>(size - offset), '\0');
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::pread(fd, data.data() + done, data.size() - done,
+                              static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the file shrank: read what is there
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  data.resize(done);
+  return data;
+}
+
+// Reads complete records of a CSV file from `offset`; at offset 0 the first
+// record must be `header`.
+template <typename Row, typename ParseRow>
+absl::StatusOr<Chunk<Row>> read_csv(const std::string& path, std::string_view header,
+                                    std::uint64_t offset, ParseRow parse_row) {
+  absl::StatusOr<std::string> data = read_from(path, offset);
+  if (!data.ok()) return data.status();
+  const std::size_t columns = field_count(header);
+  Chunk<Row> chunk;
+  CsvScanner scanner(*data);
+  std::vector<std::string> fields;
+  for (bool first = offset == 0;; first = false) {
+    const RowSource source{path, offset, scanner.lines_before()};
+    const CsvScanner::Result result = scanner.next(&fields);
+    if (result == CsvScanner::Result::kIncomplete) break;
+    if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
+    if (fields.size() != columns) {
+      return row_error(source, fmt::format("{} fields, expected {}", fields.size(), columns));
+    }
+    if (first) {
+      std::string expected(header.substr(0, header.size() - 1));
+      std::string found = fields[0];
+      for (std::size_t i = 1; i < fields.size(); ++i) found += "," + fields[i];
+      if (found != expected) {
+        return row_error(source, fmt::format("header \"{}\", expected \"{}\"",
+                                             absl::CHexEscape(found), expected));
+      }
+      continue;
+    }
+    absl::StatusOr<Row> row = parse_row(fields, source);
+    if (!row.ok()) return row.status();
+    chunk.rows.push_back(*std::move(row));
+  }
+  chunk.next_offset = offset + scanner.consumed();
+  chunk.truncated = scanner.consumed() < data->size();
+  return chunk;
+}
+
+}  // namespace
+
+absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  RunReader reader;
+  reader.dir_ = std::move(dir);
+  const std::string run_path = fmt::format("{}/{}", reader.dir_, detail::kRunFileName);
+  absl::StatusOr<std::string> text = detail::read_whole_file(run_path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        fmt::format("{} is not a readable trainscope run: {}",
+                                    absl::Utf8SafeCHexEscape(reader.dir_),
+                                    std::string(text.status().message())));
+  }
+  absl::StatusOr<RunInfo> info = detail::parse_run_file(*text, run_path);
+  if (!info.ok()) return info.status();
+  reader.info_ = *std::move(info);
+
+  std::error_code error;
+  std::vector<std::pair<std::uint32_t, std::string>> rank_files;
+  for (fs::directory_iterator it(reader.dir_, error), end; !error && it != end; it.increment(error)) {
+    std::uint32_t rank;
+    const std::string name = it->path().filename().string();
+    if (parse_rank_file_name(name, &rank)) rank_files.emplace_back(rank, it->path().string());
+  }
+  if (error) {
+    return absl::ErrnoToStatus(error.value(), fmt::format("cannot list run directory \"{}\"",
+                                                          absl::Utf8SafeCHexEscape(reader.dir_)));
+  }
+  std::sort(rank_files.begin(), rank_files.end());
+
+  const std::string host = this_host();
+  const std::int64_t now_ms = detail::unix_now_ms();
+  for (const auto& [rank, path] : rank_files) {
+    absl::StatusOr<std::string> rank_text = detail::read_whole_file(path);
+    if (!rank_text.ok()) return rank_text.status();
+    absl::StatusOr<detail::RankRecord> record = detail::parse_rank_file(*rank_text, path);
+    if (!record.ok()) return record.status();
+    if (record->state.rank.rank != rank) {
+      return absl::DataLossError(fmt::format("{}: records rank {}", absl::Utf8SafeCHexEscape(path),
+                                             record->state.rank.rank));
+    }
+    record->state.crashed = looks_crashed(*record, host, now_ms);
+    reader.ranks_.push_back(record->state);
+  }
+
+  // A run with no rank file yet has not started a process: RUNNING.
+  int worst = 1;
+  reader.info_.end_time_ms = 0;
+  if (!reader.ranks_.empty()) {
+    worst = 0;
+    bool running = false;
+    for (const RankState& s : reader.ranks_) {
+      worst = std::max(worst, severity(s));
+      running |= s.status == RunStatus::kRunning && !s.crashed;
+      // A crashed rank ended at its last sign of life.
+      const std::int64_t end = s.crashed ? s.heartbeat_ms : s.end_time_ms;
+      reader.info_.end_time_ms = std::max(reader.info_.end_time_ms, end);
+    }
+    if (running) reader.info_.end_time_ms = 0;
+    if (running && worst < 2) worst = 1;
+  }
+  constexpr RunStatus kBySeverity[] = {RunStatus::kFinished, RunStatus::kRunning,
+                                       RunStatus::kKilled, RunStatus::kFailed};
+  reader.info_.status = kBySeverity[worst];
+  return reader;
+}
+
+bool RunReader::crashed() const noexcept {
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const RankState& s) { return s.crashed; });
+}
+
+absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank,
+                                                         std::uint64_t offset) const {
+  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, detail::regions_file_name(rank)),
+                             detail::kRegionsHeader, offset, parse_region);
+}
+
+absl::StatusOr<Chunk<MetricPoint>> RunReader::read_metrics(std::uint32_t rank,
+                                                           std::uint64_t offset) const {
+  return read_csv<MetricPoint>(fmt::format("{}/{}", dir_, detail::metrics_file_name(rank)),
+                               detail::kMetricsHeader, offset, parse_metric);
+}
+
+absl::StatusOr<Summary> RunReader::read_summary(std::uint32_t rank) const {
+  const std::string path = fmt::format("{}/{}", dir_, detail::summary_file_name(rank));
+  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  if (absl::IsNotFound(text.status())) return Summary{};
+  if (!text.ok()) return text.status();
+  return detail::parse_summary_file(*text, path);
+}
+
+std::vector<std::string> RunReader::artifacts() const {
+  std::vector<std::string> out;
+  const fs::path root = fs::path(dir_) / detail::kArtifactsDirName;
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(detail::kArtifactTmpPrefix, 0) == 0) continue;
+    std::error_code type_error;
+    if (it->is_regular_file(type_error)) out.push_back(it->path().lexically_relative(root).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,288 @@
+#include "run/run_store_exporter.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "common/csv.hpp"
+#include "trainscope/common/clock.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/stats/stats_format.hpp"
+#include "trainscope/timing/time_type.hpp"
+
+namespace trainscope::detail {
+namespace {
+
+std::string join_path(const std::string& dir, std::string_view name) {
+  return fmt::format("{}/{}", dir, name);
+}
+
+// The byte just after the last newline in the file's first `size` bytes, or
+// -1 if there is none.
+off_t end_of_last_line(int fd, off_t size) {
+  char block[4096];
+  for (off_t end = size; end > 0;) {
+    const off_t begin = std::max<off_t>(0, end - static_cast<off_t>(sizeof(block)));
+    const ssize_t n = ::pread(fd, block, static_cast<std::size_t>(end - begin), begin);
+    if (n != end - begin) return -1;
+    for (ssize_t i = n; i > 0; --i) {
+      if (block[i - 1] == '\n') return begin + i;
+    }
+    end = begin;
+  }
+  return -1;
+}
+
+// Checks the header of an append-only CSV file and, for the rank's owner,
+// drops an incomplete last line left by a crash, so appended lines start on a
+// line of their own.
+absl::Status check_and_repair(int fd, const std::string& path, std::string_view header,
+                              bool repair) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return file_error(errno, "inspect", path);
+  std::string start(header.size(), '\0');
+  const ssize_t n = ::pread(fd, start.data(), start.size(), 0);
+  if (n != static_cast<ssize_t>(header.size()) || start != header) {
+    return absl::DataLossError(fmt::format(
+        "{} does not start with the header \"{}\"; it is not a trainscope record file or is "
+        "damaged: move it away to record into this run directory",
+        absl::Utf8SafeCHexEscape(path), absl::CHexEscape(std::string(header))));
+  }
+  if (!repair) return absl::OkStatus();
+  const off_t keep = end_of_last_line(fd, st.st_size);
+  if (keep < 0) return file_error(errno == 0 ? EIO : errno, "read", path);
+  if (keep == st.st_size) return absl::OkStatus();
+  if (::ftruncate(fd, keep) != 0) return file_error(errno, "repair (truncate)", path);
+  warn(fmt::format("{}: dropped an incomplete last line of {} bytes (a record cut short by a "
+                   "crash) before appending",
+                   path, st.st_size - keep));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<RunStoreExporter>> RunStoreExporter::Create(Options options) {
+  std::shared_ptr<RunStoreExporter> exporter(new RunStoreExporter(std::move(options)));
+  absl::Status status = exporter->open_files();
+  if (status.ok() && exporter->owns_rank()) status = exporter->write_rank_file();
+  if (!status.ok()) return status;
+  return exporter;
+}
+
+namespace {
+
+// The stream's statistics keep exact samples up to this many per key, then a
+// sketch: a day of every batch timed would otherwise double the timers' memory.
+TimerOptions stream_table_options() {
+  TimerOptions options;
+  options.exact_sample_cap = std::size_t{1} << 16;
+  return options;
+}
+
+}  // namespace
+
+RunStoreExporter::RunStoreExporter(Options options)
+    : options_(std::move(options)), cpu_(stream_table_options()), gpu_(stream_table_options()) {
+  regions_.path = join_path(options_.dir, regions_file_name(options_.rank.rank));
+  metrics_.path = join_path(options_.dir, metrics_file_name(options_.rank.rank));
+  RankState& s = rank_record_.state;
+  s.rank = options_.rank;
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0) s.host = host;
+  s.pid = ::getpid();
+  s.start_time_ms = options_.start_time_ms;
+  rank_record_.flush_interval_ms = absl::ToInt64Milliseconds(options_.flush_interval);
+}
+
+RunStoreExporter::~RunStoreExporter() {
+  for (int fd : {regions_.fd, metrics_.fd, lock_fd_}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+absl::Status RunStoreExporter::open_files() {
+  const std::string lock_path =
+      join_path(options_.dir, fmt::format("rank-{}.lock", options_.rank.rank));
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return file_error(errno, "open", lock_path);
+  // The kernel drops the lock when the process dies, however it dies.
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    lock_fd_ = fd;
+  } else {
+    ::close(fd);
+  }
+  for (auto [file, header] : {std::make_pair(&regions_, kRegionsHeader),
+                              std::make_pair(&metrics_, kMetricsHeader)}) {
+    bool created;
+    absl::Status status = create_file_exclusively(file->path, header, &created);
+    if (!status.ok()) return status;
+    file->fd = ::open(file->path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+    if (file->fd < 0) return file_error(errno, "open", file->path);
+    status = check_and_repair(file->fd, file->path, header, owns_rank());
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunStoreExporter::write_rank_file() {
+  rank_record_.state.heartbeat_ms = unix_now_ms();
+  return write_file_atomically(join_path(options_.dir, rank_file_name(options_.rank.rank)),
+                               format_rank_file(rank_record_));
+}
+
+const std::string& RunStoreExporter::key_field(KeyId id) {
+  if (id >= key_fields_.size()) key_fields_.resize(id + 1);
+  std::string& field = key_fields_[id];
+  // The trailing comma makes a cached field never empty, even for key "".
+  if (field.empty()) {
+    append_csv_field(Key::FromId(id).name(), &field);
+    field.push_back(',');
+  }
+  return field;
+}
+
+bool RunStoreExporter::make_room(std::size_t records) {
+  if (regions_.pending.size() + metrics_.pending.size() < options_.max_buffered_bytes) return true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped_ += records;
+  }
+  if (!drop_warned_) {
+    drop_warned_ = true;
+    warn(fmt::format("run store {}: {} MiB of records are waiting for the disk; dropping new "
+                     "records until it takes them (see dropped_records())",
+                     options_.dir, options_.max_buffered_bytes >> 20));
+  }
+  return false;
+}
+
+absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samples) {
+  constexpr KeyId kBatch = static_cast<KeyId>(TimeType::BATCH);
+  constexpr KeyId kEpoch = static_cast<KeyId>(TimeType::EPOCH);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const RegionSample& s : samples) {
+      (s.device == Device::kCPU ? cpu_ : gpu_).add(s.key, s.duration_ns);
+      saw_gpu_ |= s.device == Device::kGPU;
+    }
+  }
+  auto out = std::back_inserter(regions_.pending);
+  for (const RegionSample& s : samples) {
+    if (!make_room(1)) continue;
+    if (s.thread >= progress_.size()) progress_.resize(s.thread + 1);
+    ThreadProgress& progress = progress_[s.thread];
+    regions_.pending += key_field(s.key);
+    fmt::format_to(out, "{},{},{},{},{},{},{}\n", device_name(s.device), options_.rank.rank,
+                   s.thread, s.start_unix_ns, s.duration_ns, progress.batches, progress.epochs);
+    if (s.device == Device::kCPU) {
+      progress.batches += s.key == kBatch;
+      progress.epochs += s.key == kEpoch;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunStoreExporter::write_metrics(absl::Span<const MetricPoint> metrics) {
+  auto out = std::back_inserter(metrics_.pending);
+  for (const MetricPoint& m : metrics) {
+    if (!make_room(1)) continue;
+    append_csv_field(m.key, &metrics_.pending);
+    fmt::format_to(out, ",{},{},{},{}\n", m.value, m.step, m.timestamp_ms, m.rank);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunStoreExporter::write_summary(const Summary& summary) {
+  // A second process of the rank would replace the owner's file.
+  if (!owns_rank()) return absl::OkStatus();
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    summary_.has_gpu_section |= summary.has_gpu_section;
+    for (const SummaryEntry& entry : summary.entries) {
+      auto same = [&entry](const SummaryEntry& e) {
+        return e.key == entry.key && e.device == entry.device;
+      };
+      auto it = std::find_if(summary_.entries.begin(), summary_.entries.end(), same);
+      if (it != summary_.entries.end()) {
+        *it = entry;
+      } else {
+        summary_.entries.push_back(entry);
+      }
+    }
+    text = format_summary(summary_, StatsFormat::kJson);
+  }
+  return write_file_atomically(join_path(options_.dir, summary_file_name(options_.rank.rank)),
+                               text);
+}
+
+absl::Status RunStoreExporter::write_run_info(const RunInfo& info) {
+  absl::Status status = merge_into_run_file(options_.dir, info);
+  if (info.status == RunStatus::kRunning || !owns_rank()) return status;
+  // The end: the records first, so a reader that sees the final status also
+  // sees everything recorded before it.
+  rank_record_.state.status = info.status;
+  rank_record_.state.end_time_ms = info.end_time_ms;
+  absl::Status flushed = flush();
+  return status.ok() ? flushed : status;
+}
+
+absl::Status RunStoreExporter::append_pending(CsvFile* file) {
+  if (file->pending.empty()) return absl::OkStatus();
+  const std::size_t written = write_all(file->fd, file->pending);
+  const int error = errno;
+  // What did not make it stays for the next flush (a full disk may clear).
+  file->pending.erase(0, written);
+  if (!file->pending.empty()) return file_error(error, "append to", file->path);
+  return absl::OkStatus();
+}
+
+absl::Status RunStoreExporter::flush() {
+  absl::Status status = append_pending(&regions_);
+  status.Update(append_pending(&metrics_));
+  if (owns_rank()) status.Update(write_rank_file());
+  std::lock_guard<std::mutex> lock(mu_);
+  last_flush_ = status;
+  return status;
+}
+
+Summary RunStoreExporter::stream_summary() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Summary summary;
+  summary.has_gpu_section = saw_gpu_ || summary_.has_gpu_section;
+  for (Device device : {Device::kCPU, Device::kGPU}) {
+    const SeriesTable& table = device == Device::kCPU ? cpu_ : gpu_;
+    for (KeyId id : table.order()) {
+      const std::string name(Key::FromId(id).name());
+      const bool covered =
+          std::any_of(summary_.entries.begin(), summary_.entries.end(),
+                      [&](const SummaryEntry& e) { return e.key == name && e.device == device; });
+      if (!covered) summary.entries.push_back({name, device, table.find(id)->stats()});
+    }
+  }
+  return summary;
+}
+
+std::uint64_t RunStoreExporter::dropped_records() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+absl::Status RunStoreExporter::last_flush_status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_flush_;
+}
+
+}  // namespace trainscope::detail

@@ -1,0 +1,255 @@
+#include "common/files.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
+
+#include <atomic>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace trainscope {
+namespace {
+
+// Once per process: a training script builds many timers.
+void warn_cpu_only(const GpuEventSource& source) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    warn("GPU-timed regions (gpu=true) are timed on the CPU only: " + source.describe());
+  }
+}
+
+absl::Status gpu_error(Key key, const char* what, const absl::Status& cause) {
+  return absl::Status(cause.code(),
+                      fmt::format("GPU {} failed for timing region type {}: {}; the timer is unchanged",
+                                  what, key.name(), std::string(cause.message())));
+}
+
+}  // namespace
+
+CPUGPUTimer::CPUGPUTimer(CPUGPUTimerOptions options)
+    : CPUGPUTimer(default_gpu_event_source(), options) {}
+
+CPUGPUTimer::CPUGPUTimer(std::shared_ptr<GpuEventSource> source, CPUGPUTimerOptions options)
+    : options_(options),
+      source_(source != nullptr ? std::move(source) : default_gpu_event_source()),
+      gpu_available_(source_->available()),
+      core_(options) {
+  if (!gpu_available_ && options_.require_gpu) {
+    throw TimerError(absl::FailedPreconditionError(
+        "CPUGPUTimer(require_gpu=True): no GPU available: " + source_->describe()));
+  }
+}
+
+CPUGPUTimer::~CPUGPUTimer() {
+  // Destroying an event whose work is still queued is legal in CUDA: its
+  // resources go back when the work completes. So no waiting here.
+  for (std::size_t i = 0; i < pending_size_; ++i) {
+    const Pending& p = pending_[(pending_head_ + i) % pending_.size()];
+    source_->destroy_event(p.start);
+    source_->destroy_event(p.end);
+  }
+  for (auto& slot : core_.slots()) {
+    if (slot.start_event != nullptr) source_->destroy_event(slot.start_event);
+  }
+  for (auto& pool : pools_) {
+    for (GpuEventSource::Event e : pool) source_->destroy_event(e);
+  }
+}
+
+absl::Status CPUGPUTimer::acquire_event(int device, GpuEventSource::Event* out) {
+  if (device < 0) device = 0;
+  if (static_cast<std::size_t>(device) >= pools_.size()) pools_.resize(device + 1);
+  auto& pool = pools_[device];
+  if (!pool.empty()) {
+    *out = pool.back();
+    pool.pop_back();
+    return absl::OkStatus();
+  }
+  absl::Status status = source_->create_event(out);
+  if (status.ok()) ++events_created_;
+  return status;
+}
+
+void CPUGPUTimer::release_event(int device, GpuEventSource::Event event) noexcept {
+  if (device < 0) device = 0;
+  pools_[device].push_back(event);
+}
+
+absl::Status CPUGPUTimer::start_gpu(Key key, detail::OpenSlot& slot, StreamHandle stream) {
+  if (!gpu_available_) {
+    warn_cpu_only(*source_);
+    core_.open(slot, key.id(), true);
+    return absl::OkStatus();
+  }
+  const int device = source_->current_device();
+  GpuEventSource::Event event = nullptr;
+  absl::Status status = acquire_event(device, &event);
+  if (!status.ok()) return gpu_error(key, "event creation", status);
+  status = source_->record(event, stream);
+  if (!status.ok()) {
+    release_event(device, event);
+    return gpu_error(key, "event record at start", status);
+  }
+  slot.start_event = event;
+  slot.device = device;
+  core_.open(slot, key.id(), true);
+  return absl::OkStatus();
+}
+
+absl::Status CPUGPUTimer::end_gpu(Key key, detail::OpenSlot& slot, std::int64_t now,
+                                  StreamHandle stream) {
+  GpuEventSource::Event event = nullptr;
+  absl::Status status = acquire_event(slot.device, &event);
+  if (!status.ok()) return gpu_error(key, "event creation", status);
+  status = source_->record(event, stream);
+  if (!status.ok()) {
+    release_event(slot.device, event);
+    return gpu_error(key, "event record at end", status);
+  }
+  // Reserve the FIFO slot before committing, so that a failed allocation
+  // leaves the region open and the timer unchanged.
+  if (pending_size_ == pending_.size()) {
+    try {
+      push_pending({});
+      --pending_size_;
+    } catch (...) {
+      release_event(slot.device, event);
+      throw;
+    }
+  }
+  push_pending({key.id(), slot.device, slot.start_event, event, slot.start_ns});
+  slot.start_event = nullptr;
+  core_.close(slot, key.id(), now);
+  if (options_.harvest_per_end != 0) harvest(options_.harvest_per_end);
+  return absl::OkStatus();
+}
+
+void CPUGPUTimer::push_pending(const Pending& p) {
+  if (pending_size_ == pending_.size()) {
+    // Grow the ring, unrolling it so the oldest entry is at index 0.
+    std::vector<Pending> bigger(pending_.empty() ? 64 : pending_.size() * 2);
+    for (std::size_t i = 0; i < pending_size_; ++i) {
+      bigger[i] = pending_[(pending_head_ + i) % pending_.size()];
+    }
+    pending_.swap(bigger);
+    pending_head_ = 0;
+  }
+  pending_[(pending_head_ + pending_size_) % pending_.size()] = p;
+  ++pending_size_;
+}
+
+void CPUGPUTimer::pop_pending() noexcept {
+  pending_head_ = (pending_head_ + 1) % pending_.size();
+  --pending_size_;
+}
+
+bool CPUGPUTimer::finish_front(bool wait, absl::Status* error) {
+  const Pending p = pending_[pending_head_];
+  GpuEventSource::QueryResult state = source_->query(p.end);
+  if (state == GpuEventSource::QueryResult::kPending) {
+    if (!wait) return false;
+    ++blocking_waits_;
+    absl::Status s = source_->synchronize(p.end);
+    state = s.ok() ? GpuEventSource::QueryResult::kReady : GpuEventSource::QueryResult::kError;
+  }
+  std::int64_t ns = 0;
+  absl::Status status = state == GpuEventSource::QueryResult::kReady
+                            ? source_->elapsed_ns(p.start, p.end, &ns)
+                            : absl::InternalError("event query reported an error");
+  if (absl::IsUnavailable(status)) {  // start event on another stream, not done yet
+    if (!wait) return false;
+    ++blocking_waits_;
+    status = source_->synchronize(p.start);
+    if (status.ok()) status = source_->elapsed_ns(p.start, p.end, &ns);
+  }
+  pop_pending();
+  if (status.ok()) {
+    core_.record(p.key, Device::kGPU, p.cpu_start_ns, ns);
+    release_event(p.device, p.start);
+    release_event(p.device, p.end);
+    return true;
+  }
+  // A GPU error may poison the events: destroy rather than reuse them.
+  ++gpu_errors_;
+  source_->destroy_event(p.start);
+  source_->destroy_event(p.end);
+  const std::string message = fmt::format("GPU time of a {} region was lost: {}",
+                                          Key::FromId(p.key).name(), std::string(status.message()));
+  warn(message);
+  if (error != nullptr && error->ok()) *error = absl::DataLossError(message);
+  return true;
+}
+
+std::size_t CPUGPUTimer::harvest(std::size_t limit) {
+  std::size_t done = 0;
+  while (done < limit && pending_size_ != 0 && finish_front(false, nullptr)) ++done;
+  return done;
+}
+
+absl::Status CPUGPUTimer::try_complete_all() {
+  absl::Status first_error;
+  if (pending_size_ == 0) return first_error;
+  // One wait on the newest end event usually completes everything before it.
+  const Pending& newest = pending_[(pending_head_ + pending_size_ - 1) % pending_.size()];
+  if (source_->query(newest.end) == GpuEventSource::QueryResult::kPending) {
+    ++blocking_waits_;
+    absl::Status s = source_->synchronize(newest.end);
+    (void)s;  // an error surfaces per pair below
+  }
+  while (pending_size_ != 0) finish_front(true, &first_error);
+  return first_error;
+}
+
+absl::Status CPUGPUTimer::try_get_time(Key key, bool gpu, std::vector<double>* out) {
+  absl::Status completed = try_complete_all();
+  absl::Status status = core_.samples_seconds(key, gpu ? Device::kGPU : Device::kCPU, out);
+  return status.ok() ? completed : status;
+}
+
+std::vector<double> CPUGPUTimer::get_time(Key key, bool gpu) {
+  std::vector<double> out;
+  detail::throw_if_error(try_get_time(key, gpu, &out));
+  return out;
+}
+
+TimeStats CPUGPUTimer::get_time_stats(Key key, bool gpu) {
+  // A GPU error was already reported through warn(); stats of what survived are still right.
+  (void)try_complete_all();
+  return core_.stats(key, gpu ? Device::kGPU : Device::kCPU);
+}
+
+void CPUGPUTimer::reset() {
+  (void)try_complete_all();
+  for (auto& slot : core_.slots()) {
+    if (slot.start_event != nullptr) release_event(slot.device, slot.start_event);
+  }
+  core_.reset();
+}
+
+Summary CPUGPUTimer::summary() {
+  (void)try_complete_all();
+  return core_.summary(true);
+}
+
+absl::Status CPUGPUTimer::try_save_all_time_stats(std::string_view path) {
+  absl::StatusOr<StatsFormat> format = stats_format_for_path(path);
+  if (!format.ok()) return format.status();
+  return detail::write_new_file(path, format_all_time_stats(*format));
+}
+
+void CPUGPUTimer::merge(CPUGPUTimer& other) {
+  (void)other.try_complete_all();
+  (void)try_complete_all();
+  core_.merge_completed(other.core_);
+}
+
+void CPUGPUTimer::export_summary(RegionSink& sink) { sink.submit_summary(summary()); }
+
+std::size_t CPUGPUTimer::memory_bytes() const noexcept {
+  std::size_t bytes = sizeof(*this) - sizeof(core_) + core_.memory_bytes() +
+                      pending_.capacity() * sizeof(Pending) +
+                      pools_.capacity() * sizeof(pools_[0]);
+  for (const auto& pool : pools_) bytes += pool.capacity() * sizeof(GpuEventSource::Event);
+  return bytes;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,142 @@
+#include "trainscope/timing/gpu_event_source.hpp"
+
+#include <atomic>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#if defined(TRAINSCOPE_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+namespace trainscope {
+namespace {
+
+// What every caller gets when there is no GPU to time on: available() is
+// false and describe() says why, so CPUGPUTimer can degrade with one warning.
+class UnavailableEventSource final : public GpuEventSource {
+ public:
+  explicit UnavailableEventSource(std::string reason) : reason_(std::move(reason)) {}
+  bool available() const noexcept override { return false; }
+  std::string describe() const override { return reason_; }
+  int current_device() noexcept override { return 0; }
+  absl::Status create_event(Event*) override { return unavailable(); }
+  void destroy_event(Event) noexcept override {}
+  absl::Status record(Event, StreamHandle) override { return unavailable(); }
+  QueryResult query(Event) noexcept override { return QueryResult::kError; }
+  absl::Status synchronize(Event) override { return unavailable(); }
+  absl::Status elapsed_ns(Event, Event, std::int64_t*) override { return unavailable(); }
+  std::uint64_t blocking_waits() const noexcept override { return 0; }
+
+ private:
+  absl::Status unavailable() const { return absl::FailedPreconditionError(reason_); }
+  std::string reason_;
+};
+
+#if defined(TRAINSCOPE_HAVE_CUDA)
+
+absl::Status cuda_status(cudaError_t error, const char* call) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  const absl::StatusCode code =
+      error == cudaErrorNotReady ? absl::StatusCode::kUnavailable : absl::StatusCode::kInternal;
+  return absl::Status(code, fmt::format("{}: {} ({})", call, cudaGetErrorName(error),
+                                        cudaGetErrorString(error)));
+}
+
+class CudaEventSource final : public GpuEventSource {
+ public:
+  explicit CudaEventSource(std::string description) : description_(std::move(description)) {}
+  bool available() const noexcept override { return true; }
+  std::string describe() const override { return description_; }
+  int current_device() noexcept override {
+    int device = 0;
+    return cudaGetDevice(&device) == cudaSuccess ? device : 0;
+  }
+  absl::Status create_event(Event* out) override {
+    cudaEvent_t event = nullptr;
+    // Default flags: timing enabled, no blocking-sync (cudaEventSynchronize spins briefly).
+    absl::Status status = cuda_status(cudaEventCreateWithFlags(&event, cudaEventDefault),
+                                      "cudaEventCreateWithFlags");
+    *out = event;
+    return status;
+  }
+  void destroy_event(Event event) noexcept override {
+    if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  }
+  absl::Status record(Event event, StreamHandle stream) override {
+    return cuda_status(
+        cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+        "cudaEventRecord");
+  }
+  QueryResult query(Event event) noexcept override {
+    const cudaError_t error = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (error == cudaSuccess) return QueryResult::kReady;
+    if (error == cudaErrorNotReady) return QueryResult::kPending;
+    return QueryResult::kError;
+  }
+  absl::Status synchronize(Event event) override {
+    waits_.fetch_add(1, std::memory_order_relaxed);
+    return cuda_status(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+  }
+  absl::Status elapsed_ns(Event start, Event end, std::int64_t* out) override {
+    float ms = 0.0f;
+    absl::Status status = cuda_status(
+        cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+        "cudaEventElapsedTime");
+    if (status.ok()) *out = std::llround(static_cast<double>(ms) * 1e6);
+    return status;
+  }
+  std::uint64_t blocking_waits() const noexcept override {
+    return waits_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::string description_;
+  std::atomic<std::uint64_t> waits_{0};
+};
+
+std::shared_ptr<GpuEventSource> make_default_source() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    return std::make_shared<UnavailableEventSource>(
+        fmt::format("no usable CUDA device (cudaGetDeviceCount: {}: {})", cudaGetErrorName(error),
+                    cudaGetErrorString(error)));
+  }
+  if (count == 0) return std::make_shared<UnavailableEventSource>("no CUDA device is visible");
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaDeviceProp props{};
+  std::string name = "unknown";
+  if (cudaGetDeviceProperties(&props, device) == cudaSuccess) name = props.name;
+  return std::make_shared<CudaEventSource>(
+      fmt::format("CUDA device {} of {}: {}", device, count, name));
+}
+
+#else
+
+std::shared_ptr<GpuEventSource> make_default_source() {
+  return std::make_shared<UnavailableEventSource>(
+      "this trainscope build has no CUDA support (configured with TRAINSCOPE_WITH_CUDA=OFF or "
+      "without a CUDA toolkit)");
+}
+
+#endif
+
+}  // namespace
+
+std::shared_ptr<GpuEventSource> default_gpu_event_source() {
+  // One probe per process: cudaGetDeviceCount initialises the driver.
+  static const std::shared_ptr<GpuEventSource> source = make_default_source();
+  return source;
+}
+
+bool built_with_cuda() noexcept {
+#if defined(TRAINSCOPE_HAVE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace trainscope

@@ -1,0 +1,356 @@
+// ExportPipeline with several producer threads; CI runs this under TSan.
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainscope/common/clock.hpp"
+#include "trainscope/timing/detail/sample_ring.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/export/export_pipeline.hpp"
+
+namespace trainscope {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Records what the pipeline delivers; read by the test thread after flush().
+class RecordingExporter : public Exporter {
+ public:
+  std::string name() const override { return "recording"; }
+  absl::Status write_samples(absl::Span<const RegionSample> samples) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    samples_.insert(samples_.end(), samples.begin(), samples.end());
+    events_.push_back("samples");
+    return absl::OkStatus();
+  }
+  absl::Status write_summary(const Summary& summary) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    summaries_.push_back(summary);
+    events_.push_back("summary");
+    return absl::OkStatus();
+  }
+  absl::Status flush() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("flush");
+    ++flushes_;
+    return absl::OkStatus();
+  }
+
+  std::vector<RegionSample> samples() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return samples_;
+  }
+  std::vector<Summary> summaries() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return summaries_;
+  }
+  std::vector<std::string> events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  int flushes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return flushes_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<RegionSample> samples_;
+  std::vector<Summary> summaries_;
+  std::vector<std::string> events_;
+  int flushes_ = 0;
+};
+
+class FailingExporter : public Exporter {
+ public:
+  std::string name() const override { return "failing"; }
+  absl::Status write_samples(absl::Span<const RegionSample>) override {
+    return absl::UnavailableError("disk on fire");
+  }
+  absl::Status write_summary(const Summary&) override {
+    return absl::UnavailableError("disk on fire");
+  }
+  absl::Status flush() override { return absl::UnavailableError("disk on fire"); }
+};
+
+class ThrowingExporter : public Exporter {
+ public:
+  std::string name() const override { return "throwing"; }
+  absl::Status write_samples(absl::Span<const RegionSample>) override {
+    throw std::runtime_error("boom");
+  }
+  absl::Status write_summary(const Summary&) override { throw 42; }
+};
+
+// Warnings go through a plain function pointer, so they are collected globally.
+std::mutex g_warnings_mu;
+std::vector<std::string>* g_warnings = new std::vector<std::string>;
+
+void collect_warning(const std::string& message) {
+  std::lock_guard<std::mutex> lock(g_warnings_mu);
+  g_warnings->push_back(message);
+}
+
+class ExportPipelineTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::lock_guard<std::mutex> lock(g_warnings_mu);
+    g_warnings->clear();
+    previous_handler_ = set_warning_handler(&collect_warning);
+  }
+  void TearDown() override { set_warning_handler(previous_handler_); }
+
+  static std::vector<std::string> warnings() {
+    std::lock_guard<std::mutex> lock(g_warnings_mu);
+    return *g_warnings;
+  }
+
+  // Only flush() and destruction drive delivery, so the tests are deterministic.
+  static ExportPipeline::Options manual_options(std::size_t ring_capacity = 1024) {
+    ExportPipeline::Options options;
+    options.flush_interval = absl::InfiniteDuration();
+    options.ring_capacity = ring_capacity;
+    return options;
+  }
+
+ private:
+  WarningHandler previous_handler_ = nullptr;
+};
+
+RegionSample make_sample(std::uint32_t thread, std::int64_t sequence) {
+  RegionSample s;
+  s.key = 1;
+  s.thread = thread;
+  s.start_unix_ns = detail::now_ns();
+  s.duration_ns = sequence;
+  return s;
+}
+
+Summary make_summary(const std::string& key) {
+  Summary summary;
+  summary.entries.push_back({key, Device::kCPU, TimeStats{}});
+  return summary;
+}
+
+TEST_F(ExportPipelineTest, EverySampleFromFourProducersArrivesInPerThreadOrder) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 20000;
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline::Options options;
+  options.flush_interval = absl::Milliseconds(1);
+  options.ring_capacity = kPerThread;  // never full: the exact count is checked
+  ExportPipeline pipeline(options);
+  pipeline.add_exporter(recorder);
+
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&pipeline, t] {
+      std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+      for (int i = 0; i < kPerThread; ++i) {
+        ASSERT_TRUE(ring->push(make_sample(static_cast<std::uint32_t>(t), i)));
+        if (i % 5000 == 0) pipeline.flush();  // flushes racing with the drain
+      }
+      ring->release();
+    });
+  }
+  for (std::thread& p : producers) p.join();
+  pipeline.flush();
+
+  const std::vector<RegionSample> samples = recorder->samples();
+  ASSERT_EQ(samples.size(), static_cast<std::size_t>(kThreads * kPerThread));
+  std::vector<std::int64_t> next(kThreads, 0);
+  const std::int64_t unix_now = detail::unix_now_ns();
+  for (const RegionSample& s : samples) {
+    ASSERT_LT(s.thread, static_cast<std::uint32_t>(kThreads));
+    ASSERT_EQ(s.duration_ns, next[s.thread]) << "thread " << s.thread;
+    ++next[s.thread];
+    // Converted from steady-clock to Unix time (generous bound: same hour).
+    ASSERT_LT(std::llabs(unix_now - s.start_unix_ns), std::int64_t{3600} * 1000000000);
+  }
+  EXPECT_EQ(pipeline.dropped_samples(), 0u);
+  EXPECT_EQ(pipeline.export_errors(), 0u);
+}
+
+TEST_F(ExportPipelineTest, FlushDeliversEverythingBeforeItThenFlushesExporters) {
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline(manual_options());
+  pipeline.add_exporter(recorder);
+  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  for (int i = 0; i < 3; ++i) ring->push(make_sample(0, i));
+  pipeline.submit_summary(make_summary("EPOCH"));
+  EXPECT_TRUE(recorder->samples().empty());  // the interval never elapses
+
+  pipeline.flush();
+  EXPECT_EQ(recorder->samples().size(), 3u);
+  ASSERT_EQ(recorder->summaries().size(), 1u);
+  EXPECT_EQ(recorder->summaries()[0].entries[0].key, "EPOCH");
+  // Samples, then the summary that describes them, then the exporter's flush.
+  EXPECT_THAT(recorder->events(), ElementsAre("samples", "summary", "flush"));
+
+  pipeline.flush();  // nothing new: only the exporter flush
+  EXPECT_THAT(recorder->events(), ElementsAre("samples", "summary", "flush", "flush"));
+}
+
+TEST_F(ExportPipelineTest, ConcurrentFlushesAllReturn) {
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline(manual_options());
+  pipeline.add_exporter(recorder);
+  std::vector<std::thread> flushers;
+  for (int t = 0; t < 4; ++t) {
+    flushers.emplace_back([&pipeline, t] {
+      for (int i = 0; i < 50; ++i) {
+        pipeline.submit_summary(make_summary("K" + std::to_string(t)));
+        pipeline.flush();
+      }
+    });
+  }
+  for (std::thread& f : flushers) f.join();
+  EXPECT_EQ(recorder->summaries().size(), 200u);
+  EXPECT_GE(recorder->flushes(), 1);
+}
+
+TEST_F(ExportPipelineTest, SummariesAreDeliveredWithoutFlush) {
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline::Options options;
+  options.flush_interval = absl::Milliseconds(1);
+  ExportPipeline pipeline(options);
+  pipeline.add_exporter(recorder);
+  pipeline.submit_summary(make_summary("A"));
+  pipeline.submit_summary(make_summary("B"));
+  // The periodic drain delivers them; wait for it without a time limit.
+  while (recorder->summaries().size() < 2) std::this_thread::yield();
+  const std::vector<Summary> summaries = recorder->summaries();
+  EXPECT_EQ(summaries[0].entries[0].key, "A");
+  EXPECT_EQ(summaries[1].entries[0].key, "B");
+}
+
+TEST_F(ExportPipelineTest, FailingExportersAreCountedAndDoNotStopOthers) {
+  auto failing = std::make_shared<FailingExporter>();
+  auto throwing = std::make_shared<ThrowingExporter>();
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline(manual_options());
+  pipeline.add_exporter(failing);
+  pipeline.add_exporter(throwing);
+  pipeline.add_exporter(recorder);
+  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+
+  for (int round = 0; round < 3; ++round) {
+    ring->push(make_sample(0, round));
+    pipeline.submit_summary(make_summary("EPOCH"));
+    pipeline.flush();
+  }
+  EXPECT_EQ(recorder->samples().size(), 3u);
+  EXPECT_EQ(recorder->summaries().size(), 3u);
+  EXPECT_EQ(recorder->flushes(), 3);
+  // Per round: failing x3 (samples, summary, flush) + throwing x2 (its flush is fine).
+  EXPECT_EQ(pipeline.export_errors(), 15u);
+
+  // Reported once per exporter, naming it and the failure.
+  const std::vector<std::string> reported = warnings();
+  ASSERT_EQ(reported.size(), 2u);
+  EXPECT_THAT(reported[0], HasSubstr("failing"));
+  EXPECT_THAT(reported[0], HasSubstr("disk on fire"));
+  EXPECT_THAT(reported[1], HasSubstr("throwing"));
+  EXPECT_THAT(reported[1], HasSubstr("boom"));
+}
+
+TEST_F(ExportPipelineTest, RingOverflowIsCountedInDroppedSamples) {
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline(manual_options(/*ring_capacity=*/4));
+  pipeline.add_exporter(recorder);
+  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  int pushed = 0;
+  for (int i = 0; i < 10; ++i) pushed += ring->push(make_sample(0, i)) ? 1 : 0;
+  EXPECT_EQ(pushed, 4);
+  EXPECT_EQ(pipeline.dropped_samples(), 6u);
+
+  // The producer goes away; the drained ring is removed but its drops still count.
+  ring->release();
+  ring.reset();
+  pipeline.flush();
+  EXPECT_EQ(recorder->samples().size(), 4u);
+  EXPECT_EQ(pipeline.dropped_samples(), 6u);
+  const std::vector<std::string> reported = warnings();
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_THAT(reported[0], HasSubstr("ring_capacity"));
+}
+
+TEST_F(ExportPipelineTest, RingsOpenedFromManyThreadsAndReleased) {
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline::Options options;
+  options.flush_interval = absl::Milliseconds(1);
+  options.ring_capacity = 64;
+  ExportPipeline pipeline(options);
+  pipeline.add_exporter(recorder);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&pipeline, t] {
+      for (int r = 0; r < 50; ++r) {
+        std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+        for (int i = 0; i < 10; ++i) ring->push(make_sample(static_cast<std::uint32_t>(t), i));
+        ring->release();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  pipeline.flush();
+  EXPECT_EQ(recorder->samples().size(), 4u * 50u * 10u);
+  EXPECT_EQ(pipeline.dropped_samples(), 0u);
+}
+
+TEST_F(ExportPipelineTest, DestructorDeliversEverythingAndFlushes) {
+  auto recorder = std::make_shared<RecordingExporter>();
+  {
+    ExportPipeline pipeline(manual_options());
+    pipeline.add_exporter(recorder);
+    std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+    std::thread producer([&ring] {
+      for (int i = 0; i < 100; ++i) ring->push(make_sample(0, i));
+    });
+    producer.join();
+    pipeline.submit_summary(make_summary("EPOCH"));
+  }
+  EXPECT_EQ(recorder->samples().size(), 100u);
+  EXPECT_EQ(recorder->summaries().size(), 1u);
+  EXPECT_THAT(recorder->events(), ElementsAre("samples", "summary", "flush"));
+}
+
+TEST(SampleRingTest, CapacityRoundsUpToPowerOfTwoOfAtLeastTwo) {
+  const auto fill = [](std::size_t requested) {
+    detail::SampleRing ring(requested);
+    std::size_t n = 0;
+    while (ring.push(RegionSample{})) ++n;
+    return n;
+  };
+  EXPECT_EQ(fill(0), 2u);
+  EXPECT_EQ(fill(1), 2u);
+  EXPECT_EQ(fill(2), 2u);
+  EXPECT_EQ(fill(5), 8u);
+  EXPECT_EQ(fill(64), 64u);
+}
+
+TEST(SampleRingTest, PopAllWrapsAroundInOrder) {
+  detail::SampleRing ring(4);
+  std::vector<RegionSample> out;
+  std::int64_t next = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(ring.push(make_sample(0, next++)));
+    EXPECT_EQ(ring.pop_all(&out), 3u);
+    EXPECT_TRUE(ring.empty());
+  }
+  ASSERT_EQ(out.size(), 15u);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(out[i].duration_ns, static_cast<std::int64_t>(i));
+  EXPECT_EQ(ring.dropped(), 0u);
+}
+
+}  // namespace
+}  // namespace trainscope

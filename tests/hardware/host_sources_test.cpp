@@ -1,0 +1,451 @@
+// The host sources: parsers on fixed texts, sources on a fake /proc, a
+// missing file, and the real /proc against known load in forked children
+// (one busy core, 200 MB written and fsynced, 1 GiB touched). Tolerances are
+// stated next to each assertion.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hardware/host/host_parsers.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/hardware/host/host_sources.hpp"
+#include "trainscope/hardware/sampler.hpp"
+
+namespace trainscope::host {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr double kMB = 1e6;
+
+std::map<std::string, double> by_name(const std::vector<HardwareReading>& readings) {
+  std::map<std::string, double> out;
+  for (const HardwareReading& r : readings) out[r.name] = r.value;
+  return out;
+}
+
+// ---- Parsers on fixed texts -------------------------------------------------
+
+TEST(HostParsers, ProcStat) {
+  std::vector<CpuTimes> cpus;
+  parse_proc_stat(
+      "cpu  100 5 50 800 20 3 2 0 7 0\n"
+      "cpu0 60 5 30 400 10 3 2 0 0 0\n"
+      "cpu1 40 0 20 400 10 0 0 0\n"
+      "intr 12345 0 0\n"
+      "cpuX 1 2 3 4\n"
+      "ctxt 99\n",
+      &cpus);
+  ASSERT_EQ(cpus.size(), 3u);
+  EXPECT_EQ(cpus[0].core, -1);
+  EXPECT_EQ(cpus[0].total, 980u);  // guest (7) is already in user: not added
+  EXPECT_EQ(cpus[0].busy, 160u);   // minus idle 800 and iowait 20
+  EXPECT_EQ(cpus[1].core, 0);
+  EXPECT_EQ(cpus[2].core, 1);
+  EXPECT_EQ(cpus[2].busy, 60u);
+  parse_proc_stat("garbage\ncpu 1 2\n", &cpus);
+  EXPECT_TRUE(cpus.empty());
+}
+
+TEST(HostParsers, Meminfo) {
+  MemInfo m;
+  ASSERT_TRUE(parse_meminfo(
+      "MemTotal:       16000000 kB\nMemFree:         2000000 kB\n"
+      "MemAvailable:    9000000 kB\nBuffers:          500000 kB\n"
+      "Cached:          6000000 kB\nSwapCached:            0 kB\n"
+      "SwapTotal:       4000000 kB\nSwapFree:        3000000 kB\nHugePages_Total: 0\n",
+      &m));
+  EXPECT_EQ(m.total_kb, 16000000u);
+  EXPECT_EQ(m.free_kb, 2000000u);
+  EXPECT_TRUE(m.has_available);
+  EXPECT_EQ(m.available_kb, 9000000u);
+  EXPECT_EQ(m.buffers_kb, 500000u);
+  EXPECT_EQ(m.cached_kb, 6000000u);  // not SwapCached
+  EXPECT_EQ(m.swap_total_kb, 4000000u);
+  EXPECT_EQ(m.swap_free_kb, 3000000u);
+  EXPECT_FALSE(parse_meminfo("MemFree: 1 kB\n", &m));
+}
+
+TEST(HostParsers, Diskstats) {
+  std::vector<DiskCounters> disks;
+  parse_diskstats(
+      " 259       0 nvme0n1 1000 10 80000 500 2000 20 160000 900 0 1000 1400 0 0 0 0\n"
+      " 259       1 nvme0n1p1 900 10 70000 400 1900 20 150000 800 0 900 1200\n"
+      "   8       0 sda 1 2 3\n",
+      &disks);
+  ASSERT_EQ(disks.size(), 2u);  // sda's line is cut short
+  EXPECT_EQ(disks[0].name, "nvme0n1");
+  EXPECT_EQ(disks[0].major, 259u);
+  EXPECT_EQ(disks[0].reads, 1000u);
+  EXPECT_EQ(disks[0].read_sectors, 80000u);
+  EXPECT_EQ(disks[0].writes, 2000u);
+  EXPECT_EQ(disks[0].write_sectors, 160000u);
+  EXPECT_EQ(disks[1].name, "nvme0n1p1");
+}
+
+TEST(HostParsers, NetDev) {
+  std::vector<NetCounters> nets;
+  parse_net_dev(
+      "Inter-|   Receive                            |  Transmit\n"
+      " face |bytes    packets errs drop fifo frame compressed multicast|bytes ...\n"
+      "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n"
+      "  eth0:123456 100 0 0 0 0 0 0 654321 200 0 0 0 0 0 0\n",
+      &nets);
+  ASSERT_EQ(nets.size(), 2u);
+  EXPECT_EQ(nets[1].name, "eth0");
+  EXPECT_EQ(nets[1].rx_bytes, 123456u);
+  EXPECT_EQ(nets[1].tx_bytes, 654321u);
+}
+
+TEST(HostParsers, PidStatWithAnAwkwardCommandName) {
+  ProcStat s;
+  ASSERT_TRUE(parse_pid_stat(
+      "4242 (py (worker) 1) S 4000 4242 4000 0 -1 4194560 500 0 0 0 "
+      "150 50 7 3 20 0 4 0 12345 1000000 2560 18446744073709551615 1 1 0 0 0\n",
+      &s));
+  EXPECT_EQ(s.ppid, 4000);
+  EXPECT_EQ(s.cpu_ticks, 210u);  // utime + stime + cutime + cstime
+  EXPECT_EQ(s.rss_pages, 2560u);
+  EXPECT_FALSE(parse_pid_stat("4242 (cut short) S 1 2 3", &s));
+  EXPECT_FALSE(parse_pid_stat("no parenthesis", &s));
+}
+
+TEST(HostParsers, PidIoAndChildren) {
+  ProcIo io;
+  ASSERT_TRUE(parse_pid_io("rchar: 10\nwchar: 20\nread_bytes: 4096\nwrite_bytes: 8192\n", &io));
+  EXPECT_EQ(io.read_bytes, 4096u);
+  EXPECT_EQ(io.write_bytes, 8192u);
+  EXPECT_FALSE(parse_pid_io("rchar: 10\n", &io));
+  std::vector<pid_t> pids = {1};
+  parse_pid_list("12 345 x 0 67\n", &pids);
+  EXPECT_EQ(pids, (std::vector<pid_t>{1, 12, 345, 67}));
+}
+
+// ---- Sources on a fake /proc ------------------------------------------------
+
+class FakeProc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / ("fake-proc-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "net");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  // Rewrites in place (same inode): the sources keep their files open.
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(root_ / name, std::ios::trunc) << text;
+  }
+  fs::path root_;
+};
+
+TEST_F(FakeProc, CpuUtilisationIsBusyOverTotal) {
+  write("stat", "cpu 100 0 0 900 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0\n");
+  auto cpu = make_cpu_source(root_.string());
+  ASSERT_TRUE(cpu->open(HardwareContext{}).ok());
+  write("stat", "cpu 175 0 0 925 0 0 0 0\ncpu0 175 0 0 925 0 0 0 0\n");
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(cpu->sample(&out).ok());
+  const auto values = by_name(out);
+  EXPECT_DOUBLE_EQ(values.at("system/cpu.util_pct"), 75.0);
+  EXPECT_DOUBLE_EQ(values.at("system/cpu.0.util_pct"), 75.0);
+}
+
+TEST_F(FakeProc, MemoryInMegabytes) {
+  write("meminfo",
+        "MemTotal: 1000000 kB\nMemFree: 100000 kB\nMemAvailable: 400000 kB\n"
+        "Buffers: 50000 kB\nCached: 250000 kB\nSwapTotal: 200000 kB\nSwapFree: 150000 kB\n");
+  auto mem = make_memory_source(root_.string());
+  ASSERT_TRUE(mem->open(HardwareContext{}).ok());
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(mem->sample(&out).ok());
+  const auto v = by_name(out);
+  EXPECT_DOUBLE_EQ(v.at("system/mem.total_mb"), 1024.0);  // kB are KiB; MB are 10^6 bytes
+  EXPECT_DOUBLE_EQ(v.at("system/mem.used_mb"), 600000 * 1024.0 / kMB);
+  EXPECT_DOUBLE_EQ(v.at("system/mem.used_pct"), 60.0);
+  EXPECT_DOUBLE_EQ(v.at("system/mem.cached_mb"), 250000 * 1024.0 / kMB);
+  EXPECT_DOUBLE_EQ(v.at("system/swap.used_mb"), 50000 * 1024.0 / kMB);
+}
+
+TEST_F(FakeProc, NetworkSkipsLoopbackAndAccumulates) {
+  const std::string header = "Inter-|\n face |\n";
+  write("net/dev", header + "lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                            "eth0: 1000000 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+  auto net = make_network_source(root_.string());
+  ASSERT_TRUE(net->open(HardwareContext{}).ok());
+  write("net/dev", header + "lo: 9000000 0 0 0 0 0 0 0 9000000 0 0 0 0 0 0 0\n"
+                            "eth0: 4000000 0 0 0 0 0 0 0 2000000 0 0 0 0 0 0 0\n");
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(net->sample(&out).ok());
+  const auto v = by_name(out);
+  EXPECT_DOUBLE_EQ(v.at("system/net.eth0.rx_mb"), 3.0);
+  EXPECT_DOUBLE_EQ(v.at("system/net.eth0.tx_mb"), 2.0);
+  EXPECT_DOUBLE_EQ(v.at("system/net.rx_mb"), 3.0);
+  EXPECT_EQ(v.count("system/net.lo.rx_mb"), 0u);
+  EXPECT_GT(v.at("system/net.rx_mb_s"), 0.0);
+}
+
+std::mutex g_warnings_mu;
+std::vector<std::string> g_warnings;
+void record_warning(const std::string& message) {
+  std::lock_guard<std::mutex> lock(g_warnings_mu);
+  g_warnings.push_back(message);
+}
+
+TEST_F(FakeProc, MissingFileDisablesTheSourceWithOneWarning) {
+  // root_ has no meminfo.
+  const WarningHandler previous = set_warning_handler(&record_warning);
+  {
+    ExportPipeline pipeline;
+    std::vector<std::unique_ptr<HardwareSource>> sources;
+    sources.push_back(make_memory_source(root_.string()));
+    SamplerOptions options;
+    options.interval = absl::Milliseconds(1);
+    Sampler sampler(options, std::move(sources), &pipeline);
+    sampler.start();
+    while (sampler.ticks() < 5) std::this_thread::yield();
+    sampler.stop();
+  }
+  set_warning_handler(previous);
+  ASSERT_EQ(g_warnings.size(), 1u);
+  EXPECT_THAT(g_warnings[0], HasSubstr("host.memory"));
+  EXPECT_THAT(g_warnings[0], HasSubstr("meminfo"));
+}
+
+// ---- Real /proc against known load -----------------------------------------
+
+// A forked child that waits for "go", runs `work`, reports a double (its own
+// measurement) and waits for "exit", so the parent samples it while alive.
+class Child {
+ public:
+  explicit Child(const std::function<double()>& work) {
+    if (::pipe(go_) != 0 || ::pipe(done_) != 0) std::abort();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      char c;
+      if (::read(go_[0], &c, 1) != 1) ::_exit(1);
+      const double result = work();
+      if (::write(done_[1], &result, sizeof result) != sizeof result) ::_exit(1);
+      if (::read(go_[0], &c, 1) != 1) ::_exit(1);
+      ::_exit(0);
+    }
+  }
+  ~Child() {
+    release();
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    for (int fd : {go_[0], go_[1], done_[0], done_[1]}) ::close(fd);
+  }
+  pid_t pid() const { return pid_; }
+  void go() { ASSERT_EQ(::write(go_[1], "g", 1), 1); }
+  double wait_done() {
+    double result = 0;
+    EXPECT_EQ(::read(done_[0], &result, sizeof result), static_cast<ssize_t>(sizeof result));
+    return result;
+  }
+  void release() {
+    if (!released_) released_ = ::write(go_[1], "x", 1) == 1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int go_[2] = {-1, -1};
+  int done_[2] = {-1, -1};
+  bool released_ = false;
+};
+
+std::unique_ptr<HardwareSource> open_tree(pid_t pid) {
+  auto tree = make_process_tree_source("/proc");
+  HardwareContext context;
+  context.root_pid = pid;
+  EXPECT_TRUE(tree->open(context).ok());
+  return tree;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+TEST(HostLoad, BusyCoreReadsAsOneCore) {
+  Child child([] {
+    // Spin for 3 s of wall time; report the CPU time actually obtained.
+    const auto start = std::chrono::steady_clock::now();
+    volatile unsigned sink = 0;
+    while (seconds_since(start) < 3.0) sink = sink + 1;
+    timespec cpu{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    return static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9;
+  });
+  auto tree = open_tree(child.pid());
+  const auto window_start = std::chrono::steady_clock::now();
+  child.go();
+  const double child_cpu_s = child.wait_done();
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(tree->sample(&out).ok());
+  const double window_s = seconds_since(window_start);
+  const double pct = by_name(out).at("system/proc.cpu_pct");
+  // What the child really got: 100 on an idle machine, less when other jobs
+  // share the cores. Tolerance: 80% to 110% of it (i.e. 80..110 when idle),
+  // which covers the 10 ms clock-tick granularity over 3 s and the sampling
+  // window being a few ms longer than the spin.
+  const double expected = 100.0 * child_cpu_s / window_s;
+  RecordProperty("cpu_pct", std::to_string(pct));
+  EXPECT_GT(expected, 30.0) << "the child got almost no CPU; the machine is overloaded";
+  EXPECT_GE(pct, 0.8 * expected) << "child CPU " << child_cpu_s << " s over " << window_s << " s";
+  EXPECT_LE(pct, 1.1 * expected) << "child CPU " << child_cpu_s << " s over " << window_s << " s";
+  EXPECT_EQ(by_name(out).at("system/proc.count"), 1.0);
+}
+
+std::size_t open_fd_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+pid_t spawn_sleeper() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  return pid;
+}
+
+void reap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// Members keep their files open between discoveries (once a second): the tree
+// follows processes that come and go, and closes what it no longer needs.
+TEST(HostLoad, TreeFollowsMembersThatComeAndGo) {
+  const std::size_t fds_before = open_fd_count();
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) children.push_back(spawn_sleeper());
+  {
+    auto tree = open_tree(::getpid());
+    std::vector<HardwareReading> out;
+    ASSERT_TRUE(tree->sample(&out).ok());
+    EXPECT_EQ(by_name(out).at("system/proc.count"), 4.0);
+
+    reap(children[0]);
+    reap(children[1]);
+    out.clear();
+    ASSERT_TRUE(tree->sample(&out).ok());  // before the next discovery: the dead are skipped
+    EXPECT_EQ(by_name(out).at("system/proc.count"), 2.0);
+
+    children.push_back(spawn_sleeper());
+    children.push_back(spawn_sleeper());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    out.clear();
+    ASSERT_TRUE(tree->sample(&out).ok());  // rediscovered
+    EXPECT_EQ(by_name(out).at("system/proc.count"), 4.0);
+    for (std::size_t i = 2; i < children.size(); ++i) reap(children[i]);
+  }
+  EXPECT_EQ(open_fd_count(), fds_before) << "the tree source leaked file descriptors";
+}
+
+TEST(HostLoad, TouchedGigabyteShowsInRss) {
+  constexpr std::size_t kBytes = std::size_t{1} << 30;
+  Child child([] {
+    // volatile: the compiler may not elide the allocation or the stores.
+    volatile char* p = static_cast<char*>(std::malloc(kBytes));
+    if (p == nullptr) return 0.0;
+    for (std::size_t i = 0; i < kBytes; i += 4096) p[i] = 1;  // every page resident
+    return static_cast<double>(p[kBytes - 4096]);
+  });
+  auto tree = open_tree(child.pid());
+  child.go();
+  ASSERT_EQ(child.wait_done(), 1.0) << "the child could not allocate 1 GiB";
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(tree->sample(&out).ok());
+  const double rss_mb = by_name(out).at("system/proc.rss_mb");
+  // 1 GiB = 1073.7 MB. Tolerance: at least 1000 MB (the brief's bound), at
+  // most 1300 MB (the child's own code and libraries are a few MB), except
+  // under a sanitizer, whose shadow memory of the touched pages is resident too.
+  EXPECT_GE(rss_mb, 1000.0);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LE(rss_mb, 1300.0);
+#endif
+}
+
+// The whole disk (e.g. "nvme0n1" for a partition nvme0n1p2) holding `dir`, or
+// "" when it is on no block device (overlay, tmpfs).
+std::string whole_disk_of(const fs::path& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return "";
+  const fs::path dev = fs::path("/sys/dev/block") /
+                       (std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)));
+  std::error_code ec;
+  fs::path real = fs::canonical(dev, ec);
+  if (ec) return "";
+  if (fs::exists(real / "partition")) real = real.parent_path();
+  return fs::exists(fs::path("/sys/block") / real.filename()) ? real.filename().string() : "";
+}
+
+TEST(HostLoad, FsyncedWritesShowOnTheDevice) {
+  constexpr int kMegabytes = 200;
+  const fs::path file = fs::path(TRAINSCOPE_TEST_TMPDIR) / ("fsync-" + std::to_string(::getpid()));
+  const std::string disk = whole_disk_of(TRAINSCOPE_TEST_TMPDIR);
+
+  std::vector<HardwareReading> out;
+  Child child([&file] {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return 0.0;
+    std::vector<char> block(1'000'000, 'x');
+    for (int i = 0; i < kMegabytes; ++i) {
+      if (::write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) return 0.0;
+    }
+    const bool synced = ::fsync(fd) == 0;
+    ::close(fd);
+    return synced ? 1.0 : 0.0;
+  });
+  auto tree = open_tree(child.pid());
+  auto disks = make_disk_source("/proc", "/sys");
+  ASSERT_TRUE(disks->open(HardwareContext{}).ok());  // counts from here
+  child.go();
+  ASSERT_EQ(child.wait_done(), 1.0) << "the child could not write and fsync " << file;
+  out.clear();
+  ASSERT_TRUE(tree->sample(&out).ok());
+  ASSERT_TRUE(disks->sample(&out).ok());
+  child.release();
+  fs::remove(file);
+  const auto v = by_name(out);
+
+  // The tree's block-layer writes are the child's own: 200 MB +-10%.
+  EXPECT_GE(v.at("system/proc.write_mb"), 0.9 * kMegabytes);
+  EXPECT_LE(v.at("system/proc.write_mb"), 1.1 * kMegabytes);
+  if (disk.empty()) {
+    GTEST_LOG_(INFO) << TRAINSCOPE_TEST_TMPDIR
+                     << " is on no block device (overlay/tmpfs): checked the process tree's "
+                        "/proc/<pid>/io write_bytes only";
+    return;
+  }
+  // The device: all 200 MB (-10%) must appear. No upper bound: a device
+  // counter includes every writer on the machine (ctest runs tests in
+  // parallel), so only the tree's own counter above is attributable.
+  const double device_mb = v.at("system/disk." + disk + ".write_mb");
+  EXPECT_GE(device_mb, 0.9 * kMegabytes) << disk;
+  EXPECT_GE(v.at("system/disk.write_mb"), device_mb);  // totals include it
+}
+
+}  // namespace
+}  // namespace trainscope::host

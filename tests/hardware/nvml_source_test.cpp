@@ -1,0 +1,353 @@
+// NvmlSource over a simulated NVML: metric names and units, which GPUs
+// CUDA_VISIBLE_DEVICES selects (indices, GPU and MIG UUIDs), per-process sums
+// over the monitored tree, what an error disables, MIG naming.
+#include "hardware/gpu/nvml_source.hpp"
+
+#include "support/simulated_nvml.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/hardware/gpu/gpu_sources.hpp"
+#include "trainscope/hardware/sampler.hpp"
+
+namespace trainscope::nvml {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Key;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+std::vector<std::string>& warnings() {
+  static std::vector<std::string> w;
+  return w;
+}
+
+class NvmlSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    warnings().clear();
+    previous_ = set_warning_handler([](const std::string& m) { warnings().push_back(m); });
+    auto sim = std::make_unique<SimulatedNvml>(2);
+    sim_ = sim.get();
+    sim_owned_ = std::move(sim);
+  }
+  void TearDown() override { set_warning_handler(previous_); }
+
+  // The source over the simulated NVML; `visible` is CUDA_VISIBLE_DEVICES.
+  std::unique_ptr<NvmlSource> make(std::optional<std::string> visible = std::nullopt,
+                                   std::string proc_root = "/proc") {
+    return std::make_unique<NvmlSource>(std::move(sim_owned_), std::move(visible),
+                                        std::move(proc_root));
+  }
+
+  static std::map<std::string, double> sample(NvmlSource& source) {
+    std::vector<HardwareReading> readings;
+    EXPECT_TRUE(source.sample(&readings).ok());
+    std::map<std::string, double> values;
+    for (const HardwareReading& r : readings) {
+      EXPECT_TRUE(values.emplace(r.name, r.value).second) << "duplicate " << r.name;
+    }
+    return values;
+  }
+
+  SimulatedNvml* sim_ = nullptr;
+  std::unique_ptr<SimulatedNvml> sim_owned_;
+  WarningHandler previous_ = nullptr;
+};
+
+TEST_F(NvmlSourceTest, NamesAndUnitsForTwoDevices) {
+  auto source = make();
+  ASSERT_TRUE(source->open({}).ok());
+  EXPECT_THAT(warnings(), IsEmpty());
+  sim_->device(1).energy_mj += 2500;  // 2.5 J since open
+  sim_->device(1).power_mw = 250000;
+  const std::map<std::string, double> v = sample(*source);
+  EXPECT_THAT(v, SizeIs(2 * 14));
+  EXPECT_EQ(v.at("system/gpu.0.util_pct"), 50);
+  EXPECT_EQ(v.at("system/gpu.0.mem_util_pct"), 20);
+  EXPECT_EQ(v.at("system/gpu.0.mem_used_mb"), 4096);
+  EXPECT_EQ(v.at("system/gpu.0.mem_total_mb"), 16384);
+  EXPECT_DOUBLE_EQ(v.at("system/gpu.0.power_w"), 120.5);
+  EXPECT_EQ(v.at("system/gpu.0.energy_j"), 0);
+  EXPECT_EQ(v.at("system/gpu.0.temp_c"), 61);
+  EXPECT_EQ(v.at("system/gpu.0.sm_clock_mhz"), 1410);
+  EXPECT_EQ(v.at("system/gpu.0.mem_clock_mhz"), 1215);
+  EXPECT_EQ(v.at("system/gpu.0.pcie_tx_mb_s"), 2);
+  EXPECT_EQ(v.at("system/gpu.0.pcie_rx_mb_s"), 4);
+  EXPECT_EQ(v.at("system/gpu.0.throttle_reasons"), 4);
+  EXPECT_EQ(v.at("system/gpu.0.proc.mem_used_mb"), 0);
+  EXPECT_EQ(v.at("system/gpu.0.proc.util_pct"), 0);
+  EXPECT_DOUBLE_EQ(v.at("system/gpu.1.energy_j"), 2.5);
+  EXPECT_EQ(v.at("system/gpu.1.power_w"), 250);
+}
+
+TEST_F(NvmlSourceTest, VisibleIndexSelectsThatPhysicalGpu) {
+  auto source = make("1");
+  ASSERT_TRUE(source->open({}).ok());
+  const auto v = sample(*source);
+  EXPECT_THAT(v, Contains(Key("system/gpu.1.util_pct")));
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.util_pct"))));
+}
+
+TEST_F(NvmlSourceTest, VisibleUuidOrUniquePrefixSelectsThatGpu) {
+  for (const char* visible : {"GPU-bbbbbbbb-1111", " GPU-bbbb ", "GPU-bbbb,0"}) {
+    SetUp();
+    auto source = make(visible);
+    ASSERT_TRUE(source->open({}).ok()) << visible;
+    const auto v = sample(*source);
+    EXPECT_THAT(v, Contains(Key("system/gpu.1.util_pct"))) << visible;
+    EXPECT_EQ(v.count("system/gpu.0.util_pct"), std::string(visible) == "GPU-bbbb,0" ? 1u : 0u)
+        << visible;
+  }
+}
+
+TEST_F(NvmlSourceTest, ListEndsAtTheFirstUnknownDevice) {
+  auto source = make("1,GPU-zzzz,0");
+  ASSERT_TRUE(source->open({}).ok());
+  const auto v = sample(*source);
+  EXPECT_THAT(v, Contains(Key("system/gpu.1.util_pct")));
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.util_pct"))));
+}
+
+TEST_F(NvmlSourceTest, NoVisibleGpuFailsOpen) {
+  for (const char* visible : {"", "-1", "7", "GPU-", "GPU-c"}) {
+    SetUp();
+    absl::Status status = make(visible)->open({});
+    EXPECT_TRUE(absl::IsNotFound(status)) << visible << ": " << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("selects no GPU")) << visible;
+  }
+}
+
+TEST_F(NvmlSourceTest, ContextDevicesOverrideTheEnvironment) {
+  auto source = make("0");
+  HardwareContext context;
+  context.gpu_devices = {1};
+  ASSERT_TRUE(source->open(context).ok());
+  const auto v = sample(*source);
+  EXPECT_THAT(v, Contains(Key("system/gpu.1.util_pct")));
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.util_pct"))));
+  SetUp();
+  context.gpu_devices = {2};
+  EXPECT_TRUE(absl::IsInvalidArgument(make()->open(context)));
+}
+
+TEST_F(NvmlSourceTest, FailedInitFailsOpen) {
+  sim_->init_status = absl::NotFoundError("libnvidia-ml.so.1 not found");
+  absl::Status status = make()->open({});
+  EXPECT_TRUE(absl::IsNotFound(status));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("libnvidia-ml.so.1 not found"));
+}
+
+// A fake /proc: 100 is the job, 101 its child (comm with blanks and ')'), 102
+// a stranger whose GPU use must not count.
+class FakeProc {
+ public:
+  FakeProc()
+      : root_(std::filesystem::path(TRAINSCOPE_TEST_TMPDIR) /
+              ("fake-proc-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(root_);
+    write(100, "100 (python) S 1 100 100 0");
+    write(101, "101 (data loader) x) R 100 100 100 0");
+    write(102, "102 (other) S 1 102 102 0");
+    std::filesystem::create_directories(root_ / "self");
+  }
+  ~FakeProc() { std::filesystem::remove_all(root_); }
+  std::string root() const { return root_.string(); }
+
+ private:
+  void write(int pid, const std::string& stat) {
+    std::filesystem::create_directories(root_ / std::to_string(pid));
+    std::ofstream(root_ / std::to_string(pid) / "stat") << stat << "\n";
+  }
+  std::filesystem::path root_;
+};
+
+TEST(ProcessTree, FollowsParentsInProc) {
+  FakeProc proc;
+  EXPECT_THAT(process_tree(100, proc.root()), ElementsAre(100, 101));
+  EXPECT_THAT(process_tree(102, proc.root()), ElementsAre(102));
+  EXPECT_THAT(process_tree(100, "/nonexistent"), ElementsAre(100));
+}
+
+TEST(ProcessTree, FindsAChildOfThisProcess) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const std::vector<pid_t> tree = process_tree(::getpid());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(tree.front(), ::getpid());
+  EXPECT_THAT(tree, Contains(child));
+}
+
+TEST_F(NvmlSourceTest, SumsTheMonitoredTreeOnly) {
+  FakeProc proc;
+  SimDevice& gpu = sim_->device(0);
+  gpu.processes = {{100, 1024 * kMiB}, {101, 512 * kMiB}, {102, 4096 * kMiB}, {101, std::nullopt}};
+  gpu.process_samples = {{100, 10, 30}, {101, 11, 20}, {100, 12, 40}, {102, 12, 90}};
+  auto source = make(std::nullopt, proc.root());
+  HardwareContext context;
+  context.root_pid = 100;
+  ASSERT_TRUE(source->open(context).ok());
+  // open() probed the samples up to t=12; these are the next period's.
+  gpu.process_samples.push_back({100, 20, 35});
+  gpu.process_samples.push_back({101, 21, 25});
+  gpu.process_samples.push_back({102, 22, 90});
+  auto v = sample(*source);
+  EXPECT_EQ(v.at("system/gpu.0.proc.mem_used_mb"), 1536);
+  EXPECT_EQ(v.at("system/gpu.0.proc.util_pct"), 60);
+  EXPECT_EQ(v.at("system/gpu.1.proc.mem_used_mb"), 0);
+  // No new sample: the tree was idle.
+  v = sample(*source);
+  EXPECT_EQ(v.at("system/gpu.0.proc.util_pct"), 0);
+}
+
+TEST_F(NvmlSourceTest, ProcessUtilizationIsCappedAt100) {
+  FakeProc proc;
+  auto source = make("0", proc.root());
+  HardwareContext context;
+  context.root_pid = 100;
+  ASSERT_TRUE(source->open(context).ok());
+  sim_->device(0).process_samples = {{100, 5, 80}, {101, 5, 70}};
+  EXPECT_EQ(sample(*source).at("system/gpu.0.proc.util_pct"), 100);
+}
+
+TEST_F(NvmlSourceTest, UnsupportedAtOpenIsLeftOutWithOneWarning) {
+  sim_->device(0).failures["power_mw"] = absl::UnimplementedError("Not Supported");
+  sim_->device(1).failures["energy_mj"] = absl::UnimplementedError("Not Supported");
+  auto source = make();
+  ASSERT_TRUE(source->open({}).ok());
+  ASSERT_THAT(warnings(), SizeIs(1));
+  EXPECT_THAT(warnings()[0], HasSubstr("gpu.0 power_w (Not Supported)"));
+  EXPECT_THAT(warnings()[0], HasSubstr("gpu.1 energy_j (Not Supported)"));
+  const auto v = sample(*source);
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.power_w"))));
+  EXPECT_THAT(v, Contains(Key("system/gpu.1.power_w")));
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.1.energy_j"))));
+  EXPECT_THAT(v, Contains(Key("system/gpu.0.energy_j")));
+}
+
+TEST_F(NvmlSourceTest, ACallThatStartsFailingIsDroppedWithOneWarning) {
+  auto source = make();
+  ASSERT_TRUE(source->open({}).ok());
+  sim_->device(1).failures["temperature_c"] = absl::PermissionDeniedError("No permission");
+  auto v = sample(*source);
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.1.temp_c"))));
+  EXPECT_THAT(v, Contains(Key("system/gpu.0.temp_c")));
+  EXPECT_THAT(v, Contains(Key("system/gpu.1.power_w")));
+  v = sample(*source);
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.1.temp_c"))));
+  ASSERT_THAT(warnings(), SizeIs(1));
+  EXPECT_THAT(warnings()[0], HasSubstr("gpu.1 temp_c failed"));
+  // It stays dropped even when the device answers again.
+  sim_->device(1).failures.clear();
+  EXPECT_THAT(sample(*source), Not(Contains(Key("system/gpu.1.temp_c"))));
+}
+
+TEST_F(NvmlSourceTest, ALostGpuFailsTheSource) {
+  auto source = make();
+  ASSERT_TRUE(source->open({}).ok());
+  sim_->device(0).failures["memory"] = absl::UnavailableError("GPU is lost");
+  std::vector<HardwareReading> readings;
+  EXPECT_TRUE(absl::IsUnavailable(source->sample(&readings)));
+  EXPECT_THAT(warnings(), IsEmpty());  // the sampler warns, once
+}
+
+TEST_F(NvmlSourceTest, MigInstancesAreNamedByGpuInstance) {
+  SimDevice& mig1 = sim_->add_mig(0, 1, "MIG-11111111-aaaa");
+  sim_->add_mig(0, 2, "MIG-22222222-bbbb");
+  mig1.memory = {10240 * kMiB, 2048 * kMiB};
+  auto source = make();
+  ASSERT_TRUE(source->open({}).ok());
+  const auto v = sample(*source);
+  EXPECT_EQ(v.at("system/gpu.0.mig1.mem_used_mb"), 2048);
+  EXPECT_EQ(v.at("system/gpu.0.mig1.mem_total_mb"), 10240);
+  EXPECT_THAT(v, Contains(Key("system/gpu.0.mig2.mem_used_mb")));
+  EXPECT_THAT(v, Contains(Key("system/gpu.0.mig2.proc.mem_used_mb")));
+  EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.mig1.util_pct"))));
+  EXPECT_THAT(v, Contains(Key("system/gpu.0.power_w")));   // the whole GPU still answers
+  EXPECT_THAT(v, Contains(Key("system/gpu.1.util_pct")));  // a GPU without MIG
+  ASSERT_THAT(warnings(), SizeIs(1));
+  EXPECT_THAT(warnings()[0], HasSubstr("gpu.0.mig1 util_pct/mem_util_pct"));
+}
+
+TEST_F(NvmlSourceTest, VisibleMigUuidSelectsThatInstanceOnly) {
+  for (const char* visible : {"MIG-22222222-bbbb", "MIG-GPU-aaaaaaaa-1111/2/0"}) {
+    SetUp();
+    sim_->add_mig(0, 1, "MIG-11111111-aaaa");
+    sim_->add_mig(0, 2, "MIG-22222222-bbbb");
+    auto source = make(visible);
+    ASSERT_TRUE(source->open({}).ok()) << visible;
+    const auto v = sample(*source);
+    for (const auto& [name, value] : v) {
+      EXPECT_THAT(name, HasSubstr("system/gpu.0.mig2.")) << visible;
+    }
+    EXPECT_THAT(v, Contains(Key("system/gpu.0.mig2.mem_used_mb"))) << visible;
+  }
+}
+
+TEST(ParseVisibleDevices, FollowsCudaRules) {
+  using Kind = VisibleDevice::Kind;
+  const auto index = [](unsigned i) {
+    VisibleDevice d;
+    d.index = i;
+    return d;
+  };
+  const auto uuid = [](Kind kind, std::string u, unsigned gi = 0) {
+    VisibleDevice d;
+    d.kind = kind;
+    d.uuid = std::move(u);
+    d.gpu_instance = gi;
+    return d;
+  };
+  EXPECT_THAT(parse_visible_devices("0,2"), ElementsAre(index(0), index(2)));
+  EXPECT_THAT(parse_visible_devices(" 1 , 0 "), ElementsAre(index(1), index(0)));
+  EXPECT_THAT(parse_visible_devices(""), IsEmpty());
+  EXPECT_THAT(parse_visible_devices("-1"), IsEmpty());
+  EXPECT_THAT(parse_visible_devices("0,-1,1"), ElementsAre(index(0)));
+  EXPECT_THAT(parse_visible_devices("1,x,0"), ElementsAre(index(1)));
+  EXPECT_THAT(parse_visible_devices("0,"), ElementsAre(index(0)));
+  EXPECT_THAT(parse_visible_devices("99999999999"), IsEmpty());
+  EXPECT_THAT(parse_visible_devices("GPU-8932f937-d72c"),
+              ElementsAre(uuid(Kind::kGpuUuid, "GPU-8932f937-d72c")));
+  EXPECT_THAT(parse_visible_devices("MIG-c6d4f1ef-42e4"),
+              ElementsAre(uuid(Kind::kMigUuid, "MIG-c6d4f1ef-42e4")));
+  EXPECT_THAT(parse_visible_devices("MIG-GPU-8932f937/3/0,1"),
+              ElementsAre(uuid(Kind::kMigLegacy, "GPU-8932f937", 3), index(1)));
+  EXPECT_THAT(parse_visible_devices("MIG-GPU-8932f937/x/0"), IsEmpty());
+  EXPECT_THAT(parse_visible_devices("GPU-"), IsEmpty());
+}
+
+TEST(DlopenNvml, AMissingLibraryIsAnErrorNotACrash) {
+  DlopenNvml api("libnvidia-ml-does-not-exist.so.1");
+  absl::Status status = api.init();
+  EXPECT_TRUE(absl::IsNotFound(status));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("libnvidia-ml-does-not-exist.so.1 not found"));
+}
+
+TEST(GpuSources, NvmlComesFirst) {
+  const auto sources = gpu_sources();
+  ASSERT_THAT(sources, Not(IsEmpty()));
+  EXPECT_EQ(sources[0]->name(), "nvml");
+}
+
+}  // namespace
+}  // namespace trainscope::nvml

@@ -1,0 +1,243 @@
+// trainscope::launch, the library side of `trainscope run`: exit codes,
+// crashes, missing commands, signals, quoting, output capture.
+#include "trainscope/launch/launch.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace trainscope {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Emits one reading per tick, so the test can count what reached the disk.
+class FakeSource final : public HardwareSource {
+ public:
+  std::string name() const override { return "fake"; }
+  absl::Status open(const HardwareContext&) override { return absl::OkStatus(); }
+  absl::Status sample(std::vector<HardwareReading>* out) override {
+    out->push_back({"test/fake", 1.0});
+    return absl::OkStatus();
+  }
+};
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("TRAINSCOPE_RUN_DIR");
+    ::unsetenv("MLFLOW_TRACKING_URI");
+    root_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / "launch_test" /
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+
+  LaunchOptions options(std::vector<std::string> command) const {
+    LaunchOptions o;
+    o.command = std::move(command);
+    o.run.root = root_.string();
+    o.run.mlflow_from_environment = false;
+    o.run.flush_interval = absl::Milliseconds(50);
+    o.sample_hardware = false;
+    o.record_environment = false;
+    o.tee = false;
+    return o;
+  }
+
+  LaunchResult launch_ok(LaunchOptions o) const {
+    absl::StatusOr<LaunchResult> result = launch(std::move(o));
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : LaunchResult{};
+  }
+
+  // Waits until the command has written `text` to its stdout.log.
+  void wait_for_output(const std::string& text) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const fs::directory_entry& run : fs::directory_iterator(root_)) {
+        if (read_file(run.path() / "stdout.log").find(text) != std::string::npos) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL() << "the command never printed " << text;
+  }
+
+  fs::path root_;
+};
+
+std::string rank_status(const std::string& run_dir) {
+  const std::string rank = read_file(fs::path(run_dir) / "rank-0.json");
+  const std::size_t at = rank.find("\"status\": \"");
+  return at == std::string::npos ? rank : rank.substr(at + 11, rank.find('"', at + 11) - at - 11);
+}
+
+TEST_F(LaunchTest, ExitZeroFinishes) {
+  const LaunchResult result = launch_ok(options({"true"}));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.term_signal, 0);
+  EXPECT_EQ(result.status, RunStatus::kFinished);
+  EXPECT_EQ(rank_status(result.run_dir), "FINISHED");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
+              HasSubstr("\"trainscope.exit_code\": \"0\""));
+}
+
+TEST_F(LaunchTest, NonZeroExitFails) {
+  const LaunchResult result = launch_ok(options({"/bin/sh", "-c", "exit 3"}));
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.status, RunStatus::kFailed);
+  EXPECT_EQ(rank_status(result.run_dir), "FAILED");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
+              HasSubstr("\"trainscope.exit_code\": \"3\""));
+}
+
+TEST_F(LaunchTest, CrashFailsWithTheSignalRecorded) {
+  const LaunchResult result = launch_ok(options({"/bin/sh", "-c", "kill -SEGV $$"}));
+  EXPECT_EQ(result.term_signal, SIGSEGV);
+  EXPECT_EQ(result.exit_code, 128 + SIGSEGV);
+  EXPECT_EQ(result.status, RunStatus::kFailed);
+  EXPECT_EQ(rank_status(result.run_dir), "FAILED");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
+              HasSubstr("\"trainscope.signal\": \"" + std::to_string(SIGSEGV) + "\""));
+}
+
+TEST_F(LaunchTest, MissingCommandFailsWith127) {
+  const LaunchResult result = launch_ok(options({"trainscope-no-such-command", "--x"}));
+  EXPECT_EQ(result.exit_code, 127);
+  EXPECT_EQ(result.status, RunStatus::kFailed);
+  EXPECT_TRUE(absl::IsNotFound(result.spawn_error)) << result.spawn_error;
+  EXPECT_THAT(std::string(result.spawn_error.message()), HasSubstr("trainscope-no-such-command"));
+  EXPECT_EQ(rank_status(result.run_dir), "FAILED");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "stderr.log"),
+              HasSubstr("command not found: 'trainscope-no-such-command'"));
+}
+
+TEST_F(LaunchTest, ArgumentsKeepSpacesAndQuotes) {
+  const LaunchResult result =
+      launch_ok(options({"printf", "%s\\n", "a b", "c\"d", "it's", "$HOME", "--name=x y"}));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"),
+            "a b\nc\"d\nit's\n$HOME\n--name=x y\n");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"), HasSubstr("\"name\": \"x y\""));
+}
+
+TEST_F(LaunchTest, ParamsComeFromTheCommandsOptions) {
+  EXPECT_THAT(params_from_arguments({"train.py", "--lr", "0.1", "--name=x y", "--offset", "-1",
+                                     "--verbose", "-v", "--quote", "a\"b", "--last"}),
+              ElementsAre(Pair("last", "true"), Pair("lr", "0.1"), Pair("name", "x y"),
+                          Pair("offset", "-1"), Pair("quote", "a\"b"), Pair("verbose", "true")));
+}
+
+TEST_F(LaunchTest, OutputIsCapturedAndTheCommandJoinsTheRun) {
+  LaunchOptions o = options({"/bin/sh", "-c",
+                             "echo \"$TRAINSCOPE_RUN_DIR\"; echo \"$CUDA_VISIBLE_DEVICES\"; "
+                             "echo oops >&2"});
+  o.devices = {0, 2};
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), result.run_dir + "\n0,2\n");
+  EXPECT_EQ(read_file(fs::path(result.run_dir) / "stderr.log"), "oops\n");
+  // The launch's own run does not leak into this process's environment.
+  EXPECT_EQ(std::getenv("TRAINSCOPE_RUN_DIR"), nullptr);
+}
+
+TEST_F(LaunchTest, CancelMidRunEndsKilledWithEverythingOnDisk) {
+  LaunchOptions o = options({"/bin/sh", "-c", "echo started; exec sleep 30"});
+  o.sample_hardware = true;
+  o.sample_interval = absl::Milliseconds(10);
+  o.make_sources = [] {
+    std::vector<std::unique_ptr<HardwareSource>> sources;
+    sources.push_back(std::make_unique<FakeSource>());
+    return sources;
+  };
+  o.cancel = std::make_shared<LaunchCancel>();
+  std::shared_ptr<LaunchCancel> cancel = o.cancel;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread stopper([&] {
+    wait_for_output("started");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a few samples
+    cancel->request(SIGTERM);
+  });
+  const LaunchResult result = launch_ok(std::move(o));
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(result.status, RunStatus::kKilled);
+  EXPECT_EQ(result.term_signal, SIGTERM);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(rank_status(result.run_dir), "KILLED");
+  EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), "started\n");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "metrics-0.csv"), HasSubstr("test/fake,1,"));
+}
+
+TEST_F(LaunchTest, SigtermToThisProcessIsForwarded) {
+  absl::StatusOr<LaunchResult> result;
+  std::thread runner([&] { result = launch(options({"/bin/sh", "-c", "echo started; exec sleep 30"})); });
+  wait_for_output("started");
+  ASSERT_EQ(::kill(::getpid(), SIGTERM), 0);
+  runner.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->status, RunStatus::kKilled);
+  EXPECT_EQ(result->exit_code, 128 + SIGTERM);
+  EXPECT_EQ(rank_status(result->run_dir), "KILLED");
+}
+
+TEST_F(LaunchTest, EnvironmentIsRecorded) {
+  LaunchOptions o = options({"true", "--lr", "0.5"});
+  o.record_environment = true;
+  const LaunchResult result = launch_ok(std::move(o));
+  const std::string env = read_file(fs::path(result.run_dir) / "environment.json");
+  EXPECT_THAT(env, HasSubstr("\"command_line\": [\n    \"true\",\n    \"--lr\",\n    \"0.5\"\n  ]"));
+  for (const char* field : {"\"hostname\"", "\"os\"", "\"cpu_model\"", "\"cores\"", "\"memory_mb\"", "\"cwd\""}) {
+    EXPECT_THAT(env, HasSubstr(field));
+  }
+}
+
+TEST_F(LaunchTest, ProfilersWrapTheCommand) {
+  EXPECT_THAT(profiled_command(Profiler::kNsys, "BATCH@trainscope", "/r/artifacts/profile", {"python", "t.py"}),
+              ElementsAre("nsys", "profile", "-o", "/r/artifacts/profile", "--force-overwrite", "true",
+                          "--capture-range=nvtx", "--nvtx-capture=BATCH@trainscope", "--", "python", "t.py"));
+  EXPECT_THAT(profiled_command(Profiler::kNcu, "", "/r/p", {"./train"}),
+              ElementsAre("ncu", "-o", "/r/p", "./train"));
+  EXPECT_THAT(profiled_command(Profiler::kNcu, "step", "/r/p", {"./train"}),
+              ElementsAre("ncu", "-o", "/r/p", "--nvtx", "--nvtx-include", "step", "./train"));
+  EXPECT_THAT(profiled_command(Profiler::kNone, "", "/r/p", {"./train", "a b"}), ElementsAre("./train", "a b"));
+}
+
+TEST_F(LaunchTest, MissingProfilerIsAnErrorBeforeAnyRun) {
+  const std::string path = std::getenv("PATH") == nullptr ? "" : std::getenv("PATH");
+  ::setenv("PATH", root_.c_str(), 1);  // an empty directory: no nsys
+  LaunchOptions o = options({"/bin/true"});
+  o.profiler = Profiler::kNsys;
+  const absl::StatusOr<LaunchResult> result = launch(std::move(o));
+  ::setenv("PATH", path.c_str(), 1);
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("nsys is not installed"));
+  EXPECT_TRUE(fs::is_empty(root_));
+}
+
+TEST_F(LaunchTest, EmptyCommandIsInvalid) {
+  EXPECT_TRUE(absl::IsInvalidArgument(launch(options({})).status()));
+}
+
+}  // namespace
+}  // namespace trainscope

@@ -1,0 +1,200 @@
+// A run whose process is killed: kill -9 loses at most one flush interval and
+// the reader calls the run crashed; SIGTERM/SIGINT lose nothing and leave
+// KILLED; a record cut short is skipped by readers and repaired by writers.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainscope/run/run.hpp"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// testing::Test::Run hides trainscope::Run inside test bodies.
+using RunPtr = std::unique_ptr<trainscope::Run>;
+constexpr auto kFlushInterval = absl::Milliseconds(100);
+
+// What the child reports after each metric it logged.
+struct Logged {
+  std::int64_t count;   // metrics logged so far
+  std::int64_t after_ms;  // Unix ms once log_metric returned
+};
+
+std::int64_t unix_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Logs metric i = 0, 1, ... every millisecond until killed.
+[[noreturn]] void child_main(const std::string& dir, int report_fd) {
+  ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
+  RunOptions options;
+  options.flush_interval = kFlushInterval;
+  options.mlflow_from_environment = false;
+  absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(options);
+  if (!run.ok()) ::_exit(3);
+  for (std::int64_t i = 0;; ++i) {
+    // Once a signal ended the run, wait for its re-raise to end the process.
+    if (!(*run)->log_metric("m", static_cast<double>(i), i).ok()) {
+      for (;;) ::pause();
+    }
+    const Logged logged{i + 1, unix_now_ms()};
+    if (::write(report_fd, &logged, sizeof(logged)) != sizeof(logged)) ::_exit(5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+class RunCrashTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("TRAINSCOPE_RUN_DIR");
+    ::unsetenv("RANK");
+    dir_ = (fs::path(TRAINSCOPE_TEST_TMPDIR) / "run_crash_test" /
+            ::testing::UnitTest::GetInstance()->current_test_info()->name())
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(fs::path(dir_).parent_path());
+  }
+
+  // Starts the child, waits until it logged `count` metrics, sends `signal`,
+  // reaps it and returns every report it made.
+  std::vector<Logged> run_child_until(std::int64_t count, int signal, int* wait_status) {
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      child_main(dir_, fds[1]);
+    }
+    ::close(fds[1]);
+    std::vector<Logged> reports;
+    Logged logged;
+    bool signalled = false;
+    while (::read(fds[0], &logged, sizeof(logged)) == sizeof(logged)) {
+      reports.push_back(logged);
+      if (!signalled && logged.count >= count) {
+        ::kill(pid, signal);
+        signalled = true;
+      }
+    }
+    ::close(fds[0]);
+    // A zombie still answers kill(pid, 0): reap it before reading the run.
+    EXPECT_EQ(::waitpid(pid, wait_status, 0), pid);
+    return reports;
+  }
+
+  std::string dir_;
+};
+
+// The rows must be exactly metrics 0, 1, ..., n-1 (no gap, no junk).
+void expect_prefix(const std::vector<MetricPoint>& rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].step, static_cast<std::int64_t>(i));
+    ASSERT_EQ(rows[i].value, static_cast<double>(i));
+  }
+}
+
+TEST_F(RunCrashTest, KillNineLosesAtMostOneFlushInterval) {
+  int wait_status = 0;
+  const std::vector<Logged> reports = run_child_until(1000, SIGKILL, &wait_status);
+  ASSERT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL) << wait_status;
+
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(reader->ranks().size(), 1u);
+  const RankState& rank = reader->ranks()[0];
+  EXPECT_EQ(rank.status, RunStatus::kRunning);  // as the child left it
+  EXPECT_TRUE(rank.crashed);
+  EXPECT_TRUE(reader->crashed());
+  EXPECT_EQ(reader->info().status, RunStatus::kFailed);
+
+  absl::StatusOr<Chunk<MetricPoint>> metrics = reader->read_metrics(0);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  expect_prefix(metrics->rows);
+  // The child's last heartbeat came after a flush that started at most one
+  // interval before it; everything logged before that start is on disk.
+  const std::int64_t flushed_before = rank.heartbeat_ms - absl::ToInt64Milliseconds(kFlushInterval);
+  std::int64_t must_have = 0;
+  for (const Logged& logged : reports) {
+    if (logged.after_ms < flushed_before) must_have = logged.count;
+  }
+  EXPECT_GE(static_cast<std::int64_t>(metrics->rows.size()), must_have);
+  EXPECT_GT(metrics->rows.size(), 0u);
+}
+
+TEST_F(RunCrashTest, TerminatingSignalsLoseNothingAndLeaveKilled) {
+  for (int signal : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(signal);
+    fs::remove_all(dir_);
+    int wait_status = 0;
+    const std::vector<Logged> reports = run_child_until(300, signal, &wait_status);
+    // The handler flushed, then the signal did what it does by default.
+    ASSERT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == signal) << wait_status;
+
+    absl::StatusOr<RunReader> reader = RunReader::Open(dir_);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    ASSERT_EQ(reader->ranks().size(), 1u);
+    EXPECT_EQ(reader->ranks()[0].status, RunStatus::kKilled);
+    EXPECT_FALSE(reader->crashed());
+    EXPECT_EQ(reader->info().status, RunStatus::kKilled);
+    EXPECT_GT(reader->info().end_time_ms, 0);
+
+    absl::StatusOr<Chunk<MetricPoint>> metrics = reader->read_metrics(0);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    EXPECT_FALSE(metrics->truncated);
+    expect_prefix(metrics->rows);
+    ASSERT_FALSE(reports.empty());
+    EXPECT_GE(static_cast<std::int64_t>(metrics->rows.size()), reports.back().count);
+  }
+}
+
+TEST_F(RunCrashTest, ACutRecordIsSkippedThenRepairedByTheNextWriter) {
+  ::setenv("TRAINSCOPE_RUN_DIR", dir_.c_str(), 1);
+  RunOptions options;
+  options.handle_signals = false;
+  options.mlflow_from_environment = false;
+  {
+    absl::StatusOr<RunPtr> run = trainscope::Run::Start(options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE((*run)->log_metric("m", 0.0).ok());
+  }
+  const std::string path = dir_ + "/metrics-0.csv";
+  std::ofstream(path, std::ios::app) << "m,1,1,17000";  // a crash mid-write
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<Chunk<MetricPoint>> metrics = reader->read_metrics(0);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(metrics->truncated);
+  EXPECT_EQ(metrics->rows.size(), 1u);
+  EXPECT_LT(metrics->next_offset, fs::file_size(path));
+
+  {
+    absl::StatusOr<RunPtr> run = trainscope::Run::Start(options);  // same rank: the owner
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE((*run)->log_metric("m", 1.0, 1).ok());
+  }
+  ::unsetenv("TRAINSCOPE_RUN_DIR");
+  metrics = reader->read_metrics(0);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_FALSE(metrics->truncated);
+  expect_prefix(metrics->rows);
+  EXPECT_EQ(metrics->rows.size(), 2u);
+}
+
+}  // namespace
+}  // namespace trainscope

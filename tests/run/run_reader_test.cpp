@@ -1,0 +1,214 @@
+// RunReader on damaged, partial and hand-written run directories.
+#include "trainscope/run/run_reader.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace trainscope {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr char kRunJson[] =
+    R"({"format":"trainscope.run","version":1,"id":"0123456789abcdef0123456789abcdef",)"
+    R"("name":"n","experiment":"e","start_time_ms":5,"params":{"a":"1"},"tags":{}})";
+constexpr char kRegionsHeader[] = "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
+constexpr char kMetricsHeader[] = "key,value,step,timestamp_ms,rank\n";
+
+std::string rank_json(const std::string& host, long pid, const std::string& status,
+                      long heartbeat_ms) {
+  return R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
+         R"("host":")" + host + R"(","pid":)" + std::to_string(pid) + R"(,"status":")" + status +
+         R"(","start_time_ms":1,"end_time_ms":2,"heartbeat_ms":)" + std::to_string(heartbeat_ms) +
+         R"(,"flush_interval_ms":1000})";
+}
+
+std::string hostname() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::string message(const absl::Status& status) { return std::string(status.message()); }
+
+class RunReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / "run_reader_test" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write("run.json", kRunJson);
+  }
+  void write(const std::string& name, const std::string& contents) {
+    std::ofstream(dir_ / name, std::ios::binary) << contents;
+  }
+  RunReader open() {
+    absl::StatusOr<RunReader> reader = RunReader::Open(dir_.string());
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    return *std::move(reader);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunReaderTest, EmptyRunHasMetadataAndNothingElse) {
+  RunReader reader = open();
+  EXPECT_EQ(reader.info().id, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(reader.info().params.at("a"), "1");
+  EXPECT_TRUE(reader.ranks().empty());
+  EXPECT_EQ(reader.info().status, RunStatus::kRunning);
+  EXPECT_FALSE(reader.crashed());
+  EXPECT_TRUE(reader.artifacts().empty());
+  absl::StatusOr<Summary> summary = reader.read_summary(0);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_TRUE(summary->entries.empty());
+  // Missing record files are errors naming them.
+  absl::StatusOr<Chunk<RegionRow>> regions = reader.read_regions(0);
+  EXPECT_TRUE(absl::IsNotFound(regions.status()));
+  EXPECT_THAT(message(regions.status()), HasSubstr("regions-0.csv"));
+  EXPECT_THAT(message(reader.read_metrics(3).status()), HasSubstr("metrics-3.csv"));
+}
+
+TEST_F(RunReaderTest, MissingOrCorruptRunJsonIsAnErrorNamingIt) {
+  write("run.json", "{\"format\":\"trainscope.run\",\"vers");
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir_.string());
+  ASSERT_FALSE(reader.ok());
+  EXPECT_THAT(message(reader.status()), HasSubstr("run.json"));
+
+  write("run.json", R"({"format":"trainscope.run","version":2})");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("version 2"));
+  write("run.json", R"({"format":"trainscope.run","version":1,"id":7})");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("\"id\""));
+
+  fs::remove(dir_ / "run.json");
+  reader = RunReader::Open(dir_.string());
+  EXPECT_TRUE(absl::IsNotFound(reader.status()));
+  EXPECT_THAT(message(reader.status()), HasSubstr(dir_.string()));
+}
+
+TEST_F(RunReaderTest, CorruptRankFileIsAnErrorNamingIt) {
+  write("rank-0.json", "{\"format\":");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("rank-0.json"));
+  write("rank-0.json", rank_json("h", 1, "DONE", 1));
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("DONE"));
+}
+
+TEST_F(RunReaderTest, BadLineIsAnErrorNamingFileAndLine) {
+  write("metrics-0.csv", std::string(kMetricsHeader) + "loss,1.5,0,10,0\nloss,abc,1,11,0\n");
+  RunReader reader = open();
+  absl::StatusOr<Chunk<MetricPoint>> metrics = reader.read_metrics(0);
+  ASSERT_FALSE(metrics.ok());
+  EXPECT_THAT(message(metrics.status()), HasSubstr("metrics-0.csv:3"));
+  EXPECT_THAT(message(metrics.status()), HasSubstr("value"));
+  // The line number counts from the file's start, not the read's.
+  const std::uint64_t second_row = std::string(kMetricsHeader).size() + 16;
+  metrics = reader.read_metrics(0, second_row);
+  EXPECT_THAT(message(metrics.status()), HasSubstr("metrics-0.csv:3"));
+
+  write("regions-0.csv", std::string(kRegionsHeader) + "k,CPU,0,0,1,2,3\n");
+  EXPECT_THAT(message(reader.read_regions(0).status()), HasSubstr("regions-0.csv:2: 7 fields"));
+  write("regions-0.csv", std::string(kRegionsHeader) + "k,TPU,0,0,1,2,3,4\n");
+  EXPECT_THAT(message(reader.read_regions(0).status()), HasSubstr("device"));
+  write("regions-0.csv", "key,device\nk,CPU\n");
+  EXPECT_THAT(message(reader.read_regions(0).status()), HasSubstr("regions-0.csv:1"));
+  write("metrics-0.csv", std::string(kMetricsHeader) + "loss,nan,0,10,0\n");
+  EXPECT_FALSE(reader.read_metrics(0).ok());
+}
+
+TEST_F(RunReaderTest, TruncatedLastLineIsLeftForLater) {
+  const std::string complete = std::string(kRegionsHeader) + "\"a,\"\"b\"\"\nc\",GPU,2,3,4,5,6,7\n";
+  write("regions-0.csv", complete + "BATCH,CPU,0,0,9,");
+  RunReader reader = open();
+  absl::StatusOr<Chunk<RegionRow>> regions = reader.read_regions(0);
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  EXPECT_TRUE(regions->truncated);
+  EXPECT_EQ(regions->next_offset, complete.size());
+  ASSERT_EQ(regions->rows.size(), 1u);
+  const RegionRow& row = regions->rows[0];
+  EXPECT_EQ(row.key, "a,\"b\"\nc");
+  EXPECT_EQ(row.device, Device::kGPU);
+  EXPECT_EQ(row.rank, 2u);
+  EXPECT_EQ(row.thread, 3u);
+  EXPECT_EQ(row.start_unix_ns, 4);
+  EXPECT_EQ(row.duration_ns, 5);
+  EXPECT_EQ(row.step, 6);
+  EXPECT_EQ(row.epoch, 7);
+
+  // The writer finishes the line: a read from next_offset gets just it.
+  std::ofstream(dir_ / "regions-0.csv", std::ios::app) << "10,0,0\n";
+  regions = reader.read_regions(0, regions->next_offset);
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  EXPECT_FALSE(regions->truncated);
+  ASSERT_EQ(regions->rows.size(), 1u);
+  EXPECT_EQ(regions->rows[0].key, "BATCH");
+  EXPECT_EQ(regions->rows[0].duration_ns, 10);
+  EXPECT_TRUE(absl::IsOutOfRange(reader.read_regions(0, 1 << 20).status()));
+}
+
+TEST_F(RunReaderTest, SilentOrVanishedRanksAreCrashed) {
+  // Another host, silent for longer than three flush intervals and 10 s.
+  write("rank-0.json", rank_json("elsewhere", 1, "RUNNING", 1000));
+  RunReader reader = open();
+  ASSERT_EQ(reader.ranks().size(), 1u);
+  EXPECT_TRUE(reader.crashed());
+  EXPECT_EQ(reader.info().status, RunStatus::kFailed);
+
+  // This host, fresh heartbeat, but the process is gone.
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  const long now_ms = static_cast<long>(absl::ToUnixMillis(absl::Now()));
+  write("rank-0.json", rank_json(hostname(), pid, "RUNNING", now_ms));
+  EXPECT_TRUE(open().crashed());
+
+  // This host, this (live) process: running.
+  write("rank-0.json", rank_json(hostname(), ::getpid(), "RUNNING", now_ms));
+  reader = open();
+  EXPECT_FALSE(reader.crashed());
+  EXPECT_EQ(reader.info().status, RunStatus::kRunning);
+
+  write("rank-0.json", rank_json("elsewhere", 1, "KILLED", 1000));
+  reader = open();
+  EXPECT_FALSE(reader.crashed());
+  EXPECT_EQ(reader.info().status, RunStatus::kKilled);
+  EXPECT_EQ(reader.info().end_time_ms, 2);
+}
+
+TEST_F(RunReaderTest, SummaryAndArtifacts) {
+  write("summary-0.json",
+        R"({"format":"trainscope.stats","version":1,"has_gpu_section":true,"entries":[)"
+        R"({"key":"BATCH","device":"GPU","count":2,"total":1.0,"min":0.5,"mean":0.5,)"
+        R"("median":0.5,"max":0.5,"stdev":0.0,"p5":0.5,"p25":0.5,"p75":0.5,"p95":0.5,)"
+        R"("p99":0.5,"cv":0.0,"median_ci_low":null,"median_ci_high":null,)"
+        R"("warmup_excluded":0,"approximate":false}]})");
+  fs::create_directories(dir_ / "artifacts" / "sub");
+  write("artifacts/sub/b.txt", "b");
+  write("artifacts/a.txt", "a");
+  write("artifacts/.trainscope-tmp-1-c.txt", "partial copy");
+  RunReader reader = open();
+  absl::StatusOr<Summary> summary = reader.read_summary(0);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_TRUE(summary->has_gpu_section);
+  ASSERT_EQ(summary->entries.size(), 1u);
+  EXPECT_EQ(summary->entries[0].device, Device::kGPU);
+  EXPECT_EQ(summary->entries[0].stats.count, 2u);
+  EXPECT_TRUE(std::isnan(summary->entries[0].stats.median_ci_low));
+  EXPECT_EQ(reader.artifacts(), (std::vector<std::string>{"a.txt", "sub/b.txt"}));
+
+  write("summary-0.json", R"({"format":"trainscope.stats","version":1,"entries":[]})");
+  EXPECT_THAT(message(reader.read_summary(0).status()), HasSubstr("has_gpu_section"));
+}
+
+}  // namespace
+}  // namespace trainscope
