@@ -62,16 +62,15 @@ void WriteText(const std::string& text, py::object file) {
 
 TimerOptions MakeOptions(std::size_t warmup, std::size_t exact_sample_cap,
                          double sketch_relative_error, bool nvtx) {
-  // The sketch is built when a key passes its cap, possibly deep in a run:
-  // reject a bad accuracy now rather than then. The negated test rejects NaN.
-  if (!(sketch_relative_error > 0.0 && sketch_relative_error < 1.0)) {
-    throw py::value_error("sketch_relative_error must lie in (0, 1)");
-  }
   TimerOptions options;
   options.warmup = warmup;
   options.exact_sample_cap = exact_sample_cap;
   options.sketch_relative_error = sketch_relative_error;
   options.nvtx = nvtx;
+  // Checked by the C++ constructors too (TimerError); here it is Python's ValueError.
+  if (absl::Status status = validate_options(options); !status.ok()) {
+    throw py::value_error(std::string(status.message()));
+  }
   return options;
 }
 

@@ -23,6 +23,7 @@
 
 #include "absl/strings/escaping.h"
 #include "common/files.hpp"
+#include "export/mlflow/mlflow_keys.hpp"
 #include "fmt/format.h"
 #include "trainscope/common/clock.hpp"
 #include "run/run_store_exporter.hpp"
@@ -36,10 +37,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// MLflow's limits (mlflow/utils/validation.py).
-constexpr std::size_t kMaxKeyLength = 250;
-constexpr std::size_t kMaxParamValueLength = 6000;
-constexpr std::size_t kMaxTagValueLength = 8000;
+using mlflow::kMaxParamValueLength;
+using mlflow::kMaxTagValueLength;
 constexpr std::string_view kDefaultRoot = "trainscope-runs";
 constexpr std::string_view kDefaultExperiment = "Default";
 // The byte that tells the heartbeat thread to stop; signals send their number.
@@ -49,44 +48,11 @@ std::string quote(std::string_view text) {
   return fmt::format("\"{}\"", absl::CHexEscape(std::string(text)));
 }
 
-// MLflow's ^[/\w.\- :]*$, with \w as ASCII (stricter than MLflow for
-// non-ASCII letters, which some MLflow stores reject anyway).
-bool is_key_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::string_view("_/.- :").find(c) != std::string_view::npos;
-}
-
-absl::Status validate_key(std::string_view kind, std::string_view key) {
-  if (key.empty()) {
-    return absl::InvalidArgumentError(fmt::format("{} key is empty (MLflow needs a name)", kind));
-  }
-  if (key.size() > kMaxKeyLength) {
-    return absl::InvalidArgumentError(
-        fmt::format("{} key {} is {} characters long; MLflow allows at most {}", kind,
-                    quote(key.substr(0, 40)) + "...", key.size(), kMaxKeyLength));
-  }
-  if (!std::all_of(key.begin(), key.end(), is_key_char)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} key {} has a character MLflow rejects: keys may only contain letters, digits, "
-        "'_', '-', '.', ' ', ':' and '/'",
-        kind, quote(key)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status validate_value(std::string_view kind, std::string_view key, std::string_view value,
-                            std::size_t max_length) {
-  if (value.size() <= max_length) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("{} \"{}\" has a value of {} characters; MLflow allows at most {}", kind, key,
-                  value.size(), max_length));
-}
-
 absl::Status validate_map(std::string_view kind, const std::map<std::string, std::string>& map,
                           std::size_t max_length) {
   for (const auto& [key, value] : map) {
-    absl::Status status = validate_key(kind, key);
-    if (status.ok()) status = validate_value(kind, key, value, max_length);
+    absl::Status status = mlflow::validate_key(key, kind);
+    if (status.ok()) status = mlflow::validate_value(kind, key, value, max_length);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
@@ -413,8 +379,8 @@ absl::Status Run::State::record_key_value(const char* kind,
                                           std::map<std::string, std::string> RunInfo::*field,
                                           std::size_t max_value_length, std::string_view key,
                                           std::string_view value) {
-  absl::Status status = validate_key(kind, key);
-  if (status.ok()) status = validate_value(kind, key, value, max_value_length);
+  absl::Status status = mlflow::validate_key(key, kind);
+  if (status.ok()) status = mlflow::validate_value(kind, key, value, max_value_length);
   if (!status.ok()) return status;
   std::lock_guard<std::mutex> lock(mu);
   status = checked_running();
@@ -437,7 +403,7 @@ absl::Status Run::set_tag(std::string_view key, std::string_view value) {
 }
 
 absl::Status Run::log_metric(std::string_view key, double value, std::optional<std::int64_t> step) {
-  absl::Status status = validate_key("metric", key);
+  absl::Status status = mlflow::validate_key(key, "metric");
   if (!status.ok()) return status;
   if (!std::isfinite(value)) {
     return absl::InvalidArgumentError(

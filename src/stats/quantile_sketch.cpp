@@ -40,6 +40,14 @@ void cover_buckets(int lo, int hi, double log_gamma, int* offset, std::vector<st
 
 }  // namespace
 
+bool QuantileSketch::valid_relative_accuracy(double relative_accuracy) noexcept {
+  // The negated test also rejects NaN.
+  if (!(relative_accuracy > 0.0 && relative_accuracy < 1.0)) return false;
+  const double log_gamma = std::log1p(2.0 * relative_accuracy / (1.0 - relative_accuracy));
+  return index_for(static_cast<double>(std::numeric_limits<std::int64_t>::max()), log_gamma) <=
+         std::numeric_limits<int>::max() / 2;
+}
+
 QuantileSketch::QuantileSketch(double relative_accuracy) : alpha_(relative_accuracy) {
   // The negated test also rejects NaN.
   if (!(relative_accuracy > 0.0 && relative_accuracy < 1.0)) {

@@ -28,8 +28,15 @@ absl::Status gpu_error(Key key, const char* what, const absl::Status& cause) {
 CPUGPUTimer::CPUGPUTimer(CPUGPUTimerOptions options)
     : CPUGPUTimer(default_gpu_event_source(), options) {}
 
+namespace {
+const CPUGPUTimerOptions& checked(const CPUGPUTimerOptions& options) {
+  detail::throw_if_error(validate_options(options));
+  return options;
+}
+}  // namespace
+
 CPUGPUTimer::CPUGPUTimer(std::shared_ptr<GpuEventSource> source, CPUGPUTimerOptions options)
-    : options_(options),
+    : options_(checked(options)),
       source_(source != nullptr ? std::move(source) : default_gpu_event_source()),
       gpu_available_(source_->available()),
       core_(options) {

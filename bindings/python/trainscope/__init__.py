@@ -17,12 +17,12 @@ leaves the timer unchanged. save_all_time_stats raises FileExistsError
 (a subclass of OSError) when the file exists, as Deep500's open(mode='x').
 """
 
-import contextlib
-import enum
-import math
+import contextlib as _contextlib
+import enum as _enum
+import math as _math
 
 from trainscope import _core
-from trainscope import run as run_api
+from trainscope import run as _run_api
 from trainscope._core import TimeStats, TrainscopeWarning, built_with_cuda
 from trainscope.run import (ActiveRun, active_run, end_run, log_artifact, log_metric, log_metrics,
                             log_param, log_params, set_tag, set_tags, start_run)
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-class TimeType(enum.IntEnum):
+class TimeType(_enum.IntEnum):
     """Deep500's region keys. Any str is a key too ("EPOCH" is EPOCH)."""
 
     EPOCH = 1
@@ -66,7 +66,7 @@ class TimeType(enum.IntEnum):
 _core._register_time_type(TimeType)
 
 
-class _Scope(contextlib.ContextDecorator):
+class _Scope(_contextlib.ContextDecorator):
     """A region as a context manager or decorator (a fresh region per call)."""
 
     def __init__(self, timer, key, kwargs):
@@ -96,7 +96,7 @@ def _mean_metrics(sections, prefix):
     for section, keys, stats_of in sections:
         for key in keys:
             mean = stats_of(key).mean
-            if not math.isnan(mean):
+            if not _math.isnan(mean):
                 means[prefix + section + _key_name(key)] = mean
     return means
 
@@ -119,7 +119,7 @@ def _log_wb(means):
 
 def _attach_to_active_run(timer):
     """A timer built while a run is active streams into it (MLflow-style implicit run)."""
-    run = run_api.active_run()
+    run = _run_api.active_run()
     if run is not None:
         run.attach(timer)
 

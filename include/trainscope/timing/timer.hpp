@@ -27,7 +27,8 @@ class Timer {
  public:
   static constexpr bool kTimesGpu = false;
 
-  explicit Timer(TimerOptions options = {}) : core_(options) {}
+  // Throws TimerError (kInvalidArgument) naming a bad option (validate_options).
+  explicit Timer(TimerOptions options = {}) : core_(checked(options)) {}
 
   // Different keys may overlap and nest; the same key may not. Errors name
   // the key and leave the timer unchanged.
@@ -91,6 +92,11 @@ class Timer {
   std::size_t memory_bytes() const noexcept { return core_.memory_bytes(); }
 
  private:
+  static const TimerOptions& checked(const TimerOptions& options) {
+    detail::throw_if_error(validate_options(options));
+    return options;
+  }
+
   detail::RegionCore core_;
 };
 

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/status/status.h"
+
 namespace trainscope {
 
 // A CUDA stream (cudaStream_t) without pulling CUDA headers into users' code.
@@ -34,6 +36,12 @@ struct CPUGPUTimerOptions : TimerOptions {
   // in end(); complete_all() and reads still harvest everything).
   std::size_t harvest_per_end = 4;
 };
+
+// OK, or InvalidArgument naming the first bad option and its value. Timers
+// check their options when built (constructors throw TimerError with this
+// status), so a bad option never surfaces later from inside start()/end().
+absl::Status validate_options(const TimerOptions& options);
+absl::Status validate_options(const CPUGPUTimerOptions& options);
 
 }  // namespace trainscope
 

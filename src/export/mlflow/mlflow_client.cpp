@@ -22,13 +22,6 @@ using nlohmann::json;
 
 constexpr std::string_view kApiPrefix = "/api/2.0/mlflow/";
 
-bool is_key_char(unsigned char c) {
-  // Python's \w also matches non-ASCII letters; bytes of UTF-8 sequences pass
-  // here and the server has the last word on them.
-  return std::isalnum(c) != 0 || c == '_' || c == '/' || c == '.' || c == '-' || c == ' ' ||
-         c == ':' || c >= 0x80;
-}
-
 std::string to_std(absl::string_view text) { return std::string(text.data(), text.size()); }
 
 json metric_json(const Metric& metric) {
@@ -167,40 +160,6 @@ class BatchSplitter {
 };
 
 }  // namespace
-
-absl::Status validate_key(std::string_view key) {
-  if (key.empty()) return absl::InvalidArgumentError("MLflow key is empty");
-  if (key.size() > kMaxKeyLength) {
-    return absl::InvalidArgumentError(fmt::format(
-        "MLflow key '{}...' has {} characters (at most {})", key.substr(0, 40), key.size(),
-        kMaxKeyLength));
-  }
-  for (unsigned char c : key) {
-    if (!is_key_char(c)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "MLflow key '{}' has the character '{}': keys may only contain alphanumerics, "
-          "underscores, dashes, periods, spaces, colons and slashes",
-          key, static_cast<char>(c)));
-    }
-  }
-  // As posixpath.normpath(key) == key, not absolute, not "..": MLflow stores
-  // keys as paths in some backends.
-  bool bad_path = key.substr(0, 2) == "..";
-  std::size_t begin = 0;
-  while (!bad_path && begin <= key.size()) {
-    const std::size_t end = std::min(key.find('/', begin), key.size());
-    const std::string_view segment = key.substr(begin, end - begin);
-    bad_path = segment.empty() || segment == "." || segment == "..";
-    begin = end + 1;
-  }
-  if (bad_path) {
-    return absl::InvalidArgumentError(fmt::format(
-        "MLflow key '{}' is not a normalized relative path (no leading, trailing or double "
-        "slashes, no '.' or '..' parts)",
-        key));
-  }
-  return absl::OkStatus();
-}
 
 std::string log_batch_body(std::string_view run_id, const Batch& batch) {
   json body = {{"run_id", run_id}, {"metrics", json::array()}, {"params", json::array()},

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "export/mlflow/mlflow_keys.hpp"
 #include "trainscope/export/mlflow/mlflow_config.hpp"
 #include "trainscope/export/run_record.hpp"
 
@@ -46,12 +47,6 @@ struct BatchLimits {
   std::size_t max_entities = 1000;  // metrics + params + tags
   std::size_t max_bytes = 1000000;  // the JSON request body
 };
-inline constexpr std::size_t kMaxKeyLength = 250;
-inline constexpr std::size_t kMaxParamValueLength = 6000;
-inline constexpr std::size_t kMaxTagValueLength = 8000;
-
-// MLflow's key rule: at most 250 characters of [/\w.\- :], no "..", not absolute.
-absl::Status validate_key(std::string_view key);
 
 // The JSON body of runs/log-batch.
 std::string log_batch_body(std::string_view run_id, const Batch& batch);

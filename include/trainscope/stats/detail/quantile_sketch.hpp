@@ -15,6 +15,8 @@ class QuantileSketch {
   // sample whose rank is the one asked for. Throws std::invalid_argument
   // outside [2e-8, 1).
   explicit QuantileSketch(double relative_accuracy = 0.01);
+  // Whether the constructor accepts `relative_accuracy`.
+  static bool valid_relative_accuracy(double relative_accuracy) noexcept;
 
   void add(std::int64_t ns, std::uint64_t n = 1);
   // Both sketches must have the same relative accuracy.
