@@ -92,6 +92,18 @@ absl::Status read_whole_fd(int fd, std::string_view path, std::string* buffer) {
   return absl::OkStatus();
 }
 
+absl::Status read_small_fd(int fd, std::string_view path, std::string* buffer) {
+  buffer->resize(4096);
+  ssize_t n;
+  do {
+    n = ::pread(fd, buffer->data(), buffer->size(), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return file_error(errno, "read", path);
+  if (static_cast<std::size_t>(n) == buffer->size()) return read_whole_fd(fd, path, buffer);
+  buffer->resize(static_cast<std::size_t>(n));
+  return absl::OkStatus();
+}
+
 std::string temporary_path(const std::string& path, std::string_view prefix) {
   static std::atomic<std::uint64_t> counter{0};
   const std::uint64_t n = counter.fetch_add(1, std::memory_order_relaxed);

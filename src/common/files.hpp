@@ -26,6 +26,10 @@ absl::StatusOr<std::string> read_whole_file(const std::string& path);
 // Reads the whole file into `buffer` from offset 0 with pread, reusing the
 // buffer's capacity (for /proc and /sys files read again every sample).
 absl::Status read_whole_fd(int fd, std::string_view path, std::string* buffer);
+// The same for a file generated whole on every read and far below a page (a
+// /proc/<pid>/stat or io file, read for each member of a process tree every
+// sample): one pread is the whole file unless it fills the buffer.
+absl::Status read_small_fd(int fd, std::string_view path, std::string* buffer);
 
 // A temporary name next to `path` that no other writer uses at the same time:
 // "<path>.tmp-<pid>-<n>", or with `prefix` "<dir>/<prefix><pid>-<n>-<name>"

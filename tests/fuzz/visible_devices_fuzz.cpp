@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "hardware/gpu/nvml_source.hpp"
+#include "hardware/gpu/visible_devices.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using trainscope::nvml::VisibleDevice;

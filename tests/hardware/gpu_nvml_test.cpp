@@ -25,8 +25,9 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#include "hardware/gpu/nvml_source.hpp"
 #include "gtest/gtest.h"
+#include "hardware/gpu/nvml_library.hpp"
+#include "hardware/gpu/nvml_source.hpp"
 
 namespace trainscope::nvml {
 namespace {

@@ -1,6 +1,7 @@
 // NvmlSource over a simulated NVML: metric names and units, which GPUs
 // CUDA_VISIBLE_DEVICES selects (indices, GPU and MIG UUIDs), per-process sums
-// over the monitored tree, what an error disables, MIG naming.
+// over the monitored tree (and the tree itself, host::ProcessTree), what an
+// error disables, MIG naming.
 #include "hardware/gpu/nvml_source.hpp"
 
 #include "support/simulated_nvml.hpp"
@@ -8,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +19,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hardware/gpu/nvml_library.hpp"
+#include "hardware/gpu/visible_devices.hpp"
+#include "hardware/host/process_tree.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
@@ -152,35 +158,97 @@ TEST_F(NvmlSourceTest, FailedInitFailsOpen) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("libnvidia-ml.so.1 not found"));
 }
 
-// A fake /proc: 100 is the job, 101 its child (comm with blanks and ')'), 102
-// a stranger whose GPU use must not count.
+// A fake /proc: 100 is the job, 101 its child (started by the job's second
+// thread 1001; comm with blanks and ')'), 102 a stranger whose GPU use must
+// not count. kChildrenLists: as a kernel with CONFIG_PROC_CHILDREN shows it
+// (task/<tid>/children; no stat files, so only the lists can tell);
+// kParentsOnly: as one without (task directories, the parents in stat).
 class FakeProc {
  public:
-  FakeProc()
-      : root_(std::filesystem::path(TRAINSCOPE_TEST_TMPDIR) /
+  enum Kind { kChildrenLists, kParentsOnly };
+  explicit FakeProc(Kind kind = kChildrenLists)
+      : kind_(kind),
+        root_(std::filesystem::path(TRAINSCOPE_TEST_TMPDIR) /
               ("fake-proc-" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(root_);
-    write(100, "100 (python) S 1 100 100 0");
-    write(101, "101 (data loader) x) R 100 100 100 0");
-    write(102, "102 (other) S 1 102 102 0");
     std::filesystem::create_directories(root_ / "self");
+    add(100, "python", 1);
+    add(101, "data loader) x", 100, 1001);
+    add(102, "other", 1);
   }
   ~FakeProc() { std::filesystem::remove_all(root_); }
   std::string root() const { return root_.string(); }
 
- private:
-  void write(int pid, const std::string& stat) {
-    std::filesystem::create_directories(root_ / std::to_string(pid));
-    std::ofstream(root_ / std::to_string(pid) / "stat") << stat << "\n";
+  // Process `pid`, started by thread `parent_tid` of `ppid` (default: its
+  // main thread).
+  void add(int pid, const std::string& comm, int ppid, int parent_tid = 0) {
+    const std::filesystem::path dir = root_ / std::to_string(pid);
+    std::filesystem::create_directories(dir / "task" / std::to_string(pid));
+    if (kind_ == kParentsOnly) {
+      std::ofstream(dir / "stat") << pid << " (" << comm << ") S " << ppid << " " << pid << " "
+                                  << pid << " 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 1000 "
+                                  << "1000000 250 0 0 0\n";
+      return;
+    }
+    write_list(pid, pid);
+    if (ppid == 1) return;  // init is not in the fake
+    const int tid = parent_tid != 0 ? parent_tid : ppid;
+    lists_[tid] += std::to_string(pid) + " ";
+    write_list(ppid, tid);
   }
+
+ private:
+  void write_list(int pid, int tid) {
+    const std::filesystem::path task = root_ / std::to_string(pid) / "task" / std::to_string(tid);
+    std::filesystem::create_directories(task);
+    std::ofstream(task / "children") << lists_[tid];
+  }
+
+  Kind kind_;
   std::filesystem::path root_;
+  std::map<int, std::string> lists_;  // tid → its children list
 };
 
-TEST(ProcessTree, FollowsParentsInProc) {
-  FakeProc proc;
-  EXPECT_THAT(process_tree(100, proc.root()), ElementsAre(100, 101));
-  EXPECT_THAT(process_tree(102, proc.root()), ElementsAre(102));
-  EXPECT_THAT(process_tree(100, "/nonexistent"), ElementsAre(100));
+std::vector<pid_t> tree_of(pid_t root, const std::string& proc_root) {
+  host::ProcessTree tree(proc_root, host::ProcessTree::Files::kNone);
+  if (!tree.discover(root).ok()) return {};
+  return tree.pids();
+}
+
+TEST(ProcessTree, FollowsTheChildrenListsOfEveryThread) {
+  FakeProc proc(FakeProc::kChildrenLists);
+  EXPECT_THAT(tree_of(100, proc.root()), ElementsAre(100, 101));
+  EXPECT_THAT(tree_of(102, proc.root()), ElementsAre(102));
+}
+
+TEST(ProcessTree, FollowsParentsWithoutChildrenLists) {
+  FakeProc proc(FakeProc::kParentsOnly);
+  EXPECT_THAT(tree_of(100, proc.root()), ElementsAre(100, 101));
+  EXPECT_THAT(tree_of(102, proc.root()), ElementsAre(102));
+}
+
+TEST(ProcessTree, AMissingRootFailsDiscovery) {
+  for (FakeProc::Kind kind : {FakeProc::kChildrenLists, FakeProc::kParentsOnly}) {
+    FakeProc proc(kind);
+    host::ProcessTree tree(proc.root(), host::ProcessTree::Files::kNone);
+    EXPECT_FALSE(tree.discover(103).ok()) << kind;
+  }
+  host::ProcessTree tree("/nonexistent", host::ProcessTree::Files::kNone);
+  EXPECT_FALSE(tree.discover(100).ok());
+}
+
+TEST(ProcessTree, RediscoversAtMostOnceAnInterval) {
+  for (FakeProc::Kind kind : {FakeProc::kChildrenLists, FakeProc::kParentsOnly}) {
+    FakeProc proc(kind);
+    host::ProcessTree tree(proc.root(), host::ProcessTree::Files::kNone);
+    ASSERT_TRUE(tree.discover(100).ok()) << kind;
+    proc.add(103, "worker", 101);
+    const auto now = std::chrono::steady_clock::now();
+    ASSERT_TRUE(tree.refresh(now).ok()) << kind;
+    EXPECT_THAT(tree.pids(), ElementsAre(100, 101)) << kind;
+    ASSERT_TRUE(tree.refresh(now + host::ProcessTree::kRediscoveryInterval).ok()) << kind;
+    EXPECT_THAT(tree.pids(), ElementsAre(100, 101, 103)) << kind;
+  }
 }
 
 TEST(ProcessTree, FindsAChildOfThisProcess) {
@@ -190,9 +258,10 @@ TEST(ProcessTree, FindsAChildOfThisProcess) {
     ::pause();
     ::_exit(0);
   }
-  const std::vector<pid_t> tree = process_tree(::getpid());
+  const std::vector<pid_t> tree = tree_of(::getpid(), "/proc");
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+  ASSERT_THAT(tree, Not(IsEmpty()));
   EXPECT_EQ(tree.front(), ::getpid());
   EXPECT_THAT(tree, Contains(child));
 }
@@ -217,6 +286,16 @@ TEST_F(NvmlSourceTest, SumsTheMonitoredTreeOnly) {
   // No new sample: the tree was idle.
   v = sample(*source);
   EXPECT_EQ(v.at("system/gpu.0.proc.util_pct"), 0);
+}
+
+TEST_F(NvmlSourceTest, TheTreeIsTheRootAloneWhereProcCannotTell) {
+  SimDevice& gpu = sim_->device(0);
+  gpu.processes = {{100, 1024 * kMiB}, {101, 512 * kMiB}};
+  auto source = make("0", "/nonexistent");
+  HardwareContext context;
+  context.root_pid = 100;
+  ASSERT_TRUE(source->open(context).ok());
+  EXPECT_EQ(sample(*source).at("system/gpu.0.proc.mem_used_mb"), 1024);
 }
 
 TEST_F(NvmlSourceTest, ProcessUtilizationIsCappedAt100) {

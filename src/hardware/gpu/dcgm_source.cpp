@@ -11,6 +11,8 @@
 #include <cstring>
 #include <utility>
 
+#include "hardware/gpu/nvml_library.hpp"
+#include "hardware/gpu/visible_devices.hpp"
 #include "trainscope/common/errors.hpp"
 
 namespace trainscope::dcgm {
@@ -33,7 +35,8 @@ using nvml::NvmlApi;
 
 absl::StatusOr<std::vector<JobDevice>> job_devices(NvmlApi& api, const HardwareContext& context,
                                                    const std::optional<std::string>& visible) {
-  absl::StatusOr<std::vector<nvml::SelectedDevice>> selected = nvml::select_devices(api, context, visible);
+  absl::StatusOr<std::vector<nvml::SelectedDevice>> selected =
+      nvml::select_devices(api, context, visible);
   if (!selected.ok()) return selected.status();
   std::vector<JobDevice> devices;
   for (const nvml::SelectedDevice& d : *selected) {
@@ -313,6 +316,47 @@ absl::Status DcgmSource::open(const HardwareContext& context) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A GPU's DCGM id from the UUID and NVML index fields of every GPU: by UUID;
+// by NVML index where DCGM gives no UUID at all.
+std::optional<abi::EntityId> find_gpu(const std::vector<abi::FieldValueV2>& identity,
+                                      const JobDevice& d) {
+  std::optional<abi::EntityId> by_index;
+  for (const abi::FieldValueV2& v : identity) {
+    if (v.status != abi::kOk || v.entity_group != abi::kEntityGpu) continue;
+    if (v.field_id == abi::kFieldUuid && v.field_type == abi::kTypeString &&
+        std::strncmp(v.value.str, d.gpu_uuid.c_str(), sizeof(v.value.str)) == 0) {
+      return v.entity_id;
+    }
+    if (v.field_id == abi::kFieldNvmlIndex && v.field_type == abi::kTypeInt64 &&
+        v.value.i64 == static_cast<std::int64_t>(d.index)) {
+      by_index = v.entity_id;
+    }
+  }
+  const bool any_uuid = std::any_of(identity.begin(), identity.end(), [](const auto& v) {
+    return v.status == abi::kOk && v.field_id == abi::kFieldUuid;
+  });
+  return any_uuid ? std::nullopt : by_index;
+}
+
+// A MIG instance's DCGM id: the GPU instance with its parent's UUID and its
+// NVML GPU instance id.
+std::optional<abi::EntityId> find_instance(const abi::MigHierarchyV2& hierarchy,
+                                           const JobDevice& d) {
+  for (unsigned i = 0; i < hierarchy.count; ++i) {
+    const abi::MigHierarchyInfoV2& e = hierarchy.entity_list[i];
+    if (e.entity.entity_group == abi::kEntityGpuInstance &&
+        e.info.nvml_instance_id == *d.gpu_instance &&
+        std::strncmp(e.info.gpu_uuid, d.gpu_uuid.c_str(), sizeof(e.info.gpu_uuid)) == 0) {
+      return e.entity.entity_id;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 // DCGM's own ids: a GPU's by its UUID (DCGM and the job may see different
 // NVML indices, e.g. a host engine outside the job's container), a MIG
 // instance's by its parent's UUID and NVML GPU instance id.
@@ -335,49 +379,20 @@ absl::Status DcgmSource::map_targets(const std::vector<JobDevice>& devices,
                                       dcgm_, gpus.data(), static_cast<unsigned>(gpus.size()),
                                       identity_fields, 2, abi::kLiveData, identity.data());
   if (absl::Status s = to_status(*fn_, rc, "dcgmEntitiesGetLatestValues"); !s.ok()) return s;
-  // gpuId by UUID; by NVML index where DCGM gives no UUID.
-  const auto find_gpu = [&](const JobDevice& d) -> std::optional<abi::EntityId> {
-    std::optional<abi::EntityId> by_index;
-    for (const abi::FieldValueV2& v : identity) {
-      if (v.status != abi::kOk || v.entity_group != abi::kEntityGpu) continue;
-      if (v.field_id == abi::kFieldUuid && v.field_type == abi::kTypeString &&
-          std::strncmp(v.value.str, d.gpu_uuid.c_str(), sizeof(v.value.str)) == 0) {
-        return v.entity_id;
-      }
-      if (v.field_id == abi::kFieldNvmlIndex && v.field_type == abi::kTypeInt64 &&
-          v.value.i64 == static_cast<std::int64_t>(d.index)) {
-        by_index = v.entity_id;
-      }
-    }
-    const bool any_uuid = std::any_of(identity.begin(), identity.end(), [](const auto& v) {
-      return v.status == abi::kOk && v.field_id == abi::kFieldUuid;
-    });
-    return any_uuid ? std::nullopt : by_index;
-  };
 
-  std::unique_ptr<abi::MigHierarchyV2> hierarchy;
-  const auto find_instance = [&](const JobDevice& d) -> absl::StatusOr<std::optional<abi::EntityId>> {
-    if (!hierarchy) {
-      hierarchy = std::make_unique<abi::MigHierarchyV2>();
-      hierarchy->version = abi::kMigHierarchyVersion2;
-      if (fn_->instance_hierarchy == nullptr) {
-        hierarchy->count = 0;
-      } else if (absl::Status s = to_status(*fn_, fn_->instance_hierarchy(dcgm_, hierarchy.get()),
-                                            "dcgmGetGpuInstanceHierarchy");
-                 !s.ok()) {
-        return s;
-      }
-      hierarchy->count = std::min(hierarchy->count, abi::kMaxHierarchyInfo);
+  std::unique_ptr<abi::MigHierarchyV2> hierarchy;  // read when a MIG instance needs it
+  const auto read_hierarchy = [&]() -> absl::Status {
+    hierarchy = std::make_unique<abi::MigHierarchyV2>();
+    hierarchy->version = abi::kMigHierarchyVersion2;
+    if (fn_->instance_hierarchy == nullptr) {
+      hierarchy->count = 0;
+    } else if (absl::Status s = to_status(*fn_, fn_->instance_hierarchy(dcgm_, hierarchy.get()),
+                                          "dcgmGetGpuInstanceHierarchy");
+               !s.ok()) {
+      return s;
     }
-    for (unsigned i = 0; i < hierarchy->count; ++i) {
-      const abi::MigHierarchyInfoV2& e = hierarchy->entity_list[i];
-      if (e.entity.entity_group == abi::kEntityGpuInstance &&
-          e.info.nvml_instance_id == *d.gpu_instance &&
-          std::strncmp(e.info.gpu_uuid, d.gpu_uuid.c_str(), sizeof(e.info.gpu_uuid)) == 0) {
-        return std::optional<abi::EntityId>(e.entity.entity_id);
-      }
-    }
-    return std::optional<abi::EntityId>();
+    hierarchy->count = std::min(hierarchy->count, abi::kMaxHierarchyInfo);
+    return absl::OkStatus();
   };
 
   for (const JobDevice& d : devices) {
@@ -387,12 +402,13 @@ absl::Status DcgmSource::map_targets(const std::vector<JobDevice>& devices,
                               : fmt::format("system/gpu.{}.", d.index);
     std::optional<abi::EntityId> id;
     if (d.gpu_instance) {
-      absl::StatusOr<std::optional<abi::EntityId>> found = find_instance(d);
-      if (!found.ok()) return found.status();
-      id = *found;
+      if (!hierarchy) {
+        if (absl::Status s = read_hierarchy(); !s.ok()) return s;
+      }
+      id = find_instance(*hierarchy, d);
       t.entity.entity_group = abi::kEntityGpuInstance;
     } else {
-      id = find_gpu(d);
+      id = find_gpu(identity, d);
       t.entity.entity_group = abi::kEntityGpu;
     }
     if (!id) {
@@ -413,8 +429,9 @@ absl::Status DcgmSource::map_targets(const std::vector<JobDevice>& devices,
 absl::StatusOr<abi::GroupId> DcgmSource::watch_group(const std::vector<const Target*>& targets) {
   abi::GroupId group = 0;
   const std::string name = unique_name();
-  if (absl::Status s = to_status(*fn_, fn_->group_create(dcgm_, abi::kGroupEmpty, name.c_str(), &group),
-                                 "dcgmGroupCreate");
+  if (absl::Status s = to_status(
+          *fn_, fn_->group_create(dcgm_, abi::kGroupEmpty, name.c_str(), &group),
+          "dcgmGroupCreate");
       !s.ok()) {
     return s;
   }

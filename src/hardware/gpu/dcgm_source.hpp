@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hardware/gpu/nvml_source.hpp"
+#include "hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 
 namespace trainscope::dcgm {
@@ -197,7 +197,8 @@ class DcgmSource final : public HardwareSource {
  private:
   absl::Status load();
   absl::Status connect();
-  absl::Status map_targets(const std::vector<JobDevice>& devices, std::vector<std::string>* left_out);
+  absl::Status map_targets(const std::vector<JobDevice>& devices,
+                           std::vector<std::string>* left_out);
   absl::Status watch(std::vector<std::string>* left_out);
   absl::StatusOr<abi::GroupId> watch_group(const std::vector<const Target*>& targets);
   void close();

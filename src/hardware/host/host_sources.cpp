@@ -12,19 +12,17 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "fmt/format.h"
 #include "common/files.hpp"
 #include "hardware/host/host_parsers.hpp"
+#include "hardware/host/process_tree.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 
 namespace trainscope::host {
@@ -81,28 +79,6 @@ std::uint64_t counter_delta(std::uint64_t now, std::uint64_t before) {
 }
 
 // ---- File reading ----------------------------------------------------------
-
-// A per-process /proc file (stat, io) is generated whole on every read and is
-// far below a page: one pread is the whole file, unless it fills the buffer.
-bool read_small_fd(int fd, std::string* buffer) {
-  buffer->resize(4096);
-  ssize_t n;
-  do {
-    n = ::pread(fd, buffer->data(), buffer->size(), 0);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return false;
-  if (static_cast<std::size_t>(n) == buffer->size()) return detail::read_whole_fd(fd, "", buffer).ok();
-  buffer->resize(static_cast<std::size_t>(n));
-  return true;
-}
-
-absl::Status read_path(const std::string& path, std::string* buffer) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return detail::file_error(errno, "open", path);
-  absl::Status status = detail::read_whole_fd(fd, path, buffer);
-  ::close(fd);
-  return status;
-}
 
 // A /proc file read once per tick: opened once, re-read from offset 0.
 class ProcFile {
@@ -370,14 +346,14 @@ class MemorySource : public HardwareSource {
   absl::Status open(const HardwareContext&) override {
     if (absl::Status s = file_.open(proc_root_ + "/meminfo"); !s.ok()) return s;
     MemInfo info;
-    if (!parse_meminfo(file_.text(), &info)) return absl::DataLossError(file_.path() + ": no MemTotal");
+    if (!parse_meminfo(file_.text(), &info)) return no_total();
     return absl::OkStatus();
   }
 
   absl::Status sample(std::vector<HardwareReading>* out) override {
     if (absl::Status s = file_.read(); !s.ok()) return s;
     MemInfo m;
-    if (!parse_meminfo(file_.text(), &m)) return absl::DataLossError(file_.path() + ": no MemTotal");
+    if (!parse_meminfo(file_.text(), &m)) return no_total();
     // Before MemAvailable, free(1) estimated it as free + buffers + cache.
     const std::uint64_t available =
         m.has_available ? m.available_kb : m.free_kb + m.buffers_kb + m.cached_kb;
@@ -398,6 +374,8 @@ class MemorySource : public HardwareSource {
   }
 
  private:
+  absl::Status no_total() const { return absl::DataLossError(file_.path() + ": no MemTotal"); }
+
   std::string proc_root_;
   ProcFile file_;
 };
@@ -598,49 +576,43 @@ class NetworkSource : public HardwareSource {
 
 // The monitored process and all its descendants (data-loader workers, ranks
 // started by a launcher): CPU % (100 = one core), RSS, process count, and
-// block I/O. Membership is re-discovered at most once a second through the
-// kernel's children lists, which costs a read per thread of the tree; each
-// member's stat and io files stay open between discoveries and are re-read
-// every tick (an open /proc/<pid> file keeps naming that process, even if
-// its pid is reused).
+// block I/O. Membership is re-discovered at most once a second (ProcessTree);
+// the members' stat and io files stay open between discoveries and are
+// re-read every tick.
 class ProcessTreeSource : public HardwareSource {
  public:
-  explicit ProcessTreeSource(std::string proc_root) : proc_root_(std::move(proc_root)) {}
-  ~ProcessTreeSource() override {
-    for (Member& m : members_) close_member(m);
-  }
+  explicit ProcessTreeSource(std::string proc_root)
+      : tree_(std::move(proc_root), ProcessTree::Files::kStatAndIo) {}
   std::string name() const override { return "host.proc"; }
 
   absl::Status open(const HardwareContext& context) override {
-    root_ = context.root_pid > 0 ? context.root_pid : ::getpid();
     ticks_per_s_ = static_cast<double>(::sysconf(_SC_CLK_TCK));
     page_mb_ = static_cast<double>(::sysconf(_SC_PAGESIZE)) / kMB;
-    if (absl::Status s = discover(); !s.ok()) return s;
-    Totals first;
-    if (absl::Status s = read_members(&first); !s.ok()) return s;
+    const pid_t root = context.root_pid > 0 ? context.root_pid : ::getpid();
+    if (absl::Status s = tree_.discover(root); !s.ok()) return s;
+    ProcessTotals first;
+    if (absl::Status s = tree_.read(&first); !s.ok()) return s;
     last_totals_ = first;
     last_ = std::chrono::steady_clock::now();
-    last_discovery_ = last_;
     return absl::OkStatus();
   }
 
   absl::Status sample(std::vector<HardwareReading>* out) override {
     const auto now = std::chrono::steady_clock::now();
-    if (seconds_between(last_discovery_, now) >= 1.0) {
-      if (absl::Status s = discover(); !s.ok()) return s;
-      last_discovery_ = now;
-    }
-    Totals t;
-    if (absl::Status s = read_members(&t); !s.ok()) return s;
+    if (absl::Status s = tree_.refresh(now); !s.ok()) return s;
+    ProcessTotals t;
+    if (absl::Status s = tree_.read(&t); !s.ok()) return s;
     const double seconds = seconds_between(last_, now);
     last_ = now;
     // Sums over live members: a new member adds its past, a member reaped
     // outside the tree takes its own away; clamp so neither shows as negative.
+    const auto mb = [](std::uint64_t now_bytes, std::uint64_t before) {
+      return static_cast<double>(counter_delta(now_bytes, before)) / kMB;
+    };
     const double cpu_s =
         static_cast<double>(counter_delta(t.cpu_ticks, last_totals_.cpu_ticks)) / ticks_per_s_;
-    const double read_mb = static_cast<double>(counter_delta(t.read_bytes, last_totals_.read_bytes)) / kMB;
-    const double write_mb =
-        static_cast<double>(counter_delta(t.write_bytes, last_totals_.write_bytes)) / kMB;
+    const double read_mb = mb(t.read_bytes, last_totals_.read_bytes);
+    const double write_mb = mb(t.write_bytes, last_totals_.write_bytes);
     last_totals_ = t;
     read_mb_ += read_mb;
     write_mb_ += write_mb;
@@ -657,103 +629,12 @@ class ProcessTreeSource : public HardwareSource {
   }
 
  private:
-  struct Totals {
-    std::uint64_t cpu_ticks = 0, rss_pages = 0, read_bytes = 0, write_bytes = 0;
-    std::size_t count = 0;
-  };
-  struct Member {
-    pid_t pid = 0;
-    int stat_fd = -1;  // -1: not open (gone, or to be reopened at the next discovery)
-    int io_fd = -1;    // -1 also when /proc/<pid>/io is not readable (ptrace rights)
-  };
-
-  static void close_member(Member& m) {
-    if (m.stat_fd >= 0) ::close(m.stat_fd);
-    if (m.io_fd >= 0) ::close(m.io_fd);
-    m.stat_fd = m.io_fd = -1;
-  }
-
-  // Breadth-first from the root over every thread's children list; members
-  // still in the tree keep their open files.
-  absl::Status discover() {
-    pids_.clear();
-    pids_.push_back(root_);
-    for (std::size_t i = 0; i < pids_.size(); ++i) {
-      const std::string task_dir = fmt::format("{}/{}/task", proc_root_, pids_[i]);
-      DIR* dir = ::opendir(task_dir.c_str());
-      if (dir == nullptr) {
-        if (i == 0) return detail::file_error(errno, "read", task_dir);
-        continue;  // a member that exited meanwhile
-      }
-      while (const dirent* e = ::readdir(dir)) {
-        if (e->d_name[0] == '.') continue;
-        path_.assign(task_dir).append("/").append(e->d_name).append("/children");
-        if (read_path(path_, &buffer_).ok()) parse_pid_list(buffer_, &pids_);
-      }
-      ::closedir(dir);
-    }
-    absl::flat_hash_map<pid_t, Member> previous;
-    for (Member& m : members_) previous[m.pid] = m;
-    members_.clear();
-    for (pid_t pid : pids_) {
-      Member m{pid, -1, -1};
-      if (auto it = previous.find(pid); it != previous.end()) {
-        m = it->second;
-        previous.erase(it);
-      }
-      if (m.stat_fd < 0) {
-        set_path(pid, "stat");
-        m.stat_fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-        if (m.stat_fd < 0) continue;  // exited meanwhile (the root is reported by read_members)
-        set_path(pid, "io");
-        if (m.io_fd < 0) m.io_fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-      }
-      members_.push_back(m);
-    }
-    for (auto& [pid, m] : previous) close_member(m);
-    if (members_.empty() || members_.front().pid != root_) {
-      return absl::UnavailableError(fmt::format("process {} is gone", root_));
-    }
-    return absl::OkStatus();
-  }
-
-  // path_ = <proc_root>/<pid>/<file>, in path_'s existing capacity.
-  void set_path(pid_t pid, std::string_view file) {
-    path_.clear();
-    fmt::format_to(std::back_inserter(path_), "{}/{}/{}", proc_root_, pid, file);
-  }
-
-  absl::Status read_members(Totals* t) {
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      Member& m = members_[i];
-      ProcStat stat;
-      if (m.stat_fd < 0 || !read_small_fd(m.stat_fd, &buffer_) || !parse_pid_stat(buffer_, &stat)) {
-        if (i == 0) return absl::UnavailableError(fmt::format("process {} is gone", m.pid));
-        close_member(m);  // gone; a reused pid is opened afresh if it joins the tree
-        continue;
-      }
-      t->cpu_ticks += stat.cpu_ticks;
-      t->rss_pages += stat.rss_pages;
-      ++t->count;
-      ProcIo io;
-      if (m.io_fd >= 0 && read_small_fd(m.io_fd, &buffer_) && parse_pid_io(buffer_, &io)) {
-        t->read_bytes += io.read_bytes;
-        t->write_bytes += io.write_bytes;
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  std::string proc_root_;
-  pid_t root_ = 0;
+  ProcessTree tree_;
   double ticks_per_s_ = 100;
   double page_mb_ = 0;
-  std::vector<pid_t> pids_;
-  std::vector<Member> members_;
-  std::string path_, buffer_;
-  Totals last_totals_;
+  ProcessTotals last_totals_;
   double read_mb_ = 0, write_mb_ = 0;
-  std::chrono::steady_clock::time_point last_, last_discovery_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 }  // namespace
