@@ -10,10 +10,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/warnings.hpp"
 #include "trainscope/common/clock.hpp"
-#include "trainscope/timing/detail/sample_ring.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/timing/detail/sample_ring.hpp"
 
 namespace trainscope {
 namespace {
@@ -90,28 +91,9 @@ class ThrowingExporter : public Exporter {
   absl::Status write_summary(const Summary&) override { throw 42; }
 };
 
-// Warnings go through a plain function pointer, so they are collected globally.
-std::mutex g_warnings_mu;
-std::vector<std::string>* g_warnings = new std::vector<std::string>;
-
-void collect_warning(const std::string& message) {
-  std::lock_guard<std::mutex> lock(g_warnings_mu);
-  g_warnings->push_back(message);
-}
-
-class ExportPipelineTest : public testing::Test {
+class ExportPipelineTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::lock_guard<std::mutex> lock(g_warnings_mu);
-    g_warnings->clear();
-    previous_handler_ = set_warning_handler(&collect_warning);
-  }
-  void TearDown() override { set_warning_handler(previous_handler_); }
-
-  static std::vector<std::string> warnings() {
-    std::lock_guard<std::mutex> lock(g_warnings_mu);
-    return *g_warnings;
-  }
+  std::vector<std::string> warnings() const { return warnings_.messages(); }
 
   // Only flush() and destruction drive delivery, so the tests are deterministic.
   static ExportPipeline::Options manual_options(std::size_t ring_capacity = 1024) {
@@ -122,7 +104,7 @@ class ExportPipelineTest : public testing::Test {
   }
 
  private:
-  WarningHandler previous_handler_ = nullptr;
+  trainscope::testing::CapturedWarnings warnings_;
 };
 
 RegionSample make_sample(std::uint32_t thread, std::int64_t sequence) {

@@ -13,10 +13,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "support/temp_dir.hpp"
 #include "trainscope/common/clock.hpp"
-#include "trainscope/timing/detail/sample_ring.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/export/stdout_exporter.hpp"
+#include "trainscope/timing/detail/sample_ring.hpp"
 #include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {
@@ -25,13 +26,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// Every test uses its own names: ctest runs the tests as parallel processes.
-std::string temp_path(const std::string& name) {
-  const std::string path = std::string(TRAINSCOPE_TEST_TMPDIR) + "/file_exporter_test_" + name;
-  std::remove(path.c_str());
-  return path;
-}
 
 bool exists(const std::string& path) {
   struct stat st;
@@ -81,7 +75,13 @@ std::shared_ptr<FileExporter> create_or_die(const std::string& summary_path,
   return exporter.ok() ? *exporter : nullptr;
 }
 
-TEST(FileExporterTest, RejectsUnknownSummaryExtension) {
+// Files go to a fresh directory per test (ctest runs tests as parallel processes).
+class FileExporterTest : public ::testing::Test {
+ protected:
+  trainscope::testing::TempDir tmp_;
+};
+
+TEST_F(FileExporterTest, RejectsUnknownSummaryExtension) {
   const absl::StatusOr<std::shared_ptr<FileExporter>> exporter = FileExporter::Create("run.xlsx");
   ASSERT_FALSE(exporter.ok());
   EXPECT_EQ(exporter.status().code(), absl::StatusCode::kInvalidArgument);
@@ -89,23 +89,23 @@ TEST(FileExporterTest, RejectsUnknownSummaryExtension) {
   EXPECT_THAT(std::string(exporter.status().message()), HasSubstr(".txt, .json or .csv"));
 }
 
-TEST(FileExporterTest, UnopenableSamplesFileErrorNamesPath) {
-  const std::string samples = temp_path("missing_dir") + "/samples.csv";
+TEST_F(FileExporterTest, UnopenableSamplesFileErrorNamesPath) {
+  const std::string samples = tmp_.file("missing_dir") + "/samples.csv";
   const absl::StatusOr<std::shared_ptr<FileExporter>> exporter =
-      FileExporter::Create(temp_path("unused.json"), samples);
+      FileExporter::Create(tmp_.file("unused.json"), samples);
   ASSERT_FALSE(exporter.ok());
   EXPECT_EQ(exporter.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(exporter.status().message()), HasSubstr(samples));
 }
 
-TEST(FileExporterTest, NameIncludesSummaryPath) {
-  const std::string path = temp_path("named.json");
+TEST_F(FileExporterTest, NameIncludesSummaryPath) {
+  const std::string path = tmp_.file("named.json");
   EXPECT_EQ(create_or_die(path)->name(), "file:" + path);
 }
 
-TEST(FileExporterTest, WritesSamplesAsCsvWithQuotedKeys) {
-  const std::string samples_path = temp_path("samples.csv");
-  std::shared_ptr<FileExporter> exporter = create_or_die(temp_path("s.json"), samples_path);
+TEST_F(FileExporterTest, WritesSamplesAsCsvWithQuotedKeys) {
+  const std::string samples_path = tmp_.file("samples.csv");
+  std::shared_ptr<FileExporter> exporter = create_or_die(tmp_.file("s.json"), samples_path);
   ASSERT_NE(exporter, nullptr);
   const std::vector<RegionSample> batch = {
       sample(TimeType::EPOCH, Device::kCPU, 0, 1700000000000000000, 1500),
@@ -118,10 +118,10 @@ TEST(FileExporterTest, WritesSamplesAsCsvWithQuotedKeys) {
                           "\"load,\"\"shard\"\"\",GPU,3,1700000000000001000,42"));
 }
 
-TEST(FileExporterTest, AppendsToExistingSamplesFileWithoutSecondHeader) {
-  const std::string samples_path = temp_path("appended.csv");
+TEST_F(FileExporterTest, AppendsToExistingSamplesFileWithoutSecondHeader) {
+  const std::string samples_path = tmp_.file("appended.csv");
   for (int run = 0; run < 2; ++run) {
-    std::shared_ptr<FileExporter> exporter = create_or_die(temp_path("a.json"), samples_path);
+    std::shared_ptr<FileExporter> exporter = create_or_die(tmp_.file("a.json"), samples_path);
     ASSERT_NE(exporter, nullptr);
     ASSERT_TRUE(exporter->write_samples({sample(TimeType::BATCH, Device::kCPU, 0, run, 7)}).ok());
   }  // the destructor closes (and so flushes) the file
@@ -130,8 +130,8 @@ TEST(FileExporterTest, AppendsToExistingSamplesFileWithoutSecondHeader) {
                           "BATCH,CPU,0,1,7"));
 }
 
-TEST(FileExporterTest, SummaryReplacesPreviousOneInFormatOfExtension) {
-  const std::string path = temp_path("summary.txt");
+TEST_F(FileExporterTest, SummaryReplacesPreviousOneInFormatOfExtension) {
+  const std::string path = tmp_.file("summary.txt");
   std::shared_ptr<FileExporter> exporter = create_or_die(path);
   ASSERT_NE(exporter, nullptr);
   ASSERT_TRUE(exporter->write_summary(epoch_summary(1.0)).ok());
@@ -140,8 +140,8 @@ TEST(FileExporterTest, SummaryReplacesPreviousOneInFormatOfExtension) {
   EXPECT_FALSE(exists(path + ".tmp"));
 }
 
-TEST(FileExporterTest, JsonSummaryParses) {
-  const std::string path = temp_path("summary.json");
+TEST_F(FileExporterTest, JsonSummaryParses) {
+  const std::string path = tmp_.file("summary.json");
   std::shared_ptr<FileExporter> exporter = create_or_die(path);
   ASSERT_NE(exporter, nullptr);
   ASSERT_TRUE(exporter->write_summary(epoch_summary(0.5)).ok());
@@ -149,8 +149,8 @@ TEST(FileExporterTest, JsonSummaryParses) {
   EXPECT_EQ(doc["entries"][0]["median"].get<double>(), 0.5);
 }
 
-TEST(FileExporterTest, StaleTemporaryFileIsReplaced) {
-  const std::string path = temp_path("stale.csv");
+TEST_F(FileExporterTest, StaleTemporaryFileIsReplaced) {
+  const std::string path = tmp_.file("stale.csv");
   ASSERT_TRUE(detail::write_new_file(path + ".tmp", "left over by a crash").ok());
   std::shared_ptr<FileExporter> exporter = create_or_die(path);
   ASSERT_NE(exporter, nullptr);
@@ -159,8 +159,8 @@ TEST(FileExporterTest, StaleTemporaryFileIsReplaced) {
   EXPECT_FALSE(exists(path + ".tmp"));
 }
 
-TEST(FileExporterTest, SummaryInMissingDirectoryIsAnError) {
-  const std::string path = temp_path("gone") + "/summary.json";
+TEST_F(FileExporterTest, SummaryInMissingDirectoryIsAnError) {
+  const std::string path = tmp_.file("gone") + "/summary.json";
   std::shared_ptr<FileExporter> exporter = create_or_die(path);
   ASSERT_NE(exporter, nullptr);
   const absl::Status status = exporter->write_summary(epoch_summary(1.0));
@@ -168,9 +168,9 @@ TEST(FileExporterTest, SummaryInMissingDirectoryIsAnError) {
   EXPECT_THAT(std::string(status.message()), HasSubstr(path));
 }
 
-TEST(FileExporterTest, ReceivesSamplesThroughPipeline) {
-  const std::string summary_path = temp_path("pipeline.json");
-  const std::string samples_path = temp_path("pipeline_samples.csv");
+TEST_F(FileExporterTest, ReceivesSamplesThroughPipeline) {
+  const std::string summary_path = tmp_.file("pipeline.json");
+  const std::string samples_path = tmp_.file("pipeline_samples.csv");
   std::shared_ptr<FileExporter> exporter = create_or_die(summary_path, samples_path);
   ASSERT_NE(exporter, nullptr);
   {

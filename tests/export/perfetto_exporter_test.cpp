@@ -1,8 +1,5 @@
 #include "trainscope/export/perfetto_exporter.hpp"
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -13,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "support/temp_dir.hpp"
 #include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {
@@ -25,15 +23,9 @@ std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The trace goes to a fresh directory per test.
 class PerfettoExporterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::filesystem::create_directories(TRAINSCOPE_TEST_TMPDIR);
-    path_ = std::string(TRAINSCOPE_TEST_TMPDIR) + "/trace-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
-  }
-  void TearDown() override { std::filesystem::remove(path_); }
-
   std::vector<RegionSample> samples() const {
     const KeyId batch = Key("BATCH").id();
     const KeyId data = Key("data \"aug\"").id();  // needs JSON escaping
@@ -46,7 +38,8 @@ class PerfettoExporterTest : public ::testing::Test {
     };
   }
 
-  std::string path_;
+  trainscope::testing::TempDir tmp_;
+  const std::string path_ = tmp_.file("trace.json");
 };
 
 TEST_F(PerfettoExporterTest, ClosedTraceHasTracksAndExactDurations) {

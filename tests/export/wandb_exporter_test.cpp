@@ -1,7 +1,5 @@
 #include "trainscope/export/wandb_exporter.hpp"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/temp_dir.hpp"
 
 namespace trainscope {
 namespace {
@@ -207,15 +206,11 @@ std::vector<std::uint32_t> record_fields(const std::string& bytes) {
   return fields;
 }
 
+// dir_: a directory for W&B that does not exist yet, in a fresh one per test.
 class WandbExporterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(TRAINSCOPE_TEST_TMPDIR) /
-           ("wandb-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-  }
-  std::filesystem::path dir_;
+  trainscope::testing::TempDir tmp_;
+  const std::filesystem::path dir_ = tmp_.path() / "wandb";
 };
 
 TEST_F(WandbExporterTest, WritesRecordSequenceOfAnOfflineRun) {

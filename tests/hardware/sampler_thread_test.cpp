@@ -5,14 +5,14 @@
 // from what the exporter received, checked against Sampler::ticks().
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "trainscope/common/errors.hpp"
 #include "support/metric_collector.hpp"
+#include "support/warnings.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/hardware/sampler.hpp"
 
@@ -47,21 +47,9 @@ class FakeSource : public HardwareSource {
   int calls_ = 0;
 };
 
-std::mutex g_warnings_mu;
-std::vector<std::string> g_warnings;
-void record_warning(const std::string& message) {
-  std::lock_guard<std::mutex> lock(g_warnings_mu);
-  g_warnings.push_back(message);
-}
-
 class SamplerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    g_warnings.clear();
-    previous_ = set_warning_handler(&record_warning);
-    pipeline_.add_exporter(collector_);
-  }
-  void TearDown() override { set_warning_handler(previous_); }
+  void SetUp() override { pipeline_.add_exporter(collector_); }
 
   SamplerOptions options(std::atomic<std::int64_t>* step) {
     SamplerOptions o;
@@ -79,7 +67,7 @@ class SamplerTest : public ::testing::Test {
     return out;
   }
 
-  WarningHandler previous_ = nullptr;
+  trainscope::testing::CapturedWarnings warnings_;  // outlives the pipeline, which may warn
   ExportPipeline pipeline_;
   std::shared_ptr<MetricCollector> collector_ = std::make_shared<MetricCollector>();
 };
@@ -105,7 +93,7 @@ TEST_F(SamplerTest, ReadingsCarryStepRankAndIncreasingTimestamps) {
   }
   EXPECT_EQ(points.front().step, 7);
   EXPECT_EQ(points.back().step, 8);  // the final sample sees the step at stop()
-  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_TRUE(warnings_.empty()) << warnings_.joined();
 }
 
 TEST_F(SamplerTest, FailingSourcesWarnOnceAndOthersContinue) {
@@ -122,9 +110,9 @@ TEST_F(SamplerTest, FailingSourcesWarnOnceAndOthersContinue) {
   EXPECT_EQ(points_named("system/fake.good").size(), sampler.ticks());
   EXPECT_EQ(points_named("system/fake.flaky").size(), 1u);  // before its failure only
   EXPECT_TRUE(points_named("system/fake.absent").empty());
-  std::lock_guard<std::mutex> lock(g_warnings_mu);
-  ASSERT_EQ(g_warnings.size(), 2u);
-  const std::string all = g_warnings[0] + "\n" + g_warnings[1];
+  const std::vector<std::string> warnings = warnings_.messages();
+  ASSERT_EQ(warnings.size(), 2u);
+  const std::string all = warnings[0] + "\n" + warnings[1];
   EXPECT_THAT(all, HasSubstr("flaky"));
   EXPECT_THAT(all, HasSubstr("read failed"));
   EXPECT_THAT(all, HasSubstr("absent"));

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/run_dir_test.hpp"
+
 namespace trainscope {
 namespace {
 
@@ -42,17 +44,10 @@ class FakeSource final : public HardwareSource {
   }
 };
 
-class LaunchTest : public ::testing::Test {
+// Launches into root_, RunDirTest's per-test directory (run and MLflow
+// variables cleared); options() here hides RunDirTest's RunOptions one.
+class LaunchTest : public trainscope::testing::RunDirTest {
  protected:
-  void SetUp() override {
-    ::unsetenv("TRAINSCOPE_RUN_DIR");
-    ::unsetenv("MLFLOW_TRACKING_URI");
-    root_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / "launch_test" /
-            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-
   LaunchOptions options(std::vector<std::string> command) const {
     LaunchOptions o;
     o.command = std::move(command);
@@ -82,8 +77,6 @@ class LaunchTest : public ::testing::Test {
     }
     FAIL() << "the command never printed " << text;
   }
-
-  fs::path root_;
 };
 
 std::string rank_status(const std::string& run_dir) {
@@ -190,7 +183,9 @@ TEST_F(LaunchTest, CancelMidRunEndsKilledWithEverythingOnDisk) {
 
 TEST_F(LaunchTest, SigtermToThisProcessIsForwarded) {
   absl::StatusOr<LaunchResult> result;
-  std::thread runner([&] { result = launch(options({"/bin/sh", "-c", "echo started; exec sleep 30"})); });
+  std::thread runner([&] {
+    result = launch(options({"/bin/sh", "-c", "echo started; exec sleep 30"}));
+  });
   wait_for_output("started");
   ASSERT_EQ(::kill(::getpid(), SIGTERM), 0);
   runner.join();
@@ -205,21 +200,26 @@ TEST_F(LaunchTest, EnvironmentIsRecorded) {
   o.record_environment = true;
   const LaunchResult result = launch_ok(std::move(o));
   const std::string env = read_file(fs::path(result.run_dir) / "environment.json");
-  EXPECT_THAT(env, HasSubstr("\"command_line\": [\n    \"true\",\n    \"--lr\",\n    \"0.5\"\n  ]"));
-  for (const char* field : {"\"hostname\"", "\"os\"", "\"cpu_model\"", "\"cores\"", "\"memory_mb\"", "\"cwd\""}) {
+  EXPECT_THAT(env,
+              HasSubstr("\"command_line\": [\n    \"true\",\n    \"--lr\",\n    \"0.5\"\n  ]"));
+  for (const char* field :
+       {"\"hostname\"", "\"os\"", "\"cpu_model\"", "\"cores\"", "\"memory_mb\"", "\"cwd\""}) {
     EXPECT_THAT(env, HasSubstr(field));
   }
 }
 
 TEST_F(LaunchTest, ProfilersWrapTheCommand) {
-  EXPECT_THAT(profiled_command(Profiler::kNsys, "BATCH@trainscope", "/r/artifacts/profile", {"python", "t.py"}),
-              ElementsAre("nsys", "profile", "-o", "/r/artifacts/profile", "--force-overwrite", "true",
-                          "--capture-range=nvtx", "--nvtx-capture=BATCH@trainscope", "--", "python", "t.py"));
+  EXPECT_THAT(profiled_command(Profiler::kNsys, "BATCH@trainscope", "/r/artifacts/profile",
+                               {"python", "t.py"}),
+              ElementsAre("nsys", "profile", "-o", "/r/artifacts/profile", "--force-overwrite",
+                          "true", "--capture-range=nvtx", "--nvtx-capture=BATCH@trainscope", "--",
+                          "python", "t.py"));
   EXPECT_THAT(profiled_command(Profiler::kNcu, "", "/r/p", {"./train"}),
               ElementsAre("ncu", "-o", "/r/p", "./train"));
   EXPECT_THAT(profiled_command(Profiler::kNcu, "step", "/r/p", {"./train"}),
               ElementsAre("ncu", "-o", "/r/p", "--nvtx", "--nvtx-include", "step", "./train"));
-  EXPECT_THAT(profiled_command(Profiler::kNone, "", "/r/p", {"./train", "a b"}), ElementsAre("./train", "a b"));
+  EXPECT_THAT(profiled_command(Profiler::kNone, "", "/r/p", {"./train", "a b"}),
+              ElementsAre("./train", "a b"));
 }
 
 TEST_F(LaunchTest, MissingProfilerIsAnErrorBeforeAnyRun) {

@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/run_dir_test.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -24,8 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// testing::Test::Run hides trainscope::Run inside test bodies.
-using RunPtr = std::unique_ptr<trainscope::Run>;
+using trainscope::testing::RunPtr;
 constexpr auto kFlushInterval = absl::Milliseconds(100);
 
 // What the child reports after each metric it logged.
@@ -59,16 +58,12 @@ std::int64_t unix_now_ms() {
   }
 }
 
-class RunCrashTest : public ::testing::Test {
+// dir_: where the run goes (not created yet), inside the fixture's root_.
+class RunCrashTest : public trainscope::testing::RunDirTest {
  protected:
   void SetUp() override {
-    ::unsetenv("TRAINSCOPE_RUN_DIR");
-    ::unsetenv("RANK");
-    dir_ = (fs::path(TRAINSCOPE_TEST_TMPDIR) / "run_crash_test" /
-            ::testing::UnitTest::GetInstance()->current_test_info()->name())
-               .string();
-    fs::remove_all(dir_);
-    fs::create_directories(fs::path(dir_).parent_path());
+    RunDirTest::SetUp();
+    dir_ = (root_ / "run").string();
   }
 
   // Starts the child, waits until it logged `count` metrics, sends `signal`,
@@ -174,7 +169,7 @@ TEST_F(RunCrashTest, ACutRecordIsSkippedThenRepairedByTheNextWriter) {
     ASSERT_TRUE((*run)->log_metric("m", 0.0).ok());
   }
   const std::string path = dir_ + "/metrics-0.csv";
-  std::ofstream(path, std::ios::app) << "m,1,1,17000";  // a crash mid-write
+  trainscope::testing::write_file(path, "m,1,1,17000", /*append=*/true);  // a crash mid-write
   absl::StatusOr<RunReader> reader = RunReader::Open(dir_);
   ASSERT_TRUE(reader.ok()) << reader.status();
   absl::StatusOr<Chunk<MetricPoint>> metrics = reader->read_metrics(0);

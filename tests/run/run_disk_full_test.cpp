@@ -14,7 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "trainscope/common/errors.hpp"
+#include "support/run_dir_test.hpp"
+#include "support/warnings.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -26,13 +27,10 @@ namespace fs = std::filesystem;
 constexpr int kMetrics = 2000;     // ~50 KiB of CSV
 constexpr rlim_t kLimit = 16384;   // bytes per file while the "disk is full"
 
-int g_warnings = 0;
-void count_warning(const std::string&) { ++g_warnings; }
-
 // Exit codes: 0 ok, 10+ setup failures, 20 no warning, 21 too many warnings.
 [[noreturn]] void child_main(const std::string& dir) {
   ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of being killed
-  set_warning_handler(&count_warning);
+  const trainscope::testing::CapturedWarnings warnings;
   ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
   RunOptions options;
   options.flush_interval = absl::Milliseconds(10);
@@ -49,7 +47,7 @@ void count_warning(const std::string&) { ++g_warnings; }
     if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(15));  // flushes fail
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const int warnings_while_full = g_warnings;
+  const std::size_t warnings_while_full = warnings.count();
   if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(13);  // space is back
   if (!(*run)->end().ok()) ::_exit(14);
   if (warnings_while_full == 0) ::_exit(20);
@@ -57,9 +55,10 @@ void count_warning(const std::string&) { ++g_warnings; }
   ::_exit(0);
 }
 
-TEST(RunDiskFullTest, RecordsWaitForSpaceAndLandWholeAndInOrder) {
-  const fs::path dir = fs::path(TRAINSCOPE_TEST_TMPDIR) / "run_disk_full";
-  fs::remove_all(dir);
+using RunDiskFullTest = trainscope::testing::RunDirTest;
+
+TEST_F(RunDiskFullTest, RecordsWaitForSpaceAndLandWholeAndInOrder) {
+  const fs::path dir = root_ / "run";
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) child_main(dir.string());

@@ -10,8 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
+
+#include "support/run_dir_test.hpp"
 
 namespace trainscope {
 namespace {
@@ -19,18 +20,22 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr char kRunJson[] =
-    R"({"format":"trainscope.run","version":1,"id":"0123456789abcdef0123456789abcdef",)"
-    R"("name":"n","experiment":"e","start_time_ms":5,"params":{"a":"1"},"tags":{}})";
-constexpr char kRegionsHeader[] = "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
-constexpr char kMetricsHeader[] = "key,value,step,timestamp_ms,rank\n";
+using trainscope::testing::kMetricsHeader;
+using trainscope::testing::kRegionsHeader;
+using trainscope::testing::RankJson;
+using trainscope::testing::RunJson;
 
 std::string rank_json(const std::string& host, long pid, const std::string& status,
                       long heartbeat_ms) {
-  return R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
-         R"("host":")" + host + R"(","pid":)" + std::to_string(pid) + R"(,"status":")" + status +
-         R"(","start_time_ms":1,"end_time_ms":2,"heartbeat_ms":)" + std::to_string(heartbeat_ms) +
-         R"(,"flush_interval_ms":1000})";
+  RankJson rank;
+  rank.host = host;
+  rank.pid = pid;
+  rank.status = status;
+  rank.start_time_ms = 1;
+  rank.end_time_ms = 2;
+  rank.heartbeat_ms = heartbeat_ms;
+  rank.flush_interval_ms = 1000;
+  return rank.text();
 }
 
 std::string hostname() {
@@ -41,23 +46,20 @@ std::string hostname() {
 
 std::string message(const absl::Status& status) { return std::string(status.message()); }
 
-class RunReaderTest : public ::testing::Test {
+// dir_: a run directory with just run.json (id kRunId, one param a=1).
+class RunReaderTest : public trainscope::testing::RunDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::path(TRAINSCOPE_TEST_TMPDIR) / "run_reader_test" /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    write("run.json", kRunJson);
+    RunDirTest::SetUp();
+    RunJson run;
+    run.start_time_ms = 5;
+    run.params = {{"a", "1"}};
+    dir_ = write_run_dir("run", run);
   }
   void write(const std::string& name, const std::string& contents) {
-    std::ofstream(dir_ / name, std::ios::binary) << contents;
+    trainscope::testing::write_file(dir_ / name, contents);
   }
-  RunReader open() {
-    absl::StatusOr<RunReader> reader = RunReader::Open(dir_.string());
-    EXPECT_TRUE(reader.ok()) << reader.status();
-    return *std::move(reader);
-  }
+  RunReader open() { return open_run(dir_.string()); }
 
   fs::path dir_;
 };
@@ -146,7 +148,7 @@ TEST_F(RunReaderTest, TruncatedLastLineIsLeftForLater) {
   EXPECT_EQ(row.epoch, 7);
 
   // The writer finishes the line: a read from next_offset gets just it.
-  std::ofstream(dir_ / "regions-0.csv", std::ios::app) << "10,0,0\n";
+  trainscope::testing::write_file(dir_ / "regions-0.csv", "10,0,0\n", /*append=*/true);
   regions = reader.read_regions(0, regions->next_offset);
   ASSERT_TRUE(regions.ok()) << regions.status();
   EXPECT_FALSE(regions->truncated);

@@ -24,12 +24,6 @@ using ::testing::HasSubstr;
 using trainscope::testing::RunPtr;
 using RunTest = trainscope::testing::RunDirTest;
 
-RunReader open(const std::string& dir) {
-  absl::StatusOr<RunReader> reader = RunReader::Open(dir);
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  return *std::move(reader);
-}
-
 TEST_F(RunTest, RecordsEverythingAndReadsItBack) {
   RunOptions o = options();
   o.name = "round trip";
@@ -67,7 +61,7 @@ TEST_F(RunTest, RecordsEverythingAndReadsItBack) {
   EXPECT_EQ(std::getenv("TRAINSCOPE_RUN_DIR"), nullptr);
   EXPECT_FALSE(run->log_metric("loss", 1.0).ok());
 
-  RunReader reader = open(run->dir());
+  RunReader reader = open_run(run->dir());
   EXPECT_EQ(reader.info().id, run->info().id);
   EXPECT_EQ(reader.info().name, "round trip");
   EXPECT_EQ(reader.info().experiment, "Default");
@@ -136,7 +130,7 @@ TEST_F(RunTest, ExplicitSummaryReplacesTheStreamsEntries) {
   }
   run->add_summary(timer.summary());
   ASSERT_TRUE(run->end().ok());
-  absl::StatusOr<Summary> summary = open(run->dir()).read_summary(0);
+  absl::StatusOr<Summary> summary = open_run(run->dir()).read_summary(0);
   ASSERT_TRUE(summary.ok()) << summary.status();
   ASSERT_EQ(summary->entries.size(), 1u);
   EXPECT_EQ(summary->entries[0].stats.count, 2u);  // the timer's own, warm-up excluded
@@ -146,7 +140,8 @@ TEST_F(RunTest, ExplicitSummaryReplacesTheStreamsEntries) {
 TEST_F(RunTest, RejectsWhatMlflowWouldRejectAndRecordsNothing) {
   RunPtr run = start(options());
   const std::string long_key(251, 'k');
-  for (const std::string& key : {std::string(), long_key, std::string("a*b"), std::string("x\ny")}) {
+  for (const std::string& key :
+       {std::string(), long_key, std::string("a*b"), std::string("x\ny")}) {
     absl::Status status = run->log_metric(key, 1.0);
     EXPECT_TRUE(absl::IsInvalidArgument(status)) << key;
     EXPECT_TRUE(absl::IsInvalidArgument(run->log_param(key, "v"))) << key;
@@ -165,7 +160,7 @@ TEST_F(RunTest, RejectsWhatMlflowWouldRejectAndRecordsNothing) {
   }
   ASSERT_TRUE(run->end().ok());
 
-  RunReader reader = open(run->dir());
+  RunReader reader = open_run(run->dir());
   EXPECT_EQ(reader.info().params.size(), 1u);
   EXPECT_TRUE(reader.info().tags.empty());
   absl::StatusOr<Chunk<MetricPoint>> metrics = reader.read_metrics(0);
@@ -189,7 +184,7 @@ TEST_F(RunTest, ParamsAreWriteOnce) {
   ASSERT_TRUE(run->set_tag("stage", "a").ok());
   ASSERT_TRUE(run->set_tag("stage", "b").ok());  // tags may change
   ASSERT_TRUE(run->end().ok());
-  RunReader reader = open(run->dir());
+  RunReader reader = open_run(run->dir());
   EXPECT_EQ(reader.info().params.at("lr"), "0.1");
   EXPECT_EQ(reader.info().tags.at("stage"), "b");
 }
@@ -220,7 +215,7 @@ TEST_F(RunTest, RanksAttachThroughTheEnvironment) {
     EXPECT_NE(std::getenv("TRAINSCOPE_RUN_DIR"), nullptr);
   }
   EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 1);
-  RunReader reader = open(shared.string());
+  RunReader reader = open_run(shared.string());
   EXPECT_EQ(reader.info().id, id);
   EXPECT_EQ(reader.info().status, RunStatus::kFinished);
   ASSERT_EQ(reader.ranks().size(), 2u);

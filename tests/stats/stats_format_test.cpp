@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "support/temp_dir.hpp"
 
 namespace trainscope {
 namespace {
@@ -73,13 +74,6 @@ constexpr char kEpochLine[] =
     "min: 0.00730 mean: 0.00894 median: 0.00894 max: 0.01058 stdev: 0.00232\n";
 constexpr char kBatchLine[] =
     "min: 0.00100 mean: 0.00123 median: 0.00120 max: 0.00160 stdev: 0.00020\n";
-
-// Every test uses its own names: ctest runs the tests as parallel processes.
-std::string temp_path(const std::string& name) {
-  const std::string path = std::string(TRAINSCOPE_TEST_TMPDIR) + "/stats_format_test_" + name;
-  std::remove(path.c_str());
-  return path;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -182,7 +176,7 @@ TEST(TableFormatTest, PutsCpuAndGpuSideBySide) {
   EXPECT_THAT(lines[2], HasSubstr("1.20 ms [1.10, 1.30]"));
   EXPECT_THAT(lines[2], HasSubstr("900 us"));
   // EPOCH has no GPU entry: its GPU cells are "-".
-  EXPECT_THAT(lines[1], testing::EndsWith("-"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith("-"));
 }
 
 TEST(TableFormatTest, MarksWarmupApproximateAndEmptyKeys) {
@@ -196,7 +190,7 @@ TEST(TableFormatTest, MarksWarmupApproximateAndEmptyKeys) {
   ASSERT_GE(lines.size(), 3u) << table;
   EXPECT_THAT(lines[1], HasSubstr("WARM"));
   EXPECT_THAT(lines[1], HasSubstr("0 (+3)"));
-  EXPECT_THAT(lines[1], testing::EndsWith("-"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith("-"));
   EXPECT_THAT(lines[2], HasSubstr("10 (+5)"));
   EXPECT_THAT(lines[2], HasSubstr("~1.20 ms [1.10, 1.30]"));
   EXPECT_THAT(lines[2], HasSubstr("~1.50 ms"));
@@ -265,8 +259,8 @@ TEST(CsvFormatTest, HeaderQuotingAndEmptyNaN) {
   EXPECT_EQ(lines[0],
             "key,device,count,total,min,mean,median,max,stdev,p5,p25,p75,p95,p99,cv,median_ci_low,"
             "median_ci_high,warmup_excluded,approximate");
-  EXPECT_THAT(lines[1], testing::StartsWith("\"a,\"\"b\"\"\",CPU,2,0.01788,0.0073"));
-  EXPECT_THAT(lines[1], testing::EndsWith(",,,0,false"));  // no CI for n = 2
+  EXPECT_THAT(lines[1], ::testing::StartsWith("\"a,\"\"b\"\"\",CPU,2,0.01788,0.0073"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(",,,0,false"));  // no CI for n = 2
   EXPECT_EQ(lines[2], "WARM,GPU,0,0,,,,,,,,,,,,,,3,false");
 }
 
@@ -357,15 +351,21 @@ TEST(ParseStatsFormatTest, NamesAndErrors) {
 
 // --- write_new_file ------------------------------------------------------------
 
-TEST(WriteNewFileTest, WritesContents) {
-  const std::string path = temp_path("new.txt");
+// Files go to a fresh directory per test (ctest runs tests as parallel processes).
+class WriteNewFileTest : public ::testing::Test {
+ protected:
+  trainscope::testing::TempDir tmp_;
+};
+
+TEST_F(WriteNewFileTest, WritesContents) {
+  const std::string path = tmp_.file("new.txt");
   const std::string contents(100000, 'x');
   ASSERT_TRUE(detail::write_new_file(path, contents).ok());
   EXPECT_EQ(read_file(path), contents);
 }
 
-TEST(WriteNewFileTest, RefusesExistingFileAndLeavesItUntouched) {
-  const std::string path = temp_path("existing.txt");
+TEST_F(WriteNewFileTest, RefusesExistingFileAndLeavesItUntouched) {
+  const std::string path = tmp_.file("existing.txt");
   ASSERT_TRUE(detail::write_new_file(path, "first").ok());
   const absl::Status status = detail::write_new_file(path, "second");
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
@@ -373,16 +373,16 @@ TEST(WriteNewFileTest, RefusesExistingFileAndLeavesItUntouched) {
   EXPECT_EQ(read_file(path), "first");
 }
 
-TEST(WriteNewFileTest, MissingDirectoryErrorNamesPath) {
-  const std::string path = temp_path("no_such_dir") + "/out.txt";
+TEST_F(WriteNewFileTest, MissingDirectoryErrorNamesPath) {
+  const std::string path = tmp_.file("no_such_dir") + "/out.txt";
   const absl::Status status = detail::write_new_file(path, "x");
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(status.message()), HasSubstr(path));
   EXPECT_THAT(std::string(status.message()), HasSubstr("No such file or directory"));
 }
 
-TEST(WriteNewFileTest, FileUsedAsDirectoryErrorNamesPath) {
-  const std::string file = temp_path("plain_file");
+TEST_F(WriteNewFileTest, FileUsedAsDirectoryErrorNamesPath) {
+  const std::string file = tmp_.file("plain_file");
   ASSERT_TRUE(detail::write_new_file(file, "x").ok());
   const absl::Status status = detail::write_new_file(file + "/out.txt", "x");
   EXPECT_FALSE(status.ok());
@@ -392,8 +392,8 @@ TEST(WriteNewFileTest, FileUsedAsDirectoryErrorNamesPath) {
 
 // A file size limit stands in for a full disk: the first write is cut short,
 // the next one fails (EFBIG), and no truncated file may remain.
-TEST(WriteNewFileTest, FailedWriteRemovesPartialFileAndNamesPath) {
-  const std::string path = temp_path("too_big.txt");
+TEST_F(WriteNewFileTest, FailedWriteRemovesPartialFileAndNamesPath) {
+  const std::string path = tmp_.file("too_big.txt");
   struct rlimit saved;
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
   struct rlimit limited = saved;
@@ -409,9 +409,9 @@ TEST(WriteNewFileTest, FailedWriteRemovesPartialFileAndNamesPath) {
   EXPECT_NE(::access(path.c_str(), F_OK), 0);
 }
 
-TEST(WriteNewFileTest, UnwritableDirectoryErrorNamesPath) {
+TEST_F(WriteNewFileTest, UnwritableDirectoryErrorNamesPath) {
   if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
-  const std::string dir = temp_path("read_only_dir");
+  const std::string dir = tmp_.file("read_only_dir");
   ::rmdir(dir.c_str());
   ASSERT_EQ(::mkdir(dir.c_str(), 0555), 0);
   const std::string path = dir + "/out.txt";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/warnings.hpp"
 #include "trainscope/timing/testing/simulated_event_source.hpp"
 
 namespace trainscope {
@@ -18,22 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using testing::SimulatedEventSource;
 
-std::vector<std::string>* g_warnings = nullptr;
-void capture_warning(const std::string& message) {
-  if (g_warnings != nullptr) g_warnings->push_back(message);
-}
-
 class CPUGPUTimerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    sim_ = std::make_shared<SimulatedEventSource>();
-    g_warnings = &warnings_;
-    previous_ = set_warning_handler(&capture_warning);
-  }
-  void TearDown() override {
-    set_warning_handler(previous_);
-    g_warnings = nullptr;
-  }
+  void SetUp() override { sim_ = std::make_shared<SimulatedEventSource>(); }
 
   CPUGPUTimerOptions no_harvest() {
     CPUGPUTimerOptions o;
@@ -42,8 +30,7 @@ class CPUGPUTimerTest : public ::testing::Test {
   }
 
   std::shared_ptr<SimulatedEventSource> sim_;
-  std::vector<std::string> warnings_;
-  WarningHandler previous_ = nullptr;
+  trainscope::testing::CapturedWarnings warnings_;
 };
 
 TEST_F(CPUGPUTimerTest, GpuTimeIsTheWorkEnqueuedInsideTheRegion) {
@@ -184,7 +171,8 @@ TEST_F(CPUGPUTimerTest, FailedRecordAtEndKeepsTheRegionOpenOnBothSides) {
   EXPECT_FALSE(timer.try_end(TimeType::BACKWARD, true).ok());
   EXPECT_EQ(timer.get_time_stats(TimeType::BACKWARD, false).count, 0u);
   EXPECT_EQ(timer.outstanding(), 0u);
-  EXPECT_EQ(timer.try_start(TimeType::BACKWARD, true).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(timer.try_start(TimeType::BACKWARD, true).code(),
+            absl::StatusCode::kFailedPrecondition);
   timer.end(TimeType::BACKWARD, true);  // retry succeeds
   EXPECT_EQ(timer.get_time_stats(TimeType::BACKWARD, false).count, 1u);
   EXPECT_EQ(timer.get_time_stats(TimeType::BACKWARD, true).count, 1u);
@@ -212,8 +200,8 @@ TEST_F(CPUGPUTimerTest, AGpuErrorWhileHarvestingDropsOnlyThatRegionAndWarns) {
   EXPECT_EQ(timer.gpu_errors(), 1u);
   EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, true).count, 2u);
   EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, false).count, 3u);
-  ASSERT_EQ(warnings_.size(), 1u);
-  EXPECT_THAT(warnings_.back(), HasSubstr("BATCH"));
+  ASSERT_EQ(warnings_.count(), 1u);
+  EXPECT_THAT(warnings_.messages().back(), HasSubstr("BATCH"));
   // Poisoned events are destroyed, not pooled.
   EXPECT_EQ(sim_->events_alive(), timer.events_created() - 2);
 }
@@ -324,7 +312,8 @@ TEST_F(CPUGPUTimerTest, Deep500LayoutHasCpuThenGpuSections) {
   const std::string text = timer.format_all_time_stats();
   EXPECT_EQ(text.rfind("CPU\nBATCH\nmin: ", 0), 0u) << text;
   EXPECT_THAT(text, HasSubstr("EPOCH\nmin: "));
-  EXPECT_THAT(text, HasSubstr("---\nGPU\nBATCH\nmin: 0.00100 mean: 0.00100 median: 0.00100 max: 0.00100 stdev: 0.00000\n---\n"));
+  EXPECT_THAT(text, HasSubstr("---\nGPU\nBATCH\nmin: 0.00100 mean: 0.00100 median: 0.00100 max: "
+                              "0.00100 stdev: 0.00000\n---\n"));
 }
 
 TEST_F(CPUGPUTimerTest, DestructionReleasesEveryEventWithoutWaiting) {

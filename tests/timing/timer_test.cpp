@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <string>
 #include <thread>
+
+#include "support/temp_dir.hpp"
 
 namespace trainscope {
 namespace {
@@ -59,7 +62,8 @@ TEST(TimerTest, StartingAnOpenKeyFailsNamingItAndChangesNothing) {
   timer.start(TimeType::BATCH);
   absl::Status status = timer.try_start(TimeType::BATCH);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("Detected nesting for timing region type BATCH"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("Detected nesting for timing region type BATCH"));
   try {
     timer.start(TimeType::BATCH);
     FAIL() << "expected TimerError";
@@ -76,7 +80,8 @@ TEST(TimerTest, EndWithoutStartFailsNamingTheKeyAndTimerStaysUsable) {
   Timer timer;
   absl::Status status = timer.try_end(TimeType::FORWARD);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("Unbalanced end for timing region type FORWARD"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("Unbalanced end for timing region type FORWARD"));
   timer.start(TimeType::FORWARD);
   timer.end(TimeType::FORWARD);
   EXPECT_EQ(timer.get_time_stats(TimeType::FORWARD).count, 1u);
@@ -275,18 +280,16 @@ TEST(TimerTest, SaveRefusesAnExistingFileAndUnknownExtensions) {
   Timer timer;
   timer.start(TimeType::EPOCH);
   timer.end(TimeType::EPOCH);
-  const std::string dir = TRAINSCOPE_TEST_TMPDIR;
-  const std::string path = dir + "/timer_test_save.txt";
-  std::remove(path.c_str());
+  const trainscope::testing::TempDir tmp;
+  const std::string path = tmp.file("timer_test_save.txt");
   ASSERT_TRUE(timer.try_save_all_time_stats(path).ok());
   const absl::Status again = timer.try_save_all_time_stats(path);
   EXPECT_FALSE(again.ok());
   EXPECT_THAT(std::string(again.message()), HasSubstr(path));
-  const absl::Status bad = timer.try_save_all_time_stats(dir + "/stats.xlsx");
+  const absl::Status bad = timer.try_save_all_time_stats(tmp.file("stats.xlsx"));
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.message()), HasSubstr(".xlsx"));
   EXPECT_EQ(timer.get_time_stats(TimeType::EPOCH).count, 1u);  // nothing lost
-  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -8,12 +8,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "export/mlflow/mlflow_client.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/run_dir_test.hpp"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
 #include "trainscope/run/sync.hpp"
 
@@ -267,33 +267,34 @@ int closed_port() {
   return ntohs(addr.sin_port);
 }
 
-// A running run in the documented format (docs/run-format.md) with one metric.
-std::string write_run_dir(const std::string& name) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(TRAINSCOPE_TEST_TMPDIR) / ("mlflow_client_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  std::ofstream(dir / "run.json")
-      << R"({"format":"trainscope.run","version":1,"id":"0123456789abcdef0123456789abcdef",)"
-      << R"("name":"t","experiment":"Default","start_time_ms":)" << now_ms
-      << R"(,"params":{},"tags":{}})";
-  std::ofstream(dir / "rank-0.json")
-      << R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
-      << R"("host":"h","pid":)" << ::getpid() << R"(,"status":"RUNNING","start_time_ms":)"
-      << now_ms << R"(,"end_time_ms":0,"heartbeat_ms":)" << now_ms
-      << R"(,"flush_interval_ms":3600000})";
-  std::ofstream(dir / "regions-0.csv")
-      << "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
-  std::ofstream(dir / "metrics-0.csv") << "key,value,step,timestamp_ms,rank\nloss,0.5,0," << now_ms
-                                       << ",0\n";
-  return dir.string();
-}
+// The run directories: a running run in the documented format with one metric.
+class MlflowRunDirTest : public trainscope::testing::RunDirTest {
+ protected:
+  std::string write_running_run(const std::string& name) const {
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    trainscope::testing::RunJson run;
+    run.name = "t";
+    run.experiment = "Default";
+    run.start_time_ms = now_ms;
+    trainscope::testing::RankJson rank;
+    rank.pid = ::getpid();
+    rank.start_time_ms = now_ms;
+    rank.heartbeat_ms = now_ms;
+    rank.flush_interval_ms = 3600000;
+    const std::filesystem::path dir = write_run_dir(name, run, {rank});
+    trainscope::testing::write_file(dir / "metrics-0.csv",
+                                    "loss,0.5,0," + std::to_string(now_ms) + ",0\n",
+                                    /*append=*/true);
+    return dir.string();
+  }
+};
+using MlflowExporterTest = MlflowRunDirTest;
+using SyncRunDir = MlflowRunDirTest;
 
-TEST(MlflowExporter, StoppedServerCostsOneRefusedConnectionPerBackoff) {
-  const std::string dir = write_run_dir("stopped");
+TEST_F(MlflowExporterTest, StoppedServerCostsOneRefusedConnectionPerBackoff) {
+  const std::string dir = write_running_run("stopped");
   MlflowConfig config;
   config.tracking_uri = "http://alice:pw-123@127.0.0.1:" + std::to_string(closed_port());
   MlflowExporter exporter(dir, open_run_source, config, std::chrono::milliseconds(0));
@@ -310,11 +311,12 @@ TEST(MlflowExporter, StoppedServerCostsOneRefusedConnectionPerBackoff) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/mlflow-sync.json"));
 }
 
-TEST(SyncRunDir, CursorFromAnotherServerIsRefused) {
-  const std::string dir = write_run_dir("other_server");
-  std::ofstream(dir + "/mlflow-sync.json")
-      << R"({"version":1,"tracking_uri":"http://other:5000","experiment_id":"1","run_id":"r",)"
-      << R"("params":{},"tags":{},"files":{},"summary_sent":false,"status":""})";
+TEST_F(SyncRunDir, CursorFromAnotherServerIsRefused) {
+  const std::string dir = write_running_run("other_server");
+  trainscope::testing::write_file(
+      dir + "/mlflow-sync.json",
+      R"({"version":1,"tracking_uri":"http://other:5000","experiment_id":"1","run_id":"r",)"
+      R"("params":{},"tags":{},"files":{},"summary_sent":false,"status":""})");
   MlflowConfig config;
   config.tracking_uri = "http://127.0.0.1:" + std::to_string(closed_port());
   const absl::Status status = sync_run_dir(dir, config);
