@@ -1,5 +1,7 @@
 #include "trainscope/export/wandb_exporter.hpp"
 
+#include "export/wandb_format.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
