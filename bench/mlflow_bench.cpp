@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/closed_port.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
@@ -33,6 +34,8 @@
 #include "trainscope/timing/timer.hpp"
 
 namespace {
+
+using ::trainscope::testing::closed_port;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -155,17 +158,6 @@ std::uint64_t requests_for(const fs::path& dir, int port, int per_request) {
   return stats.requests;
 }
 
-int closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);  // nothing listens there now
-  return ntohs(addr.sin_port);
-}
 
 struct Percentiles {
   double p50;

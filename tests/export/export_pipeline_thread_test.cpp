@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/recording_exporter.hpp"
 #include "support/warnings.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
@@ -22,53 +23,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Records what the pipeline delivers; read by the test thread after flush().
-class RecordingExporter : public Exporter {
- public:
-  std::string name() const override { return "recording"; }
-  absl::Status write_samples(absl::Span<const RegionSample> samples) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    samples_.insert(samples_.end(), samples.begin(), samples.end());
-    events_.push_back("samples");
-    return absl::OkStatus();
-  }
-  absl::Status write_summary(const Summary& summary) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    summaries_.push_back(summary);
-    events_.push_back("summary");
-    return absl::OkStatus();
-  }
-  absl::Status flush() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back("flush");
-    ++flushes_;
-    return absl::OkStatus();
-  }
-
-  std::vector<RegionSample> samples() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return samples_;
-  }
-  std::vector<Summary> summaries() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return summaries_;
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return events_;
-  }
-  int flushes() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return flushes_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<RegionSample> samples_;
-  std::vector<Summary> summaries_;
-  std::vector<std::string> events_;
-  int flushes_ = 0;
-};
+using testing::RecordingExporter;
 
 class FailingExporter : public Exporter {
  public:

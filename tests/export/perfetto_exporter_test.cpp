@@ -16,12 +16,11 @@
 namespace trainscope {
 namespace {
 
+using ::trainscope::testing::lines_of;
+using ::trainscope::testing::read_file;
+
 using nlohmann::json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The trace goes to a fresh directory per test.
 class PerfettoExporterTest : public ::testing::Test {

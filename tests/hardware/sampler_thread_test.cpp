@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "support/metric_collector.hpp"
+#include "support/recording_exporter.hpp"
 #include "support/warnings.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/hardware/sampler.hpp"

@@ -21,17 +21,14 @@
 namespace trainscope {
 namespace {
 
+using ::trainscope::testing::lines_of;
+using ::trainscope::testing::read_file;
+
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Emits one reading per tick, so the test can count what reached the disk.
 class FakeSource final : public HardwareSource {

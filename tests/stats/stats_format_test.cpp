@@ -23,6 +23,9 @@
 namespace trainscope {
 namespace {
 
+using ::trainscope::testing::lines_of;
+using ::trainscope::testing::read_file;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -75,19 +78,7 @@ constexpr char kEpochLine[] =
 constexpr char kBatchLine[] =
     "min: 0.00100 mean: 0.00123 median: 0.00120 max: 0.00160 stdev: 0.00020\n";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) lines.push_back(line);
-  return lines;
-}
 
 // --- Deep500 text ------------------------------------------------------------
 

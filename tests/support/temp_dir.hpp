@@ -22,6 +22,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
+#include <iterator>
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -43,6 +46,24 @@ inline void write_file(const std::filesystem::path& path, std::string_view conte
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
   out.close();
   if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// The whole file ("" when it cannot be read: tests assert on the contents).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// `text` split at '\n' (no trailing empty line).
+inline std::vector<std::string> lines_of(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    const std::size_t end = std::min(text.find('\n', begin), text.size());
+    lines.emplace_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return lines;
 }
 
 class TempDir {

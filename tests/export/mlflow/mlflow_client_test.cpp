@@ -12,6 +12,7 @@
 
 #include "export/mlflow/mlflow_client.hpp"
 #include "gmock/gmock.h"
+#include "support/closed_port.hpp"
 #include "gtest/gtest.h"
 #include "support/run_dir_test.hpp"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
@@ -19,6 +20,8 @@
 
 namespace trainscope::mlflow {
 namespace {
+
+using ::trainscope::testing::closed_port;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -254,18 +257,6 @@ TEST_F(EnvironmentTest, BadValuesNameTheVariableWithoutCredentials) {
   EXPECT_THAT(std::string(bad_uri.status().message()), Not(HasSubstr("secret")));
 }
 
-// A loopback port nothing listens on: a stopped server.
-int closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // The run directories: a running run in the documented format with one metric.
 class MlflowRunDirTest : public trainscope::testing::RunDirTest {
