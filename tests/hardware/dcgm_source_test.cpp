@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "support/metric_collector.hpp"
+#include "support/recording_exporter.hpp"
 #include "support/simulated_nvml.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
