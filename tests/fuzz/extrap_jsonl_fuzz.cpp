@@ -13,7 +13,8 @@
 namespace {
 
 constexpr std::string_view kSeed =
-    "{\"params\": {\"p\": 4, \"q\": 64}, \"value\": [1, 2], \"callpath\": \"c\", \"metric\": \"m\"}\n";
+    "{\"params\": {\"p\": 4, \"q\": 64}, \"value\": [1, 2], "
+    "\"callpath\": \"c\", \"metric\": \"m\"}\n";
 
 }  // namespace
 
@@ -21,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   std::string text = (data[0] & 1) != 0 ? std::string(kSeed) : std::string();
   text.append(reinterpret_cast<const char*>(data) + 1, size - 1);
-  trainscope_fuzz::check(trainscope::scaling::parse_extrap_jsonl(text, "in"), static_cast<std::size_t>(-1));
+  trainscope_fuzz::check(trainscope::scaling::parse_extrap_jsonl(text, "in"),
+                         static_cast<std::size_t>(-1));
   return 0;
 }

@@ -15,7 +15,8 @@
 
 namespace {
 
-constexpr std::string_view kSeed = "PARAMETER p q\nPOINTS ( 4 64 ) ( 8 64 )\nREGION r\nMETRIC m\nDATA 1 2\n";
+constexpr std::string_view kSeed =
+    "PARAMETER p q\nPOINTS ( 4 64 ) ( 8 64 )\nREGION r\nMETRIC m\nDATA 1 2\n";
 
 }  // namespace
 

@@ -15,7 +15,8 @@
 namespace trainscope_fuzz {
 
 // What every successful parse guarantees, and the shape of every error.
-inline void check(const absl::StatusOr<trainscope::scaling::MeasurementSet>& set, std::size_t max_parameters) {
+inline void check(const absl::StatusOr<trainscope::scaling::MeasurementSet>& set,
+                  std::size_t max_parameters) {
   if (!set.ok()) {
     const std::string message(set.status().message());
     if (!absl::IsInvalidArgument(set.status()) || message.rfind("in:", 0) != 0) __builtin_trap();

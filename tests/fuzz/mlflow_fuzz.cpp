@@ -2,40 +2,40 @@
 // (<run-dir>/mlflow-sync.json), which a crash or a user can leave in any
 // state. Nothing may crash, hang or trip a sanitizer; errors are fine.
 #include <fuzzer/FuzzedDataProvider.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "export/mlflow/mlflow_client.hpp"
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
 #include "trainscope/run/sync.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using trainscope::testing::RankJson;
+using trainscope::testing::RunJson;
+using trainscope::testing::TempDir;
 
-// A valid run directory, so that sync reaches the cursor.
+// A valid run directory (one finished rank), so that sync reaches the
+// cursor; removed at exit.
 const fs::path& run_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("mlflow_fuzz-" + std::to_string(::getpid()));
-    fs::create_directories(d / "artifacts");
-    std::ofstream(d / "run.json")
-        << R"({"format":"trainscope.run","version":1,"id":"0123456789abcdef0123456789abcdef",)"
-           R"("name":"n","experiment":"e","start_time_ms":1,"params":{},"tags":{}})";
-    std::ofstream(d / "rank-0.json")
-        << R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
-           R"("host":"h","pid":1,"status":"FINISHED","start_time_ms":1,"end_time_ms":2,)"
-           R"("heartbeat_ms":2,"flush_interval_ms":1000})";
-    std::ofstream(d / "regions-0.csv") << "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
-    std::ofstream(d / "metrics-0.csv") << "key,value,step,timestamp_ms,rank\n";
-    return d;
+  static const TempDir dir("mlflow_fuzz");
+  static const fs::path path = [] {
+    RankJson rank;
+    rank.status = "FINISHED";
+    rank.end_time_ms = 2;
+    rank.heartbeat_ms = 2;
+    trainscope::testing::write_run_dir(dir.path(), RunJson{}, {rank});
+    dir.subdir("artifacts");
+    return dir.path();
   }();
-  return dir;
+  return path;
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)trainscope::mlflow::validate_key(body);
 
   const std::string cursor = input.ConsumeRemainingBytesAsString();
-  std::ofstream(run_dir() / "mlflow-sync.json", std::ios::binary | std::ios::trunc) << cursor;
+  trainscope::testing::write_file(run_dir() / "mlflow-sync.json", cursor);
   trainscope::MlflowConfig config;
   // Port 9 (discard) on loopback: nothing listens, so a cursor that parses
   // and names this server fails fast with "connection refused".

@@ -2,43 +2,52 @@
 // arbitrary bytes: run.json, a rank file, the summary and both CSV files.
 // Nothing may crash, hang or trip a sanitizer; errors are fine.
 #include <fuzzer/FuzzedDataProvider.h>
-#include <unistd.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <string>
 
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using trainscope::testing::RankJson;
+using trainscope::testing::RunJson;
+using trainscope::testing::TempDir;
 
-// Valid starts make the fuzzer reach past the first check sooner.
-constexpr const char* kSeeds[] = {
-    R"({"format":"trainscope.run","version":1,"id":"x","name":"n","experiment":"e",)"
-    R"("start_time_ms":1,"params":{},"tags":{}})",
-    R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
-    R"("host":"h","pid":1,"status":"RUNNING","start_time_ms":1,"end_time_ms":0,)"
-    R"("heartbeat_ms":1,"flush_interval_ms":1000})",
-    R"({"format":"trainscope.stats","version":1,"has_gpu_section":false,"entries":[]})",
-    "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n",
-    "key,value,step,timestamp_ms,rank\n",
-};
 constexpr const char* kFiles[] = {"run.json", "rank-0.json", "summary-0.json", "regions-0.csv",
                                   "metrics-0.csv"};
 
+// Valid starts, one per file of kFiles: the fuzzer reaches past the first
+// check sooner.
+const std::array<std::string, std::size(kFiles)>& seeds() {
+  static const std::array<std::string, std::size(kFiles)> seeds = {
+      RunJson{}.text(),
+      RankJson{}.text(),
+      R"({"format":"trainscope.stats","version":1,"has_gpu_section":false,"entries":[]})",
+      trainscope::testing::kRegionsHeader,
+      trainscope::testing::kMetricsHeader,
+  };
+  return seeds;
+}
+
+// A valid run directory of one rank to start from, with an artifacts
+// directory; removed at exit.
 const fs::path& run_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("run_reader_fuzz-" + std::to_string(::getpid()));
-    fs::create_directories(d / "artifacts");
-    return d;
+  static const TempDir dir("run_reader_fuzz");
+  static const fs::path path = [] {
+    trainscope::testing::write_run_dir(dir.path(), RunJson{}, {RankJson{}});
+    dir.subdir("artifacts");
+    return dir.path();
   }();
-  return dir;
+  return path;
 }
 
 }  // namespace
@@ -46,9 +55,9 @@ const fs::path& run_dir() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
   FuzzedDataProvider data(bytes, size);
   for (std::size_t i = 0; i < std::size(kFiles); ++i) {
-    std::string contents = data.ConsumeBool() ? kSeeds[i] : std::string();
+    std::string contents = data.ConsumeBool() ? seeds()[i] : std::string();
     contents += data.ConsumeRandomLengthString(512);
-    std::ofstream(run_dir() / kFiles[i], std::ios::binary | std::ios::trunc) << contents;
+    trainscope::testing::write_file(run_dir() / kFiles[i], contents);
   }
   const std::uint64_t offset = data.ConsumeIntegralInRange<std::uint64_t>(0, 1024);
 

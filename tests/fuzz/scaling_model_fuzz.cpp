@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     set = std::move(built);
   } else {
-    set = sc::parse_extrap_text(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), "in");
+    set = sc::parse_extrap_text(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1),
+                                "in");
   }
   if (!set.ok()) return 0;
   sc::ModelOptions options;
@@ -61,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     band.resamples = 20;
     (void)sc::predict_with_band(*model, series, {series.points.front().coordinate, far}, band);
     (void)sc::measured_scaling(series, 0, series.points.front().coordinate);
-    (void)sc::modeled_scaling(*model, 0, series.points.front().coordinate, std::vector<double>{1, 2, 4});
+    (void)sc::modeled_scaling(*model, 0, series.points.front().coordinate,
+                              std::vector<double>{1, 2, 4});
     sc::PlotOptions plot;
     plot.band = band;
     plot.log_x = (flags & 64) != 0;

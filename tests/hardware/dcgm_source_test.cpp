@@ -10,16 +10,15 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/recording_exporter.hpp"
 #include "support/simulated_nvml.hpp"
+#include "support/warnings.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "trainscope/common/errors.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/hardware/sampler.hpp"
 
@@ -79,17 +78,6 @@ FakeDcgm& fake() {
   return f;
 }
 
-std::mutex g_warnings_mu;
-std::vector<std::string> g_warnings;
-void record_warning(const std::string& message) {
-  std::lock_guard<std::mutex> lock(g_warnings_mu);
-  g_warnings.push_back(message);
-}
-std::vector<std::string> warnings() {
-  std::lock_guard<std::mutex> lock(g_warnings_mu);
-  return g_warnings;
-}
-
 constexpr unsigned kGpu = abi::kEntityGpu;
 constexpr unsigned kGpuI = abi::kEntityGpuInstance;
 constexpr unsigned kSm = abi::kFieldSmActive;
@@ -98,21 +86,20 @@ constexpr unsigned kDram = abi::kFieldDramActive;
 
 class DcgmSourceTest : public ::testing::Test {
  protected:
+  // First: it outlives every member, so it captures whatever they warn.
+  trainscope::testing::CapturedWarnings warnings_;
+
+  // Also called again in a test, for a fresh simulation.
   void SetUp() override {
     ASSERT_NE(fake().handle, nullptr) << ::dlerror();
     ASSERT_NE(fake().update_us, nullptr);
     fake().reset();
-    {
-      std::lock_guard<std::mutex> lock(g_warnings_mu);
-      g_warnings.clear();
-    }
-    previous_ = set_warning_handler(&record_warning);
+    warnings_.clear();
     nvml_ = std::make_unique<SimulatedNvml>(2);
     // DCGM numbers the job's GPUs its own way; UUIDs tie them to NVML's.
     fake().add_gpu(0, "GPU-aaaaaaaa-1111", 0);
     fake().add_gpu(1, "GPU-bbbbbbbb-1111", 1);
   }
-  void TearDown() override { set_warning_handler(previous_); }
 
   std::unique_ptr<DcgmSource> make(std::optional<std::string> visible = std::nullopt,
                                    DcgmOptions options = {}) {
@@ -139,7 +126,6 @@ class DcgmSourceTest : public ::testing::Test {
   }
 
   std::unique_ptr<SimulatedNvml> nvml_;
-  WarningHandler previous_ = nullptr;
 };
 
 TEST_F(DcgmSourceTest, RatiosReachTheNvmlNamesInPercent) {
@@ -155,7 +141,7 @@ TEST_F(DcgmSourceTest, RatiosReachTheNvmlNamesInPercent) {
   EXPECT_DOUBLE_EQ(v.at("system/gpu.1.sm_active_pct"), 87.5);
   EXPECT_DOUBLE_EQ(v.at("system/gpu.1.tensor_active_pct"), 0);
   EXPECT_DOUBLE_EQ(v.at("system/gpu.1.dram_active_pct"), 100);
-  EXPECT_THAT(warnings(), IsEmpty());
+  EXPECT_THAT(warnings_.messages(), IsEmpty());
 }
 
 TEST_F(DcgmSourceTest, ConnectsToARunningHostEngineFirst) {
@@ -176,7 +162,7 @@ TEST_F(DcgmSourceTest, FallsBackToAnEmbeddedHostEngine) {
   ASSERT_TRUE(source->open({}).ok());
   EXPECT_STREQ(fake().mode(), "embedded");
   EXPECT_EQ(sample(*source).at("system/gpu.1.sm_active_pct"), 50);
-  EXPECT_THAT(warnings(), IsEmpty());
+  EXPECT_THAT(warnings_.messages(), IsEmpty());
   // Options can skip the host engine.
   SetUp();
   DcgmOptions options;
@@ -257,7 +243,7 @@ TEST_F(DcgmSourceTest, NoLibraryMeansNoSourceAndNoWarning) {
   auto source = make_dcgm_source(std::nullopt, options);
   ASSERT_NE(source, nullptr);
   EXPECT_EQ(source->name(), "dcgm");
-  EXPECT_THAT(warnings(), IsEmpty());
+  EXPECT_THAT(warnings_.messages(), IsEmpty());
   EXPECT_EQ(fake().calls("dcgmInit"), 0);  // nothing starts before open()
 }
 
@@ -299,9 +285,10 @@ TEST_F(DcgmSourceTest, InitFailureDisablesTheSourceWithOneWarning) {
   SamplerRun run(make());
   EXPECT_GE(run.ticks(), 3u);  // the run went on
   EXPECT_THAT(run.points(), IsEmpty());
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0], AllOf(HasSubstr("dcgm disabled (open failed)"),
-                                   HasSubstr("dcgmInit"), HasSubstr("DCGM_ST_INIT_ERROR")));
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0],
+              AllOf(HasSubstr("dcgm disabled (open failed)"), HasSubstr("dcgmInit"),
+                    HasSubstr("DCGM_ST_INIT_ERROR")));
   EXPECT_EQ(fake().open_objects(), 0);
 }
 
@@ -309,8 +296,8 @@ TEST_F(DcgmSourceTest, NoHostEngineAndNoEmbeddedEngineFailsOpenNamingBoth) {
   fake().fail("dcgmConnect_v2", abi::kConnectionNotValid);
   fake().fail("dcgmStartEmbedded", abi::kInitError);
   SamplerRun run(make());
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0],
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0],
               AllOf(HasSubstr("no nv-hostengine at 127.0.0.1"),
                     HasSubstr("DCGM_ST_CONNECTION_NOT_VALID"), HasSubstr("dcgmStartEmbedded"),
                     HasSubstr("DCGM_ST_INIT_ERROR")));
@@ -323,8 +310,8 @@ TEST_F(DcgmSourceTest, ProfilingNotSupportedDisablesTheSourceWithOneWarningNamin
   SamplerRun run(make());
   EXPECT_GE(run.ticks(), 3u);
   EXPECT_THAT(run.points(), IsEmpty());
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0],
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0],
               AllOf(HasSubstr("dcgm disabled (open failed)"), HasSubstr("gpu.0, gpu.1"),
                     HasSubstr("DCGM_ST_PROFILING_NOT_SUPPORTED"),
                     HasSubstr("profiling metrics are not supported on this GPU")));
@@ -337,9 +324,10 @@ TEST_F(DcgmSourceTest, AGpuThatCannotBeProfiledIsLeftOutWithOneWarning) {
   set_all(kGpu, 1, 0.5, 0.5, 0.5);
   auto source = make();
   ASSERT_TRUE(source->open({}).ok());
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0], AllOf(HasSubstr("gpu.1"), HasSubstr("DCGM_ST_PROFILING_NOT_SUPPORTED")));
-  EXPECT_THAT(warnings()[0], Not(HasSubstr("gpu.0")));
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0],
+              AllOf(HasSubstr("gpu.1"), HasSubstr("DCGM_ST_PROFILING_NOT_SUPPORTED")));
+  EXPECT_THAT(warnings_.messages()[0], Not(HasSubstr("gpu.0")));
   const auto v = sample(*source);
   EXPECT_THAT(v, SizeIs(3));
   EXPECT_THAT(v, Contains(Key("system/gpu.0.sm_active_pct")));
@@ -359,7 +347,7 @@ TEST_F(DcgmSourceTest, BlankOrFailedValuesAreSkippedForThatTick) {
   set_all(kGpu, 1, 0.5, 0.5, 0.5);
   v = sample(*source);
   EXPECT_THAT(v, SizeIs(6));
-  EXPECT_THAT(warnings(), IsEmpty());
+  EXPECT_THAT(warnings_.messages(), IsEmpty());
 }
 
 TEST_F(DcgmSourceTest, ALostHostEngineFailsTheSample) {
@@ -371,7 +359,7 @@ TEST_F(DcgmSourceTest, ALostHostEngineFailsTheSample) {
   EXPECT_TRUE(absl::IsUnavailable(status)) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("DCGM_ST_CONNECTION_NOT_VALID"));
   EXPECT_THAT(readings, IsEmpty());
-  EXPECT_THAT(warnings(), IsEmpty());  // the sampler warns, once
+  EXPECT_THAT(warnings_.messages(), IsEmpty());  // the sampler warns, once
 }
 
 TEST_F(DcgmSourceTest, GpusUnknownToDcgmAreLeftOutOrFailOpen) {
@@ -379,8 +367,8 @@ TEST_F(DcgmSourceTest, GpusUnknownToDcgmAreLeftOutOrFailOpen) {
   fake().add_gpu(0, "GPU-aaaaaaaa-1111", 0);
   auto source = make();
   ASSERT_TRUE(source->open({}).ok());
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0], HasSubstr("gpu.1 (unknown to DCGM)"));
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0], HasSubstr("gpu.1 (unknown to DCGM)"));
   SetUp();
   fake().reset();
   const absl::Status status = make()->open({});

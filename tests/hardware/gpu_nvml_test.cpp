@@ -1,6 +1,7 @@
 // The real NVML path (DlopenNvml, NvmlSource) against nvidia-smi, read at the
 // same moments while the GPU is busy. Skips where libnvidia-ml.so.1 or
-// nvidia-smi is missing.
+// nvidia-smi is missing, or nothing can keep the GPU busy (a build without
+// CUDA, a failed cudaMalloc).
 //
 // "The same moment": each nvidia-smi reading is taken between two NVML
 // readings, and must lie within [min, max] of them widened by a tolerance:
@@ -91,19 +92,34 @@ void expect_between(double smi, double a, double b, double tolerance, const std:
   EXPECT_LE(smi, std::max(a, b) + tolerance) << what << ": NVML read " << a << " then " << b;
 }
 
-// Keeps GPU 0 busy (memory traffic through cudaMemset) until destroyed. In a
-// build without CUDA the comparison runs on an idle GPU.
+// Keeps GPU 0 busy (memory traffic through cudaMemset) until destroyed, as
+// long as running() says so; why_not() says why it is not (a build without
+// CUDA, or a CUDA call that failed, at the start or later).
 class GpuLoad {
  public:
   GpuLoad() {
 #if defined(TRAINSCOPE_HAVE_CUDA)
-    if (cudaMalloc(&buffer_, kBytes) != cudaSuccess) return;
+    if (const cudaError_t error = cudaMalloc(&buffer_, kBytes); error != cudaSuccess) {
+      buffer_ = nullptr;
+      why_not_ = std::string("cudaMalloc of 1 GiB failed: ") + cudaGetErrorString(error);
+      return;
+    }
+    // One round here, so that a GPU that cannot run it is known before the
+    // comparison starts.
+    if (const cudaError_t error = memset_round(0); error != cudaSuccess) {
+      why_not_ = std::string("cudaMemset failed: ") + cudaGetErrorString(error);
+      return;
+    }
     thread_ = std::thread([this] {
-      for (int value = 0; !stop_.load(); ++value) {
-        cudaMemset(buffer_, value & 0xff, kBytes);
-        cudaDeviceSynchronize();
+      for (int value = 1; !stop_.load(); ++value) {
+        if (const cudaError_t error = memset_round(value); error != cudaSuccess) {
+          loop_error_.store(error);
+          return;
+        }
       }
     });
+#else
+    why_not_ = "built without CUDA: nothing loads the GPU";
 #endif
   }
   ~GpuLoad() {
@@ -113,10 +129,35 @@ class GpuLoad {
     if (buffer_ != nullptr) cudaFree(buffer_);
 #endif
   }
+  GpuLoad(const GpuLoad&) = delete;
+  GpuLoad& operator=(const GpuLoad&) = delete;
+
+  bool running() const { return why_not().empty(); }
+  std::string why_not() const {
+#if defined(TRAINSCOPE_HAVE_CUDA)
+    if (const cudaError_t error = loop_error_.load(); why_not_.empty() && error != cudaSuccess) {
+      return std::string("cudaMemset failed: ") + cudaGetErrorString(error);
+    }
+#endif
+    return why_not_;
+  }
 
  private:
+#if defined(TRAINSCOPE_HAVE_CUDA)
+  cudaError_t memset_round(int value) {
+    if (const cudaError_t error = cudaMemset(buffer_, value & 0xff, kBytes); error != cudaSuccess) {
+      return error;
+    }
+    return cudaDeviceSynchronize();
+  }
+#endif
+
   static constexpr std::size_t kBytes = std::size_t{1} << 30;
   void* buffer_ = nullptr;
+  std::string why_not_;  // set before the thread starts
+#if defined(TRAINSCOPE_HAVE_CUDA)
+  std::atomic<cudaError_t> loop_error_{cudaSuccess};
+#endif
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -132,6 +173,7 @@ TEST(GpuNvml, MatchesNvidiaSmiUnderLoad) {
   if (!nvidia_smi()) GTEST_SKIP() << "nvidia-smi not found or failed";
 
   GpuLoad load;
+  if (!load.running()) GTEST_SKIP() << "no load to compare under: " << load.why_not();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // let power and clocks settle
   for (int round = 0; round < 5; ++round) {
     std::vector<NvmlRow> before;
@@ -155,6 +197,8 @@ TEST(GpuNvml, MatchesNvidiaSmiUnderLoad) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
+  // The comparisons above hold either way; they were not all under load.
+  if (!load.running()) GTEST_SKIP() << "the load stopped: " << load.why_not();
 }
 
 TEST(GpuNvml, SourceNamesPhysicalDevices) {

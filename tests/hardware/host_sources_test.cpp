@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hardware/host/host_parsers.hpp"
+#include "support/fake_proc.hpp"
 #include "support/temp_dir.hpp"
 #include "support/warnings.hpp"
 #include "trainscope/export/export_pipeline.hpp"
@@ -141,20 +142,19 @@ TEST(HostParsers, PidIoAndChildren) {
 
 // ---- Sources on a fake /proc ------------------------------------------------
 
-class FakeProc : public ::testing::Test {
+// proc_.write() rewrites a file in place (same inode): the sources keep their
+// files open.
+class HostSourcesOnFakeProc : public ::testing::Test {
  protected:
-  void SetUp() override { tmp_.subdir("net"); }
-  // Rewrites in place (same inode): the sources keep their files open.
-  void write(const std::string& name, const std::string& text) { tmp_.write(name, text); }
-  trainscope::testing::TempDir tmp_;
-  const fs::path root_ = tmp_.path();
+  trainscope::testing::FakeProc proc_;
+  const std::string root_ = proc_.root();
 };
 
-TEST_F(FakeProc, CpuUtilisationIsBusyOverTotal) {
-  write("stat", "cpu 100 0 0 900 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0\n");
-  auto cpu = make_cpu_source(root_.string());
+TEST_F(HostSourcesOnFakeProc, CpuUtilisationIsBusyOverTotal) {
+  proc_.write("stat", "cpu 100 0 0 900 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0\n");
+  auto cpu = make_cpu_source(root_);
   ASSERT_TRUE(cpu->open(HardwareContext{}).ok());
-  write("stat", "cpu 175 0 0 925 0 0 0 0\ncpu0 175 0 0 925 0 0 0 0\n");
+  proc_.write("stat", "cpu 175 0 0 925 0 0 0 0\ncpu0 175 0 0 925 0 0 0 0\n");
   std::vector<HardwareReading> out;
   ASSERT_TRUE(cpu->sample(&out).ok());
   const auto values = by_name(out);
@@ -162,11 +162,11 @@ TEST_F(FakeProc, CpuUtilisationIsBusyOverTotal) {
   EXPECT_DOUBLE_EQ(values.at("system/cpu.0.util_pct"), 75.0);
 }
 
-TEST_F(FakeProc, MemoryInMegabytes) {
-  write("meminfo",
-        "MemTotal: 1000000 kB\nMemFree: 100000 kB\nMemAvailable: 400000 kB\n"
-        "Buffers: 50000 kB\nCached: 250000 kB\nSwapTotal: 200000 kB\nSwapFree: 150000 kB\n");
-  auto mem = make_memory_source(root_.string());
+TEST_F(HostSourcesOnFakeProc, MemoryInMegabytes) {
+  proc_.write("meminfo",
+              "MemTotal: 1000000 kB\nMemFree: 100000 kB\nMemAvailable: 400000 kB\n"
+              "Buffers: 50000 kB\nCached: 250000 kB\nSwapTotal: 200000 kB\nSwapFree: 150000 kB\n");
+  auto mem = make_memory_source(root_);
   ASSERT_TRUE(mem->open(HardwareContext{}).ok());
   std::vector<HardwareReading> out;
   ASSERT_TRUE(mem->sample(&out).ok());
@@ -178,14 +178,16 @@ TEST_F(FakeProc, MemoryInMegabytes) {
   EXPECT_DOUBLE_EQ(v.at("system/swap.used_mb"), 50000 * 1024.0 / kMB);
 }
 
-TEST_F(FakeProc, NetworkSkipsLoopbackAndAccumulates) {
+TEST_F(HostSourcesOnFakeProc, NetworkSkipsLoopbackAndAccumulates) {
   const std::string header = "Inter-|\n face |\n";
-  write("net/dev", header + "lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
-                            "eth0: 1000000 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-  auto net = make_network_source(root_.string());
+  proc_.write("net/dev", header +
+                             "lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                             "eth0: 1000000 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+  auto net = make_network_source(root_);
   ASSERT_TRUE(net->open(HardwareContext{}).ok());
-  write("net/dev", header + "lo: 9000000 0 0 0 0 0 0 0 9000000 0 0 0 0 0 0 0\n"
-                            "eth0: 4000000 0 0 0 0 0 0 0 2000000 0 0 0 0 0 0 0\n");
+  proc_.write("net/dev", header +
+                             "lo: 9000000 0 0 0 0 0 0 0 9000000 0 0 0 0 0 0 0\n"
+                             "eth0: 4000000 0 0 0 0 0 0 0 2000000 0 0 0 0 0 0 0\n");
   std::vector<HardwareReading> out;
   ASSERT_TRUE(net->sample(&out).ok());
   const auto v = by_name(out);
@@ -196,13 +198,13 @@ TEST_F(FakeProc, NetworkSkipsLoopbackAndAccumulates) {
   EXPECT_GT(v.at("system/net.rx_mb_s"), 0.0);
 }
 
-TEST_F(FakeProc, MissingFileDisablesTheSourceWithOneWarning) {
+TEST_F(HostSourcesOnFakeProc, MissingFileDisablesTheSourceWithOneWarning) {
   // root_ has no meminfo.
   const trainscope::testing::CapturedWarnings warnings;
   {
     ExportPipeline pipeline;
     std::vector<std::unique_ptr<HardwareSource>> sources;
-    sources.push_back(make_memory_source(root_.string()));
+    sources.push_back(make_memory_source(root_));
     SamplerOptions options;
     options.interval = absl::Milliseconds(1);
     Sampler sampler(options, std::move(sources), &pipeline);
@@ -213,6 +215,39 @@ TEST_F(FakeProc, MissingFileDisablesTheSourceWithOneWarning) {
   ASSERT_EQ(warnings.count(), 1u) << warnings.joined();
   EXPECT_THAT(warnings.messages()[0], HasSubstr("host.memory"));
   EXPECT_THAT(warnings.messages()[0], HasSubstr("meminfo"));
+}
+
+TEST_F(HostSourcesOnFakeProc, ProcessTreeSumsTheJobOnly) {
+  proc_.add_job();  // 100 the job, 101 its child, 102 a stranger
+  auto tree = make_process_tree_source(root_);
+  HardwareContext context;
+  context.root_pid = 100;
+  ASSERT_TRUE(tree->open(context).ok());
+  // Between open and the sample: the job and its child work; so does the
+  // stranger, which must not count.
+  trainscope::testing::FakeProcess job = proc_.process(100);
+  job.utime += 50;
+  job.rss_pages = 1000;
+  job.read_bytes = 3'000'000;
+  job.write_bytes = 1'000'000;
+  proc_.update(job);
+  trainscope::testing::FakeProcess child = proc_.process(101);
+  child.write_bytes = 2'000'000;
+  proc_.update(child);
+  trainscope::testing::FakeProcess stranger = proc_.process(102);
+  stranger.utime += 10000;
+  stranger.rss_pages = 100000;
+  stranger.write_bytes = 50'000'000;
+  proc_.update(stranger);
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(tree->sample(&out).ok());
+  const auto v = by_name(out);
+  const double page_mb = static_cast<double>(::sysconf(_SC_PAGESIZE)) / kMB;
+  EXPECT_EQ(v.at("system/proc.count"), 2.0);
+  EXPECT_DOUBLE_EQ(v.at("system/proc.rss_mb"), (1000 + 250) * page_mb);
+  EXPECT_DOUBLE_EQ(v.at("system/proc.read_mb"), 3.0);
+  EXPECT_DOUBLE_EQ(v.at("system/proc.write_mb"), 3.0);
+  EXPECT_GT(v.at("system/proc.cpu_pct"), 0.0);  // the job's 50 ticks since open
 }
 
 // ---- Real /proc against known load -----------------------------------------

@@ -1,19 +1,14 @@
 // NvmlSource over a simulated NVML: metric names and units, which GPUs
 // CUDA_VISIBLE_DEVICES selects (indices, GPU and MIG UUIDs), per-process sums
-// over the monitored tree (and the tree itself, host::ProcessTree), what an
-// error disables, MIG naming.
+// over the monitored tree (on a fake /proc; the tree itself, host::ProcessTree,
+// is tested in process_tree_test.cpp), what an error disables, MIG naming.
 #include "hardware/gpu/nvml_source.hpp"
 
 #include "support/simulated_nvml.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +16,8 @@
 #include "gtest/gtest.h"
 #include "hardware/gpu/nvml_library.hpp"
 #include "hardware/gpu/visible_devices.hpp"
-#include "hardware/host/process_tree.hpp"
-#include "trainscope/common/errors.hpp"
+#include "support/fake_proc.hpp"
+#include "support/warnings.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
 
@@ -36,22 +31,17 @@ using ::testing::IsEmpty;
 using ::testing::Key;
 using ::testing::Not;
 using ::testing::SizeIs;
-
-std::vector<std::string>& warnings() {
-  static std::vector<std::string> w;
-  return w;
-}
+using trainscope::testing::FakeProc;
 
 class NvmlSourceTest : public ::testing::Test {
  protected:
+  // Also called again in a test, for a fresh simulation.
   void SetUp() override {
-    warnings().clear();
-    previous_ = set_warning_handler([](const std::string& m) { warnings().push_back(m); });
+    warnings_.clear();
     auto sim = std::make_unique<SimulatedNvml>(2);
     sim_ = sim.get();
     sim_owned_ = std::move(sim);
   }
-  void TearDown() override { set_warning_handler(previous_); }
 
   // The source over the simulated NVML; `visible` is CUDA_VISIBLE_DEVICES.
   std::unique_ptr<NvmlSource> make(std::optional<std::string> visible = std::nullopt,
@@ -70,15 +60,15 @@ class NvmlSourceTest : public ::testing::Test {
     return values;
   }
 
+  trainscope::testing::CapturedWarnings warnings_;
   SimulatedNvml* sim_ = nullptr;
   std::unique_ptr<SimulatedNvml> sim_owned_;
-  WarningHandler previous_ = nullptr;
 };
 
 TEST_F(NvmlSourceTest, NamesAndUnitsForTwoDevices) {
   auto source = make();
   ASSERT_TRUE(source->open({}).ok());
-  EXPECT_THAT(warnings(), IsEmpty());
+  EXPECT_THAT(warnings_.messages(), IsEmpty());
   sim_->device(1).energy_mj += 2500;  // 2.5 J since open
   sim_->device(1).power_mw = 250000;
   const std::map<std::string, double> v = sample(*source);
@@ -158,116 +148,9 @@ TEST_F(NvmlSourceTest, FailedInitFailsOpen) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("libnvidia-ml.so.1 not found"));
 }
 
-// A fake /proc: 100 is the job, 101 its child (started by the job's second
-// thread 1001; comm with blanks and ')'), 102 a stranger whose GPU use must
-// not count. kChildrenLists: as a kernel with CONFIG_PROC_CHILDREN shows it
-// (task/<tid>/children; no stat files, so only the lists can tell);
-// kParentsOnly: as one without (task directories, the parents in stat).
-class FakeProc {
- public:
-  enum Kind { kChildrenLists, kParentsOnly };
-  explicit FakeProc(Kind kind = kChildrenLists)
-      : kind_(kind),
-        root_(std::filesystem::path(TRAINSCOPE_TEST_TMPDIR) /
-              ("fake-proc-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_ / "self");
-    add(100, "python", 1);
-    add(101, "data loader) x", 100, 1001);
-    add(102, "other", 1);
-  }
-  ~FakeProc() { std::filesystem::remove_all(root_); }
-  std::string root() const { return root_.string(); }
-
-  // Process `pid`, started by thread `parent_tid` of `ppid` (default: its
-  // main thread).
-  void add(int pid, const std::string& comm, int ppid, int parent_tid = 0) {
-    const std::filesystem::path dir = root_ / std::to_string(pid);
-    std::filesystem::create_directories(dir / "task" / std::to_string(pid));
-    if (kind_ == kParentsOnly) {
-      std::ofstream(dir / "stat") << pid << " (" << comm << ") S " << ppid << " " << pid << " "
-                                  << pid << " 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 1000 "
-                                  << "1000000 250 0 0 0\n";
-      return;
-    }
-    write_list(pid, pid);
-    if (ppid == 1) return;  // init is not in the fake
-    const int tid = parent_tid != 0 ? parent_tid : ppid;
-    lists_[tid] += std::to_string(pid) + " ";
-    write_list(ppid, tid);
-  }
-
- private:
-  void write_list(int pid, int tid) {
-    const std::filesystem::path task = root_ / std::to_string(pid) / "task" / std::to_string(tid);
-    std::filesystem::create_directories(task);
-    std::ofstream(task / "children") << lists_[tid];
-  }
-
-  Kind kind_;
-  std::filesystem::path root_;
-  std::map<int, std::string> lists_;  // tid → its children list
-};
-
-std::vector<pid_t> tree_of(pid_t root, const std::string& proc_root) {
-  host::ProcessTree tree(proc_root, host::ProcessTree::Files::kNone);
-  if (!tree.discover(root).ok()) return {};
-  return tree.pids();
-}
-
-TEST(ProcessTree, FollowsTheChildrenListsOfEveryThread) {
-  FakeProc proc(FakeProc::kChildrenLists);
-  EXPECT_THAT(tree_of(100, proc.root()), ElementsAre(100, 101));
-  EXPECT_THAT(tree_of(102, proc.root()), ElementsAre(102));
-}
-
-TEST(ProcessTree, FollowsParentsWithoutChildrenLists) {
-  FakeProc proc(FakeProc::kParentsOnly);
-  EXPECT_THAT(tree_of(100, proc.root()), ElementsAre(100, 101));
-  EXPECT_THAT(tree_of(102, proc.root()), ElementsAre(102));
-}
-
-TEST(ProcessTree, AMissingRootFailsDiscovery) {
-  for (FakeProc::Kind kind : {FakeProc::kChildrenLists, FakeProc::kParentsOnly}) {
-    FakeProc proc(kind);
-    host::ProcessTree tree(proc.root(), host::ProcessTree::Files::kNone);
-    EXPECT_FALSE(tree.discover(103).ok()) << kind;
-  }
-  host::ProcessTree tree("/nonexistent", host::ProcessTree::Files::kNone);
-  EXPECT_FALSE(tree.discover(100).ok());
-}
-
-TEST(ProcessTree, RediscoversAtMostOnceAnInterval) {
-  for (FakeProc::Kind kind : {FakeProc::kChildrenLists, FakeProc::kParentsOnly}) {
-    FakeProc proc(kind);
-    host::ProcessTree tree(proc.root(), host::ProcessTree::Files::kNone);
-    ASSERT_TRUE(tree.discover(100).ok()) << kind;
-    proc.add(103, "worker", 101);
-    const auto now = std::chrono::steady_clock::now();
-    ASSERT_TRUE(tree.refresh(now).ok()) << kind;
-    EXPECT_THAT(tree.pids(), ElementsAre(100, 101)) << kind;
-    ASSERT_TRUE(tree.refresh(now + host::ProcessTree::kRediscoveryInterval).ok()) << kind;
-    EXPECT_THAT(tree.pids(), ElementsAre(100, 101, 103)) << kind;
-  }
-}
-
-TEST(ProcessTree, FindsAChildOfThisProcess) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  const std::vector<pid_t> tree = tree_of(::getpid(), "/proc");
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  ASSERT_THAT(tree, Not(IsEmpty()));
-  EXPECT_EQ(tree.front(), ::getpid());
-  EXPECT_THAT(tree, Contains(child));
-}
-
 TEST_F(NvmlSourceTest, SumsTheMonitoredTreeOnly) {
   FakeProc proc;
+  proc.add_job();  // 100 the job, 101 its child, 102 a stranger
   SimDevice& gpu = sim_->device(0);
   gpu.processes = {{100, 1024 * kMiB}, {101, 512 * kMiB}, {102, 4096 * kMiB}, {101, std::nullopt}};
   gpu.process_samples = {{100, 10, 30}, {101, 11, 20}, {100, 12, 40}, {102, 12, 90}};
@@ -300,6 +183,7 @@ TEST_F(NvmlSourceTest, TheTreeIsTheRootAloneWhereProcCannotTell) {
 
 TEST_F(NvmlSourceTest, ProcessUtilizationIsCappedAt100) {
   FakeProc proc;
+  proc.add_job();
   auto source = make("0", proc.root());
   HardwareContext context;
   context.root_pid = 100;
@@ -313,9 +197,9 @@ TEST_F(NvmlSourceTest, UnsupportedAtOpenIsLeftOutWithOneWarning) {
   sim_->device(1).failures["energy_mj"] = absl::UnimplementedError("Not Supported");
   auto source = make();
   ASSERT_TRUE(source->open({}).ok());
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0], HasSubstr("gpu.0 power_w (Not Supported)"));
-  EXPECT_THAT(warnings()[0], HasSubstr("gpu.1 energy_j (Not Supported)"));
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0], HasSubstr("gpu.0 power_w (Not Supported)"));
+  EXPECT_THAT(warnings_.messages()[0], HasSubstr("gpu.1 energy_j (Not Supported)"));
   const auto v = sample(*source);
   EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.power_w"))));
   EXPECT_THAT(v, Contains(Key("system/gpu.1.power_w")));
@@ -333,8 +217,8 @@ TEST_F(NvmlSourceTest, ACallThatStartsFailingIsDroppedWithOneWarning) {
   EXPECT_THAT(v, Contains(Key("system/gpu.1.power_w")));
   v = sample(*source);
   EXPECT_THAT(v, Not(Contains(Key("system/gpu.1.temp_c"))));
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0], HasSubstr("gpu.1 temp_c failed"));
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0], HasSubstr("gpu.1 temp_c failed"));
   // It stays dropped even when the device answers again.
   sim_->device(1).failures.clear();
   EXPECT_THAT(sample(*source), Not(Contains(Key("system/gpu.1.temp_c"))));
@@ -346,7 +230,7 @@ TEST_F(NvmlSourceTest, ALostGpuFailsTheSource) {
   sim_->device(0).failures["memory"] = absl::UnavailableError("GPU is lost");
   std::vector<HardwareReading> readings;
   EXPECT_TRUE(absl::IsUnavailable(source->sample(&readings)));
-  EXPECT_THAT(warnings(), IsEmpty());  // the sampler warns, once
+  EXPECT_THAT(warnings_.messages(), IsEmpty());  // the sampler warns, once
 }
 
 TEST_F(NvmlSourceTest, MigInstancesAreNamedByGpuInstance) {
@@ -363,8 +247,8 @@ TEST_F(NvmlSourceTest, MigInstancesAreNamedByGpuInstance) {
   EXPECT_THAT(v, Not(Contains(Key("system/gpu.0.mig1.util_pct"))));
   EXPECT_THAT(v, Contains(Key("system/gpu.0.power_w")));   // the whole GPU still answers
   EXPECT_THAT(v, Contains(Key("system/gpu.1.util_pct")));  // a GPU without MIG
-  ASSERT_THAT(warnings(), SizeIs(1));
-  EXPECT_THAT(warnings()[0], HasSubstr("gpu.0.mig1 util_pct/mem_util_pct"));
+  ASSERT_THAT(warnings_.messages(), SizeIs(1));
+  EXPECT_THAT(warnings_.messages()[0], HasSubstr("gpu.0.mig1 util_pct/mem_util_pct"));
 }
 
 TEST_F(NvmlSourceTest, VisibleMigUuidSelectsThatInstanceOnly) {

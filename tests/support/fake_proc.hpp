@@ -29,9 +29,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "support/temp_dir.hpp"
 
@@ -55,8 +55,7 @@ class FakeProc {
   enum Kind { kComplete, kChildrenLists, kParentsOnly };
 
   // `label`: the TempDir's (empty: the running test's name).
-  explicit FakeProc(Kind kind = kComplete, std::string_view label = {})
-      : kind_(kind), dir_(label) {
+  explicit FakeProc(Kind kind = kComplete, std::string_view label = {}) : kind_(kind), dir_(label) {
     dir_.subdir("self");  // not a pid: a scan of the root must skip it
   }
 
@@ -106,31 +105,31 @@ class FakeProc {
  private:
   void write_pid_files(const FakeProcess& p) const {
     if (kind_ == kChildrenLists) return;
-    const std::string pid = std::to_string(p.pid);
-    const std::string ppid = std::to_string(p.ppid);
+    const std::string dir = std::to_string(p.pid) + "/";
     // proc(5): pid (comm) state ppid pgrp session tty_nr tpgid flags minflt
     // cminflt majflt cmajflt utime stime cutime cstime priority nice
     // num_threads itrealvalue starttime vsize rss rsslim startcode endcode
-    dir_.write(pid + "/stat", pid + " (" + p.comm + ") S " + ppid + " " + pid + " " + pid +
-                                  " 0 -1 4194304 100 0 0 0 " + std::to_string(p.utime) + " " +
-                                  std::to_string(p.stime) + " 0 0 20 0 1 0 1000 1000000 " +
-                                  std::to_string(p.rss_pages) + " 0 0 0\n");
-    const std::uint64_t page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
-    dir_.write(pid + "/status", "Name:\t" + p.comm + "\nState:\tS (sleeping)\nTgid:\t" + pid +
-                                    "\nPid:\t" + pid + "\nPPid:\t" + ppid + "\nVmRSS:\t" +
-                                    std::to_string(p.rss_pages * page_kb) + " kB\nThreads:\t1\n");
-    dir_.write(pid + "/io", "rchar: " + std::to_string(p.read_bytes) +
-                                "\nwchar: " + std::to_string(p.write_bytes) +
-                                "\nsyscr: 0\nsyscw: 0\nread_bytes: " +
-                                std::to_string(p.read_bytes) +
-                                "\nwrite_bytes: " + std::to_string(p.write_bytes) +
-                                "\ncancelled_write_bytes: 0\n");
+    std::ostringstream stat;
+    stat << p.pid << " (" << p.comm << ") S " << p.ppid << " " << p.pid << " " << p.pid
+         << " 0 -1 4194304 100 0 0 0 " << p.utime << " " << p.stime << " 0 0 20 0 1 0 1000 "
+         << "1000000 " << p.rss_pages << " 0 0 0\n";
+    dir_.write(dir + "stat", stat.str());
+    const auto page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+    std::ostringstream status;
+    status << "Name:\t" << p.comm << "\nState:\tS (sleeping)\nTgid:\t" << p.pid << "\nPid:\t"
+           << p.pid << "\nPPid:\t" << p.ppid << "\nVmRSS:\t" << p.rss_pages * page_kb
+           << " kB\nThreads:\t1\n";
+    dir_.write(dir + "status", status.str());
+    std::ostringstream io;
+    io << "rchar: " << p.read_bytes << "\nwchar: " << p.write_bytes
+       << "\nsyscr: 0\nsyscw: 0\nread_bytes: " << p.read_bytes << "\nwrite_bytes: " << p.write_bytes
+       << "\ncancelled_write_bytes: 0\n";
+    dir_.write(dir + "io", io.str());
   }
 
   // <root>/<pid>/task/<tid>/children: what thread `tid` started.
   void write_children(int pid, int tid) {
-    dir_.write(std::to_string(pid) + "/task/" + std::to_string(tid) + "/children",
-               children_[tid]);
+    dir_.write(std::to_string(pid) + "/task/" + std::to_string(tid) + "/children", children_[tid]);
   }
 
   Kind kind_;
