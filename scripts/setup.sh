@@ -6,12 +6,13 @@ set -euo pipefail
 
 packages=(
   build-essential cmake git pkg-config
-  libfmt-dev libabsl-dev nlohmann-json3-dev libcurl4-openssl-dev
+  libfmt-dev libabsl-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-venv python3-pip
   python3-torch libtorch-dev
   clang libclang-rt-14-dev
   sysstat  # iostat, for the radT baseline of bench/sampler_bench.cpp
+  slurm-wlm munge  # a one-node Slurm for the tests (scripts/slurm-local.sh)
 )
 
 missing=()

@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from slurm_support import slurm  # noqa: F401  (the `slurm` fixture, for every test)
 
 try:
     import trainscope  # noqa: F401  (fail early with a hint, not per test)
