@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "common/files.hpp"
 #include "run/run_format.hpp"
+#include "trainscope/run/run_reader.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
@@ -451,16 +452,47 @@ std::vector<std::unique_ptr<HardwareSource>> default_sources() {
   return sources;
 }
 
+// The rank whose process tree this launcher runs: the one rank that names
+// it as its launcher, else kNoRank (none yet, or several under torchrun).
+std::uint32_t rank_under(const std::string& run_dir, const std::string& launcher) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return kNoRank;
+  std::uint32_t found = kNoRank;
+  for (const RankState& rank : reader->ranks()) {
+    if (rank.launcher != launcher) continue;
+    if (found != kNoRank) return kNoRank;
+    found = rank.rank.rank;
+  }
+  return found;
+}
+
+std::string launcher_id() { return fmt::format("{}:{}", detail::this_host(), ::getpid()); }
+
+// The first launcher of a host samples everything; the others of the same
+// host (srun -n 2 on one node) only their own process tree.
+std::vector<std::unique_ptr<HardwareSource>> sources_for(const LaunchOptions& options,
+                                                         const Run& run) {
+  std::vector<std::unique_ptr<HardwareSource>> sources =
+      options.make_sources ? options.make_sources() : default_sources();
+  if (run.owns_host()) return sources;
+  std::vector<std::unique_ptr<HardwareSource>> own;
+  for (std::unique_ptr<HardwareSource>& source : sources) {
+    if (source->name() == "host.proc") own.push_back(std::move(source));
+  }
+  return own;
+}
+
 std::unique_ptr<Sampler> start_sampler(const LaunchOptions& options, Run& run, pid_t child) {
   if (!options.sample_hardware) return nullptr;
   SamplerOptions sampler_options;
   sampler_options.interval = options.sample_interval;
   sampler_options.context.root_pid = child;
   sampler_options.context.gpu_devices = options.devices;
-  sampler_options.rank = run.rank().rank;
-  auto sampler = std::make_unique<Sampler>(
-      std::move(sampler_options), options.make_sources ? options.make_sources() : default_sources(),
-      &run.pipeline());
+  sampler_options.process_rank = [dir = run.dir(), id = launcher_id()] {
+    return rank_under(dir, id);
+  };
+  auto sampler = std::make_unique<Sampler>(std::move(sampler_options), sources_for(options, run),
+                                           &run.pipeline());
   sampler->start();
   return sampler;
 }
@@ -493,6 +525,7 @@ absl::Status end_locked(Run& run, RunStatus status) {
 }
 
 absl::Status end_run(Run& run, const LaunchResult& result) {
+  run.record_exit(result.exit_code, result.term_signal);
   warn_if_error(run.set_tag("trainscope.exit_code", std::to_string(result.exit_code)),
                 "tag trainscope.exit_code");
   if (result.term_signal != 0) {
@@ -527,9 +560,15 @@ absl::Status check_options(const LaunchOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Run>> start_run(RunOptions options) {
+absl::StatusOr<std::unique_ptr<Run>> start_run(const LaunchOptions& launch) {
+  RunOptions options = launch.run;
   options.handle_signals = false;
   options.attach_from_environment = false;
+  options.role = RunRole::kLauncher;
+  options.command = launch.command;
+  if (launch.join_job_from_environment && options.dir.empty() && options.id.empty()) {
+    if (std::optional<std::string> id = job_run_id()) options.id = *id;
+  }
   std::lock_guard<std::mutex> lock(environment_mutex());
   return Run::Start(std::move(options));
 }
@@ -537,6 +576,7 @@ absl::StatusOr<std::unique_ptr<Run>> start_run(RunOptions options) {
 std::vector<std::string> child_environment(const LaunchOptions& options, const std::string& run_dir) {
   std::vector<std::string> env = environment_copy();
   set_variable(&env, std::string(kRunDirEnv), run_dir);
+  set_variable(&env, std::string(kLauncherEnv), launcher_id());
   if (!options.devices.empty()) set_variable(&env, kCudaVisibleDevices, devices_list(options.devices));
   return env;
 }
@@ -608,7 +648,7 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   // Registered before the run exists: a signal from now on stops the command
   // as soon as it starts, instead of killing us with the run left RUNNING.
   SignalForwarding forwarding(options.forward_signals);
-  absl::StatusOr<std::unique_ptr<Run>> started = start_run(options.run);
+  absl::StatusOr<std::unique_ptr<Run>> started = start_run(options);
   if (!started.ok()) return started.status();
   Run& run = **started;
   for (std::shared_ptr<Exporter>& exporter : options.exporters) run.add_exporter(exporter);

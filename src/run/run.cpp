@@ -295,11 +295,67 @@ absl::Status Run::State::start_heartbeat() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// 64-bit FNV-1a: a stable hash (absl::Hash is seeded per process).
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) {
+  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
+// Where a run lives: an explicit directory, TRAINSCOPE_RUN_DIR, a job's
+// derived id under the root, or a new random id under the root.
+absl::StatusOr<std::string> run_directory(const RunOptions& options, RunInfo* fresh,
+                                          bool* from_environment) {
+  *from_environment = false;
+  if (!options.dir.empty()) return make_directories(options.dir);
+  const char* env_dir = options.attach_from_environment ? std::getenv(kRunDirEnv.data()) : nullptr;
+  if (env_dir != nullptr && *env_dir != '\0') {
+    *from_environment = true;
+    return make_directories(env_dir);
+  }
+  if (options.id.empty()) return create_run_directory(options.root, &fresh->id);
+  if (options.id.size() != 32 ||
+      options.id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format(
+        "run id {} is not 32 lowercase hex digits", quote(options.id)));
+  }
+  fresh->id = options.id;
+  return make_directories(fmt::format("{}/{}", options.root, options.id));
+}
+
+}  // namespace
+
+std::optional<std::string> job_run_id(std::string* source) {
+  struct Job {
+    const char* first;
+    const char* second;
+  };
+  constexpr Job kJobs[] = {{"SLURM_JOB_ID", "SLURM_STEP_ID"},
+                           {"TORCHELASTIC_RUN_ID", nullptr},
+                           {"PMIX_NAMESPACE", nullptr}};
+  for (const Job& job : kJobs) {
+    const char* first = std::getenv(job.first);
+    const char* second = job.second != nullptr ? std::getenv(job.second) : "";
+    if (first == nullptr || *first == '\0' || second == nullptr) continue;
+    const std::string key = fmt::format("{}={};{}", job.first, first, second);
+    if (source != nullptr) {
+      *source = job.second != nullptr ? fmt::format("{}={} {}={}", job.first, first, job.second,
+                                                    second)
+                                      : fmt::format("{}={}", job.first, first);
+    }
+    return fmt::format("{:016x}{:016x}", fnv1a(key, 0xcbf29ce484222325ULL),
+                       fnv1a(key, 0x84222325cbf29ce4ULL));
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   absl::Status status = validate_map("param", options.params, kMaxParamValueLength);
   if (status.ok()) status = validate_map("tag", options.tags, kMaxTagValueLength);
   if (!status.ok()) return status;
-  absl::StatusOr<RankInfo> rank = rank_from_environment();
+  absl::StatusOr<RankInfo> rank =
+      options.role == RunRole::kLauncher ? RankInfo{} : rank_from_environment();
   if (!rank.ok()) return rank.status();
   if (options.root == kDefaultRoot) options.root = env_or("TRAINSCOPE_RUNS_ROOT", kDefaultRoot);
   if (options.experiment == kDefaultExperiment) {
@@ -311,13 +367,11 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   RunInfo fresh;
   fresh.start_time_ms = detail::unix_now_ms();
   fresh.experiment = options.experiment;
-  const char* env_dir = options.attach_from_environment ? std::getenv(kRunDirEnv.data()) : nullptr;
-  absl::StatusOr<std::string> dir = env_dir != nullptr && *env_dir != '\0'
-                                        ? make_directories(env_dir)
-                                        : create_run_directory(options.root, &fresh.id);
+  bool from_environment = false;
+  absl::StatusOr<std::string> dir = run_directory(options, &fresh, &from_environment);
   if (!dir.ok()) return dir.status();
   state->dir = *dir;
-  state->set_environment = env_dir == nullptr || *env_dir == '\0';
+  state->set_environment = !from_environment;
   if (fresh.id.empty()) fresh.id = random_run_id();
   fresh.name = options.name.empty() ? fresh.id : options.name;
 
@@ -342,9 +396,16 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   if (::mkdir(artifacts.c_str(), 0755) != 0 && errno != EEXIST) {
     return detail::file_error(errno, "create", artifacts);
   }
+  detail::RunStoreExporter::Options store_options;
+  store_options.dir = state->dir;
+  store_options.rank = state->rank;
+  store_options.flush_interval = options.flush_interval;
+  store_options.start_time_ms = fresh.start_time_ms;
+  store_options.launcher = options.role == RunRole::kLauncher;
+  store_options.command = options.command;
+  if (!store_options.launcher) store_options.launched_by = env_or(kLauncherEnv.data(), "");
   absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> store =
-      detail::RunStoreExporter::Create(
-          {state->dir, state->rank, options.flush_interval, fresh.start_time_ms});
+      detail::RunStoreExporter::Create(std::move(store_options));
   if (!store.ok()) return store.status();
   state->store = *std::move(store);
 
@@ -373,6 +434,11 @@ Run::~Run() {
 const std::string& Run::dir() const noexcept { return state_->dir; }
 const RunInfo& Run::info() const noexcept { return state_->info; }
 const RankInfo& Run::rank() const noexcept { return state_->rank; }
+RunRole Run::role() const noexcept { return state_->options.role; }
+void Run::record_exit(int exit_code, int term_signal) {
+  state_->store->set_exit(exit_code, term_signal);
+}
+bool Run::owns_host() const noexcept { return state_->store->owns_host(); }
 ExportPipeline& Run::pipeline() noexcept { return *state_->pipeline; }
 
 absl::Status Run::State::record_key_value(const char* kind,

@@ -84,6 +84,10 @@ class FieldReader {
     }
     return out;
   }
+  // A string field that older versions of a file do not have: "" if absent.
+  std::string optional_text(const char* name) {
+    return object_.find(name) == object_.end() ? std::string() : text(name);
+  }
   const Json* array(const char* name) {
     const Json* value = find(name);
     if (value != nullptr && !value->is_array()) return fail(name, "is not an array"), nullptr;
@@ -124,11 +128,11 @@ absl::Status check_format(FieldReader& fields, std::string_view format, const st
   const std::string found = fields.text("format");
   const std::int64_t version = fields.integer("version");
   if (!fields.status().ok()) return fields.status();
-  if (found != format || version != kRunFormatVersion) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: format \"{}\" version {} (this reader understands \"{}\" version {})",
-                    absl::Utf8SafeCHexEscape(path), absl::Utf8SafeCHexEscape(found), version,
-                    format, kRunFormatVersion));
+  if (found != format || version < kOldestReadableVersion || version > kRunFormatVersion) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: format \"{}\" version {} (this reader understands \"{}\" versions {} to {})",
+        absl::Utf8SafeCHexEscape(path), absl::Utf8SafeCHexEscape(found), version, format,
+        kOldestReadableVersion, kRunFormatVersion));
   }
   return absl::OkStatus();
 }
@@ -178,6 +182,29 @@ std::string regions_file_name(std::uint32_t rank) { return fmt::format("regions-
 std::string metrics_file_name(std::uint32_t rank) { return fmt::format("metrics-{}.csv", rank); }
 std::string summary_file_name(std::uint32_t rank) { return fmt::format("summary-{}.json", rank); }
 
+std::string host_file_part(std::string_view host) {
+  std::string out(host.empty() ? std::string_view("unknown-host") : host);
+  for (char& c : out) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+    if (!keep) c = '_';
+  }
+  return out;
+}
+
+std::string host_metrics_file_name(std::string_view host) {
+  return fmt::format("host-{}.csv", host_file_part(host));
+}
+
+std::string launcher_file_name(std::string_view host, std::int64_t pid) {
+  return fmt::format("launcher-{}-{}.json", host_file_part(host), pid);
+}
+
+std::string this_host() {
+  char host[256] = {};
+  return ::gethostname(host, sizeof(host) - 1) == 0 ? std::string(host) : std::string();
+}
+
 std::string format_run_file(const RunInfo& info) {
   Json doc;
   doc["format"] = kRunFormat;
@@ -223,7 +250,65 @@ std::string format_rank_file(const RankRecord& record) {
   doc["end_time_ms"] = s.end_time_ms;
   doc["heartbeat_ms"] = s.heartbeat_ms;
   doc["flush_interval_ms"] = record.flush_interval_ms;
+  if (!s.launcher.empty()) doc["launcher"] = s.launcher;
   return dump(doc);
+}
+
+constexpr std::string_view kLauncherFormat = "trainscope.launcher";
+
+std::string format_launcher_file(const LauncherRecord& record) {
+  const LauncherState& s = record.state;
+  Json doc;
+  doc["format"] = kLauncherFormat;
+  doc["version"] = kRunFormatVersion;
+  doc["host"] = s.host;
+  doc["pid"] = s.pid;
+  doc["command"] = s.command;
+  doc["status"] = std::string(run_status_name(s.status));
+  doc["exit_code"] = s.exit_code;
+  doc["term_signal"] = s.term_signal;
+  doc["start_time_ms"] = s.start_time_ms;
+  doc["end_time_ms"] = s.end_time_ms;
+  doc["heartbeat_ms"] = s.heartbeat_ms;
+  doc["flush_interval_ms"] = record.flush_interval_ms;
+  return dump(doc);
+}
+
+absl::StatusOr<LauncherRecord> parse_launcher_file(std::string_view text, const std::string& path) {
+  absl::StatusOr<Json> doc = parse_object(text, path);
+  if (!doc.ok()) return doc.status();
+  FieldReader fields(*doc, path);
+  absl::Status status = check_format(fields, kLauncherFormat, path);
+  if (!status.ok()) return status;
+  LauncherRecord record;
+  LauncherState& s = record.state;
+  s.host = fields.text("host");
+  s.pid = fields.integer("pid", 0);
+  const std::string status_name = fields.text("status");
+  s.exit_code = static_cast<int>(fields.integer("exit_code", -1, 255 + 128));
+  s.term_signal = static_cast<int>(fields.integer("term_signal", 0, 128));
+  s.start_time_ms = fields.integer("start_time_ms");
+  s.end_time_ms = fields.integer("end_time_ms");
+  s.heartbeat_ms = fields.integer("heartbeat_ms");
+  record.flush_interval_ms = fields.integer("flush_interval_ms", 0);
+  if (const Json* command = fields.array("command"); command != nullptr) {
+    for (const Json& arg : *command) {
+      if (!arg.is_string()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: field \"command\" has an argument that is not a string",
+            absl::Utf8SafeCHexEscape(path)));
+      }
+      s.command.push_back(arg.get<std::string>());
+    }
+  }
+  if (!fields.status().ok()) return fields.status();
+  absl::StatusOr<RunStatus> run_status = parse_run_status(status_name);
+  if (!run_status.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", absl::Utf8SafeCHexEscape(path),
+                                                  std::string(run_status.status().message())));
+  }
+  s.status = *run_status;
+  return record;
 }
 
 absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::string& path) {
@@ -245,6 +330,7 @@ absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::str
   s.end_time_ms = fields.integer("end_time_ms");
   s.heartbeat_ms = fields.integer("heartbeat_ms");
   record.flush_interval_ms = fields.integer("flush_interval_ms", 0);
+  s.launcher = fields.optional_text("launcher");
   if (!fields.status().ok()) return fields.status();
   absl::StatusOr<RunStatus> run_status = parse_run_status(status_name);
   if (!run_status.ok()) {

@@ -16,7 +16,10 @@ namespace trainscope::detail {
 
 
 inline constexpr std::string_view kRunFormat = "trainscope.run";
-inline constexpr int kRunFormatVersion = 1;
+// 2: launchers are not ranks (launcher-<host>-<pid>.json) and hardware
+// samples are per host (host-<host>.csv). Readers read 1 and 2.
+inline constexpr int kRunFormatVersion = 2;
+inline constexpr int kOldestReadableVersion = 1;
 inline constexpr std::string_view kRunFileName = "run.json";
 inline constexpr std::string_view kArtifactsDirName = "artifacts";
 // Artifacts being copied in; readers do not list them.
@@ -29,6 +32,12 @@ std::string rank_file_name(std::uint32_t rank);     // "rank-3.json"
 std::string regions_file_name(std::uint32_t rank);  // "regions-3.csv"
 std::string metrics_file_name(std::uint32_t rank);  // "metrics-3.csv"
 std::string summary_file_name(std::uint32_t rank);  // "summary-3.json"
+// A host name as it appears in file names: [A-Za-z0-9._-], anything else '_'.
+std::string host_file_part(std::string_view host);
+std::string host_metrics_file_name(std::string_view host);  // "host-node7.csv"
+std::string launcher_file_name(std::string_view host, std::int64_t pid);  // "launcher-node7-42.json"
+// This machine's host name ("" if it has none).
+std::string this_host();
 
 // A rank file: RankState (without `crashed`, which readers derive) plus the
 // writer's flush interval, which tells a reader how stale a heartbeat may get.
@@ -36,6 +45,14 @@ struct RankRecord {
   RankState state;
   std::int64_t flush_interval_ms = 0;
 };
+
+// A launcher file: LauncherState (without `crashed`) and the flush interval.
+struct LauncherRecord {
+  LauncherState state;
+  std::int64_t flush_interval_ms = 0;
+};
+std::string format_launcher_file(const LauncherRecord& record);
+absl::StatusOr<LauncherRecord> parse_launcher_file(std::string_view text, const std::string& path);
 
 std::string format_run_file(const RunInfo& info);
 // Errors name `path`.

@@ -32,30 +32,28 @@ namespace fs = std::filesystem;
 constexpr std::int64_t kHeartbeatIntervals = 3;
 constexpr std::int64_t kMinHeartbeatSilenceMs = 10'000;
 
-std::string this_host() {
-  char host[256] = {};
-  return ::gethostname(host, sizeof(host) - 1) == 0 ? std::string(host) : std::string();
-}
-
 bool process_gone(std::int64_t pid) {
   return pid > 0 && pid <= INT_MAX && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-bool looks_crashed(const detail::RankRecord& record, const std::string& host, std::int64_t now_ms) {
-  const RankState& s = record.state;
+// A RUNNING process (rank or launcher) that is gone or has been silent too long.
+template <typename State>
+bool looks_crashed(const State& s, std::int64_t flush_interval_ms, const std::string& host,
+                   std::int64_t now_ms) {
   if (s.status != RunStatus::kRunning) return false;
   if (s.host == host && process_gone(s.pid)) return true;
   // An infinite flush interval never renews the heartbeat.
-  if (record.flush_interval_ms > std::numeric_limits<std::int64_t>::max() / kHeartbeatIntervals) {
+  if (flush_interval_ms > std::numeric_limits<std::int64_t>::max() / kHeartbeatIntervals) {
     return false;
   }
   const std::int64_t allowed =
-      std::max(kHeartbeatIntervals * record.flush_interval_ms, kMinHeartbeatSilenceMs);
+      std::max(kHeartbeatIntervals * flush_interval_ms, kMinHeartbeatSilenceMs);
   return s.heartbeat_ms < now_ms - allowed;
 }
 
 // FAILED (or crashed) beats KILLED beats RUNNING beats FINISHED.
-int severity(const RankState& s) {
+template <typename State>
+int severity(const State& s) {
   if (s.crashed || s.status == RunStatus::kFailed) return 3;
   if (s.status == RunStatus::kKilled) return 2;
   return s.status == RunStatus::kRunning ? 1 : 0;
@@ -73,6 +71,22 @@ bool parse_rank_file_name(const std::string& name, std::uint32_t* rank) {
   const char* end = name.data() + name.size() - kSuffix.size();
   const auto [stop, error] = std::from_chars(begin, end, *rank);
   return error == std::errc() && stop == end && (*begin != '0' || end - begin == 1);
+}
+
+bool is_launcher_file_name(const std::string& name) {
+  return name.size() > 14 && name.compare(0, 9, "launcher-") == 0 &&
+         name.compare(name.size() - 5, 5, ".json") == 0;
+}
+
+// Worst status of ranks and launchers (see RunReader::info()) and the end time.
+template <typename State>
+void combine(const std::vector<State>& states, int* worst, bool* running, std::int64_t* end_ms) {
+  for (const State& s : states) {
+    *worst = std::max(*worst, severity(s));
+    *running |= s.status == RunStatus::kRunning && !s.crashed;
+    // A crashed process ended at its last sign of life.
+    *end_ms = std::max(*end_ms, s.crashed ? s.heartbeat_ms : s.end_time_ms);
+  }
 }
 
 // --- CSV -------------------------------------------------------------------
@@ -242,7 +256,8 @@ absl::StatusOr<MetricPoint> parse_metric(const std::vector<std::string>& fields,
   point.value = p.finite(1, "value");
   point.step = p.integer<std::int64_t>(2, "step");
   point.timestamp_ms = p.integer<std::int64_t>(3, "timestamp_ms");
-  point.rank = p.integer<std::uint32_t>(4, "rank");
+  // An empty rank: a host-wide hardware reading (format 2).
+  point.rank = fields[4].empty() ? kNoRank : p.integer<std::uint32_t>(4, "rank");
   if (!p.status().ok()) return p.status();
   return point;
 }
@@ -339,10 +354,12 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
 
   std::error_code error;
   std::vector<std::pair<std::uint32_t, std::string>> rank_files;
+  std::vector<std::string> launcher_files;
   for (fs::directory_iterator it(reader.dir_, error), end; !error && it != end; it.increment(error)) {
     std::uint32_t rank;
     const std::string name = it->path().filename().string();
     if (parse_rank_file_name(name, &rank)) rank_files.emplace_back(rank, it->path().string());
+    if (is_launcher_file_name(name)) launcher_files.push_back(it->path().string());
   }
   if (error) {
     return absl::ErrnoToStatus(error.value(), fmt::format("cannot list run directory \"{}\"",
@@ -350,7 +367,8 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   }
   std::sort(rank_files.begin(), rank_files.end());
 
-  const std::string host = this_host();
+  std::sort(launcher_files.begin(), launcher_files.end());
+  const std::string host = detail::this_host();
   const std::int64_t now_ms = detail::unix_now_ms();
   for (const auto& [rank, path] : rank_files) {
     absl::StatusOr<std::string> rank_text = detail::read_whole_file(path);
@@ -361,23 +379,35 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
       return absl::DataLossError(fmt::format("{}: records rank {}", absl::Utf8SafeCHexEscape(path),
                                              record->state.rank.rank));
     }
-    record->state.crashed = looks_crashed(*record, host, now_ms);
+    record->state.crashed = looks_crashed(record->state, record->flush_interval_ms, host, now_ms);
+    reader.world_size_ = std::max({reader.world_size_, record->state.rank.world_size,
+                                   static_cast<std::uint32_t>(reader.ranks_.size() + 1)});
     reader.ranks_.push_back(record->state);
   }
+  for (const std::string& path : launcher_files) {
+    absl::StatusOr<std::string> launcher_text = detail::read_whole_file(path);
+    if (!launcher_text.ok()) return launcher_text.status();
+    absl::StatusOr<detail::LauncherRecord> record =
+        detail::parse_launcher_file(*launcher_text, path);
+    if (!record.ok()) return record.status();
+    record->state.crashed =
+        looks_crashed(record->state, record->flush_interval_ms, host, now_ms);
+    reader.launchers_.push_back(record->state);
+  }
+  for (const RankState& s : reader.ranks_) reader.hosts_.push_back(s.host);
+  for (const LauncherState& s : reader.launchers_) reader.hosts_.push_back(s.host);
+  std::sort(reader.hosts_.begin(), reader.hosts_.end());
+  reader.hosts_.erase(std::unique(reader.hosts_.begin(), reader.hosts_.end()),
+                      reader.hosts_.end());
 
-  // A run with no rank file yet has not started a process: RUNNING.
+  // A run with no rank or launcher file yet has not started a process: RUNNING.
   int worst = 1;
   reader.info_.end_time_ms = 0;
-  if (!reader.ranks_.empty()) {
+  if (!reader.ranks_.empty() || !reader.launchers_.empty()) {
     worst = 0;
     bool running = false;
-    for (const RankState& s : reader.ranks_) {
-      worst = std::max(worst, severity(s));
-      running |= s.status == RunStatus::kRunning && !s.crashed;
-      // A crashed rank ended at its last sign of life.
-      const std::int64_t end = s.crashed ? s.heartbeat_ms : s.end_time_ms;
-      reader.info_.end_time_ms = std::max(reader.info_.end_time_ms, end);
-    }
+    combine(reader.ranks_, &worst, &running, &reader.info_.end_time_ms);
+    combine(reader.launchers_, &worst, &running, &reader.info_.end_time_ms);
     if (running) reader.info_.end_time_ms = 0;
     if (running && worst < 2) worst = 1;
   }
@@ -388,7 +418,18 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
 }
 
 bool RunReader::crashed() const noexcept {
-  return std::any_of(ranks_.begin(), ranks_.end(), [](const RankState& s) { return s.crashed; });
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const RankState& s) { return s.crashed; }) ||
+         std::any_of(launchers_.begin(), launchers_.end(),
+                     [](const LauncherState& s) { return s.crashed; });
+}
+
+absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::string& host,
+                                                                std::uint64_t offset) const {
+  const std::string path = fmt::format("{}/{}", dir_, detail::host_metrics_file_name(host));
+  absl::StatusOr<Chunk<MetricPoint>> chunk =
+      read_csv<MetricPoint>(path, detail::kMetricsHeader, offset, parse_metric);
+  if (absl::IsNotFound(chunk.status())) return Chunk<MetricPoint>{{}, offset, false};
+  return chunk;
 }
 
 absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank,

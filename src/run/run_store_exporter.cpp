@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <utility>
@@ -95,48 +96,90 @@ TimerOptions stream_table_options() {
 
 RunStoreExporter::RunStoreExporter(Options options)
     : options_(std::move(options)), cpu_(stream_table_options()), gpu_(stream_table_options()) {
+  host_ = this_host();
+  const std::int64_t flush_ms = absl::ToInt64Milliseconds(options_.flush_interval);
+  if (options_.launcher) {
+    metrics_.path = join_path(options_.dir, host_metrics_file_name(host_));
+    LauncherState& s = launcher_record_.state;
+    s.host = host_;
+    s.pid = ::getpid();
+    s.command = options_.command;
+    s.start_time_ms = options_.start_time_ms;
+    launcher_record_.flush_interval_ms = flush_ms;
+    return;
+  }
   regions_.path = join_path(options_.dir, regions_file_name(options_.rank.rank));
   metrics_.path = join_path(options_.dir, metrics_file_name(options_.rank.rank));
   RankState& s = rank_record_.state;
   s.rank = options_.rank;
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) == 0) s.host = host;
+  s.host = host_;
   s.pid = ::getpid();
   s.start_time_ms = options_.start_time_ms;
-  rank_record_.flush_interval_ms = absl::ToInt64Milliseconds(options_.flush_interval);
+  s.launcher = options_.launched_by;
+  rank_record_.flush_interval_ms = flush_ms;
 }
 
 RunStoreExporter::~RunStoreExporter() {
-  for (int fd : {regions_.fd, metrics_.fd, lock_fd_}) {
+  for (int fd : {regions_.fd, metrics_.fd, lock_fd_, host_lock_fd_}) {
     if (fd >= 0) ::close(fd);
   }
 }
 
-absl::Status RunStoreExporter::open_files() {
+// A rank's first process holds rank-<r>.lock; a host's first launcher holds
+// host-<host>.lock. The kernel drops a lock when its process dies, however.
+absl::Status RunStoreExporter::lock_rank_or_host() {
   const std::string lock_path =
-      join_path(options_.dir, fmt::format("rank-{}.lock", options_.rank.rank));
+      options_.launcher
+          ? join_path(options_.dir, fmt::format("host-{}.lock", host_file_part(host_)))
+          : join_path(options_.dir, fmt::format("rank-{}.lock", options_.rank.rank));
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return file_error(errno, "open", lock_path);
-  // The kernel drops the lock when the process dies, however it dies.
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-    lock_fd_ = fd;
-  } else {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
+  } else if (options_.launcher) {
+    host_lock_fd_ = fd;
+  } else {
+    lock_fd_ = fd;
   }
+  owner_ = options_.launcher || lock_fd_ >= 0;
+  return absl::OkStatus();
+}
+
+void RunStoreExporter::set_exit(int exit_code, int term_signal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  launcher_record_.state.exit_code = exit_code;
+  launcher_record_.state.term_signal = term_signal;
+}
+
+absl::Status RunStoreExporter::open_files() {
+  if (absl::Status status = lock_rank_or_host(); !status.ok()) return status;
+  // A launcher's host file is repaired by the host's first launcher only.
+  const bool repair = options_.launcher ? owns_host() : owns_rank();
   for (auto [file, header] : {std::make_pair(&regions_, kRegionsHeader),
                               std::make_pair(&metrics_, kMetricsHeader)}) {
+    if (file->path.empty()) continue;  // a launcher has no regions
     bool created;
     absl::Status status = create_file_exclusively(file->path, header, &created);
     if (!status.ok()) return status;
     file->fd = ::open(file->path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
     if (file->fd < 0) return file_error(errno, "open", file->path);
-    status = check_and_repair(file->fd, file->path, header, owns_rank());
+    status = check_and_repair(file->fd, file->path, header, repair);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }
 
 absl::Status RunStoreExporter::write_rank_file() {
+  if (options_.launcher) {
+    std::string text;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      launcher_record_.state.heartbeat_ms = unix_now_ms();
+      text = format_launcher_file(launcher_record_);
+    }
+    return write_file_atomically(
+        join_path(options_.dir, launcher_file_name(host_, launcher_record_.state.pid)), text);
+  }
   rank_record_.state.heartbeat_ms = unix_now_ms();
   return write_file_atomically(join_path(options_.dir, rank_file_name(options_.rank.rank)),
                                format_rank_file(rank_record_));
@@ -171,6 +214,13 @@ bool RunStoreExporter::make_room(std::size_t records) {
 absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samples) {
   constexpr KeyId kBatch = static_cast<KeyId>(TimeType::BATCH);
   constexpr KeyId kEpoch = static_cast<KeyId>(TimeType::EPOCH);
+  // The pipeline drains as fast as regions arrive (up to millions a second),
+  // so lines go to the file a MiB at a time rather than waiting a whole flush
+  // interval in memory, where a burst would reach max_buffered_bytes. A write
+  // that fails leaves its lines pending: flush() retries and reports it.
+  constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
+  // A line without its key: device, 5 integers of at most 20 characters, commas, newline.
+  constexpr std::size_t kMaxLineTail = 3 + 6 + 5 * 20 + 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const RegionSample& s : samples) {
@@ -178,17 +228,47 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
       saw_gpu_ |= s.device == Device::kGPU;
     }
   }
-  auto out = std::back_inserter(regions_.pending);
+  std::string& pending = regions_.pending;
+  std::size_t write_at = pending.size() < kWriteBytes ? kWriteBytes : pending.size() + kWriteBytes;
+  const fmt::format_int rank(options_.rank.rank);
+  char line[kMaxLineTail];
   for (const RegionSample& s : samples) {
     if (!make_room(1)) continue;
     if (s.thread >= progress_.size()) progress_.resize(s.thread + 1);
     ThreadProgress& progress = progress_[s.thread];
-    regions_.pending += key_field(s.key);
-    fmt::format_to(out, "{},{},{},{},{},{},{}\n", device_name(s.device), options_.rank.rank,
-                   s.thread, s.start_unix_ns, s.duration_ns, progress.batches, progress.epochs);
+    // key,device,rank,thread,start_unix_ns,duration_ns,step,epoch
+    char* p = line;
+    const auto put = [&p](std::string_view text) {
+      std::memcpy(p, text.data(), text.size());
+      p += text.size();
+    };
+    const auto put_int = [&put](auto value) {
+      const fmt::format_int digits(value);
+      put(std::string_view(digits.data(), digits.size()));
+    };
+    put(device_name(s.device));
+    *p++ = ',';
+    put(std::string_view(rank.data(), rank.size()));
+    *p++ = ',';
+    put_int(s.thread);
+    *p++ = ',';
+    put_int(s.start_unix_ns);
+    *p++ = ',';
+    put_int(s.duration_ns);
+    *p++ = ',';
+    put_int(progress.batches);
+    *p++ = ',';
+    put_int(progress.epochs);
+    *p++ = '\n';
+    pending += key_field(s.key);
+    pending.append(line, static_cast<std::size_t>(p - line));
     if (s.device == Device::kCPU) {
       progress.batches += s.key == kBatch;
       progress.epochs += s.key == kEpoch;
+    }
+    if (pending.size() >= write_at) {
+      (void)append_pending(&regions_);
+      write_at = pending.size() + kWriteBytes;
     }
   }
   return absl::OkStatus();
@@ -199,14 +279,18 @@ absl::Status RunStoreExporter::write_metrics(absl::Span<const MetricPoint> metri
   for (const MetricPoint& m : metrics) {
     if (!make_room(1)) continue;
     append_csv_field(m.key, &metrics_.pending);
-    fmt::format_to(out, ",{},{},{},{}\n", m.value, m.step, m.timestamp_ms, m.rank);
+    if (m.rank == kNoRank) {
+      fmt::format_to(out, ",{},{},{},\n", m.value, m.step, m.timestamp_ms);
+    } else {
+      fmt::format_to(out, ",{},{},{},{}\n", m.value, m.step, m.timestamp_ms, m.rank);
+    }
   }
   return absl::OkStatus();
 }
 
 absl::Status RunStoreExporter::write_summary(const Summary& summary) {
   // A second process of the rank would replace the owner's file.
-  if (!owns_rank()) return absl::OkStatus();
+  if (!owns_rank() || options_.launcher) return absl::OkStatus();
   std::string text;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -233,13 +317,20 @@ absl::Status RunStoreExporter::write_run_info(const RunInfo& info) {
   if (info.status == RunStatus::kRunning || !owns_rank()) return status;
   // The end: the records first, so a reader that sees the final status also
   // sees everything recorded before it.
-  rank_record_.state.status = info.status;
-  rank_record_.state.end_time_ms = info.end_time_ms;
+  if (options_.launcher) {
+    std::lock_guard<std::mutex> lock(mu_);
+    launcher_record_.state.status = info.status;
+    launcher_record_.state.end_time_ms = info.end_time_ms;
+  } else {
+    rank_record_.state.status = info.status;
+    rank_record_.state.end_time_ms = info.end_time_ms;
+  }
   absl::Status flushed = flush();
   return status.ok() ? flushed : status;
 }
 
 absl::Status RunStoreExporter::append_pending(CsvFile* file) {
+  if (file->fd < 0) file->pending.clear();  // a launcher has no regions file
   if (file->pending.empty()) return absl::OkStatus();
   const std::size_t written = write_all(file->fd, file->pending);
   const int error = errno;

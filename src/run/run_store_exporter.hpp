@@ -39,6 +39,14 @@ class RunStoreExporter final : public Exporter {
     std::int64_t start_time_ms = 0;
     // Records waiting for a writable disk beyond this are dropped (counted).
     std::size_t max_buffered_bytes = std::size_t{64} << 20;
+    // A launcher's store (`trainscope run`): it is no rank. Its readings go
+    // to host-<host>.csv (shared by the launchers of the host, appended in
+    // whole lines), its record to launcher-<host>-<pid>.json; no regions, no
+    // summary.
+    bool launcher = false;
+    std::vector<std::string> command;  // a launcher's command
+    // A rank's launcher, "<host>:<pid>" (TRAINSCOPE_LAUNCHER), if any.
+    std::string launched_by;
   };
 
   // Opens (and if needed creates or repairs) this rank's files and, as the
@@ -56,7 +64,13 @@ class RunStoreExporter final : public Exporter {
   // Appends what is buffered (one write() per file) and renews the heartbeat.
   absl::Status flush() override;
 
-  bool owns_rank() const noexcept { return lock_fd_ >= 0; }
+  // The first process of a rank owns it (a launcher owns its own record).
+  bool owns_rank() const noexcept { return owner_; }
+  // The first launcher of this host (it samples the host-wide sources and
+  // repairs the host file).
+  bool owns_host() const noexcept { return host_lock_fd_ >= 0; }
+  // A launcher's command ended so (any thread); recorded at the next flush.
+  void set_exit(int exit_code, int term_signal);
   // Statistics of the regions this exporter received, for the (key, device)
   // pairs that no submitted summary covers (any thread): what end() adds so
   // that attached timers are summarized even if they are gone by then.
@@ -82,15 +96,20 @@ class RunStoreExporter final : public Exporter {
   explicit RunStoreExporter(Options options);
   absl::Status open_files();
   absl::Status write_rank_file();
+  absl::Status lock_rank_or_host();
   const std::string& key_field(KeyId id);
   bool make_room(std::size_t records);
   absl::Status append_pending(CsvFile* file);
 
   Options options_;
   int lock_fd_ = -1;
+  int host_lock_fd_ = -1;
+  bool owner_ = false;
+  std::string host_;
   CsvFile regions_;
   CsvFile metrics_;
   RankRecord rank_record_;
+  LauncherRecord launcher_record_;  // guarded by mu_ (set_exit)
   std::vector<std::string> key_fields_;  // CSV-quoted key names by id
   std::vector<ThreadProgress> progress_;  // by thread index
   bool drop_warned_ = false;

@@ -219,6 +219,23 @@ absl::StatusOr<double> run_value(const RunReader& reader, const Selection& selec
     }
     if (!samples.empty()) per_rank.push_back(statistic(samples, selection.stat));
   }
+  // Hardware readings live in the hosts' files (format 2): each host's
+  // host-wide series and each rank's process-tree series is one entry.
+  if (selected.metric) {
+    for (const std::string& host : reader.hosts()) {
+      absl::StatusOr<Chunk<MetricPoint>> metrics = reader.read_host_metrics(host);
+      if (!metrics.ok()) return metrics.status();
+      std::map<std::uint32_t, std::vector<double>> by_rank;
+      for (const MetricPoint& m : metrics->rows) {
+        if (m.key == selected.name) {
+          by_rank[m.rank].push_back(m.value);
+        } else {
+          available.insert(m.key);
+        }
+      }
+      for (const auto& [rank, values] : by_rank) per_rank.push_back(statistic(values, selection.stat));
+    }
+  }
   if (per_rank.empty()) {
     const std::string kind = selected.metric ? "metric" : "region";
     const std::string where =

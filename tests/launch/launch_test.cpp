@@ -2,6 +2,9 @@
 // crashes, missing commands, signals, quoting, output capture.
 #include "trainscope/launch/launch.hpp"
 
+#include "run/run_format.hpp"
+#include "trainscope/run/run_reader.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -76,10 +79,30 @@ class LaunchTest : public trainscope::testing::RunDirTest {
   }
 };
 
-std::string rank_status(const std::string& run_dir) {
-  const std::string rank = read_file(fs::path(run_dir) / "rank-0.json");
-  const std::size_t at = rank.find("\"status\": \"");
-  return at == std::string::npos ? rank : rank.substr(at + 11, rank.find('"', at + 11) - at - 11);
+// The status the launcher recorded for its command (the launcher is no rank).
+std::string launcher_status(const std::string& run_dir) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return reader.status().ToString();
+  if (reader->launchers().size() != 1) return "launchers: " + std::to_string(reader->launchers().size());
+  return std::string(run_status_name(reader->launchers()[0].status));
+}
+
+TEST_F(LaunchTest, TheLauncherIsNoRank) {
+  const LaunchResult result = launch_ok(options({"/bin/sh", "-c", "exit 4"}));
+  absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_TRUE(reader->ranks().empty());
+  EXPECT_EQ(reader->world_size(), 0u);
+  EXPECT_FALSE(fs::exists(fs::path(result.run_dir) / "rank-0.json"));
+  ASSERT_EQ(reader->launchers().size(), 1u);
+  const LauncherState& launcher = reader->launchers()[0];
+  EXPECT_EQ(launcher.pid, ::getpid());
+  EXPECT_EQ(launcher.host, detail::this_host());
+  EXPECT_EQ(launcher.exit_code, 4);
+  EXPECT_EQ(launcher.status, RunStatus::kFailed);
+  EXPECT_THAT(launcher.command, ElementsAre("/bin/sh", "-c", "exit 4"));
+  EXPECT_EQ(reader->hosts(), std::vector<std::string>{detail::this_host()});
+  EXPECT_EQ(reader->info().status, RunStatus::kFailed);
 }
 
 TEST_F(LaunchTest, ExitZeroFinishes) {
@@ -87,7 +110,7 @@ TEST_F(LaunchTest, ExitZeroFinishes) {
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.term_signal, 0);
   EXPECT_EQ(result.status, RunStatus::kFinished);
-  EXPECT_EQ(rank_status(result.run_dir), "FINISHED");
+  EXPECT_EQ(launcher_status(result.run_dir), "FINISHED");
   EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
               HasSubstr("\"trainscope.exit_code\": \"0\""));
 }
@@ -96,7 +119,7 @@ TEST_F(LaunchTest, NonZeroExitFails) {
   const LaunchResult result = launch_ok(options({"/bin/sh", "-c", "exit 3"}));
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_EQ(result.status, RunStatus::kFailed);
-  EXPECT_EQ(rank_status(result.run_dir), "FAILED");
+  EXPECT_EQ(launcher_status(result.run_dir), "FAILED");
   EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
               HasSubstr("\"trainscope.exit_code\": \"3\""));
 }
@@ -106,7 +129,7 @@ TEST_F(LaunchTest, CrashFailsWithTheSignalRecorded) {
   EXPECT_EQ(result.term_signal, SIGSEGV);
   EXPECT_EQ(result.exit_code, 128 + SIGSEGV);
   EXPECT_EQ(result.status, RunStatus::kFailed);
-  EXPECT_EQ(rank_status(result.run_dir), "FAILED");
+  EXPECT_EQ(launcher_status(result.run_dir), "FAILED");
   EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
               HasSubstr("\"trainscope.signal\": \"" + std::to_string(SIGSEGV) + "\""));
 }
@@ -117,7 +140,7 @@ TEST_F(LaunchTest, MissingCommandFailsWith127) {
   EXPECT_EQ(result.status, RunStatus::kFailed);
   EXPECT_TRUE(absl::IsNotFound(result.spawn_error)) << result.spawn_error;
   EXPECT_THAT(std::string(result.spawn_error.message()), HasSubstr("trainscope-no-such-command"));
-  EXPECT_EQ(rank_status(result.run_dir), "FAILED");
+  EXPECT_EQ(launcher_status(result.run_dir), "FAILED");
   EXPECT_THAT(read_file(fs::path(result.run_dir) / "stderr.log"),
               HasSubstr("command not found: 'trainscope-no-such-command'"));
 }
@@ -173,9 +196,12 @@ TEST_F(LaunchTest, CancelMidRunEndsKilledWithEverythingOnDisk) {
   EXPECT_EQ(result.status, RunStatus::kKilled);
   EXPECT_EQ(result.term_signal, SIGTERM);
   EXPECT_EQ(result.exit_code, 128 + SIGTERM);
-  EXPECT_EQ(rank_status(result.run_dir), "KILLED");
+  EXPECT_EQ(launcher_status(result.run_dir), "KILLED");
   EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), "started\n");
-  EXPECT_THAT(read_file(fs::path(result.run_dir) / "metrics-0.csv"), HasSubstr("test/fake,1,"));
+  // Hardware readings are the host's (format 2), with no rank: the launcher is none.
+  const fs::path host_file = fs::path(result.run_dir) / detail::host_metrics_file_name(detail::this_host());
+  EXPECT_THAT(read_file(host_file), HasSubstr("test/fake,1,"));
+  EXPECT_THAT(read_file(host_file), HasSubstr(",\n"));
 }
 
 TEST_F(LaunchTest, SigtermToThisProcessIsForwarded) {
@@ -189,7 +215,7 @@ TEST_F(LaunchTest, SigtermToThisProcessIsForwarded) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->status, RunStatus::kKilled);
   EXPECT_EQ(result->exit_code, 128 + SIGTERM);
-  EXPECT_EQ(rank_status(result->run_dir), "KILLED");
+  EXPECT_EQ(launcher_status(result->run_dir), "KILLED");
 }
 
 TEST_F(LaunchTest, EnvironmentIsRecorded) {

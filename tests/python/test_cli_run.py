@@ -78,8 +78,17 @@ def _wait_for(predicate, timeout_s=30):
 
 
 def _logged(run_dir, prefix):
-    path = os.path.join(run_dir, "metrics-0.csv")
-    return os.path.exists(path) and any(m["key"].startswith(prefix) for m in _rows(path))
+    """A row whose key starts with prefix in rank 0's metrics or a host's hardware file."""
+    paths = [os.path.join(run_dir, name) for name in os.listdir(run_dir)
+             if name == "metrics-0.csv" or (name.startswith("host-") and name.endswith(".csv"))]
+    return any(m["key"].startswith(prefix) for path in paths for m in _rows(path))
+
+
+def _launcher(run_dir):
+    """The one launcher record of a run (the `trainscope run` process is no rank)."""
+    names = [n for n in os.listdir(run_dir) if n.startswith("launcher-") and n.endswith(".json")]
+    assert len(names) == 1, names
+    return json.loads(_read(os.path.join(run_dir, names[0])))
 
 
 def test_sigterm_ends_the_run_killed_with_everything_on_disk(tmp_path):
@@ -103,8 +112,9 @@ def test_sigterm_ends_the_run_killed_with_everything_on_disk(tmp_path):
     finally:
         process.kill()
         process.communicate()
-    rank = json.loads(_read(os.path.join(run_dir, "rank-0.json")))
-    assert rank["status"] == "KILLED"
+    # The training process (rank 0) and the launcher both ended KILLED.
+    assert json.loads(_read(os.path.join(run_dir, "rank-0.json")))["status"] == "KILLED"
+    assert _launcher(run_dir)["status"] == "KILLED"
     info = json.loads(_read(os.path.join(run_dir, "run.json")))
     assert info["tags"]["trainscope.signal"] == str(int(signal.SIGTERM))
     assert _logged(run_dir, "loss") and _logged(run_dir, "system/")
@@ -117,8 +127,11 @@ def test_a_missing_command_exits_127(tmp_path):
                           env=_env(), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 127
     assert "command not found: 'trainscope-no-such-command'" in done.stderr
-    rank = json.loads(_read(os.path.join(_only_run(tmp_path), "rank-0.json")))
-    assert rank["status"] == "FAILED"
+    run_dir = _only_run(tmp_path)
+    launcher = _launcher(run_dir)
+    assert launcher["status"] == "FAILED" and launcher["exit_code"] == 127
+    assert launcher["command"] == ["trainscope-no-such-command"]
+    assert not os.path.exists(os.path.join(run_dir, "rank-0.json"))  # nothing ran
 
 
 def test_help_explains_usage():

@@ -314,10 +314,19 @@ def test_live_export_survives_a_server_outage_then_sync_completes(cli, restartab
     try:
         run_dir = child.stdout.readline().strip()
         assert child.stdout.readline().strip() == "phase1"
-        cursor = json.loads(open(os.path.join(run_dir, "mlflow-sync.json")).read())
-        run_id = cursor["run_id"]
+        # Uploaded while the run goes on (polled: a loaded machine may take longer than 3 s).
+        cursor_path = os.path.join(run_dir, "mlflow-sync.json")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if os.path.exists(cursor_path):
+                run_id = json.loads(open(cursor_path).read())["run_id"]
+                live = history(server.url, run_id, "loss")
+                if len(live) == 50 and len(history(server.url, run_id, "CPU/BATCH")) == 50:
+                    break
+            time.sleep(0.2)
+        assert os.path.exists(cursor_path), "the live exporter never created its cursor"
         live = history(server.url, run_id, "loss")
-        assert [p[0] for p in live] == list(range(50))  # uploaded while the run goes on
+        assert [p[0] for p in live] == list(range(50))
         assert len(history(server.url, run_id, "CPU/BATCH")) == 50
         server.stop()
         child.stdin.write("go\n")

@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <string>
 
+#include "run/run_format.hpp"
 #include "support/run_dir_test.hpp"
 
 namespace trainscope {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 using trainscope::testing::kMetricsHeader;
@@ -88,8 +90,10 @@ TEST_F(RunReaderTest, MissingOrCorruptRunJsonIsAnErrorNamingIt) {
   ASSERT_FALSE(reader.ok());
   EXPECT_THAT(message(reader.status()), HasSubstr("run.json"));
 
-  write("run.json", R"({"format":"trainscope.run","version":2})");
-  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("version 2"));
+  // A newer writer's file is refused, naming its version and the ones understood.
+  write("run.json", R"({"format":"trainscope.run","version":3})");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("version 3"));
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("versions 1 to 2"));
   write("run.json", R"({"format":"trainscope.run","version":1,"id":7})");
   EXPECT_THAT(message(RunReader::Open(dir_.string()).status()), HasSubstr("\"id\""));
 
@@ -210,6 +214,56 @@ TEST_F(RunReaderTest, SummaryAndArtifacts) {
 
   write("summary-0.json", R"({"format":"trainscope.stats","version":1,"entries":[]})");
   EXPECT_THAT(message(reader.read_summary(0).status()), HasSubstr("has_gpu_section"));
+}
+
+
+// Format 2: launchers are not ranks, hardware readings are per host, and the
+// run's status combines both; version 1 rank files (no launcher) still read.
+TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
+  RankJson rank0;
+  rank0.world_size = 4;
+  rank0.host = "a";
+  rank0.status = "FINISHED";
+  rank0.end_time_ms = 5;
+  RankJson rank1 = rank0;
+  rank1.rank = 1;
+  rank1.host = "b";
+  write(rank0.file_name(), rank0.text());
+  write(rank1.file_name(), rank1.text());
+  detail::LauncherRecord launcher;
+  launcher.state.host = "b";
+  launcher.state.pid = 77;
+  launcher.state.command = {"python", "train.py"};
+  launcher.state.status = RunStatus::kFinished;
+  launcher.state.exit_code = 0;
+  launcher.state.end_time_ms = 9;
+  write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
+  write(detail::host_metrics_file_name("b"),
+        std::string(kMetricsHeader) + "system/cpu.util_pct,50,0,10,\nsystem/proc.rss_mb,8,0,10,1\n");
+
+  RunReader reader = open_run(dir_.string());
+  EXPECT_EQ(reader.world_size(), 4u);
+  EXPECT_EQ(reader.hosts(), (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(reader.launchers().size(), 1u);
+  EXPECT_EQ(reader.launchers()[0].id(), "b:77");
+  EXPECT_THAT(reader.launchers()[0].command, ElementsAre("python", "train.py"));
+  EXPECT_EQ(reader.info().status, RunStatus::kFinished);
+  EXPECT_EQ(reader.info().end_time_ms, 9);
+
+  absl::StatusOr<Chunk<MetricPoint>> host = reader.read_host_metrics("b");
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_EQ(host->rows.size(), 2u);
+  EXPECT_EQ(host->rows[0].rank, kNoRank);
+  EXPECT_EQ(host->rows[1].rank, 1u);
+  absl::StatusOr<Chunk<MetricPoint>> none = reader.read_host_metrics("a");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->rows.empty());
+
+  // A command that failed fails the run, even where every rank finished.
+  launcher.state.status = RunStatus::kFailed;
+  launcher.state.exit_code = 1;
+  write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
+  EXPECT_EQ(open_run(dir_.string()).info().status, RunStatus::kFailed);
 }
 
 }  // namespace

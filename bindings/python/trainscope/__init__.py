@@ -118,10 +118,9 @@ def _log_wb(means):
 
 
 def _attach_to_active_run(timer):
-    """A timer built while a run is active streams into it (MLflow-style implicit run)."""
-    run = _run_api.active_run()
-    if run is not None:
-        run.attach(timer)
+    """A timer streams into the active run, joins the one of TRAINSCOPE_RUN_DIR (as
+    under `trainscope run`), or waits for the next run to start."""
+    _run_api._timer_built(timer)  # pylint: disable=protected-access
 
 
 class Timer(_core.Timer):

@@ -10,10 +10,20 @@ MLflow too when MLFLOW_TRACKING_URI is set. Leaving the block ends the run:
 FINISHED, FAILED on an exception, KILLED on KeyboardInterrupt or SIGTERM.
 Child processes and the other ranks of a job attach to the same run through
 TRAINSCOPE_RUN_DIR.
+
+As MLflow's fluent API, log_metric/log_param/set_tag/log_artifact without
+start_run() start a run on first use (or join the one in TRAINSCOPE_RUN_DIR,
+as under `trainscope run`); a timer built under TRAINSCOPE_RUN_DIR joins it
+the same way. Such an implicit run ends when the interpreter exits: FAILED
+after an uncaught exception, KILLED after KeyboardInterrupt or SIGTERM,
+FINISHED otherwise. Timers built before any run started stream into the
+first run that starts.
 """
 
+import atexit
 import os
 import signal
+import sys
 import threading
 import weakref
 
@@ -34,17 +44,24 @@ __all__ = [
 ]
 
 _RUN_DIR_ENV = "TRAINSCOPE_RUN_DIR"
-_lock = threading.Lock()
+_lock = threading.RLock()
 _active = None
+# Timers built while no run was active: the next run to start attaches them.
+_waiting_timers = weakref.WeakSet()
+# What ended the interpreter, for the status of an implicit run at exit.
+_exit_status = None
+_atexit_registered = False
 
 
 class ActiveRun:
     """The run started by start_run(); a context manager that ends it."""
 
-    def __init__(self, core):
+    def __init__(self, core, implicit=False):
         self._core = core
         self._timers = weakref.WeakSet()
         self._ended = False
+        # Started by a fluent call or a timer, not by start_run(): ended at exit.
+        self.implicit = implicit
         # The C++ side setenv()s TRAINSCOPE_RUN_DIR for a run it created, but
         # os.environ (what subprocess passes on) is Python's own copy.
         self._exported_dir = _RUN_DIR_ENV not in os.environ
@@ -140,41 +157,95 @@ def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=
     a Chrome/Perfetto trace of every region (one file per rank: put {rank} in
     the name for multi-rank jobs).
     """
-    global _active
     with _lock:
         if _active is not None:
             raise RuntimeError(f"run {_active.id} is already active; end it first (end_run())")
-        core = _core._Run.start(  # pylint: disable=protected-access
-            root=None if root is None else os.fspath(root), name=run_name,
-            experiment=experiment_name,
-            params={str(k): str(v) for k, v in (params or {}).items()},
-            tags={str(k): str(v) for k, v in (tags or {}).items()},
-            flush_interval=float(flush_interval))
-        try:
-            if wandb:
-                core.add_wandb_exporter(
-                    wandb_dir=None if wandb_dir is None else os.fspath(wandb_dir),
-                    project=experiment_name)
-            if perfetto is not None:
-                core.add_perfetto_exporter(os.fspath(perfetto).format(rank=core.rank))
-        except Exception:
-            core.end("FAILED")
-            raise
-        _active = ActiveRun(core)
+        return _start(dict(run_name=run_name, experiment_name=experiment_name, params=params,
+                           tags=tags, root=root, flush_interval=flush_interval, wandb=wandb,
+                           wandb_dir=wandb_dir, perfetto=perfetto), implicit=False)
+
+
+def _start(args, implicit):
+    """Starts a run with start_run()'s arguments; the caller holds _lock."""
+    global _active
+    core = _core._Run.start(  # pylint: disable=protected-access
+        root=None if args["root"] is None else os.fspath(args["root"]), name=args["run_name"],
+        experiment=args["experiment_name"],
+        params={str(k): str(v) for k, v in (args["params"] or {}).items()},
+        tags={str(k): str(v) for k, v in (args["tags"] or {}).items()},
+        flush_interval=float(args["flush_interval"]))
+    try:
+        if args["wandb"]:
+            core.add_wandb_exporter(
+                wandb_dir=None if args["wandb_dir"] is None else os.fspath(args["wandb_dir"]),
+                project=args["experiment_name"])
+        if args["perfetto"] is not None:
+            core.add_perfetto_exporter(os.fspath(args["perfetto"]).format(rank=core.rank))
+    except Exception:
+        core.end("FAILED")
+        raise
+    _active = ActiveRun(core, implicit=implicit)
+    for timer in list(_waiting_timers):
+        _active.attach(timer)
+    _waiting_timers.clear()
+    if implicit:
+        _register_exit_hooks()
     _install_sigterm()
     return _active
+
+
+def _implicit_run(what):
+    """The active run, or one started (joined under TRAINSCOPE_RUN_DIR) for `what`."""
+    run = _active
+    if run is not None:
+        return run
+    with _lock:
+        if _active is not None:
+            return _active
+        return _start(dict(run_name=None, experiment_name=None, params=None, tags=None,
+                           root=None, flush_interval=1.0, wandb=False, wandb_dir=None,
+                           perfetto=None), implicit=True)
+
+
+def _timer_built(timer):
+    """A new timer streams into the active run; under TRAINSCOPE_RUN_DIR it joins that
+    run; otherwise it waits for the next run to start."""
+    with _lock:
+        run = _active
+        if run is None and os.environ.get(_RUN_DIR_ENV):
+            run = _implicit_run("Timer")
+        if run is not None:
+            run.attach(timer)
+        else:
+            _waiting_timers.add(timer)
+
+
+def _register_exit_hooks():
+    """Ends an implicit run at interpreter exit with the status of how it exited."""
+    global _atexit_registered
+    if _atexit_registered:
+        return
+    _atexit_registered = True
+    previous_hook = sys.excepthook
+
+    def excepthook(exc_type, exc, traceback):
+        global _exit_status
+        _exit_status = "KILLED" if issubclass(exc_type, KeyboardInterrupt) else "FAILED"
+        previous_hook(exc_type, exc, traceback)
+
+    sys.excepthook = excepthook
+    atexit.register(_end_implicit_at_exit)
+
+
+def _end_implicit_at_exit():
+    run = _active
+    if run is not None and run.implicit:
+        run.end(_exit_status or "FINISHED")
 
 
 def active_run():
     """The run started by start_run() and not yet ended, or None."""
     return _active
-
-
-def _require_active(what):
-    run = _active
-    if run is None:
-        raise RuntimeError(f"{what}: no active run; call trainscope.start_run() first")
-    return run
 
 
 def end_run(status="FINISHED"):
@@ -184,34 +255,34 @@ def end_run(status="FINISHED"):
 
 
 def log_metric(key, value, step=None):
-    _require_active("log_metric").log_metric(key, value, step)
+    _implicit_run("log_metric").log_metric(key, value, step)
 
 
 def log_metrics(metrics, step=None):
-    run = _require_active("log_metrics")
+    run = _implicit_run("log_metrics")
     for key, value in metrics.items():
         run.log_metric(key, value, step)
 
 
 def log_param(key, value):
-    _require_active("log_param").log_param(key, value)
+    _implicit_run("log_param").log_param(key, value)
 
 
 def log_params(params):
-    run = _require_active("log_params")
+    run = _implicit_run("log_params")
     for key, value in params.items():
         run.log_param(key, value)
 
 
 def set_tag(key, value):
-    _require_active("set_tag").set_tag(key, value)
+    _implicit_run("set_tag").set_tag(key, value)
 
 
 def set_tags(tags):
-    run = _require_active("set_tags")
+    run = _implicit_run("set_tags")
     for key, value in tags.items():
         run.set_tag(key, value)
 
 
 def log_artifact(local_path):
-    _require_active("log_artifact").log_artifact(local_path)
+    _implicit_run("log_artifact").log_artifact(local_path)

@@ -33,13 +33,18 @@ struct RankInfo {
 };
 absl::StatusOr<RankInfo> rank_from_environment();
 
-// A scalar the user logs (loss, accuracy), as MLflow's metric.
+// MetricPoint::rank of a reading that belongs to no rank: a host-wide hardware
+// metric, or the process tree of a launcher that runs several ranks.
+inline constexpr std::uint32_t kNoRank = 0xFFFFFFFFu;
+
+// A scalar the user logs (loss, accuracy), as MLflow's metric, or a hardware
+// reading (system/...).
 struct MetricPoint {
   std::string key;
   double value = 0.0;
   std::int64_t step = 0;
   std::int64_t timestamp_ms = 0;  // Unix milliseconds
-  std::uint32_t rank = 0;
+  std::uint32_t rank = 0;         // kNoRank: none (stored as an empty field)
 };
 
 struct RunInfo {
@@ -75,6 +80,25 @@ struct RankState {
   std::int64_t end_time_ms = 0;
   std::int64_t heartbeat_ms = 0;  // last flush
   bool crashed = false;           // RUNNING, but its process is gone or silent
+  // The launcher (`trainscope run`) that started this rank's process tree, as
+  // "<host>:<pid>" (TRAINSCOPE_LAUNCHER); empty when none did.
+  std::string launcher;
+};
+
+// One `trainscope run` process of the job: it is not a rank; it records the
+// command it ran and how that ended, and samples its host's hardware.
+struct LauncherState {
+  std::string host;
+  std::int64_t pid = 0;
+  RunStatus status = RunStatus::kRunning;
+  std::vector<std::string> command;
+  int exit_code = -1;    // -1 while running or when the command never ran
+  int term_signal = 0;   // the signal that ended the command, 0 if it exited
+  std::int64_t start_time_ms = 0;
+  std::int64_t end_time_ms = 0;
+  std::int64_t heartbeat_ms = 0;
+  bool crashed = false;  // RUNNING, but its process is gone or silent
+  std::string id() const { return host + ":" + std::to_string(pid); }
 };
 
 // Rows read from a byte offset on, and where the next read starts.

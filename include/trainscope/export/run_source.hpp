@@ -27,6 +27,12 @@ class RunSource {
   virtual absl::StatusOr<Chunk<MetricPoint>> read_metrics(std::uint32_t rank,
                                                           std::uint64_t offset = 0) const = 0;
   virtual absl::StatusOr<Summary> read_summary(std::uint32_t rank) const = 0;
+  // The hosts of the run (launchers' and ranks'), sorted.
+  virtual const std::vector<std::string>& hosts() const noexcept = 0;
+  // A host's hardware readings (rank kNoRank: host-wide) from a byte offset
+  // on; an empty chunk for a host without samples.
+  virtual absl::StatusOr<Chunk<MetricPoint>> read_host_metrics(const std::string& host,
+                                                               std::uint64_t offset = 0) const = 0;
 };
 
 }  // namespace trainscope

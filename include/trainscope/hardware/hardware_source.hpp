@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -22,6 +23,13 @@ struct HardwareReading {
   std::string name;
   double value = 0.0;
 };
+
+// Whether a reading measures the monitored process tree rather than the host
+// or a device as a whole: its name starts with "system/proc." or has a
+// ".proc." part ("system/gpu.0.proc.mem_used_mb").
+inline bool is_process_metric(std::string_view name) {
+  return name.rfind("system/proc.", 0) == 0 || name.find(".proc.") != std::string_view::npos;
+}
 
 // What the sources need to know about the job.
 struct HardwareContext {

@@ -23,7 +23,13 @@ namespace trainscope {
 struct SamplerOptions {
   absl::Duration interval = absl::Seconds(1);
   HardwareContext context;
+  // The rank column of every reading when process_rank is unset.
   std::uint32_t rank = 0;
+  // A launcher's sampler: per-process readings (is_process_metric) carry the
+  // rank this returns (asked every tick: a rank registers after the launch;
+  // kNoRank while none or several ranks run under the launcher), host-wide
+  // readings carry kNoRank.
+  std::function<std::uint32_t()> process_rank;
   // The step each sample carries (e.g. the run's current step); 0 if unset.
   std::function<std::int64_t()> current_step;
 };

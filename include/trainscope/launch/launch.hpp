@@ -4,9 +4,15 @@
 // SIGINT/SIGTERM to it and records how it ended. A trainscope timer inside
 // the command attaches to the same run through TRAINSCOPE_RUN_DIR.
 //
+// The launcher is not a rank: it writes launcher-<host>-<pid>.json (command,
+// exit code, status) and samples its host into host-<host>.csv; each process
+// of the command that records (a timer, trainscope.log_metric) is a rank
+// with its own files. Several launchers of one job (one per task or node)
+// join one run (join_job_from_environment, or the same run.dir).
+//
 // A library function, so that a scheduler can launch many commands at once
-// from several threads; each launch creates its own run (it never attaches to
-// an inherited TRAINSCOPE_RUN_DIR).
+// from several threads; each launch creates its own run unless it joins its
+// job's (it never attaches to an inherited TRAINSCOPE_RUN_DIR).
 #ifndef TRAINSCOPE_LAUNCH_HPP_
 #define TRAINSCOPE_LAUNCH_HPP_
 
@@ -73,6 +79,11 @@ struct LaunchOptions {
   // More exporters for the run (W&B, ...), added right after it starts.
   std::vector<std::shared_ptr<Exporter>> exporters;
   std::shared_ptr<LaunchCancel> cancel;
+  // Join the run of the job this launcher is one task of (job_run_id():
+  // `srun -n 2 trainscope run -- ...` starts two launchers of one run),
+  // unless run.dir or run.id is set. A scheduler launching independent runs
+  // from inside a job allocation turns it off.
+  bool join_job_from_environment = true;
 };
 
 struct LaunchResult {

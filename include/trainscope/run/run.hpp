@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -28,6 +29,14 @@ class CPUGPUTimer;
 
 // The environment variable through which child processes and ranks attach.
 inline constexpr std::string_view kRunDirEnv = "TRAINSCOPE_RUN_DIR";
+// "<host>:<pid>" of the launcher (`trainscope run`) that started a process
+// tree: its ranks record it in their rank files.
+inline constexpr std::string_view kLauncherEnv = "TRAINSCOPE_LAUNCHER";
+
+// A rank is a process of the training (it times regions and logs metrics);
+// a launcher (`trainscope run`, launch()) starts ranks, records the command
+// and how it ended, and samples its host. A launcher is never a rank.
+enum class RunRole { kRank, kLauncher };
 
 struct RunOptions {
   // Parent directory of new runs; TRAINSCOPE_RUNS_ROOT overrides the default.
@@ -46,7 +55,21 @@ struct RunOptions {
   bool attach_from_environment = true;
   // Also export to MLflow when MLFLOW_TRACKING_URI is set (see mlflow_exporter.hpp).
   bool mlflow_from_environment = true;
+  RunRole role = RunRole::kRank;
+  std::vector<std::string> command;  // a launcher's command, recorded in its launcher file
+  // The run directory to create or join (e.g. on a shared filesystem for a
+  // multi-node job); wins over TRAINSCOPE_RUN_DIR and `root`.
+  std::string dir;
+  // The id of a new run under `root` (32 lowercase hex digits, as MLflow's;
+  // see job_run_id()); a run of that id already there is joined. Empty: random.
+  std::string id;
 };
+
+// The run id that every launcher of one job derives from the environment the
+// scheduler gives it, so that they join one run: SLURM_JOB_ID + SLURM_STEP_ID
+// (srun), TORCHELASTIC_RUN_ID (torchrun), PMIX_NAMESPACE (Open MPI's mpirun).
+// nullopt outside such a job. `source` (optional) names the variables used.
+std::optional<std::string> job_run_id(std::string* source = nullptr);
 
 class Run {
  public:
@@ -62,7 +85,12 @@ class Run {
 
   const std::string& dir() const noexcept;
   const RunInfo& info() const noexcept;
-  const RankInfo& rank() const noexcept;
+  const RankInfo& rank() const noexcept;  // a launcher's is rank 0 of 1 and means nothing
+  RunRole role() const noexcept;
+  // A launcher's command ended so: recorded in its launcher file at the next flush.
+  void record_exit(int exit_code, int term_signal);
+  // For a launcher: whether it is the first of its host (samples host-wide sources).
+  bool owns_host() const noexcept;
 
   // Params are write-once: the same key with another value is an error.
   // Keys must be MLflow-valid (<= 250 chars of [/\w.\- :]); values <= 6000 chars.

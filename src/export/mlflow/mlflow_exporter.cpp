@@ -160,6 +160,18 @@ mlflow::Metric user_metric(const MetricPoint& point) {
   return {point.key, point.value, point.timestamp_ms, point.step};
 }
 
+// A host's hardware reading: "system/..." as MLflow's own system metrics;
+// with several hosts "system/<host>/..."; a rank's process tree (other than
+// rank 0's) under "rank<r>/".
+mlflow::Metric host_metric(const MetricPoint& point, const std::string& host, bool several_hosts) {
+  std::string key = point.key;
+  if (several_hosts && key.rfind("system/", 0) == 0) {
+    key = fmt::format("system/{}/{}", host, key.substr(7));
+  }
+  if (point.rank != kNoRank) key = rank_prefix(point.rank) + key;
+  return {std::move(key), point.value, point.timestamp_ms, point.step};
+}
+
 class Syncer {
  public:
   Syncer(const std::string& run_dir, const RunSource& reader, mlflow::Client* client,
@@ -187,6 +199,15 @@ class Syncer {
             fmt::format("metrics-{}.csv", rank),
             [&](std::uint64_t offset) { return reader_.read_metrics(rank, offset); }, user_metric);
       }
+      if (!s.ok()) return s;
+      if (out_of_time()) return absl::OkStatus();
+    }
+    const bool several_hosts = reader_.hosts().size() > 1;
+    for (const std::string& host : reader_.hosts()) {
+      absl::Status s = sync_rows(
+          fmt::format("host-{}.csv", host),
+          [&](std::uint64_t offset) { return reader_.read_host_metrics(host, offset); },
+          [&](const MetricPoint& point) { return host_metric(point, host, several_hosts); });
       if (!s.ok()) return s;
       if (out_of_time()) return absl::OkStatus();
     }
