@@ -7,6 +7,17 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.2 REQUIRED)
 # libcurl: the standard C HTTP client, for the MLflow REST exporter.
 find_package(CURL REQUIRED)
+# CLI11 (header-only): the command-line parser of the `trainscope` tool
+# (tools/, TRAINSCOPE_BUILD_CLI), never of the library. Its CMake config gives
+# CLI11::CLI11; without one, the header alone.
+if(NOT DEFINED TRAINSCOPE_BUILD_CLI OR TRAINSCOPE_BUILD_CLI)
+  find_package(CLI11 CONFIG QUIET)
+  if(NOT TARGET CLI11::CLI11)
+    find_path(TRAINSCOPE_CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+    add_library(CLI11::CLI11 INTERFACE IMPORTED)
+    target_include_directories(CLI11::CLI11 INTERFACE ${TRAINSCOPE_CLI11_INCLUDE_DIR})
+  endif()
+endif()
 
 set(TRAINSCOPE_HAVE_CUDA OFF)
 if(NOT TRAINSCOPE_WITH_CUDA STREQUAL "OFF")

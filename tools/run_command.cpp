@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "fmt/format.h"
 #include "trainscope/launch/launch.hpp"
@@ -19,9 +19,7 @@
 namespace trainscope::cli {
 namespace {
 
-constexpr char kRunUsage[] =
-    "usage: trainscope run [options] -- <command> [args...]\n"
-    "\n"
+constexpr char kRunDescription[] =
     "Runs <command> as a trainscope run: creates a run directory, records the\n"
     "environment, samples CPU/memory/disk/network/GPU while the command runs, and\n"
     "saves its output, exit code and final status. A trainscope timer or\n"
@@ -32,25 +30,9 @@ constexpr char kRunUsage[] =
     "  trainscope run -- python train.py --lr 0.1 --epochs 3\n"
     "  trainscope run --name baseline --devices 0,1 -- torchrun --nproc-per-node 2 train.py\n"
     "  trainscope run --nsys=BATCH@trainscope -- python train.py\n"
-    "  trainscope run --mlflow http://localhost:5000 --wandb -- ./train --batch-size 64\n"
-    "\n"
-    "options (before the `--`):\n"
-    "  --name NAME          run name (default: the run id)\n"
-    "  --experiment NAME    experiment (default: MLFLOW_EXPERIMENT_NAME, else Default)\n"
-    "  --root DIR           parent of run directories (default: TRAINSCOPE_RUNS_ROOT,\n"
-    "                       else ./trainscope-runs)\n"
-    "  --interval SECONDS   hardware sampling interval (default 1)\n"
-    "  --no-sample          do not sample the hardware\n"
-    "  --devices 0,1        only these GPUs: sets CUDA_VISIBLE_DEVICES for the command\n"
-    "                       and samples only them\n"
-    "  --nsys[=RANGE]       run under Nsight Systems (report: artifacts/profile.nsys-rep);\n"
-    "                       RANGE limits it to an NVTX range, NAME@DOMAIN (trainscope\n"
-    "                       regions are in domain \"trainscope\")\n"
-    "  --ncu[=RANGE]        run under Nsight Compute (report: artifacts/profile.ncu-rep)\n"
-    "  --mlflow URI         also export to this MLflow tracking server (sets\n"
-    "                       MLFLOW_TRACKING_URI for the command too)\n"
-    "  --wandb              also write a W&B offline run (upload it with `wandb sync`)\n"
-    "\n"
+    "  trainscope run --mlflow http://localhost:5000 --wandb -- ./train --batch-size 64\n";
+
+constexpr char kRunFooter[] =
     "The run directory gets stdout.log and stderr.log (the output is still shown),\n"
     "environment.json (command line, git commit and dirty state, host, CPU, memory,\n"
     "driver and CUDA versions) and artifacts/ (pip freeze, conda list, nvidia-smi -q).\n"
@@ -60,10 +42,14 @@ constexpr char kRunUsage[] =
     "Exit status: the command's (128 + N when it died of signal N), 127 when it\n"
     "could not be started, 1 when the run could not be created, 2 bad usage.\n";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "trainscope run: %s\n\n%s", message.c_str(), kRunUsage);
-  return kExitUsage;
-}
+struct RunArgs {
+  LaunchOptions launch;
+  std::optional<std::string> mlflow_uri;
+  std::optional<std::string> nsys_range;  // set: run under Nsight Systems
+  std::optional<std::string> ncu_range;   // set: run under Nsight Compute
+  bool no_sample = false;
+  bool wandb = false;
+};
 
 std::optional<std::vector<int>> parse_devices(const std::string& text) {
   std::vector<int> devices;
@@ -80,108 +66,105 @@ std::optional<std::vector<int>> parse_devices(const std::string& text) {
   return devices;
 }
 
-struct RunArgs {
-  LaunchOptions launch;
-  std::optional<std::string> mlflow_uri;
-  bool wandb = false;
-  bool help = false;
-};
-
-// Applies one option that takes a value; false with *error set on misuse.
-bool apply_valued(const std::string& flag, const std::string& value, RunArgs* out, std::string* error) {
-  if (flag == "--name") {
-    out->launch.run.name = value;
-  } else if (flag == "--experiment") {
-    out->launch.run.experiment = value;
-  } else if (flag == "--root") {
-    out->launch.run.root = value;
-  } else if (flag == "--mlflow") {
-    out->mlflow_uri = value;
-  } else if (flag == "--interval") {
-    char* end = nullptr;
-    const double seconds = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !(seconds > 0)) {
-      *error = "--interval needs a positive number of seconds, got '" + value + "'";
-      return false;
-    }
-    out->launch.sample_interval = absl::Seconds(seconds);
-  } else if (flag == "--devices") {
-    std::optional<std::vector<int>> devices = parse_devices(value);
-    if (!devices) {
-      *error = "--devices needs GPU indices like 0,1, got '" + value + "'";
-      return false;
-    }
-    out->launch.devices = *devices;
-  }
-  return true;
-}
-
 // The profilers take their NVTX range only as --nsys=RANGE: a separate word
 // could be the command.
-bool apply_flag(const std::string& flag, const std::optional<std::string>& inline_value,
-                RunArgs* out) {
-  if (flag == "--nsys" || flag == "--ncu") {
-    out->launch.profiler = flag == "--nsys" ? Profiler::kNsys : Profiler::kNcu;
-    out->launch.profile_range = inline_value.value_or("");
-  } else if (flag == "--no-sample" && !inline_value) {
-    out->launch.sample_hardware = false;
-  } else if (flag == "--wandb" && !inline_value) {
-    out->wandb = true;
-  } else if ((flag == "-h" || flag == "--help") && !inline_value) {
-    out->help = true;
-  } else {
-    return false;
-  }
-  return true;
+void add_profiler_options(CommandLine* line, RunArgs* out) {
+  CLI::Option* nsys =
+      line->add_flag_with_value("--nsys", "RANGE",
+                                "run under Nsight Systems (report: artifacts/profile.nsys-rep);\n"
+                                "RANGE limits it to an NVTX range, NAME@DOMAIN (trainscope\n"
+                                "regions are in domain \"trainscope\")",
+                                &out->nsys_range);
+  CLI::Option* ncu = line->add_flag_with_value(
+      "--ncu", "RANGE", "run under Nsight Compute (report: artifacts/profile.ncu-rep)",
+      &out->ncu_range);
+  nsys->excludes(ncu);
 }
 
-// Options end at `--` or at the first word that is not an option.
-std::optional<RunArgs> parse(const std::vector<std::string>& args, std::string* error) {
-  static const char* const kValued[] = {"--name",   "--experiment", "--root",
-                                        "--mlflow", "--interval",   "--devices"};
+void add_run_options(CommandLine* line, RunArgs* out) {
+  RunOptions& run = out->launch.run;
+  line->group("options (before the `--`)");
+  line->add_value("--name", "NAME", "run name (default: the run id)", &run.name);
+  line->add_value("--experiment", "NAME",
+                  "experiment (default: MLFLOW_EXPERIMENT_NAME, else Default)", &run.experiment);
+  line->add_value("--root", "DIR",
+                  "parent of run directories (default: TRAINSCOPE_RUNS_ROOT,\n"
+                  "else ./trainscope-runs)",
+                  &run.root);
+  line->add_value(
+      "--interval", "SECONDS", "hardware sampling interval (default 1)",
+      [out](const std::string& value) {
+        char* end = nullptr;
+        const double seconds = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(seconds > 0)) {
+          bad_value("--interval needs a positive number of seconds, got '" + value + "'");
+        }
+        out->launch.sample_interval = absl::Seconds(seconds);
+      });
+  line->add_flag("--no-sample", "do not sample the hardware", &out->no_sample);
+  line->add_value("--devices", "0,1",
+                  "only these GPUs: sets CUDA_VISIBLE_DEVICES for the command\n"
+                  "and samples only them",
+                  [out](const std::string& value) {
+                    std::optional<std::vector<int>> devices = parse_devices(value);
+                    if (!devices) {
+                      bad_value("--devices needs GPU indices like 0,1, got '" + value + "'");
+                    }
+                    out->launch.devices = *std::move(devices);
+                  });
+  add_profiler_options(line, out);
+  line->add_value("--mlflow", "URI",
+                  "also export to this MLflow tracking server (sets\n"
+                  "MLFLOW_TRACKING_URI for the command too)",
+                  &out->mlflow_uri);
+  line->add_flag("--wandb", "also write a W&B offline run (upload it with `wandb sync`)",
+                 &out->wandb);
+}
+
+// The options, then the command: nullopt with *exit_code set when there is
+// nothing to run (help shown, or bad usage).
+std::optional<RunArgs> parse(const std::vector<std::string>& args, int* exit_code) {
+  CommandLine line(
+      {"run", "trainscope run [options] -- <command> [args...]", kRunDescription, kRunFooter});
   RunArgs out;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.empty() || arg[0] != '-') break;
-    const std::size_t equals = arg.find('=');
-    const std::string flag = arg.substr(0, equals);
-    std::optional<std::string> inline_value;
-    if (equals != std::string::npos) inline_value = arg.substr(equals + 1);
-    const bool valued = std::find(std::begin(kValued), std::end(kValued), flag) != std::end(kValued);
-    if (valued) {
-      if (!inline_value && i + 1 >= args.size()) {
-        *error = flag + " needs a value";
-        return std::nullopt;
-      }
-      if (!apply_valued(flag, inline_value ? *inline_value : args[++i], &out, error)) return std::nullopt;
-    } else if (!apply_flag(flag, inline_value, &out)) {
-      *error = "unknown option " + arg;
-      return std::nullopt;
-    }
-  }
-  out.launch.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (out.launch.command.empty() && !out.help) {
-    *error = "missing the command to run (after --)";
+  add_run_options(&line, &out);
+  line.add_positionals("command", &out.launch.command, /*options_end_at_first=*/true);
+  if (std::optional<int> done = line.parse(args)) {
+    *exit_code = *done;
     return std::nullopt;
   }
+  if (out.launch.command.empty()) {
+    *exit_code = line.usage_error("missing the command to run (after --)");
+    return std::nullopt;
+  }
+  out.launch.sample_hardware = !out.no_sample;
+  if (out.nsys_range || out.ncu_range) {
+    out.launch.profiler = out.nsys_range ? Profiler::kNsys : Profiler::kNcu;
+    out.launch.profile_range = out.nsys_range ? *out.nsys_range : *out.ncu_range;
+  }
   return out;
+}
+
+// "trainscope run: exit code 0, run DIR FINISHED" (or how the command died).
+int report(const LaunchResult& result) {
+  if (!result.spawn_error.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", std::string(result.spawn_error.message()).c_str());
+  }
+  const std::string how = result.term_signal != 0
+                              ? fmt::format("killed by signal {} ({})", result.term_signal,
+                                            ::strsignal(result.term_signal))
+                              : fmt::format("exit code {}", result.exit_code);
+  std::fprintf(stderr, "trainscope run: %s, run %s %s\n", how.c_str(), result.run_dir.c_str(),
+               std::string(run_status_name(result.status)).c_str());
+  return result.exit_code;
 }
 
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
-  std::string error;
-  std::optional<RunArgs> parsed = parse(args, &error);
-  if (!parsed) return usage_error(error);
-  if (parsed->help) {
-    std::fputs(kRunUsage, stdout);
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  std::optional<RunArgs> parsed = parse(args, &exit_code);
+  if (!parsed) return exit_code;
   // Run's MLflow exporter and the command's own MLflow client both read it.
   if (parsed->mlflow_uri) ::setenv("MLFLOW_TRACKING_URI", parsed->mlflow_uri->c_str(), 1);
   if (parsed->wandb) {
@@ -195,20 +178,11 @@ int run_command(const std::vector<std::string>& args) {
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());
-    const bool usage = absl::IsInvalidArgument(result.status()) ||
-                       absl::IsFailedPrecondition(result.status());
+    const bool usage =
+        absl::IsInvalidArgument(result.status()) || absl::IsFailedPrecondition(result.status());
     return usage ? kExitUsage : kExitFailed;
   }
-  if (!result->spawn_error.ok()) {
-    std::fprintf(stderr, "trainscope run: %s\n", std::string(result->spawn_error.message()).c_str());
-  }
-  const std::string how = result->term_signal != 0
-                              ? fmt::format("killed by signal {} ({})", result->term_signal,
-                                            ::strsignal(result->term_signal))
-                              : fmt::format("exit code {}", result->exit_code);
-  std::fprintf(stderr, "trainscope run: %s, run %s %s\n", how.c_str(), result->run_dir.c_str(),
-               std::string(run_status_name(result->status)).c_str());
-  return result->exit_code;
+  return report(*result);
 }
 
 }  // namespace trainscope::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "fmt/format.h"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
@@ -14,18 +15,13 @@
 namespace trainscope::cli {
 namespace {
 
-constexpr char kSyncUsage[] =
-    "usage: trainscope sync <run-dir> [--tracking-uri URI] [--experiment NAME]\n"
-    "\n"
+constexpr char kSyncDescription[] =
     "Uploads the run's params, tags, metrics and region times to an MLflow tracking\n"
     "server, then its summaries and status once it has ended. Resumes where the last\n"
     "upload (live or `sync`) stopped, so nothing is sent twice; progress is kept in\n"
-    "<run-dir>/mlflow-sync.json.\n"
-    "\n"
-    "  --tracking-uri URI   default: MLFLOW_TRACKING_URI\n"
-    "  --experiment NAME    for the first upload; default: MLFLOW_EXPERIMENT_NAME, else\n"
-    "                       the run's experiment\n"
-    "\n"
+    "<run-dir>/mlflow-sync.json.\n";
+
+constexpr char kSyncFooter[] =
     "Credentials as MLflow's client: MLFLOW_TRACKING_USERNAME/PASSWORD or\n"
     "MLFLOW_TRACKING_TOKEN; MLFLOW_TRACKING_INSECURE_TLS=true skips TLS verification.\n"
     "Exit status: 0 uploaded, 1 the upload failed (run again later), 2 bad usage.\n";
@@ -34,50 +30,32 @@ struct SyncArgs {
   std::string run_dir;
   std::optional<std::string> tracking_uri;
   std::optional<std::string> experiment;
-  bool help = false;
 };
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "trainscope sync: %s\n\n%s", message.c_str(), kSyncUsage);
-  return kExitUsage;
-}
-
-// Accepts `--flag value` and `--flag=value`. Empty optional + error on misuse.
-std::optional<SyncArgs> parse(const std::vector<std::string>& args, std::string* error) {
+// nullopt with *exit_code set when there is nothing to sync (help shown, or
+// bad usage).
+std::optional<SyncArgs> parse(CommandLine* line, const std::vector<std::string>& args,
+                              int* exit_code) {
   SyncArgs out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      out.help = true;
-      continue;
-    }
-    std::optional<std::string>* target = nullptr;
-    std::string flag = arg.substr(0, arg.find('='));
-    if (flag == "--tracking-uri") target = &out.tracking_uri;
-    if (flag == "--experiment") target = &out.experiment;
-    if (target != nullptr) {
-      if (flag.size() < arg.size()) {
-        *target = arg.substr(flag.size() + 1);
-      } else if (i + 1 < args.size()) {
-        *target = args[++i];
-      } else {
-        *error = flag + " needs a value";
-        return std::nullopt;
-      }
-    } else if (!arg.empty() && arg[0] == '-') {
-      *error = "unknown option " + arg;
-      return std::nullopt;
-    } else if (out.run_dir.empty()) {
-      out.run_dir = arg;
-    } else {
-      *error = "one run directory at a time (got " + out.run_dir + " and " + arg + ")";
-      return std::nullopt;
-    }
-  }
-  if (out.run_dir.empty() && !out.help) {
-    *error = "missing <run-dir>";
+  line->add_value("--tracking-uri", "URI", "default: MLFLOW_TRACKING_URI", &out.tracking_uri);
+  line->add_value("--experiment", "NAME",
+                  "for the first upload; default: MLFLOW_EXPERIMENT_NAME, else\n"
+                  "the run's experiment",
+                  &out.experiment);
+  std::vector<std::string> run_dirs;
+  line->add_positionals("run-dir", &run_dirs, /*options_end_at_first=*/false);
+  if (std::optional<int> done = line->parse(args)) {
+    *exit_code = *done;
     return std::nullopt;
   }
+  if (run_dirs.size() != 1) {
+    *exit_code = line->usage_error(
+        run_dirs.empty()
+            ? std::string("missing <run-dir>")
+            : fmt::format("one run directory at a time (got {} and {})", run_dirs[0], run_dirs[1]));
+    return std::nullopt;
+  }
+  out.run_dir = run_dirs.front();
   return out;
 }
 
@@ -103,20 +81,18 @@ void print_done(const SyncArgs& args, const MlflowConfig& config, const SyncStat
 }  // namespace
 
 int sync_command(const std::vector<std::string>& argv) {
-  std::string error;
-  const std::optional<SyncArgs> args = parse(argv, &error);
-  if (!args) return usage_error(error);
-  if (args->help) {
-    std::printf("%s", kSyncUsage);
-    return kExitOk;
-  }
+  CommandLine line({"sync", "trainscope sync <run-dir> [--tracking-uri URI] [--experiment NAME]",
+                    kSyncDescription, kSyncFooter});
+  int exit_code = kExitOk;
+  const std::optional<SyncArgs> args = parse(&line, argv, &exit_code);
+  if (!args) return exit_code;
   // The flag stands in for MLFLOW_TRACKING_URI; credentials still come from
   // the environment, as for MLflow's own client.
   if (args->tracking_uri) setenv("MLFLOW_TRACKING_URI", args->tracking_uri->c_str(), 1);
   absl::StatusOr<std::optional<MlflowConfig>> from_env = mlflow_config_from_environment();
-  if (!from_env.ok()) return usage_error(std::string(from_env.status().message()));
+  if (!from_env.ok()) return line.usage_error(std::string(from_env.status().message()));
   if (!from_env->has_value()) {
-    return usage_error("no tracking server: pass --tracking-uri or set MLFLOW_TRACKING_URI");
+    return line.usage_error("no tracking server: pass --tracking-uri or set MLFLOW_TRACKING_URI");
   }
   MlflowConfig config = **from_env;
   if (args->experiment) config.experiment_name = *args->experiment;

@@ -167,9 +167,10 @@ class Builder {
  public:
   MeasurementSet& set() { return set_; }
 
-  void add(const std::string& callpath, const std::string& metric, const std::vector<double>& coordinate,
-           const std::vector<double>& values) {
-    auto [series_it, new_series] = series_index_.try_emplace({callpath, metric}, set_.series.size());
+  void add(const std::string& callpath, const std::string& metric,
+           const std::vector<double>& coordinate, const std::vector<double>& values) {
+    auto [series_it, new_series] =
+        series_index_.try_emplace({callpath, metric}, set_.series.size());
     if (new_series) {
       set_.series.push_back(Series{callpath, metric, {}});
       point_index_.emplace_back();
@@ -257,8 +258,9 @@ class TextParser {
       return absl::OkStatus();
     }
     if (field == "DATA") return data(value);
-    return error(fmt::format("Encountered wrong field {}: expected PARAMETER, POINTS, REGION, METRIC or DATA",
-                             in_quotes(field)));
+    return error(fmt::format(
+        "Encountered wrong field {}: expected PARAMETER, POINTS, REGION, METRIC or DATA",
+        in_quotes(field)));
   }
 
   absl::Status parameter(std::string_view value) {
@@ -273,9 +275,9 @@ class TextParser {
         return error(fmt::format("duplicate parameter {}", in_quotes(name)));
       }
       if (parameters.size() == kMaxTextParameters) {
-        return error(fmt::format("more than {} parameters ({}, {}): the text format supports at most {}",
-                                 kMaxTextParameters, join_quoted(parameters), in_quotes(name),
-                                 kMaxTextParameters));
+        return error(fmt::format(
+            "more than {} parameters ({}, {}): the text format supports at most {}",
+            kMaxTextParameters, join_quoted(parameters), in_quotes(name), kMaxTextParameters));
       }
       parameters.emplace_back(name);
     }
@@ -285,9 +287,10 @@ class TextParser {
   absl::Status coordinate(const std::vector<std::string_view>& tokens, std::string_view group) {
     const std::size_t n = builder_.set().parameters.size();
     if (tokens.size() != n) {
-      return error(fmt::format("POINTS: coordinate ({}) has {} value{}, expected {} (one per parameter: {})",
-                               printable(trim(group)), tokens.size(), tokens.size() == 1 ? "" : "s", n,
-                               join_quoted(builder_.set().parameters)));
+      return error(
+          fmt::format("POINTS: coordinate ({}) has {} value{}, expected {} (one per parameter: {})",
+                      printable(trim(group)), tokens.size(), tokens.size() == 1 ? "" : "s", n,
+                      join_quoted(builder_.set().parameters)));
     }
     std::vector<double> point(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -305,10 +308,10 @@ class TextParser {
     if (value.find_first_of("()") == std::string_view::npos) {
       const std::vector<std::string_view> tokens = split_words(value);
       if (parameters.size() > 1) {
-        return error(
-            fmt::format("POINTS: with {} parameters each point needs parentheses, e.g. \"POINTS ( 4 64 ) "
-                        "( 8 64 )\"",
-                        parameters.size()));
+        return error(fmt::format(
+            "POINTS: with {} parameters each point needs parentheses, e.g. \"POINTS ( 4 64 ) "
+            "( 8 64 )\"",
+            parameters.size()));
       }
       for (std::string_view token : tokens) {
         absl::Status status = coordinate({token}, token);
@@ -327,8 +330,9 @@ class TextParser {
                                  in_quotes(value.substr(i))));
       }
       if (value[i] != '(') {
-        return error(fmt::format("POINTS: expected \"(\" at {}: put every point in parentheses, or none",
-                                 in_quotes(value.substr(i))));
+        return error(
+            fmt::format("POINTS: expected \"(\" at {}: put every point in parentheses, or none",
+                        in_quotes(value.substr(i))));
       }
       const std::size_t open = i++;
       const std::size_t close = value.find_first_of("()", i);
@@ -349,8 +353,8 @@ class TextParser {
       return error("DATA before PARAMETER: declare the parameters first");
     if (points_.empty()) return error("DATA before POINTS: list the measurement points first");
     if (point_index_ >= points_.size()) {
-      return error(fmt::format("more DATA lines than POINTS ({}) for region {}, metric {}", points_.size(),
-                               in_quotes(callpath_), in_quotes(metric_)));
+      return error(fmt::format("more DATA lines than POINTS ({}) for region {}, metric {}",
+                               points_.size(), in_quotes(callpath_), in_quotes(metric_)));
     }
     const std::vector<std::string_view> tokens = split_words(value);
     if (tokens.empty()) return error("DATA without values");
@@ -376,15 +380,16 @@ class TextParser {
 // --- JSON ------------------------------------------------------------------
 
 // Parses one document; a syntax error names the line it is on.
-absl::StatusOr<Json> parse_json(std::string_view text, std::string_view name, std::size_t first_line,
-                                const char* what) {
+absl::StatusOr<Json> parse_json(std::string_view text, std::string_view name,
+                                std::size_t first_line, const char* what) {
   try {
     return Json::parse(text.data(), text.data() + text.size());
   } catch (const Json::parse_error& e) {
     std::string detail = e.what();
     // "[json.exception.parse_error.101] parse error at line 2, column 8: syntax error ..."
     const std::size_t column = detail.find("column ");
-    const std::size_t colon = column == std::string::npos ? std::string::npos : detail.find(": ", column);
+    const std::size_t colon =
+        column == std::string::npos ? std::string::npos : detail.find(": ", column);
     if (colon != std::string::npos) detail = detail.substr(colon + 2);
     const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
     return line_error(name, first_line - 1 + line_of(text, offset),
@@ -397,7 +402,8 @@ absl::StatusOr<Json> parse_json(std::string_view text, std::string_view name, st
     std::size_t line = first_line;
     const std::size_t quote = detail.find('\'');
     if (quote != std::string::npos && detail.size() > quote + 2) {
-      const std::size_t at = text.find(std::string_view(detail).substr(quote + 1, detail.size() - quote - 2));
+      const std::size_t at =
+          text.find(std::string_view(detail).substr(quote + 1, detail.size() - quote - 2));
       if (at != std::string_view::npos) line = first_line - 1 + line_of(text, at);
     }
     return line_error(name, line, fmt::format("{}: {}", what, printable(detail, 300)));
@@ -423,7 +429,8 @@ std::string index_path(const std::string& parent, std::size_t index) {
 
 // "string \"4\"", "array", "number 4" for messages.
 std::string describe(const Json& value) {
-  if (value.is_string()) return fmt::format("string {}", in_quotes(value.get_ref<const std::string&>()));
+  if (value.is_string())
+    return fmt::format("string {}", in_quotes(value.get_ref<const std::string&>()));
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number()) return fmt::format("number {}", value.get<double>());
   return value.type_name();
@@ -451,7 +458,8 @@ std::string json_values(const Json& value, std::vector<double>* out) {
     if (problem.empty()) out->push_back(v);
     return problem;
   }
-  if (!value.is_array()) return fmt::format("expected a non-empty list of numbers, got {}", describe(value));
+  if (!value.is_array())
+    return fmt::format("expected a non-empty list of numbers, got {}", describe(value));
   if (value.empty()) return "expected a non-empty list of numbers, got an empty list";
   out->reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -462,6 +470,17 @@ std::string json_values(const Json& value, std::vector<double>* out) {
   }
   return {};
 }
+
+// The ids of a legacy (before Extra-P 4) document: each list sorted by id,
+// and id -> position in it.
+struct LegacyIds {
+  std::vector<std::string> parameters, callpaths, metrics;
+  std::map<long long, std::size_t> parameter_ids, callpath_ids, metric_ids, coordinate_ids;
+  std::vector<std::pair<long long, std::vector<double>>> coordinates;  // id, values
+};
+
+// (coordinate, callpath, metric) positions in LegacyIds.
+using LegacyKey = std::tuple<std::size_t, std::size_t, std::size_t>;
 
 class JsonDocument {
  public:
@@ -507,78 +526,105 @@ class JsonDocument {
     return absl::OkStatus();
   }
 
-  // {"parameters": ["p", "q"], "measurements": {"callpath": {"metric": [{"point": [..], "values": [..]}]}}}
-  absl::Status read_current() {
-    absl::StatusOr<const Json*> parameters =
-        member(root_, "", "parameters", Json::value_t::array, "a list of parameter names");
-    if (!parameters.ok()) return parameters.status();
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < (*parameters)->size(); ++i) {
-      const Json& p = (**parameters)[i];
-      if (!p.is_string())
-        return error(index_path("parameters", i), fmt::format("expected a name, got {}", describe(p)));
-      names.push_back(p.get<std::string>());
-    }
-    absl::Status status = parameters_named(names, "parameters");
-    if (!status.ok()) return status;
-    const std::size_t n = names.size();
+  // --- current layout ---
 
-    absl::StatusOr<const Json*> measurements = member(root_, "", "measurements", Json::value_t::object,
-                                                      "an object of callpaths holding objects of metrics");
+  // {"parameters": ["p", "q"],
+  //  "measurements": {"callpath": {"metric": [{"point": [..], "values": [..]}]}}}
+  absl::Status read_current() {
+    std::vector<std::string> names;
+    absl::Status status = read_parameter_names(&names);
+    if (!status.ok()) return status;
+    absl::StatusOr<const Json*> measurements =
+        member(root_, "", "measurements", Json::value_t::object,
+               "an object of callpaths holding objects of metrics");
     if (!measurements.ok()) return measurements.status();
-    std::vector<double> coordinate, values;
     for (const auto& [callpath, metrics] : (*measurements)->items()) {
       const std::string callpath_path = member_path("measurements", callpath);
       if (!metrics.is_object()) {
-        return error(callpath_path, fmt::format("expected an object of metrics, got {}", describe(metrics)));
+        return error(callpath_path,
+                     fmt::format("expected an object of metrics, got {}", describe(metrics)));
       }
       for (const auto& [metric, list] : metrics.items()) {
-        const std::string metric_path = member_path(callpath_path, metric);
-        if (!list.is_array()) {
-          return error(metric_path,
-                       fmt::format("expected a list of {{\"point\": [...], \"values\": [...]}}, got {}",
-                                   describe(list)));
-        }
-        for (std::size_t i = 0; i < list.size(); ++i) {
-          const Json& m = list[i];
-          const std::string path = index_path(metric_path, i);
-          if (!m.is_object()) {
-            return error(
-                path, fmt::format("expected {{\"point\": [...], \"values\": [...]}}, got {}", describe(m)));
-          }
-          const auto point = m.find("point");
-          if (point == m.end())
-            return error(path + ".point", "missing (expected a list of parameter values)");
-          coordinate.clear();
-          if (point->is_array()) {
-            if (point->size() != n) {
-              return error(path + ".point",
-                           fmt::format("has {} value{}, expected {} (one per parameter: {})", point->size(),
-                                       point->size() == 1 ? "" : "s", n, join_quoted(names)));
-            }
-            for (std::size_t k = 0; k < n; ++k) {
-              double v;
-              const std::string problem = json_number((*point)[k], false, &v);
-              if (!problem.empty()) return error(index_path(path + ".point", k), problem);
-              coordinate.push_back(v);
-            }
-          } else if (point->is_number() && n == 1) {
-            double v;
-            const std::string problem = json_number(*point, false, &v);
-            if (!problem.empty()) return error(path + ".point", problem);
-            coordinate.push_back(v);
-          } else {
-            return error(path + ".point", fmt::format("expected a list of {} parameter value{}, got {}", n,
-                                                      n == 1 ? "" : "s", describe(*point)));
-          }
-          const auto found = m.find("values");
-          if (found == m.end())
-            return error(path + ".values", "missing (expected a non-empty list of numbers)");
-          const std::string problem = json_values(*found, &values);
-          if (!problem.empty()) return values_error(path + ".values", problem);
-          builder_.add(callpath, metric, coordinate, values);
-        }
+        status = read_metric(callpath, metric, list, member_path(callpath_path, metric), names);
+        if (!status.ok()) return status;
       }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status read_parameter_names(std::vector<std::string>* names) {
+    absl::StatusOr<const Json*> parameters =
+        member(root_, "", "parameters", Json::value_t::array, "a list of parameter names");
+    if (!parameters.ok()) return parameters.status();
+    for (std::size_t i = 0; i < (*parameters)->size(); ++i) {
+      const Json& p = (**parameters)[i];
+      if (!p.is_string()) {
+        return error(index_path("parameters", i),
+                     fmt::format("expected a name, got {}", describe(p)));
+      }
+      names->push_back(p.get<std::string>());
+    }
+    return parameters_named(*names, "parameters");
+  }
+
+  // [{"point": [..], "values": [..]}, ...] of one callpath and metric.
+  absl::Status read_metric(const std::string& callpath, const std::string& metric, const Json& list,
+                           const std::string& metric_path, const std::vector<std::string>& names) {
+    if (!list.is_array()) {
+      return error(metric_path,
+                   fmt::format("expected a list of {{\"point\": [...], \"values\": [...]}}, got {}",
+                               describe(list)));
+    }
+    std::vector<double> coordinate, values;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Json& m = list[i];
+      const std::string path = index_path(metric_path, i);
+      if (!m.is_object()) {
+        return error(path, fmt::format("expected {{\"point\": [...], \"values\": [...]}}, got {}",
+                                       describe(m)));
+      }
+      absl::Status status = read_point(m, path, names, &coordinate);
+      if (!status.ok()) return status;
+      const auto found = m.find("values");
+      if (found == m.end())
+        return error(path + ".values", "missing (expected a non-empty list of numbers)");
+      const std::string problem = json_values(*found, &values);
+      if (!problem.empty()) return values_error(path + ".values", problem);
+      builder_.add(callpath, metric, coordinate, values);
+    }
+    return absl::OkStatus();
+  }
+
+  // m["point"]: one value per parameter, or with one parameter a number.
+  absl::Status read_point(const Json& m, const std::string& path,
+                          const std::vector<std::string>& names,
+                          std::vector<double>* coordinate) const {
+    const std::size_t n = names.size();
+    const auto point = m.find("point");
+    if (point == m.end())
+      return error(path + ".point", "missing (expected a list of parameter values)");
+    coordinate->clear();
+    if (point->is_array()) {
+      if (point->size() != n) {
+        return error(
+            path + ".point",
+            fmt::format("has {} value{}, expected {} (one per parameter: {})", point->size(),
+                        point->size() == 1 ? "" : "s", n, join_quoted(names)));
+      }
+      for (std::size_t k = 0; k < n; ++k) {
+        double v;
+        const std::string problem = json_number((*point)[k], false, &v);
+        if (!problem.empty()) return error(index_path(path + ".point", k), problem);
+        coordinate->push_back(v);
+      }
+    } else if (point->is_number() && n == 1) {
+      double v;
+      const std::string problem = json_number(*point, false, &v);
+      if (!problem.empty()) return error(path + ".point", problem);
+      coordinate->push_back(v);
+    } else {
+      return error(path + ".point", fmt::format("expected a list of {} parameter value{}, got {}",
+                                                n, n == 1 ? "" : "s", describe(*point)));
     }
     return absl::OkStatus();
   }
@@ -592,8 +638,11 @@ class JsonDocument {
     return error(path, problem);
   }
 
+  // --- legacy layout ---
+
   // An id: an integer number or string, as Python's int().
-  absl::StatusOr<long long> id_of(const Json& object, const std::string& path, const char* key) const {
+  absl::StatusOr<long long> id_of(const Json& object, const std::string& path,
+                                  const char* key) const {
     const auto it = object.find(key);
     const std::string at = member_path(path, key);
     if (it == object.end()) return error(at, "missing (expected an integer id)");
@@ -628,17 +677,21 @@ class JsonDocument {
       const Json& entry = (**list)[i];
       const std::string path = index_path(key, i);
       if (!entry.is_object()) {
-        return error(path, fmt::format("expected {{\"id\": ..., \"name\": ...}}, got {}", describe(entry)));
+        return error(
+            path, fmt::format("expected {{\"id\": ..., \"name\": ...}}, got {}", describe(entry)));
       }
       absl::StatusOr<long long> id = id_of(entry, path, "id");
       if (!id.ok()) return id.status();
       const auto name = entry.find("name");
       if (name == entry.end() || !name->is_string()) {
-        return error(path + ".name", name == entry.end() ? std::string("missing")
-                                                         : "expected a string, got " + describe(*name));
+        return error(path + ".name", name == entry.end()
+                                         ? std::string("missing")
+                                         : "expected a string, got " + describe(*name));
       }
       entries.emplace_back(*id, name->get<std::string>());
-      if (!ids->emplace(*id, 0).second) return error(path + ".id", fmt::format("duplicate id {}", *id));
+      if (!ids->emplace(*id, 0).second) {
+        return error(path + ".id", fmt::format("duplicate id {}", *id));
+      }
     }
     std::stable_sort(entries.begin(), entries.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -657,115 +710,158 @@ class JsonDocument {
   // Extra-P before 4: parameters, callpaths, metrics and coordinates with ids,
   // and one measurement per repetition referring to them.
   absl::Status read_legacy() {
-    std::vector<std::string> parameter_names, callpaths, metrics;
-    std::map<long long, std::size_t> parameter_ids, callpath_ids, metric_ids, coordinate_ids;
-    absl::Status status = named_list("parameters", &parameter_names, &parameter_ids);
-    if (status.ok()) status = parameters_named(parameter_names, "parameters");
-    if (status.ok()) status = named_list("callpaths", &callpaths, &callpath_ids);
-    if (status.ok()) status = named_list("metrics", &metrics, &metric_ids);
+    LegacyIds ids;
+    absl::Status status = named_list("parameters", &ids.parameters, &ids.parameter_ids);
+    if (status.ok()) status = parameters_named(ids.parameters, "parameters");
+    if (status.ok()) status = named_list("callpaths", &ids.callpaths, &ids.callpath_ids);
+    if (status.ok()) status = named_list("metrics", &ids.metrics, &ids.metric_ids);
+    if (status.ok()) status = read_coordinates(&ids);
     if (!status.ok()) return status;
-    const std::size_t n = parameter_names.size();
+    return read_legacy_measurements(ids);
+  }
 
+  // "coordinates": [{"id": ..., "parameter_value_pairs": [...]}, ...], sorted by id.
+  absl::Status read_coordinates(LegacyIds* ids) {
     absl::StatusOr<const Json*> coordinates =
         member(root_, "", "coordinates", Json::value_t::array,
                "a list of {\"id\": ..., \"parameter_value_pairs\": [...]}");
     if (!coordinates.ok()) return coordinates.status();
-    std::vector<std::pair<long long, std::vector<double>>> coordinate_list;
     for (std::size_t i = 0; i < (*coordinates)->size(); ++i) {
       const Json& entry = (**coordinates)[i];
       const std::string path = index_path("coordinates", i);
-      if (!entry.is_object()) return error(path, fmt::format("expected an object, got {}", describe(entry)));
+      if (!entry.is_object()) {
+        return error(path, fmt::format("expected an object, got {}", describe(entry)));
+      }
       absl::StatusOr<long long> id = id_of(entry, path, "id");
       if (!id.ok()) return id.status();
-      if (!coordinate_ids.emplace(*id, 0).second)
+      if (!ids->coordinate_ids.emplace(*id, 0).second)
         return error(path + ".id", fmt::format("duplicate id {}", *id));
-      absl::StatusOr<const Json*> pairs =
-          member(entry, path, "parameter_value_pairs", Json::value_t::array,
-                 "a list of {\"parameter_id\": ..., \"parameter_value\": ...}");
-      if (!pairs.ok()) return pairs.status();
-      const std::string pairs_path = path + ".parameter_value_pairs";
-      if ((*pairs)->size() != n) {
-        return error(pairs_path,
-                     fmt::format("has {} value{}, expected {} (one per parameter: {})", (*pairs)->size(),
-                                 (*pairs)->size() == 1 ? "" : "s", n, join_quoted(parameter_names)));
-      }
-      std::vector<double> coordinate(n);
-      std::vector<bool> seen(n, false);
-      for (std::size_t k = 0; k < n; ++k) {
-        const Json& pair = (**pairs)[k];
-        const std::string pair_path = index_path(pairs_path, k);
-        if (!pair.is_object())
-          return error(pair_path, fmt::format("expected an object, got {}", describe(pair)));
-        absl::StatusOr<long long> parameter_id = id_of(pair, pair_path, "parameter_id");
-        if (!parameter_id.ok()) return parameter_id.status();
-        const auto parameter = parameter_ids.find(*parameter_id);
-        if (parameter == parameter_ids.end()) {
-          return error(pair_path + ".parameter_id", fmt::format("{} is not the id of a parameter ({})",
-                                                                *parameter_id, id_range(parameter_ids)));
-        }
-        if (seen[parameter->second]) {
-          return error(pair_path + ".parameter_id", fmt::format("parameter {} appears twice", *parameter_id));
-        }
-        seen[parameter->second] = true;
-        const auto value = pair.find("parameter_value");
-        if (value == pair.end()) return error(pair_path + ".parameter_value", "missing (expected a number)");
-        const std::string problem = json_number(*value, true, &coordinate[parameter->second]);
-        if (!problem.empty()) return error(pair_path + ".parameter_value", problem);
-      }
-      coordinate_list.emplace_back(*id, std::move(coordinate));
+      std::vector<double> coordinate;
+      absl::Status status = read_pairs(entry, path, *ids, &coordinate);
+      if (!status.ok()) return status;
+      ids->coordinates.emplace_back(*id, std::move(coordinate));
     }
-    std::stable_sort(coordinate_list.begin(), coordinate_list.end(),
+    std::stable_sort(ids->coordinates.begin(), ids->coordinates.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < coordinate_list.size(); ++i) coordinate_ids[coordinate_list[i].first] = i;
+    for (std::size_t i = 0; i < ids->coordinates.size(); ++i) {
+      ids->coordinate_ids[ids->coordinates[i].first] = i;
+    }
+    return absl::OkStatus();
+  }
 
-    absl::StatusOr<const Json*> measurements = member(
-        root_, "", "measurements", Json::value_t::array,
-        "a list of {\"coordinate_id\": ..., \"callpath_id\": ..., \"metric_id\": ..., \"value\": ...}");
+  // entry["parameter_value_pairs"]: a value for each parameter, once.
+  absl::Status read_pairs(const Json& entry, const std::string& path, const LegacyIds& ids,
+                          std::vector<double>* coordinate) const {
+    const std::size_t n = ids.parameters.size();
+    absl::StatusOr<const Json*> pairs =
+        member(entry, path, "parameter_value_pairs", Json::value_t::array,
+               "a list of {\"parameter_id\": ..., \"parameter_value\": ...}");
+    if (!pairs.ok()) return pairs.status();
+    const std::string pairs_path = path + ".parameter_value_pairs";
+    if ((*pairs)->size() != n) {
+      return error(pairs_path, fmt::format("has {} value{}, expected {} (one per parameter: {})",
+                                           (*pairs)->size(), (*pairs)->size() == 1 ? "" : "s", n,
+                                           join_quoted(ids.parameters)));
+    }
+    coordinate->assign(n, 0.0);
+    std::vector<bool> seen(n, false);
+    for (std::size_t k = 0; k < n; ++k) {
+      absl::Status status =
+          read_pair((**pairs)[k], index_path(pairs_path, k), ids, &seen, coordinate);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+
+  // {"parameter_id": ..., "parameter_value": ...}
+  absl::Status read_pair(const Json& pair, const std::string& pair_path, const LegacyIds& ids,
+                         std::vector<bool>* seen, std::vector<double>* coordinate) const {
+    if (!pair.is_object())
+      return error(pair_path, fmt::format("expected an object, got {}", describe(pair)));
+    absl::StatusOr<long long> parameter_id = id_of(pair, pair_path, "parameter_id");
+    if (!parameter_id.ok()) return parameter_id.status();
+    const auto parameter = ids.parameter_ids.find(*parameter_id);
+    if (parameter == ids.parameter_ids.end()) {
+      return error(pair_path + ".parameter_id",
+                   fmt::format("{} is not the id of a parameter ({})", *parameter_id,
+                               id_range(ids.parameter_ids)));
+    }
+    if ((*seen)[parameter->second]) {
+      return error(pair_path + ".parameter_id",
+                   fmt::format("parameter {} appears twice", *parameter_id));
+    }
+    (*seen)[parameter->second] = true;
+    const auto value = pair.find("parameter_value");
+    if (value == pair.end()) {
+      return error(pair_path + ".parameter_value", "missing (expected a number)");
+    }
+    const std::string problem = json_number(*value, true, &(*coordinate)[parameter->second]);
+    if (!problem.empty()) return error(pair_path + ".parameter_value", problem);
+    return absl::OkStatus();
+  }
+
+  // "measurements": one per repetition; repetitions of a (coordinate,
+  // callpath, metric) merged, in Extra-P's order (callpaths, metrics and
+  // coordinates by id).
+  absl::Status read_legacy_measurements(const LegacyIds& ids) {
+    absl::StatusOr<const Json*> measurements =
+        member(root_, "", "measurements", Json::value_t::array,
+               "a list of {\"coordinate_id\": ..., \"callpath_id\": ..., \"metric_id\": ..., "
+               "\"value\": ...}");
     if (!measurements.ok()) return measurements.status();
-    // Repetitions per (coordinate, callpath, metric), in order of first appearance.
-    std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::size_t> index;
-    std::vector<std::pair<std::tuple<std::size_t, std::size_t, std::size_t>, std::vector<double>>> aggregated;
+    // Repetitions per key, in order of first appearance.
+    std::map<LegacyKey, std::size_t> index;
+    std::vector<std::pair<LegacyKey, std::vector<double>>> aggregated;
     for (std::size_t i = 0; i < (*measurements)->size(); ++i) {
       const Json& m = (**measurements)[i];
       const std::string path = index_path("measurements", i);
-      if (!m.is_object()) return error(path, fmt::format("expected an object, got {}", describe(m)));
-      std::size_t positions[3];
-      const std::pair<const char*, const std::map<long long, std::size_t>*> refs[3] = {
-          {"coordinate_id", &coordinate_ids}, {"callpath_id", &callpath_ids}, {"metric_id", &metric_ids}};
-      for (int r = 0; r < 3; ++r) {
-        absl::StatusOr<long long> id = id_of(m, path, refs[r].first);
-        if (!id.ok()) return id.status();
-        const auto found = refs[r].second->find(*id);
-        if (found == refs[r].second->end()) {
-          const std::string_view kind =
-              std::string_view(refs[r].first).substr(0, std::strlen(refs[r].first) - 3);
-          return error(member_path(path, refs[r].first),
-                       fmt::format("{} is out of range: not the id of any {} ({})", *id, kind,
-                                   id_range(*refs[r].second)));
-        }
-        positions[r] = found->second;
-      }
+      if (!m.is_object())
+        return error(path, fmt::format("expected an object, got {}", describe(m)));
+      absl::StatusOr<LegacyKey> key = measurement_key(m, path, ids);
+      if (!key.ok()) return key.status();
       const auto value = m.find("value");
       if (value == m.end()) return error(path + ".value", "missing (expected a number)");
       double v;
       const std::string problem = json_number(*value, true, &v);
       if (!problem.empty()) return error(path + ".value", problem);
-      const auto key = std::make_tuple(positions[0], positions[1], positions[2]);
-      const auto [it, inserted] = index.try_emplace(key, aggregated.size());
-      if (inserted) aggregated.emplace_back(key, std::vector<double>{});
+      const auto [it, inserted] = index.try_emplace(*key, aggregated.size());
+      if (inserted) aggregated.emplace_back(*key, std::vector<double>{});
       aggregated[it->second].second.push_back(v);
     }
-    // Extra-P's order: callpaths, metrics and coordinates by id.
     std::stable_sort(aggregated.begin(), aggregated.end(), [](const auto& a, const auto& b) {
       const auto& [ca, pa, ma] = a.first;
       const auto& [cb, pb, mb] = b.first;
       return std::tie(pa, ma, ca) < std::tie(pb, mb, cb);
     });
     for (const auto& [key, values] : aggregated) {
-      builder_.add(callpaths[std::get<1>(key)], metrics[std::get<2>(key)],
-                   coordinate_list[std::get<0>(key)].second, values);
+      builder_.add(ids.callpaths[std::get<1>(key)], ids.metrics[std::get<2>(key)],
+                   ids.coordinates[std::get<0>(key)].second, values);
     }
     return absl::OkStatus();
+  }
+
+  // A measurement's coordinate_id, callpath_id and metric_id as positions.
+  absl::StatusOr<LegacyKey> measurement_key(const Json& m, const std::string& path,
+                                            const LegacyIds& ids) const {
+    std::size_t positions[3];
+    const std::pair<const char*, const std::map<long long, std::size_t>*> refs[3] = {
+        {"coordinate_id", &ids.coordinate_ids},
+        {"callpath_id", &ids.callpath_ids},
+        {"metric_id", &ids.metric_ids}};
+    for (int r = 0; r < 3; ++r) {
+      absl::StatusOr<long long> id = id_of(m, path, refs[r].first);
+      if (!id.ok()) return id.status();
+      const auto found = refs[r].second->find(*id);
+      if (found == refs[r].second->end()) {
+        const std::string_view kind =
+            std::string_view(refs[r].first).substr(0, std::strlen(refs[r].first) - 3);
+        return error(member_path(path, refs[r].first),
+                     fmt::format("{} is out of range: not the id of any {} ({})", *id, kind,
+                                 id_range(*refs[r].second)));
+      }
+      positions[r] = found->second;
+    }
+    return std::make_tuple(positions[0], positions[1], positions[2]);
   }
 
   const Json& root_;
@@ -807,11 +903,12 @@ absl::StatusOr<MeasurementSet> parse_extrap_json(std::string_view text, std::str
     return root.status();
   }
   if (!root->is_object()) {
-    return line_error(name, 1,
-                      fmt::format("expected a JSON object at the top level, got {}", describe(*root)));
+    return line_error(
+        name, 1, fmt::format("expected a JSON object at the top level, got {}", describe(*root)));
   }
   // One JSON Lines record is also one JSON document.
-  if (!root->contains("parameters") && !root->contains("measurements") && root->contains("params")) {
+  if (!root->contains("parameters") && !root->contains("measurements") &&
+      root->contains("params")) {
     return parse_extrap_jsonl(text, name);
   }
   return JsonDocument(*root, name).read();
@@ -835,13 +932,14 @@ absl::StatusOr<MeasurementSet> parse_extrap_jsonl(std::string_view text, std::st
     const auto error = [&](std::string_view what) { return line_error(name, line, what); };
     absl::StatusOr<Json> record = parse_json(content, name, line, "not valid JSON");
     if (!record.ok()) return record.status();
-    if (!record->is_object()) return error(fmt::format("expected a JSON object, got {}", describe(*record)));
+    if (!record->is_object())
+      return error(fmt::format("expected a JSON object, got {}", describe(*record)));
 
     const auto params = record->find("params");
     if (params == record->end()) return error("missing \"params\" (an object of parameter values)");
     if (!params->is_object()) {
-      return error(
-          fmt::format("\"params\" must be an object of parameter values, got {}", describe(*params)));
+      return error(fmt::format("\"params\" must be an object of parameter values, got {}",
+                               describe(*params)));
     }
     if (first_line == 0) {
       if (params->empty()) return error("\"params\" is empty: need at least one parameter");
@@ -852,8 +950,8 @@ absl::StatusOr<MeasurementSet> parse_extrap_jsonl(std::string_view text, std::st
     for (std::size_t k = 0; k < parameters.size(); ++k) {
       const auto value = params->find(parameters[k]);
       if (value == params->end()) {
-        return error(fmt::format("\"params\" lacks parameter {} (line {} has {})", in_quotes(parameters[k]),
-                                 first_line, join_quoted(parameters)));
+        return error(fmt::format("\"params\" lacks parameter {} (line {} has {})",
+                                 in_quotes(parameters[k]), first_line, join_quoted(parameters)));
       }
       const std::string problem = json_number(*value, false, &coordinate[k]);
       if (!problem.empty())
@@ -862,8 +960,9 @@ absl::StatusOr<MeasurementSet> parse_extrap_jsonl(std::string_view text, std::st
     if (params->size() != parameters.size()) {
       for (const auto& item : params->items()) {
         if (std::find(parameters.begin(), parameters.end(), item.key()) == parameters.end()) {
-          return error(fmt::format("\"params\" has parameter {}, which line {} does not have (it has {})",
-                                   in_quotes(item.key()), first_line, join_quoted(parameters)));
+          return error(
+              fmt::format("\"params\" has parameter {}, which line {} does not have (it has {})",
+                          in_quotes(item.key()), first_line, join_quoted(parameters)));
         }
       }
     }
@@ -905,12 +1004,14 @@ absl::StatusOr<MeasurementSet> read_extrap_file(const std::string& path) {
   const bool failed = std::ferror(file) != 0;
   const int error = errno;
   std::fclose(file);
-  if (failed) return absl::ErrnoToStatus(error, fmt::format("{}: cannot read", printable(path, 4096)));
+  if (failed)
+    return absl::ErrnoToStatus(error, fmt::format("{}: cannot read", printable(path, 4096)));
 
   const std::size_t slash = path.find_last_of('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   const std::size_t dot = base.find_last_of('.');
-  const std::string extension = dot == std::string::npos ? "" : absl::AsciiStrToLower(base.substr(dot));
+  const std::string extension =
+      dot == std::string::npos ? "" : absl::AsciiStrToLower(base.substr(dot));
   if (extension == ".txt") return parse_extrap_text(text, path);
   if (extension == ".jsonl") return parse_extrap_jsonl(text, path);
   if (extension == ".json") return parse_extrap_json(text, path);

@@ -33,7 +33,9 @@ bool all_finite(absl::Span<const double> values) {
 
 // A uniform index in [0, n); mt19937_64 is fully specified and the modulo bias
 // is below n / 2^64, so the bootstrap is the same on every platform.
-std::size_t draw(std::mt19937_64& rng, std::size_t n) { return static_cast<std::size_t>(rng() % n); }
+std::size_t draw(std::mt19937_64& rng, std::size_t n) {
+  return static_cast<std::size_t>(rng() % n);
+}
 
 // Quantile q of sorted values, linear interpolation between order statistics
 // (Hyndman & Fan type 7, numpy's default).
@@ -60,164 +62,246 @@ class Structure {
   std::vector<Term> terms_;
 };
 
-}  // namespace
+// --- Checks ----------------------------------------------------------------
 
-absl::StatusOr<std::vector<Prediction>> predict_with_band(const Model& model, const Series& series,
-                                                          const std::vector<std::vector<double>>& points,
-                                                          const BandOptions& options) {
+absl::Status check_options(const BandOptions& options) {
   if (options.resamples < 1) {
-    return absl::InvalidArgumentError(fmt::format("band: resamples must be at least 1, got {}", options.resamples));
+    return absl::InvalidArgumentError(
+        fmt::format("band: resamples must be at least 1, got {}", options.resamples));
   }
   if (!(options.confidence > 0 && options.confidence < 1)) {
     return absl::InvalidArgumentError(
         fmt::format("band: confidence must be in (0, 1), got {}", options.confidence));
   }
+  return absl::OkStatus();
+}
+
+absl::Status check_terms(const Model& model, std::size_t dim) {
+  for (std::size_t k = 0; k < model.terms.size(); ++k) {
+    for (const Factor& f : model.terms[k].factors) {
+      if (f.parameter < 0 || static_cast<std::size_t>(f.parameter) >= dim) {
+        return absl::InvalidArgumentError(fmt::format(
+            "band: term {} of the model uses parameter {} of {}", k + 1, f.parameter, dim));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_measured(const Series& series, std::size_t dim) {
+  for (std::size_t i = 0; i < series.points.size(); ++i) {
+    const Point& p = series.points[i];
+    const std::string where =
+        fmt::format("band: measured point {} {}", i + 1, coordinate_text(p.coordinate));
+    if (p.coordinate.size() != dim) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} has {} coordinates, expected {}", where, p.coordinate.size(), dim));
+    }
+    if (!all_finite(p.coordinate)) {
+      return absl::InvalidArgumentError(fmt::format("{} is not finite", where));
+    }
+    if (p.values.empty()) return absl::InvalidArgumentError(fmt::format("{} has no values", where));
+    if (!all_finite(p.values)) {
+      return absl::InvalidArgumentError(fmt::format("{} has a non-finite value", where));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_requested(const std::vector<std::vector<double>>& points, std::size_t dim) {
+  for (std::size_t j = 0; j < points.size(); ++j) {
+    if (points[j].size() != dim) {
+      return absl::InvalidArgumentError(
+          fmt::format("band: requested point {} {} has {} coordinates, expected {}", j + 1,
+                      coordinate_text(points[j]), points[j].size(), dim));
+    }
+    if (!all_finite(points[j])) {
+      return absl::InvalidArgumentError(fmt::format("band: requested point {} {} is not finite",
+                                                    j + 1, coordinate_text(points[j])));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --- Bootstrap -------------------------------------------------------------
+
+// The design matrix of the fixed structure at the measured points, row-major.
+absl::StatusOr<std::vector<double>> design_matrix(const Structure& structure,
+                                                  const Series& series) {
+  const std::size_t k = structure.columns();
+  std::vector<double> design;
+  design.reserve(series.points.size() * k);
+  for (std::size_t i = 0; i < series.points.size(); ++i) {
+    structure.row(series.points[i].coordinate, &design);
+    if (!all_finite(absl::MakeConstSpan(design).subspan(i * k, k))) {
+      return absl::InvalidArgumentError(
+          fmt::format("band: the model's terms are not finite at measured point {} {}", i + 1,
+                      coordinate_text(series.points[i].coordinate)));
+    }
+  }
+  return design;
+}
+
+// The structure's regressors at the requested points (may be non-finite:
+// log2 of x < 1, ...), to predict there from refitted coefficients.
+class Regressors {
+ public:
+  Regressors(const Structure& structure, const std::vector<std::vector<double>>& points)
+      : columns_(structure.columns()) {
+    values_.reserve(points.size() * columns_);
+    for (const std::vector<double>& x : points) structure.row(x, &values_);
+  }
+
+  double predict(const std::vector<double>& coefficients, std::size_t j) const {
+    double sum = 0;
+    for (std::size_t c = 0; c < columns_; ++c) sum += values_[j * columns_ + c] * coefficients[c];
+    return sum;
+  }
+
+ private:
+  std::size_t columns_;
+  std::vector<double> values_;
+};
+
+// The data the bootstrap resamples, and the unresampled data its refits are
+// compared with. Bootstrap predictions are shifted by the model's value minus
+// the refit on the unresampled data (the per-point statistics, or for the
+// residual bootstrap the model's fitted values), so the band is centred on
+// the model even when its coefficients came from elsewhere, and collapses
+// onto it exactly when every resample equals the data.
+class Resampler {
+ public:
+  Resampler(const Model& model, const Series& series, Measure measure, std::size_t rank)
+      : series_(series), measure_(measure), residual_(single_repetitions(series)) {
+    const std::size_t n = series.points.size();
+    observed_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) observed_[i] = measure_of(series.points[i].values, measure);
+    if (!residual_) return;
+    // Residual bootstrap (one repetition everywhere): residuals around the
+    // model, inflated by sqrt(n / (n - rank)) for the degrees of freedom the
+    // fit used (Davison & Hinkley's modified residuals, without leverages).
+    fitted_.resize(n);
+    residuals_.resize(n);
+    const double inflation =
+        n > rank ? std::sqrt(static_cast<double>(n) / static_cast<double>(n - rank)) : 1.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      fitted_[i] = model.evaluate(series.points[i].coordinate);
+      residuals_[i] = (observed_[i] - fitted_[i]) * inflation;
+    }
+  }
+
+  const std::vector<double>& unresampled() const { return residual_ ? fitted_ : observed_; }
+
+  // One value per point, from the repetitions or residuals drawn with rng.
+  void resample(std::mt19937_64& rng, std::vector<double>* resampled) {
+    const std::size_t n = series_.points.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (residual_) {
+        (*resampled)[i] = fitted_[i] + residuals_[draw(rng, n)];
+        continue;
+      }
+      const std::vector<double>& values = series_.points[i].values;
+      if (values.size() == 1) {
+        (*resampled)[i] = values.front();
+        continue;
+      }
+      scratch_.resize(values.size());
+      for (double& v : scratch_) v = values[draw(rng, values.size())];
+      (*resampled)[i] = measure_of(scratch_, measure_);
+    }
+  }
+
+ private:
+  static bool single_repetitions(const Series& series) {
+    return std::all_of(series.points.begin(), series.points.end(),
+                       [](const Point& p) { return p.values.size() <= 1; });
+  }
+
+  const Series& series_;
+  Measure measure_;
+  bool residual_;
+  std::vector<double> observed_;
+  std::vector<double> fitted_;
+  std::vector<double> residuals_;
+  std::vector<double> scratch_;
+};
+
+// The finite bootstrap predictions at each requested point.
+std::vector<std::vector<double>> bootstrap(const detail::SvdLeastSquares& ls,
+                                           const Regressors& regressors, Resampler* resampler,
+                                           const std::vector<Prediction>& predictions,
+                                           std::size_t n, const BandOptions& options) {
+  const std::vector<double> base_coefficients = ls.solve(resampler->unresampled());
+  std::vector<double> base(predictions.size());
+  for (std::size_t j = 0; j < predictions.size(); ++j) {
+    base[j] = regressors.predict(base_coefficients, j);
+  }
+  std::mt19937_64 rng(options.seed);
+  const auto rounds = static_cast<std::size_t>(options.resamples);
+  std::vector<std::vector<double>> samples(predictions.size());
+  for (auto& s : samples) s.reserve(rounds);
+  std::vector<double> resampled(n);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    resampler->resample(rng, &resampled);
+    const std::vector<double> coefficients = ls.solve(resampled);
+    for (std::size_t j = 0; j < predictions.size(); ++j) {
+      const double value = predictions[j].value + (regressors.predict(coefficients, j) - base[j]);
+      if (std::isfinite(value)) samples[j].push_back(value);
+    }
+  }
+  return samples;
+}
+
+// Each prediction's band: the central `confidence` of its samples.
+void set_bands(std::vector<std::vector<double>>* samples, double confidence,
+               std::vector<Prediction>* predictions) {
+  const double lower_q = (1 - confidence) / 2;
+  const double upper_q = (1 + confidence) / 2;
+  for (std::size_t j = 0; j < predictions->size(); ++j) {
+    Prediction& p = (*predictions)[j];
+    std::vector<double>& s = (*samples)[j];
+    if (!std::isfinite(p.value) || s.empty()) {
+      p.lower = p.upper = std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
+    std::sort(s.begin(), s.end());
+    // A band always contains its prediction: with (near-)identical
+    // repetitions the bootstrap refits differ from the model by rounding.
+    p.lower = std::min(quantile_sorted(s, lower_q), p.value);
+    p.upper = std::max(quantile_sorted(s, upper_q), p.value);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Prediction>> predict_with_band(
+    const Model& model, const Series& series, const std::vector<std::vector<double>>& points,
+    const BandOptions& options) {
+  if (absl::Status status = check_options(options); !status.ok()) return status;
   if (series.points.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("band: series '{}' / '{}' has no points", series.callpath, series.metric));
   }
   const std::size_t dim =
       model.parameters.empty() ? series.points.front().coordinate.size() : model.parameters.size();
-  for (std::size_t k = 0; k < model.terms.size(); ++k) {
-    for (const Factor& f : model.terms[k].factors) {
-      if (f.parameter < 0 || static_cast<std::size_t>(f.parameter) >= dim) {
-        return absl::InvalidArgumentError(
-            fmt::format("band: term {} of the model uses parameter {} of {}", k + 1, f.parameter, dim));
-      }
-    }
-  }
-  const std::size_t n = series.points.size();
-  bool single_repetitions = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Point& p = series.points[i];
-    if (p.coordinate.size() != dim) {
-      return absl::InvalidArgumentError(fmt::format("band: measured point {} {} has {} coordinates, expected {}",
-                                                    i + 1, coordinate_text(p.coordinate), p.coordinate.size(), dim));
-    }
-    if (!all_finite(p.coordinate)) {
-      return absl::InvalidArgumentError(
-          fmt::format("band: measured point {} {} is not finite", i + 1, coordinate_text(p.coordinate)));
-    }
-    if (p.values.empty()) {
-      return absl::InvalidArgumentError(
-          fmt::format("band: measured point {} {} has no values", i + 1, coordinate_text(p.coordinate)));
-    }
-    if (!all_finite(p.values)) {
-      return absl::InvalidArgumentError(
-          fmt::format("band: measured point {} {} has a non-finite value", i + 1, coordinate_text(p.coordinate)));
-    }
-    if (p.values.size() > 1) single_repetitions = false;
-  }
-  for (std::size_t j = 0; j < points.size(); ++j) {
-    if (points[j].size() != dim) {
-      return absl::InvalidArgumentError(fmt::format("band: requested point {} {} has {} coordinates, expected {}",
-                                                    j + 1, coordinate_text(points[j]), points[j].size(), dim));
-    }
-    if (!all_finite(points[j])) {
-      return absl::InvalidArgumentError(
-          fmt::format("band: requested point {} {} is not finite", j + 1, coordinate_text(points[j])));
-    }
-  }
+  if (absl::Status status = check_terms(model, dim); !status.ok()) return status;
+  if (absl::Status status = check_measured(series, dim); !status.ok()) return status;
+  if (absl::Status status = check_requested(points, dim); !status.ok()) return status;
 
-  // Design matrix of the fixed structure at the measured points.
   const Structure structure(model);
-  const std::size_t k = structure.columns();
-  std::vector<double> design;
-  design.reserve(n * k);
-  for (std::size_t i = 0; i < n; ++i) {
-    structure.row(series.points[i].coordinate, &design);
-    if (!all_finite(absl::MakeConstSpan(design).subspan(i * k, k))) {
-      return absl::InvalidArgumentError(fmt::format("band: the model's terms are not finite at measured point {} {}",
-                                                    i + 1, coordinate_text(series.points[i].coordinate)));
-    }
-  }
-  const detail::SvdLeastSquares ls(design, n, k);
-
-  // Regressors at the requested points (may be non-finite: log2 of x < 1, ...).
-  std::vector<double> at_points;
-  at_points.reserve(points.size() * k);
-  for (const std::vector<double>& x : points) structure.row(x, &at_points);
-  auto predict = [&](const std::vector<double>& coefficients, std::size_t j) {
-    double sum = 0;
-    for (std::size_t c = 0; c < k; ++c) sum += at_points[j * k + c] * coefficients[c];
-    return sum;
-  };
-
-  // Bootstrap predictions are shifted by the model's value minus the refit on
-  // the unresampled data (the per-point statistics, or for the residual
-  // bootstrap the model's fitted values), so the band is centred on the model
-  // even when its coefficients came from elsewhere, and collapses onto it
-  // exactly when every resample equals the data.
-  std::vector<double> observed(n);
-  for (std::size_t i = 0; i < n; ++i) observed[i] = measure_of(series.points[i].values, options.measure);
-
-  // Residual bootstrap (one repetition everywhere): residuals around the
-  // model, inflated by sqrt(n / (n - rank)) for the degrees of freedom the
-  // fit used (Davison & Hinkley's modified residuals, without leverages).
-  std::vector<double> fitted;
-  std::vector<double> residuals;
-  if (single_repetitions) {
-    fitted.resize(n);
-    residuals.resize(n);
-    const std::size_t rank = ls.rank();
-    const double inflation = n > rank ? std::sqrt(static_cast<double>(n) / static_cast<double>(n - rank)) : 1.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      fitted[i] = model.evaluate(series.points[i].coordinate);
-      residuals[i] = (observed[i] - fitted[i]) * inflation;
-    }
-  }
-
-  const std::vector<double> base_coefficients = ls.solve(single_repetitions ? fitted : observed);
-  std::vector<double> base(points.size());
+  absl::StatusOr<std::vector<double>> design = design_matrix(structure, series);
+  if (!design.ok()) return design.status();
+  const std::size_t n = series.points.size();
+  const detail::SvdLeastSquares ls(*design, n, structure.columns());
   std::vector<Prediction> out(points.size());
   for (std::size_t j = 0; j < points.size(); ++j) {
-    base[j] = predict(base_coefficients, j);
     out[j].coordinate = points[j];
     out[j].value = model.evaluate(points[j]);
   }
-
-  std::mt19937_64 rng(options.seed);
-  const auto rounds = static_cast<std::size_t>(options.resamples);
-  std::vector<std::vector<double>> samples(points.size());
-  for (auto& s : samples) s.reserve(rounds);
-  std::vector<double> resampled(n);
-  std::vector<double> scratch;
-  for (std::size_t r = 0; r < rounds; ++r) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (single_repetitions) {
-        resampled[i] = fitted[i] + residuals[draw(rng, n)];
-        continue;
-      }
-      const std::vector<double>& values = series.points[i].values;
-      if (values.size() == 1) {
-        resampled[i] = values.front();
-        continue;
-      }
-      scratch.resize(values.size());
-      for (double& v : scratch) v = values[draw(rng, values.size())];
-      resampled[i] = measure_of(scratch, options.measure);
-    }
-    const std::vector<double> coefficients = ls.solve(resampled);
-    for (std::size_t j = 0; j < points.size(); ++j) {
-      const double value = out[j].value + (predict(coefficients, j) - base[j]);
-      if (std::isfinite(value)) samples[j].push_back(value);
-    }
-  }
-
-  const double lower_q = (1 - options.confidence) / 2;
-  const double upper_q = (1 + options.confidence) / 2;
-  for (std::size_t j = 0; j < points.size(); ++j) {
-    std::vector<double>& s = samples[j];
-    if (!std::isfinite(out[j].value) || s.empty()) {
-      out[j].lower = out[j].upper = std::numeric_limits<double>::quiet_NaN();
-      continue;
-    }
-    std::sort(s.begin(), s.end());
-    // A band always contains its prediction: with (near-)identical
-    // repetitions the bootstrap refits differ from the model by rounding.
-    out[j].lower = std::min(quantile_sorted(s, lower_q), out[j].value);
-    out[j].upper = std::max(quantile_sorted(s, upper_q), out[j].value);
-  }
+  Resampler resampler(model, series, options.measure, ls.rank());
+  std::vector<std::vector<double>> samples =
+      bootstrap(ls, Regressors(structure, points), &resampler, out, n, options);
+  set_bands(&samples, options.confidence, &out);
   return out;
 }
 

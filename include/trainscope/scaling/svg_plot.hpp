@@ -28,7 +28,8 @@ struct PlotOptions {
 
 // A self-contained SVG document. Errors: x_parameter out of range, no points
 // on the chosen line, fixed of the wrong size.
-absl::StatusOr<std::string> render_svg(const Model& model, const Series& series, const PlotOptions& options = {});
+absl::StatusOr<std::string> render_svg(const Model& model, const Series& series,
+                                       const PlotOptions& options = {});
 
 }  // namespace trainscope::scaling
 

@@ -30,9 +30,9 @@ struct Prediction {
 
 // Predictions of `model` (fitted to `series`) at `points`, each with its band.
 // Deterministic for a given seed.
-absl::StatusOr<std::vector<Prediction>> predict_with_band(const Model& model, const Series& series,
-                                                          const std::vector<std::vector<double>>& points,
-                                                          const BandOptions& options = {});
+absl::StatusOr<std::vector<Prediction>> predict_with_band(
+    const Model& model, const Series& series, const std::vector<std::vector<double>>& points,
+    const BandOptions& options = {});
 
 }  // namespace trainscope::scaling
 

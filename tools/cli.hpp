@@ -1,0 +1,73 @@
+// The command line of one `trainscope` subcommand, parsed by CLI11: every
+// subcommand gets the same help layout ("usage: ...", description, option
+// groups, footer), `-h`/`--help`, and the same usage errors
+// ("trainscope NAME: MESSAGE", then the help, exit code kExitUsage).
+#ifndef TRAINSCOPE_TOOLS_CLI_HPP_
+#define TRAINSCOPE_TOOLS_CLI_HPP_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace trainscope::cli {
+
+// What `--help` shows, and the name usage errors start with.
+struct CommandText {
+  std::string name;         // "run": messages start "trainscope run: "
+  std::string usage;        // after "usage: "
+  std::string description;  // between the usage line and the options
+  std::string footer;       // after the options
+};
+
+// A subcommand's options. Options with a value take it as `--flag VALUE` or
+// `--flag=VALUE`; their callbacks run as they are parsed, in command-line
+// order (a repeated option calls its callback again). A callback rejects its
+// value with bad_value(message).
+class CommandLine {
+ public:
+  explicit CommandLine(CommandText text);
+
+  // Options added from now on are listed under "GROUP:" in the help.
+  void group(std::string name) { group_ = std::move(name); }
+
+  CLI::Option* add_value(const std::string& flag, const std::string& value_name,
+                         const std::string& help, std::function<void(const std::string&)> on_value);
+  CLI::Option* add_value(const std::string& flag, const std::string& value_name,
+                         const std::string& help, std::string* target);
+  CLI::Option* add_value(const std::string& flag, const std::string& value_name,
+                         const std::string& help, std::optional<std::string>* target);
+  // `--flag`: sets *target.
+  CLI::Option* add_flag(const std::string& flag, const std::string& help, bool* target);
+  // `--flag` ("" in *target) or `--flag=VALUE`, never `--flag VALUE`: the next
+  // word may be a positional.
+  CLI::Option* add_flag_with_value(const std::string& flag, const std::string& value_name,
+                                   const std::string& help, std::optional<std::string>* target);
+  // The words that are not options, and every word after `--`. With
+  // options_end_at_first, the first such word ends the options too: it and
+  // all after it are positionals (`trainscope run python train.py --lr 1`).
+  CLI::Option* add_positionals(const std::string& name, std::vector<std::string>* target,
+                               bool options_end_at_first);
+
+  // Parses the arguments after the subcommand's name. nullopt: parsed, go on;
+  // else the exit code, after printing the help (kExitOk) or a usage error.
+  std::optional<int> parse(const std::vector<std::string>& args);
+
+  // Prints "trainscope NAME: MESSAGE" and the help to stderr; kExitUsage.
+  int usage_error(const std::string& message) const;
+  std::string help() const { return app_.help(); }
+
+ private:
+  CommandText text_;
+  CLI::App app_;
+  std::string group_ = "options";
+};
+
+// Throws the usage error MESSAGE, from an option's callback.
+[[noreturn]] void bad_value(std::string message);
+
+}  // namespace trainscope::cli
+
+#endif  // TRAINSCOPE_TOOLS_CLI_HPP_
