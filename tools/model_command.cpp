@@ -301,6 +301,13 @@ void print_text(const SeriesResult& r, const sc::MeasurementSet& set, const Mode
               r.model.costs.smape, r.model.costs.ar2, r.model.costs.re,
               loo ? "  (leave-one-out)" : "");
   std::printf("  python:  %s\n", r.model.python().c_str());
+  const std::vector<std::string> ids = r.model.identifiers();
+  for (std::size_t i = 0; i < ids.size() && i < r.model.parameters.size(); ++i) {
+    if (ids[i] != r.model.parameters[i]) {
+      std::printf("  (parameter %s is %s in the expressions)\n", r.model.parameters[i].c_str(),
+                  ids[i].c_str());
+    }
+  }
   std::printf("  c++:     %s\n", r.model.cpp().c_str());
   for (const sc::Prediction& p : r.predictions) {
     std::printf("  predict: %s -> %.6g  [%.6g, %.6g] (%g%% band)\n",
@@ -347,6 +354,13 @@ nlohmann::ordered_json result_json(const SeriesResult& r, const sc::MeasurementS
   j["formula"] = r.model.formula();
   j["python"] = r.model.python();
   j["cpp"] = r.model.cpp();
+  // How the parameters are named in "python" and "cpp" (valid identifiers).
+  nlohmann::json identifiers = nlohmann::json::object();
+  const std::vector<std::string> ids = r.model.identifiers();
+  for (std::size_t i = 0; i < ids.size() && i < r.model.parameters.size(); ++i) {
+    identifiers[r.model.parameters[i]] = ids[i];
+  }
+  j["identifiers"] = std::move(identifiers);
   j["constant"] = number(r.model.constant);
   j["terms"] = nlohmann::ordered_json::array();
   for (const sc::Term& t : r.model.terms) {

@@ -30,7 +30,8 @@ constexpr char kRunDescription[] =
     "  trainscope run -- python train.py --lr 0.1 --epochs 3\n"
     "  trainscope run --name baseline --devices 0,1 -- torchrun --nproc-per-node 2 train.py\n"
     "  trainscope run --nsys=BATCH@trainscope -- python train.py\n"
-    "  trainscope run --mlflow http://localhost:5000 --wandb -- ./train --batch-size 64\n";
+    "  trainscope run --mlflow http://localhost:5000 --wandb -- ./train --batch-size 64\n"
+    "  srun -n 2 trainscope run -- python train.py    (one run, two ranks)\n";
 
 constexpr char kRunFooter[] =
     "The run directory gets stdout.log and stderr.log (the output is still shown),\n"
@@ -38,6 +39,11 @@ constexpr char kRunFooter[] =
     "driver and CUDA versions) and artifacts/ (pip freeze, conda list, nvidia-smi -q).\n"
     "`--key value` and `--key=value` arguments of the command become params.\n"
     "SIGINT/SIGTERM are passed on to the command; the run then ends KILLED.\n"
+    "This process is not a rank: it records the command and how it ended in\n"
+    "launcher-<host>-<pid>.json and the host's hardware in host-<host>.csv; each\n"
+    "process of the command that records (a timer, log_metric) is a rank. The tasks\n"
+    "of one Slurm step (SLURM_JOB_ID, SLURM_STEP_ID), torchrun job\n"
+    "(TORCHELASTIC_RUN_ID) or mpirun job (PMIX_NAMESPACE) join one run.\n"
     "\n"
     "Exit status: the command's (128 + N when it died of signal N), 127 when it\n"
     "could not be started, 1 when the run could not be created, 2 bad usage.\n";
@@ -91,6 +97,10 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                   "parent of run directories (default: TRAINSCOPE_RUNS_ROOT,\n"
                   "else ./trainscope-runs)",
                   &run.root);
+  line->add_value("--run-dir", "DIR",
+                  "create or join the run in DIR (e.g. on a shared filesystem,\n"
+                  "one `trainscope run` per node of a job)",
+                  &run.dir);
   line->add_value(
       "--interval", "SECONDS", "hardware sampling interval (default 1)",
       [out](const std::string& value) {

@@ -410,7 +410,19 @@ number of values is not the number of parameters.)doc")
       .def("formula", &sc::Model::formula,
            "Extra-P's text: '11.68 + 100.36 * p^(-1)'; coefficients as Python's repr.")
       .def("python", &sc::Model::python,
-           "A Python expression of the parameter names; eval() it with `from math import log2`.")
+           "A Python expression of identifiers(); eval() it with `from math import log2`.")
+      .def(
+          "identifiers",
+          [](const sc::Model& model) {
+            py::dict out;
+            const std::vector<std::string> ids = model.identifiers();
+            for (std::size_t i = 0; i < ids.size() && i < model.parameters.size(); ++i) {
+              out[py::str(model.parameters[i])] = ids[i];
+            }
+            return out;
+          },
+          "{parameter name: the identifier python() and cpp() use for it}: names that are not\n"
+          "identifiers ('batch-size') become valid ones ('batch_size').")
       .def("cpp", &sc::Model::cpp, "A C++ expression of the parameter names (<cmath>: std::pow, std::log2).")
       .def("__str__", &sc::Model::formula)
       .def("__repr__", [](const sc::Model& model) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <set>
 #include <string>
 
 #include "fmt/format.h"
@@ -59,8 +60,42 @@ namespace {
 
 enum class Style { kText, kPython, kCpp };
 
-std::string parameter_name(const Model& model, int index) {
+// Keywords of Python and C++ and the names the expressions themselves use.
+bool reserved(std::string_view name) {
+  static const std::set<std::string_view> kReserved = {
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+      "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+      "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+      "try", "while", "with", "yield", "alignas", "alignof", "auto", "bool", "case", "catch",
+      "char", "const", "constexpr", "default", "delete", "do", "double", "enum", "explicit",
+      "extern", "float", "friend", "goto", "inline", "int", "long", "mutable", "namespace",
+      "new", "noexcept", "nullptr", "operator", "private", "protected", "public", "register",
+      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw",
+      "true", "false", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual",
+      "void", "volatile", "xor", "bitand", "bitor", "compl", "not_eq", "or_eq", "and_eq",
+      "xor_eq", "log2", "std", "pow", "math"};
+  return kReserved.count(name) > 0;
+}
+
+std::string identifier_for(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    out += ok ? c : '_';
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out.insert(out.begin(), '_');
+  // Leading "__" and "_[A-Z]" are reserved to C++ implementations.
+  if (out.size() > 1 && out[0] == '_' && (out[1] == '_' || (out[1] >= 'A' && out[1] <= 'Z'))) {
+    out.insert(out.begin(), 'p');
+  }
+  if (reserved(out)) out += '_';
+  return out;
+}
+
+std::string parameter_name(const Model& model, int index, Style style,
+                           const std::vector<std::string>& identifiers) {
   const auto i = static_cast<std::size_t>(index);
+  if (style != Style::kText && i < identifiers.size()) return identifiers[i];
   return i < model.parameters.size() ? model.parameters[i] : fmt::format("x{}", index);
 }
 
@@ -94,6 +129,7 @@ std::string factor_string(const Factor& factor, const std::string& name, Style s
 // when it is exactly 1), joined by " + "; the Python form joins with '*' and
 // '+' and folds "+-" into "-".
 std::string render(const Model& model, Style style) {
+  const std::vector<std::string> identifiers = model.identifiers();
   const std::string mul = style == Style::kText ? " * " : "*";
   const std::string add = style == Style::kText ? " + " : "+";
   std::string out;
@@ -107,7 +143,8 @@ std::string render(const Model& model, Style style) {
     if (term.coefficient != 1 || term.factors.empty()) text = detail::python_repr(term.coefficient);
     for (const Factor& factor : term.factors) {
       if (!text.empty()) text += mul;
-      text += factor_string(factor, parameter_name(model, factor.parameter), style);
+      text += factor_string(factor, parameter_name(model, factor.parameter, style, identifiers),
+                            style);
     }
     append_term(text);
   }
@@ -118,6 +155,18 @@ std::string render(const Model& model, Style style) {
 }
 
 }  // namespace
+
+std::vector<std::string> Model::identifiers() const {
+  std::vector<std::string> out;
+  std::set<std::string> taken;
+  for (const std::string& name : parameters) {
+    std::string id = identifier_for(name);
+    for (int n = 2; taken.count(id) > 0; ++n) id = fmt::format("{}_{}", identifier_for(name), n);
+    taken.insert(id);
+    out.push_back(std::move(id));
+  }
+  return out;
+}
 
 std::string Model::formula() const { return render(*this, Style::kText); }
 std::string Model::python() const { return render(*this, Style::kPython); }

@@ -139,3 +139,20 @@ def test_help_explains_usage():
                           check=False)
     assert done.returncode == 0
     assert "usage: trainscope run" in done.stdout and "examples:" in done.stdout
+
+
+def test_two_launchers_with_one_run_dir_join_one_run(tmp_path):
+    shared = tmp_path / "shared"
+    for rank in (0, 1):
+        done = subprocess.run(
+            [CLI, "run", "--no-sample", "--run-dir", str(shared), "--", sys.executable, "-c",
+             "import trainscope; trainscope.log_metric('loss', 1.0)"],
+            env={**_env(), "RANK": str(rank), "WORLD_SIZE": "2"}, capture_output=True,
+            text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+    names = sorted(os.listdir(shared))
+    assert [n for n in names if n.startswith("rank-") and n.endswith(".json")] == [
+        "rank-0.json", "rank-1.json"]
+    assert len([n for n in names if n.startswith("launcher-")]) == 2
+    for rank in (0, 1):
+        assert [m["key"] for m in _rows(os.path.join(shared, f"metrics-{rank}.csv"))] == ["loss"]

@@ -1,6 +1,9 @@
 """trainscope.scaling: the C++ scaling models (Extra-P's PMNF) from Python."""
 
+import json
 import math
+import os
+import subprocess
 import random
 import warnings
 from math import log2
@@ -323,3 +326,33 @@ def test_public_names():
         if isinstance(obj, type) and name != "TrainscopeWarning":
             assert obj.__module__ == "trainscope.scaling"
     assert not math.isnan(scaling.measure_of([1.0]))
+
+
+@pytest.mark.parametrize("name, identifier", [("batch-size", "batch_size"), ("1st", "_1st"),
+                                              ("lambda", "lambda_"), ("log2", "log2_"),
+                                              ("n", "n")])
+def test_parameter_names_become_identifiers_in_the_expressions(tmp_path, name, identifier):
+    path = tmp_path / "m.txt"
+    path.write_text(_extrap_text(_strong).replace("PARAMETER p", f"PARAMETER {name}"))
+    model = scaling.fit(scaling.read_extrap_file(path))
+    assert model.identifiers() == {name: identifier}
+    assert identifier in model.python() and identifier in model.cpp()
+    # The expression is valid Python and evaluates to the model at a point.
+    value = eval(model.python(), {"log2": log2, "__builtins__": {}},  # noqa: S307
+                 {identifier: 48.0})
+    assert value == pytest.approx(model.evaluate(48.0), rel=1e-12)
+
+
+def test_model_json_maps_parameters_to_identifiers(tmp_path):
+    cli = os.environ.get("TRAINSCOPE_CLI")
+    if not cli:
+        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
+    path = tmp_path / "m.txt"
+    path.write_text(_extrap_text(_strong).replace("PARAMETER p", "PARAMETER batch-size"))
+    done = subprocess.run([cli, "model", "--json", str(path)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    model = result["models"][0] if "models" in result else result[0]
+    assert model["identifiers"] == {"batch-size": "batch_size"}
+    assert "batch_size**(" in model["python"] and "batch-size" not in model["python"]

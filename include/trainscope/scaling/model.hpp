@@ -61,9 +61,14 @@ struct Model {
 
   // "11.68 + 100.36 * p^(-1)" with log2(p)^(j); coefficients as Python's repr.
   std::string formula() const;
-  // A Python expression of the parameter names ("from math import log2" assumed).
+  // The name each parameter has in python() and cpp(): the parameter's name
+  // where it is a valid identifier of both languages, else one made valid
+  // ("batch-size" -> "batch_size", "1st" -> "_1st", "lambda" -> "lambda_",
+  // "log2" -> "log2_"), unique among the parameters.
+  std::vector<std::string> identifiers() const;
+  // A Python expression of identifiers() ("from math import log2" assumed).
   std::string python() const;
-  // A C++ expression of the parameter names (<cmath>: std::pow, std::log2).
+  // A C++ expression of identifiers() (<cmath>: std::pow, std::log2).
   std::string cpp() const;
 };
 
