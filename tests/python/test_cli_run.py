@@ -156,3 +156,26 @@ def test_two_launchers_with_one_run_dir_join_one_run(tmp_path):
     assert len([n for n in names if n.startswith("launcher-")]) == 2
     for rank in (0, 1):
         assert [m["key"] for m in _rows(os.path.join(shared, f"metrics-{rank}.csv"))] == ["loss"]
+
+
+def test_process_readings_name_the_rank_host_readings_none(tmp_path):
+    script = textwrap.dedent("""
+        import time
+        import trainscope
+        trainscope.log_metric("loss", 1.0)   # this process is now rank 0 of the run
+        time.sleep(1.5)                      # several samples with the rank known
+    """)
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--interval", "0.1", "--",
+                           sys.executable, "-c", script], env=_env(), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_dir = _only_run(tmp_path)
+    hosts = [n for n in os.listdir(run_dir) if n.startswith("host-") and n.endswith(".csv")]
+    assert len(hosts) == 1, hosts
+    rows = _rows(os.path.join(run_dir, hosts[0]))
+    process = [r for r in rows if r["key"].startswith("system/proc.")]
+    host_wide = [r for r in rows if r["key"].startswith("system/cpu.")]
+    assert host_wide and all(r["rank"] == "" for r in host_wide)
+    assert any(r["rank"] == "0" for r in process), process[-5:]
+    # Until the rank registered, its tree's readings could not name it: empty, never wrong.
+    assert {r["rank"] for r in process} <= {"", "0"}
