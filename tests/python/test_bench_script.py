@@ -16,3 +16,15 @@ def test_overhead_script_prints_its_table(run_python):
                 "trainscope Timer start+end", "trainscope CPUGPUTimer start+end",
                 "Deep500 (statistics module)", "trainscope"):
         assert row in rows, result.stdout
+
+
+READ_RUN_SCRIPT = SCRIPT.parent / "read_run_bench.py"
+
+
+@pytest.mark.skipif(not READ_RUN_SCRIPT.exists(), reason="runs from a repository checkout")
+def test_read_run_bench_prints_the_ratio(run_python):
+    pytest.importorskip("pandas")
+    result = run_python(READ_RUN_SCRIPT, "--rows", 20000, "--repeats", 1)
+    assert result.returncode == 0, result.stderr
+    assert "pandas.read_csv" in result.stdout and "trainscope.read_run().regions" in result.stdout
+    assert "ratio read_run / read_csv:" in result.stdout, result.stdout

@@ -26,6 +26,7 @@ from trainscope import run as _run_api
 from trainscope._core import TimeStats, TrainscopeWarning, built_with_cuda
 from trainscope.run import (ActiveRun, active_run, end_run, log_artifact, log_metric, log_metrics,
                             log_param, log_params, set_tag, set_tags, start_run)
+from trainscope._reading import read_run, search_runs
 
 __version__ = _core.__version__
 
@@ -44,6 +45,8 @@ __all__ = [
     "log_metrics",
     "log_param",
     "log_params",
+    "read_run",
+    "search_runs",
     "set_tag",
     "set_tags",
     "start_run",

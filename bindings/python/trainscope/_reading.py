@@ -1,0 +1,809 @@
+"""Reading runs in Python: read_run() and search_runs(), as pandas DataFrames.
+
+    run = trainscope.read_run("trainscope-runs/5378fc5b2fff80241b02fae439831f4e")
+    run.status, run.params, run.world_size
+    run.regions            # every rank's regions-<r>.csv in one DataFrame
+    run.stragglers()       # per step: the slowest rank and its lag behind the median rank
+    trainscope.search_runs("trainscope-runs", filter="params.lr = '0.1' and status = 'FINISHED'")
+
+The format is docs/run-format.md. pandas is imported by these functions, never
+by `import trainscope`. A run is read as it is when read: a run in progress
+(or a crashed one) can end in a line cut short, which is ignored.
+"""
+
+import enum
+import json
+import math
+import os
+import re
+import socket
+import time
+import warnings
+
+__all__ = ["Run", "read_run", "search_runs"]
+
+_RUN_FORMAT = "trainscope.run"
+_RANK_FORMAT = "trainscope.rank"
+_LAUNCHER_FORMAT = "trainscope.launcher"
+_STATS_FORMAT = "trainscope.stats"
+_READABLE_VERSIONS = (1, 2)
+
+_REGIONS_HEADER = b"key,device,rank,thread,start_unix_ns,duration_ns,step,epoch"
+_METRICS_HEADER = b"key,value,step,timestamp_ms,rank"
+_REGIONS_DTYPES = {"key": "category", "device": "category", "rank": "int64", "thread": "int64",
+                   "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64",
+                   "epoch": "int64"}
+_METRICS_DTYPES = {"key": "category", "value": "float64", "step": "int64",
+                   "timestamp_ms": "int64", "rank": "int64"}
+# Host files leave `rank` empty for host-wide readings.
+_HARDWARE_DTYPES = dict(_METRICS_DTYPES, rank="Int64")
+
+_RANK_FILE = re.compile(r"rank-(0|[1-9][0-9]*)\.json")
+_REGIONS_FILE = re.compile(r"regions-(0|[1-9][0-9]*)\.csv")
+_METRICS_FILE = re.compile(r"metrics-(0|[1-9][0-9]*)\.csv")
+_SUMMARY_FILE = re.compile(r"summary-(0|[1-9][0-9]*)\.json")
+_HOST_FILE = re.compile(r"host-(.+)\.csv")
+_ARTIFACT_TMP_PREFIX = ".trainscope-tmp-"
+
+# As the C++ RunReader: a RUNNING process whose heartbeat is older than
+# max(3 * flush_interval_ms, 10 s) is presumed dead.
+_HEARTBEAT_INTERVALS = 3
+_MIN_HEARTBEAT_SILENCE_MS = 10_000
+_INT64_MAX = 2**63 - 1
+
+_STATISTICS = ("count", "total", "min", "mean", "median", "max", "stdev", "p5", "p25", "p75",
+               "p95", "p99", "cv", "median_ci_low", "median_ci_high")
+
+
+def _pandas():
+    try:
+        import pandas  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        raise RuntimeError("reading runs needs the pandas package: pip install pandas") from error
+    return pandas
+
+
+# --- JSON files --------------------------------------------------------------
+
+
+def _read_json(path):
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON: {error}") from error
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8: {error}") from error
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return doc
+
+
+class _Fields:
+    """Typed access to a JSON object's fields; errors name the file and the field."""
+
+    def __init__(self, doc, path):
+        self.doc = doc
+        self.path = path
+
+    def _get(self, name, kinds, what, default):
+        if name not in self.doc:
+            if default is not _REQUIRED:
+                return default
+            raise ValueError(f"{self.path}: field \"{name}\" is missing")
+        value = self.doc[name]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise ValueError(f"{self.path}: field \"{name}\" is {json.dumps(value)}, not {what}")
+        return value
+
+    def text(self, name, default=None):
+        return self._get(name, (str,), "a string", _REQUIRED if default is None else default)
+
+    def integer(self, name, default=None):
+        return self._get(name, (int,), "an integer", _REQUIRED if default is None else default)
+
+    def string_list(self, name):
+        return self._get(name, (list,), "an array of strings", [])
+
+    def string_map(self, name):
+        value = self._get(name, (dict,), "an object", {})
+        for key, item in value.items():
+            if not isinstance(item, str):
+                raise ValueError(f"{self.path}: field \"{name}\": \"{key}\" is "
+                                 f"{json.dumps(item)}, not a string")
+        return dict(value)
+
+    def check_format(self, expected):
+        found = self.doc.get("format")
+        version = self.doc.get("version")
+        if found != expected or version not in _READABLE_VERSIONS:
+            raise ValueError(
+                f"{self.path}: format {json.dumps(found)} version {json.dumps(version)} (this "
+                f"reader understands \"{expected}\" versions {_READABLE_VERSIONS[0]} to "
+                f"{_READABLE_VERSIONS[-1]})")
+        return version
+
+
+_REQUIRED = object()
+_STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED")
+
+
+def _process_gone(pid):
+    if pid <= 0 or pid > 2**31 - 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: it exists, as another user's process
+        return False
+    return False
+
+
+def _looks_crashed(state, host, now_ms):
+    """A RUNNING rank or launcher that is gone (on this host) or silent too long."""
+    if state["status"] != "RUNNING":
+        return False
+    if state["host"] == host and _process_gone(state["pid"]):
+        return True
+    interval = state["flush_interval_ms"]
+    if interval > _INT64_MAX // _HEARTBEAT_INTERVALS:  # an infinite interval never renews it
+        return False
+    allowed = max(_HEARTBEAT_INTERVALS * interval, _MIN_HEARTBEAT_SILENCE_MS)
+    return state["heartbeat_ms"] < now_ms - allowed
+
+
+def _parse_process(path, expected_format):
+    fields = _Fields(_read_json(path), path)
+    fields.check_format(expected_format)
+    state = {"host": fields.text("host"), "pid": fields.integer("pid"),
+             "status": fields.text("status"), "start_time_ms": fields.integer("start_time_ms"),
+             "end_time_ms": fields.integer("end_time_ms"),
+             "heartbeat_ms": fields.integer("heartbeat_ms"),
+             "flush_interval_ms": fields.integer("flush_interval_ms")}
+    if state["status"] not in _STATUSES:
+        raise ValueError(f"{path}: field \"status\" is {json.dumps(state['status'])}, not one of "
+                         f"{', '.join(_STATUSES)}")
+    return fields, state
+
+
+def _parse_rank_file(path, rank):
+    fields, state = _parse_process(path, _RANK_FORMAT)
+    recorded = fields.integer("rank")
+    if recorded != rank:
+        raise ValueError(f"{path}: records rank {recorded}")
+    return dict({"rank": rank, "local_rank": fields.integer("local_rank", 0),
+                 "world_size": fields.integer("world_size", 1)},
+                **state, launcher=fields.text("launcher", ""))
+
+
+def _parse_launcher_file(path):
+    fields, state = _parse_process(path, _LAUNCHER_FORMAT)
+    command = fields.string_list("command")
+    if not all(isinstance(arg, str) for arg in command):
+        raise ValueError(f"{path}: field \"command\" is not an array of strings")
+    return dict(state, command=command, exit_code=fields.integer("exit_code", -1),
+                term_signal=fields.integer("term_signal", 0))
+
+
+def _severity(state):
+    """FAILED (or crashed) beats KILLED beats RUNNING beats FINISHED."""
+    if state["crashed"] or state["status"] == "FAILED":
+        return 3
+    if state["status"] == "KILLED":
+        return 2
+    return 1 if state["status"] == "RUNNING" else 0
+
+
+def _combine_status(states):
+    """(status, end_time_ms or None, latest sign of life in ms) as RunReader::info()."""
+    if not states:
+        return "RUNNING", None, None
+    worst = max(_severity(s) for s in states)
+    running = any(s["status"] == "RUNNING" and not s["crashed"] for s in states)
+    # A crashed process ended at its last sign of life.
+    end_ms = max(s["heartbeat_ms"] if s["crashed"] else s["end_time_ms"] for s in states)
+    alive_ms = max(max(s["heartbeat_ms"], s["end_time_ms"]) for s in states)
+    if running and worst < 2:
+        worst = 1
+    status = ("FINISHED", "RUNNING", "KILLED", "FAILED")[worst]
+    return status, (None if running else end_ms), alive_ms
+
+
+def _host_file_part(host):
+    """As the writer names host-<host>.csv and launcher-<host>-<pid>.json."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", host or "unknown-host")
+
+
+# --- CSV files ---------------------------------------------------------------
+
+
+class _Prefix:
+    """The first `size` bytes of a binary file, read as pandas' C parser reads
+    (bytes, without a TextIOWrapper in between)."""
+
+    def __init__(self, f, size):
+        self._f = f
+        self._left = size
+
+    def read(self, size=-1):
+        if size is None or size < 0 or size > self._left:
+            size = self._left
+        data = self._f.read(size)
+        self._left -= len(data)
+        return data
+
+    def __iter__(self):  # pandas tells file-like objects by read and __iter__
+        return iter(())
+
+
+def _complete_end(f, size):
+    """Offset just past the last newline before `size` (0 if none)."""
+    block = 1 << 16
+    pos = size
+    while pos > 0:
+        start = max(0, pos - block)
+        f.seek(start)
+        data = f.read(pos - start)
+        i = data.rfind(b"\n")
+        if i >= 0:
+            return start + i + 1
+        pos = start
+    return 0
+
+
+def _read_csv(path, header, dtypes):
+    """A run's CSV file as a DataFrame of `dtypes`, ignoring a last line cut short;
+    None when the file does not exist."""
+    pd = _pandas()
+    try:
+        f = open(path, "rb")  # pylint: disable=consider-using-with
+    except FileNotFoundError:
+        return None
+    with f:
+        # What is there now: lines appended while pandas reads are left for the next read.
+        size = os.fstat(f.fileno()).st_size
+        first = f.readline(len(header) + 2)
+        if not first.endswith(b"\n"):  # empty, or the header itself still being written
+            if first and not header.startswith(first):
+                raise ValueError(f"{path}:1: the header is {first[:80]!r}, not {header.decode()!r}")
+            return _empty_frame(dtypes)
+        if first.rstrip(b"\r\n") != header:
+            raise ValueError(f"{path}:1: the header is {first.rstrip()[:80]!r}, "
+                             f"not {header.decode()!r}")
+        end = _complete_end(f, size)
+        # A newline inside a quoted key can end the data mid-record: step back a line.
+        for _ in range(1000):
+            f.seek(0)
+            try:
+                frame = pd.read_csv(_Prefix(f, end), dtype=dtypes, engine="c",
+                                   na_filter="Int64" in dtypes.values(), keep_default_na=False,
+                                   na_values=[""],
+                                   # Values are the shortest decimal that reads back exactly.
+                                   float_precision=("round_trip" if "float64" in dtypes.values()
+                                                    else None))
+            except pd.errors.ParserError as error:
+                if "EOF inside string" not in str(error) or end <= len(first):
+                    raise ValueError(f"{path}: {error}") from error
+                end = _complete_end(f, end - 1)
+                continue
+            except (ValueError, TypeError, OverflowError) as error:
+                raise ValueError(f"{path}: {error}") from error
+            if not isinstance(frame.index, pd.RangeIndex):
+                # pandas takes extra fields of the first line for an index
+                raise ValueError(f"{path}:2: more than {len(dtypes)} fields")
+            return frame
+        raise ValueError(f"{path}: an unterminated quoted field")
+
+
+def _empty_frame(dtypes):
+    pd = _pandas()
+    return pd.DataFrame({name: pd.Series([], dtype=dtype) for name, dtype in dtypes.items()})
+
+
+def _concat(frames, dtypes, categorical=("key", "device", "host")):
+    """Frames of the same columns in one, categorical columns kept categorical."""
+    pd = _pandas()
+    frames = [f for f in frames if f is not None]
+    if not frames:
+        return _empty_frame(dtypes)
+    if len(frames) == 1:
+        frame = frames[0]
+        if not (isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
+                and frame.index.step == 1):
+            frame = frame.reset_index(drop=True)
+        return frame
+    columns = {}
+    for name in frames[0].columns:
+        if name in categorical:
+            columns[name] = pd.api.types.union_categoricals(
+                [pd.Categorical(f[name]) for f in frames])
+        else:
+            columns[name] = pd.concat([f[name] for f in frames], ignore_index=True)
+    return pd.DataFrame(columns)
+
+
+def _check_devices(path, frame):
+    unknown = set(frame["device"].cat.categories) - {"CPU", "GPU"}
+    if unknown:
+        raise ValueError(f"{path}: unknown device {sorted(unknown)[0]!r} (CPU or GPU)")
+
+
+def _numbered_files(directory, pattern, names):
+    found = []
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match:
+            found.append((int(match.group(1)), os.path.join(directory, name)))
+    return sorted(found)
+
+
+def _key_name(key):
+    return key.name if isinstance(key, enum.Enum) else str(key)
+
+
+# --- Run ---------------------------------------------------------------------
+
+
+class Run:
+    """A run directory as read by read_run(). Attributes:
+
+    dir, id, name, experiment, version (of run.json: 1 or 2), params, tags (dicts of str);
+    status: FINISHED, RUNNING, KILLED or FAILED, combined over ranks and launchers as
+        the C++ RunReader does (a crashed rank or launcher makes it FAILED);
+    crashed: whether a rank or launcher left RUNNING is gone (pid, on this host) or silent
+        (heartbeat older than max(3 * flush_interval_ms, 10 s));
+    start_time, end_time: tz-aware UTC pandas Timestamps (end_time is NaT while running);
+    start_time_ms, end_time_ms: the same as Unix milliseconds (end_time_ms None while running);
+    duration_s: end minus start; while running, up to the latest heartbeat (NaN before one);
+    world_size: the largest WORLD_SIZE a rank recorded, at least the number of ranks;
+    ranks: DataFrame of the rank files (rank, local_rank, world_size, host, pid, status,
+        crashed, start_time_ms, end_time_ms, heartbeat_ms, flush_interval_ms, launcher);
+    launchers: DataFrame of the launcher files (host, pid, command, exit_code, term_signal,
+        status, crashed, start_time_ms, end_time_ms, heartbeat_ms, flush_interval_ms);
+    hosts: sorted host names of the ranks and launchers;
+    artifacts: paths of the files under artifacts/, relative to it.
+
+    Read on first access, then kept (read_run() again for newer data):
+    regions, metrics, hardware, summaries (DataFrames; see their docstrings).
+    """
+
+    def __init__(self, path):
+        pd = _pandas()
+        self.dir = os.fspath(path)
+        if not os.path.isdir(self.dir):
+            if os.path.exists(self.dir):
+                raise NotADirectoryError(f"{self.dir}: not a run directory (not a directory)")
+            raise FileNotFoundError(f"{self.dir}: no such run directory")
+        run_path = os.path.join(self.dir, "run.json")
+        if not os.path.isfile(run_path):
+            raise FileNotFoundError(f"{self.dir} is not a trainscope run: it has no run.json")
+        fields = _Fields(_read_json(run_path), run_path)
+        self.version = fields.check_format(_RUN_FORMAT)
+        self.id = fields.text("id")
+        self.name = fields.text("name", "")
+        self.experiment = fields.text("experiment", "")
+        self.start_time_ms = fields.integer("start_time_ms")
+        self.params = fields.string_map("params")
+        self.tags = fields.string_map("tags")
+
+        self._names = sorted(os.listdir(self.dir))
+        host = socket.gethostname()
+        now_ms = time.time_ns() // 1_000_000
+        ranks = []
+        for rank, rank_path in _numbered_files(self.dir, _RANK_FILE, self._names):
+            state = _parse_rank_file(rank_path, rank)
+            state["crashed"] = _looks_crashed(state, host, now_ms)
+            ranks.append(state)
+        launchers = []
+        for name in self._names:
+            if len(name) > 14 and name.startswith("launcher-") and name.endswith(".json"):
+                state = _parse_launcher_file(os.path.join(self.dir, name))
+                state["crashed"] = _looks_crashed(state, host, now_ms)
+                launchers.append(state)
+        self.status, self.end_time_ms, alive_ms = _combine_status(ranks + launchers)
+        self.crashed = any(s["crashed"] for s in ranks + launchers)
+        self.world_size = max([len(ranks)] + [s["world_size"] for s in ranks]) if ranks else 0
+        self.hosts = sorted({s["host"] for s in ranks + launchers})
+        self.start_time = pd.Timestamp(self.start_time_ms, unit="ms", tz="UTC")
+        self.end_time = (pd.NaT if self.end_time_ms is None
+                         else pd.Timestamp(self.end_time_ms, unit="ms", tz="UTC"))
+        until_ms = self.end_time_ms if self.end_time_ms is not None else alive_ms
+        self.duration_s = (math.nan if until_ms is None
+                           else max(0, until_ms - self.start_time_ms) / 1000.0)
+        rank_columns = ["rank", "local_rank", "world_size", "host", "pid", "status", "crashed",
+                        "start_time_ms", "end_time_ms", "heartbeat_ms", "flush_interval_ms",
+                        "launcher"]
+        self.ranks = pd.DataFrame(ranks, columns=rank_columns)
+        launcher_columns = ["host", "pid", "command", "exit_code", "term_signal", "status",
+                            "crashed", "start_time_ms", "end_time_ms", "heartbeat_ms",
+                            "flush_interval_ms"]
+        self.launchers = pd.DataFrame(launchers, columns=launcher_columns)
+        self._rank_hosts = {s["rank"]: s["host"] for s in ranks}
+        self._cache = {}
+
+    def __repr__(self):
+        return (f"<trainscope.Run {self.id} name={self.name!r} status={self.status} "
+                f"world_size={self.world_size} dir={self.dir!r}>")
+
+    def _cached(self, name, read):
+        if name not in self._cache:
+            self._cache[name] = read()
+        return self._cache[name]
+
+    @property
+    def artifacts(self):
+        root = os.path.join(self.dir, "artifacts")
+        out = []
+        for directory, subdirs, files in os.walk(root):
+            subdirs[:] = [d for d in subdirs if not d.startswith(_ARTIFACT_TMP_PREFIX)]
+            for name in files:
+                if not name.startswith(_ARTIFACT_TMP_PREFIX):
+                    out.append(os.path.relpath(os.path.join(directory, name), root))
+        return sorted(out)
+
+    @property
+    def regions(self):
+        """Every rank's regions-<r>.csv, in rank order: key, device (categorical), rank,
+        thread, start_unix_ns, duration_ns, step, epoch (int64)."""
+        return self._cached("regions", self._read_regions)
+
+    def _read_regions(self):
+        frames = []
+        for _, path in _numbered_files(self.dir, _REGIONS_FILE, self._names):
+            frame = _read_csv(path, _REGIONS_HEADER, _REGIONS_DTYPES)
+            if frame is not None:
+                _check_devices(path, frame)
+            frames.append(frame)
+        return _concat(frames, _REGIONS_DTYPES)
+
+    def _metric_files(self):
+        return self._cached("metric_files", self._read_metric_files)
+
+    def _read_metric_files(self):
+        """(user metrics, hardware readings of version-1 runs) of every metrics-<r>.csv."""
+        user, hardware = [], []
+        for rank, path in _numbered_files(self.dir, _METRICS_FILE, self._names):
+            frame = _read_csv(path, _METRICS_HEADER, _METRICS_DTYPES)
+            if frame is None:
+                continue
+            if self.version == 1:
+                # Version 1: `trainscope run` was rank 0 and recorded hardware as metrics.
+                system = frame["key"].astype(str).str.startswith("system/").to_numpy()
+                if system.any():
+                    readings = frame[system].astype({"rank": "Int64"})
+                    readings["key"] = readings["key"].cat.remove_unused_categories()
+                    readings["host"] = self._rank_hosts.get(rank, "")
+                    hardware.append(readings)
+                    frame = frame[~system].copy()
+                    frame["key"] = frame["key"].cat.remove_unused_categories()
+            user.append(frame)
+        return user, hardware
+
+    @property
+    def metrics(self):
+        """User metrics of every rank's metrics-<r>.csv: key (categorical), value (float64),
+        step, timestamp_ms, rank (int64). Hardware readings are in `hardware`."""
+        return self._cached("metrics", lambda: _concat(self._metric_files()[0], _METRICS_DTYPES))
+
+    @property
+    def hardware(self):
+        """Every host's host-<host>.csv: key (categorical), value, step, timestamp_ms,
+        rank (nullable Int64: <NA> for host-wide readings), host (categorical). In
+        version-1 runs, the `system/...` rows of the metrics files (host: that rank's)."""
+        return self._cached("hardware", self._read_hardware)
+
+    def _read_hardware(self):
+        frames = []
+        if self.version == 1:
+            frames = list(self._metric_files()[1])
+        by_part = {_host_file_part(h): h for h in self.hosts}
+        for name in self._names:
+            match = _HOST_FILE.fullmatch(name)
+            if not match:
+                continue
+            frame = _read_csv(os.path.join(self.dir, name), _METRICS_HEADER, _HARDWARE_DTYPES)
+            if frame is not None:
+                frame["host"] = by_part.get(match.group(1), match.group(1))
+                frames.append(frame)
+        hardware = _concat(frames, dict(_HARDWARE_DTYPES, host="category"))
+        hardware["host"] = hardware["host"].astype("category")
+        return hardware
+
+    @property
+    def summaries(self):
+        """Every rank's summary-<r>.json: one row per rank, key and device with every
+        statistic of the file (count, total, min, mean, median, max, stdev, p5 ... p99, cv,
+        median_ci_low, median_ci_high in seconds; NaN for null), warmup_excluded, approximate."""
+        return self._cached("summaries", self._read_summaries)
+
+    def _read_summaries(self):
+        pd = _pandas()
+        rows, columns = [], ["rank", "key", "device"]
+        for rank, path in _numbered_files(self.dir, _SUMMARY_FILE, self._names):
+            doc = _read_json(path)
+            if doc.get("format") != _STATS_FORMAT:
+                raise ValueError(f"{path}: format {json.dumps(doc.get('format'))}, "
+                                 f"not \"{_STATS_FORMAT}\"")
+            entries = doc.get("entries", [])
+            if not isinstance(entries, list):
+                raise ValueError(f"{path}: field \"entries\" is not an array")
+            for entry in entries:
+                if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+                    raise ValueError(f"{path}: an entry without a \"key\" string: "
+                                     f"{json.dumps(entry)[:200]}")
+                if entry.get("device") not in ("CPU", "GPU"):
+                    raise ValueError(f"{path}: entry \"{entry['key']}\" has device "
+                                     f"{json.dumps(entry.get('device'))} (CPU or GPU)")
+                for name in entry:
+                    if name not in columns:
+                        columns.append(name)
+                rows.append(dict(entry, rank=rank))
+        frame = pd.DataFrame(rows, columns=columns)
+        for name in columns[3:]:
+            if name == "approximate":
+                frame[name] = frame[name].astype(bool)
+            elif name in ("count", "warmup_excluded"):
+                frame[name] = pd.to_numeric(frame[name]).astype("int64")
+            else:
+                frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
+        frame["rank"] = frame["rank"].astype("int64")
+        return frame
+
+    def step_times(self, key="BATCH", device="CPU"):
+        """Seconds of region `key` on `device` per step (index) and rank (columns),
+        summed over a step's regions; NaN where a rank has not recorded that step."""
+        per = self._per_step_rank(key, device)
+        return per.pivot(index="step", columns="rank", values="seconds")
+
+    def stragglers(self, key="BATCH", device="CPU"):
+        """Per step (index): slowest_rank and slowest_s, the rank with the longest
+        `key` region(s) on `device` in that step; median_rank and median_s, the median
+        rank (the lower median for an even number of ranks, so that with two ranks the
+        lag is their difference); lag_s = slowest_s - median_s; n_ranks that recorded
+        the step. A step's duration is the sum of its `key` regions on that rank.
+        Raises ValueError when no rank recorded `key` on `device`."""
+        pd = _pandas()
+        np = _numpy()
+        per = self._per_step_rank(key, device)
+        step = per["step"].to_numpy()
+        rank = per["rank"].to_numpy()
+        seconds = per["seconds"].to_numpy()
+        # By step, then duration; among equal durations the lowest rank counts as slower.
+        order = np.lexsort((-rank, seconds, step))
+        step, rank, seconds = step[order], rank[order], seconds[order]
+        starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
+        counts = np.diff(np.r_[starts, len(step)])
+        last = starts + counts - 1
+        middle = starts + (counts - 1) // 2
+        out = pd.DataFrame({"slowest_rank": rank[last], "slowest_s": seconds[last],
+                            "median_rank": rank[middle], "median_s": seconds[middle],
+                            "lag_s": seconds[last] - seconds[middle], "n_ranks": counts},
+                           index=pd.Index(step[starts], name="step"))
+        return out
+
+    def _per_step_rank(self, key, device):
+        """Long form: step, rank, seconds (sum of the step's regions)."""
+        key = _key_name(key)
+        device = str(device).upper()
+        regions = self.regions
+        mask = ((regions["key"] == key) & (regions["device"] == device)).to_numpy()
+        if not mask.any():
+            recorded = sorted({f"{k} ({d})" for k, d in
+                               regions[["key", "device"]].drop_duplicates().itertuples(
+                                   index=False)})
+            raise ValueError(f"{self.dir}: no rank recorded the region \"{key}\" on {device} "
+                             f"(recorded: {', '.join(recorded) if recorded else 'none'})")
+        chosen = regions.loc[mask, ["step", "rank", "duration_ns"]]
+        per = chosen.groupby(["step", "rank"], sort=True)["duration_ns"].sum().reset_index()
+        per["seconds"] = per.pop("duration_ns") * 1e-9
+        return per
+
+
+def _numpy():
+    import numpy  # pylint: disable=import-outside-toplevel
+    return numpy
+
+
+def read_run(path):
+    """The run directory `path` as a Run (see Run): info, params, tags, ranks, launchers,
+    and, read on first access, regions, metrics, hardware and summaries DataFrames.
+
+    Raises FileNotFoundError for a path that is no run (no directory, no run.json) and
+    ValueError naming the file and what is wrong for a damaged one. A line cut short at
+    the end of a CSV file (a run in progress, or a crash during a write) is ignored."""
+    return Run(path)
+
+
+# --- search_runs ---------------------------------------------------------------
+
+_ATTRIBUTES = ("run_id", "name", "experiment", "status", "start_time", "end_time", "duration_s",
+               "world_size", "dir")
+
+
+def _run_row(run, keys, stat, device):
+    row = {"run_id": run.id, "name": run.name, "experiment": run.experiment,
+           "status": run.status, "start_time": run.start_time, "end_time": run.end_time,
+           "duration_s": run.duration_s, "world_size": run.world_size, "dir": run.dir}
+    for key, value in sorted(run.params.items()):
+        row[f"params.{key}"] = value
+    for key, value in sorted(run.tags.items()):
+        row[f"tags.{key}"] = value
+    if keys:
+        summaries = run.summaries
+        on_device = summaries[summaries["device"] == device]
+        for key in keys:
+            values = on_device.loc[on_device["key"] == key, stat] if stat in on_device else []
+            # The mean over the ranks that have the key.
+            row[f"metrics.{key}.{stat}"] = (float(values.mean()) if len(values) else math.nan)
+    return row
+
+
+# pylint: disable-next=redefined-builtin
+def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", device="CPU"):
+    """One DataFrame row per run under `root` (each subdirectory with a run.json;
+    `root` itself when it is a run), newest start_time first, as mlflow.search_runs:
+
+    run_id, name, experiment, status, start_time, end_time (UTC Timestamps), duration_s,
+    world_size, dir, then params.<k> and tags.<k> (str; NaN where a run has none), then
+    metrics.<KEY>.<stat> for each of `keys`: the summaries' `stat` (count, total, min,
+    mean, median, max, stdev, p5, p25, p75, p95, p99, cv) of region KEY on `device`,
+    in seconds, the mean over ranks (NaN where no rank has it).
+
+    filter: None, a callable taking a row (dict of the columns above; params and tags
+    the run does not have are absent) and returning whether to keep it, or a string of
+    comparisons joined by `and`: `column op literal`, op one of = != < > <= >=, e.g.
+    "params.lr = '0.1' and status = 'FINISHED' and metrics.BATCH.median < 0.5".
+    A quoted literal compares as a string, a number numerically; a run without the
+    column never matches. Column names as above (also `attributes.status`); quote
+    names with spaces in backticks: params.`batch size`. A bad filter is a ValueError.
+
+    A directory whose run.json or rank files are damaged is skipped with a
+    TrainscopeWarning naming it and the error."""
+    pd = _pandas()
+    keys = [_key_name(k) for k in ([keys] if isinstance(keys, (str, enum.Enum)) else keys or ())]
+    if stat not in _STATISTICS:
+        raise ValueError(f"unknown statistic {stat!r} (one of {', '.join(_STATISTICS)})")
+    device = str(device).upper()
+    if device not in ("CPU", "GPU"):
+        raise ValueError(f"unknown device {device!r} (CPU or GPU)")
+    if filter is None:
+        keep = None
+    elif callable(filter):
+        keep = filter
+    elif isinstance(filter, str):
+        keep = _parse_filter(filter, pd) if filter.strip() else None
+    else:
+        raise TypeError(f"filter must be a string or a callable, not {type(filter).__name__}")
+
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root}: no such directory of runs")
+    if os.path.isfile(os.path.join(root, "run.json")):
+        dirs = [root]
+    else:
+        dirs = [os.path.join(root, name) for name in sorted(os.listdir(root))
+                if os.path.isfile(os.path.join(root, name, "run.json"))]
+    rows = []
+    for directory in dirs:
+        try:
+            row = _run_row(Run(directory), keys, stat, device)
+        except (ValueError, OSError) as error:
+            warnings.warn(f"{directory}: skipped: {error}", _warning_category(), stacklevel=2)
+            continue
+        if keep is None or keep(dict(row)):
+            rows.append(row)
+    params = sorted({c for r in rows for c in r if c.startswith("params.")})
+    tags = sorted({c for r in rows for c in r if c.startswith("tags.")})
+    columns = list(_ATTRIBUTES) + params + tags + [f"metrics.{k}.{stat}" for k in keys]
+    frame = pd.DataFrame(rows, columns=columns)
+    if len(frame):
+        frame = frame.sort_values("start_time", ascending=False, kind="stable")
+        frame = frame.reset_index(drop=True)
+    return frame
+
+
+def _warning_category():
+    from trainscope._core import TrainscopeWarning  # pylint: disable=import-outside-toplevel
+    return TrainscopeWarning
+
+
+_FILTER_TOKEN = re.compile(r"""
+    \s*(?:
+      (?P<name>(?:[A-Za-z_][\w]*\.)*(?:`[^`]+`|[A-Za-z_][\w.:/-]*))
+     |(?P<op><=|>=|!=|=|<|>)
+     |(?P<string>'[^']*'|"[^"]*")
+     |(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
+    )""", re.VERBOSE)
+
+
+def _parse_filter(text, pd):
+    """An MLflow-like filter string as a predicate on a row."""
+    clauses = []
+    tokens = []
+    pos = 0
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        match = _FILTER_TOKEN.match(text, pos)
+        if not match:
+            raise ValueError(f"bad filter {text!r}: cannot read {text[pos:].strip()[:40]!r} "
+                             f"(expected: column op value [and ...], op one of = != < > <= >=)")
+        kind = match.lastgroup
+        tokens.append((kind, match.group(kind)))
+        pos = match.end()
+    i = 0
+    while True:
+        part = tokens[i:i + 3]
+        if len(part) < 3 or part[0][0] != "name" or part[1][0] != "op" or \
+                part[2][0] not in ("string", "number"):
+            shown = " ".join(value for _, value in part) or "nothing"
+            raise ValueError(f"bad filter {text!r}: expected `column op value` at {shown!r} "
+                             f"(op one of = != < > <= >=; quote strings: params.lr = '0.1')")
+        clauses.append((_filter_column(part[0][1], text), part[1][1], part[2]))
+        i += 3
+        if i == len(tokens):
+            break
+        if tokens[i][0] != "name" or tokens[i][1].lower() != "and":
+            raise ValueError(f"bad filter {text!r}: expected `and` at {tokens[i][1]!r} "
+                             f"(only `and` joins comparisons)")
+        i += 1
+        if i == len(tokens):
+            raise ValueError(f"bad filter {text!r}: nothing after the last `and`")
+
+    compiled = [(column, op, _filter_literal(kind, literal)) for column, op, (kind, literal)
+                in clauses]
+
+    def keep(row):
+        return all(_compare(row.get(column), op, literal, pd) for column, op, literal in compiled)
+
+    return keep
+
+
+def _filter_column(name, text):
+    name = name.replace("`", "")
+    if name.startswith("attributes."):
+        name = name[len("attributes."):]
+        if name == "id":
+            name = "run_id"
+    if name in _ATTRIBUTES or re.match(r"(params|tags|metrics)\.\S", name):
+        return name
+    raise ValueError(f"bad filter {text!r}: unknown column {name!r} (one of "
+                     f"{', '.join(_ATTRIBUTES)}, params.<k>, tags.<k>, metrics.<KEY>.<stat>)")
+
+
+def _filter_literal(kind, literal):
+    if kind == "string":
+        return literal[1:-1]
+    return float(literal)
+
+
+_OPS = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}
+
+
+def _compare(value, op, literal, pd):
+    if value is None or value is pd.NaT:
+        return False
+    if isinstance(value, pd.Timestamp):
+        if isinstance(literal, float):  # Unix milliseconds
+            value = value.value / 1e6
+        else:
+            try:
+                literal = pd.Timestamp(literal)
+            except ValueError:
+                return False
+            if literal.tzinfo is None:
+                literal = literal.tz_localize("UTC")
+    elif isinstance(literal, float):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return False
+        if math.isnan(value):
+            return False
+    else:
+        if isinstance(value, float) and math.isnan(value):
+            return False
+        value = str(value)
+    return _OPS[op](value, literal)
