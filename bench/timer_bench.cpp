@@ -1,12 +1,28 @@
 // Host cost of a region (start + end) against bare clock reads measured in the
 // same run, and memory per sample. GPU benchmarks report an error (skipped)
 // when no GPU is visible.
+//
+// The export limits of an attached timer, into a real run store (temporary
+// directory): the sustained limit (records/s the pipeline thread writes, and a
+// paced loop at 1M regions/s that must drop nothing) and the burst capacity
+// (regions an unpaced loop ends before the first drop; a 1M burst must drop
+// nothing), against formatting the same lines alone on one core.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "fmt/format.h"
 #include "ratio_reporter.hpp"
+#include "run/run_format.hpp"
+#include "run/run_store_exporter.hpp"
 #include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
 #include "trainscope/export/export_pipeline.hpp"
@@ -60,6 +76,8 @@ void BM_TimerPairNamedKey(benchmark::State& state) {
 }
 BENCHMARK(BM_TimerPairNamedKey);
 
+// Every region also goes to the pipeline, whose thread drains it (no
+// exporter): the producer's side of the export queue.
 void BM_TimerPairWithPipeline(benchmark::State& state) {
   ExportPipeline pipeline;
   Timer timer;
@@ -72,6 +90,201 @@ void BM_TimerPairWithPipeline(benchmark::State& state) {
   state.counters["dropped"] = static_cast<double>(pipeline.dropped_samples());
 }
 BENCHMARK(BM_TimerPairWithPipeline);
+
+// ---- Export limits into a real run store ----
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// A fresh run directory, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / fmt::format("timer_bench-{}-{}", ::getpid(), next_++);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  static inline int next_ = 0;
+  fs::path path_;
+};
+
+// A timer attached to a pipeline whose exporter is a run store, as Run builds it.
+struct RunStoreSetup {
+  explicit RunStoreSetup(std::size_t max_pending_bytes = ExportPipeline::Options{}.max_pending_bytes)
+      : pipeline(options(max_pending_bytes)) {
+    absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> created =
+        detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
+    if (!created.ok()) {
+      std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
+      std::abort();
+    }
+    store = *created;
+    pipeline.add_exporter(store);
+    timer.attach(pipeline);
+  }
+  static ExportPipeline::Options options(std::size_t max_pending_bytes) {
+    ExportPipeline::Options o;
+    o.flush_interval = absl::Seconds(1);  // Run's default
+    o.max_pending_bytes = max_pending_bytes;
+    return o;
+  }
+  // Everything on disk; samples lost by the queues or the store.
+  std::uint64_t finish() {
+    timer.detach();
+    pipeline.flush();
+    return pipeline.dropped_samples() + store->dropped_records();
+  }
+  // Data rows in the regions file (a check that the figures are real).
+  double rows_on_disk() const {
+    std::FILE* f = std::fopen((dir.str() + "/" + detail::regions_file_name(0)).c_str(), "rb");
+    if (f == nullptr) return -1;
+    std::vector<char> block(1 << 20);
+    double lines = 0;
+    for (std::size_t n; (n = std::fread(block.data(), 1, block.size(), f)) > 0;) {
+      for (std::size_t i = 0; i < n; ++i) lines += block[i] == '\n';
+    }
+    std::fclose(f);
+    return lines - 1;  // the header
+  }
+
+  TempDir dir;
+  ExportPipeline pipeline;
+  std::shared_ptr<detail::RunStoreExporter> store;
+  Timer timer{quiet_options()};
+
+  static TimerOptions quiet_options() {
+    TimerOptions o;
+    o.nvtx = false;
+    return o;
+  }
+};
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Sustained limit: an unpaced burst of 4M regions with a bound that never
+// drops, timed until the last one is on disk. The producer is far faster
+// than the store, so this is the pipeline thread's write rate.
+void BM_ExportRateToRunStore(benchmark::State& state) {
+  constexpr int kRegions = 4'000'000;
+  for (auto _ : state) {
+    RunStoreSetup setup(std::size_t{1} << 30);
+    const Clock::time_point t0 = Clock::now();
+    for (int i = 0; i < kRegions; ++i) {
+      setup.timer.start(TimeType::BATCH);
+      setup.timer.end(TimeType::BATCH);
+    }
+    const std::uint64_t dropped = setup.finish();
+    const double elapsed = seconds_since(t0);
+    state.SetIterationTime(elapsed);
+    state.counters["records_per_s"] = kRegions / elapsed;
+    state.counters["dropped"] = static_cast<double>(dropped);
+    state.counters["rows"] = setup.rows_on_disk();
+  }
+}
+BENCHMARK(BM_ExportRateToRunStore)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// A loop paced at `rate` regions/s for 3 s (busy-waiting in batches of 1000),
+// default bound: what must drop nothing.
+void BM_PacedToRunStore(benchmark::State& state) {
+  const double rate = static_cast<double>(state.range(0));
+  constexpr int kBatch = 1000;
+  constexpr double kSeconds = 3.0;
+  const int batches = static_cast<int>(rate * kSeconds / kBatch);
+  for (auto _ : state) {
+    RunStoreSetup setup;
+    const Clock::time_point t0 = Clock::now();
+    for (int b = 0; b < batches; ++b) {
+      const Clock::time_point due =
+          t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b * kBatch / rate));
+      while (Clock::now() < due) {
+      }
+      for (int i = 0; i < kBatch; ++i) {
+        setup.timer.start(TimeType::BATCH);
+        setup.timer.end(TimeType::BATCH);
+      }
+    }
+    const double pushed_for = seconds_since(t0);
+    state.counters["achieved_rate"] = batches * kBatch / pushed_for;
+    state.counters["dropped"] = static_cast<double>(setup.finish());
+    state.counters["rows"] = setup.rows_on_disk();
+    state.SetIterationTime(pushed_for);
+  }
+}
+BENCHMARK(BM_PacedToRunStore)
+    ->Arg(1'000'000)
+    ->Arg(2'000'000)
+    ->ArgName("rate")
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Burst capacity: an unpaced loop (far faster than any store) with the
+// default bound, until its first drop (at most 40M regions).
+void BM_BurstToFirstDrop(benchmark::State& state) {
+  constexpr int kMax = 40'000'000;
+  constexpr int kCheckEvery = 4096;
+  for (auto _ : state) {
+    RunStoreSetup setup;
+    int regions = 0;
+    const Clock::time_point t0 = Clock::now();
+    while (regions < kMax && setup.pipeline.dropped_samples() == 0) {
+      for (int i = 0; i < kCheckEvery; ++i) {
+        setup.timer.start(TimeType::BATCH);
+        setup.timer.end(TimeType::BATCH);
+      }
+      regions += kCheckEvery;
+    }
+    const double elapsed = seconds_since(t0);
+    setup.finish();
+    state.SetIterationTime(elapsed);
+    state.counters["absorbed"] = regions;  // to the check that saw the first drop
+    state.counters["burst_rate"] = regions / elapsed;
+  }
+}
+BENCHMARK(BM_BurstToFirstDrop)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// A burst of 1M regions, default bound: must drop nothing.
+void BM_Burst1M(benchmark::State& state) {
+  constexpr int kRegions = 1'000'000;
+  for (auto _ : state) {
+    RunStoreSetup setup;
+    const Clock::time_point t0 = Clock::now();
+    for (int i = 0; i < kRegions; ++i) {
+      setup.timer.start(TimeType::BATCH);
+      setup.timer.end(TimeType::BATCH);
+    }
+    state.SetIterationTime(seconds_since(t0));
+    state.counters["dropped"] = static_cast<double>(setup.finish());
+    state.counters["rows"] = setup.rows_on_disk();
+  }
+}
+BENCHMARK(BM_Burst1M)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Baseline: the same region lines formatted with fmt into a reused buffer, on
+// one core (the store's work without statistics and write()).
+void BM_BaselineFmtRegionLines(benchmark::State& state) {
+  constexpr int kLines = 4096;
+  std::string buffer;
+  const std::string_view key = Key(TimeType::BATCH).name();
+  std::int64_t start = 1'750'000'000'000'000'000;
+  for (auto _ : state) {
+    buffer.clear();
+    auto out = std::back_inserter(buffer);
+    for (int i = 0; i < kLines; ++i) {
+      fmt::format_to(out, "{},CPU,0,0,{},{},{},0\n", key, start, 1000 + i % 977, i);
+      start += 1500;
+    }
+    benchmark::DoNotOptimize(buffer.data());
+  }
+  state.counters["records_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kLines, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_BaselineFmtRegionLines);
 
 void BM_CPUGPUTimerPairCpuOnly(benchmark::State& state) {
   CPUGPUTimer timer(std::make_shared<testing::SimulatedEventSource>());
@@ -175,10 +388,23 @@ int main(int argc, char** argv) {
   return trainscope::bench::run_with_ratios(
       argc, argv,
       {{"BM_TimerPair/nvtx:1", "BM_BareSteadyClockPair", 1.5},
-       {"BM_TimerPair/nvtx:0", "BM_BareSteadyClockPair", 1.5},
+       {"BM_TimerPair/nvtx:0", "BM_BareSteadyClockPair", 1.25},
        {"BM_TimerTryPair", "BM_BareSteadyClockPair", 1.5},
        {"BM_TimerPairNamedKey", "BM_BareSteadyClockPair", 1.5},
        {"BM_TimerPairWithPipeline", "BM_BareSteadyClockPair", 0},
        {"BM_CPUGPUTimerPairCpuOnly", "BM_BareSteadyClockPair", 2.0},
-       {"BM_CPUGPUTimerPairCuda", "BM_BareCudaEventRecordPair", 1.2}});
+       {"BM_CPUGPUTimerPairCuda", "BM_BareCudaEventRecordPair", 1.2}},
+      {{"BM_ExportRateToRunStore", "records_per_s", 1e6, 0, "BM_BaselineFmtRegionLines",
+        "records_per_s"},
+       {"BM_ExportRateToRunStore", "dropped", 0, 0.5},
+       {"BM_ExportRateToRunStore", "rows", 4e6, 0},
+       {"BM_PacedToRunStore/rate:1000000", "dropped", 0, 0.5},
+       {"BM_PacedToRunStore/rate:1000000", "achieved_rate", 0, 0},
+       {"BM_PacedToRunStore/rate:1000000", "rows", 3e6, 0},
+       {"BM_PacedToRunStore/rate:2000000", "dropped", 0, 0},
+       {"BM_PacedToRunStore/rate:2000000", "achieved_rate", 0, 0},
+       {"BM_Burst1M", "dropped", 0, 0.5},
+       {"BM_Burst1M", "rows", 1e6, 0},
+       {"BM_BurstToFirstDrop", "absorbed", 1e6, 0},
+       {"BM_BurstToFirstDrop", "burst_rate", 0, 0}});
 }

@@ -16,6 +16,8 @@ namespace {
 
 // A zero interval would turn the background thread into a busy loop.
 constexpr absl::Duration kMinFlushInterval = absl::Milliseconds(1);
+// Samples the drain buffer keeps room for between drains (2 MiB).
+constexpr std::size_t kKeptBatchCapacity = std::size_t{1} << 16;
 
 // An exporter as the background thread sees it.
 struct ExporterSlot {
@@ -106,12 +108,33 @@ void deliver(std::vector<ExporterSlot>* exporters, const std::vector<RegionSampl
 
 }  // namespace
 
+// Rings hold it by shared_ptr, so a producer that outlives the pipeline (a
+// timer never detached) wakes nothing instead of a destroyed pipeline.
+class ExportPipeline::Waker final : public detail::RingWaker {
+ public:
+  explicit Waker(ExportPipeline* pipeline) : pipeline_(pipeline) {}
+  void wake() noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pipeline_ != nullptr) pipeline_->wake_from_ring();
+  }
+  void disconnect() noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    pipeline_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  ExportPipeline* pipeline_;
+};
+
 ExportPipeline::ExportPipeline() : ExportPipeline(Options{}) {}
 
 // thread_ is the last member, so everything run() touches exists before it starts.
-ExportPipeline::ExportPipeline(Options options) : options_(options), thread_([this] { run(); }) {}
+ExportPipeline::ExportPipeline(Options options)
+    : options_(options), waker_(std::make_shared<Waker>(this)), thread_([this] { run(); }) {}
 
 ExportPipeline::~ExportPipeline() {
+  waker_->disconnect();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -160,7 +183,11 @@ std::uint64_t ExportPipeline::export_errors() const noexcept {
 }
 
 std::shared_ptr<detail::SampleRing> ExportPipeline::open_ring() {
-  auto ring = std::make_shared<detail::SampleRing>(options_.ring_capacity);
+  detail::SampleRing::Options ring_options;
+  ring_options.chunk_capacity = options_.ring_capacity;
+  ring_options.max_pending_bytes = options_.max_pending_bytes;
+  ring_options.waker = waker_;
+  auto ring = std::make_shared<detail::SampleRing>(std::move(ring_options));
   std::lock_guard<std::mutex> lock(mu_);
   rings_.push_back(ring);
   return ring;
@@ -185,13 +212,14 @@ void ExportPipeline::run() {
     bool flush_requested;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      const auto wake = [this] { return stop_ || requested_ != completed_; };
+      const auto wake = [this] { return stop_ || requested_ != completed_ || ring_wake_; };
       if (periodic) {
         cv_.wait_for(lock, chrono_interval, wake);
       } else {
         cv_.wait(lock, wake);
       }
       stopping = stop_;
+      ring_wake_ = false;  // the drain below serves it
       // Everything pushed or submitted before the flush() calls counted in
       // `target` is visible to the drain below, which starts after this lock.
       target = requested_;
@@ -206,12 +234,17 @@ void ExportPipeline::run() {
     for (RegionSample& sample : batch) sample.start_unix_ns += steady_to_unix;
     deliver(&exporters, batch, events, flush_requested || stopping, &export_errors_);
     events.clear();
+    // A burst leaves a large buffer behind; give it back.
+    if (batch.capacity() > kKeptBatchCapacity) std::vector<RegionSample>().swap(batch);
     if (!drops_warned && dropped_samples() != 0) {
       drops_warned = true;
-      warn_noexcept(
-          "export ring full: samples were dropped from the export stream (timer statistics keep "
-          "them); raise ExportPipeline::Options::ring_capacity or lower flush_interval. "
-          "ExportPipeline::dropped_samples() counts them");
+      warn_noexcept(absl::StrCat(
+          "export queues full: samples arrived faster than the exporters took them and the "
+          "samples waiting reached ExportPipeline::Options::max_pending_bytes (",
+          options_.max_pending_bytes >> 20,
+          " MiB), so some were dropped from the export stream (timer statistics keep them); "
+          "raise max_pending_bytes for longer bursts. ExportPipeline::dropped_samples() counts "
+          "them"));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -221,17 +254,37 @@ void ExportPipeline::run() {
   }
 }
 
+void ExportPipeline::wake_from_ring() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ring_wake_ = true;
+  }
+  cv_.notify_all();  // flush() callers share cv_: notify_one could wake one of them
+}
+
 void ExportPipeline::drain_once(std::vector<RegionSample>* batch) {
+  // The rings are popped outside mu_: a producer's wake takes mu_, and must
+  // not wait for a long drain. Only this thread removes rings.
+  std::vector<std::shared_ptr<detail::SampleRing>> rings;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rings = rings_;
+  }
+  std::vector<const detail::SampleRing*> finished;
+  for (const auto& ring : rings) {
+    ring->pop_all(batch);
+    // released() first: once it reads true the producer's last push is
+    // visible, so empty() cannot miss a sample pushed just before release().
+    if (ring->released() && ring->empty()) finished.push_back(ring.get());
+  }
+  if (finished.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& ring : rings_) ring->pop_all(batch);
-  // released() first: once it reads true the producer's last push is visible,
-  // so empty() cannot miss a sample pushed just before release().
-  auto finished = [this](const std::shared_ptr<detail::SampleRing>& ring) {
-    if (!ring->released() || !ring->empty()) return false;
+  auto is_finished = [&](const std::shared_ptr<detail::SampleRing>& ring) {
+    if (std::find(finished.begin(), finished.end(), ring.get()) == finished.end()) return false;
     dropped_from_closed_.fetch_add(ring->dropped(), std::memory_order_relaxed);
     return true;
   };
-  rings_.erase(std::remove_if(rings_.begin(), rings_.end(), finished), rings_.end());
+  rings_.erase(std::remove_if(rings_.begin(), rings_.end(), is_finished), rings_.end());
 }
 
 }  // namespace trainscope

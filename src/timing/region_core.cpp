@@ -75,17 +75,6 @@ void RegionCore::detach() noexcept {
   }
 }
 
-void RegionCore::push_sample(KeyId id, Device device, std::int64_t start_ns,
-                             std::int64_t duration_ns) noexcept {
-  RegionSample sample;
-  sample.key = id;
-  sample.device = device;
-  sample.thread = thread_index();
-  sample.start_unix_ns = start_ns;  // steady ns; the pipeline converts to wall time
-  sample.duration_ns = duration_ns;
-  ring_->push(sample);
-}
-
 TimeStats RegionCore::stats(Key key, Device device) const {
   const SampleSeries* series = table(device).find(key.id());
   return series != nullptr ? series->stats() : TimeStats{};

@@ -1,4 +1,5 @@
 // ExportPipeline with several producer threads; CI runs this under TSan.
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -46,11 +47,40 @@ class ThrowingExporter : public Exporter {
   absl::Status write_summary(const Summary&) override { throw 42; }
 };
 
+// Holds the pipeline thread in write_samples() until open().
+class GatedExporter : public Exporter {
+ public:
+  std::string name() const override { return "gated"; }
+  absl::Status write_samples(absl::Span<const RegionSample>) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
+    return absl::OkStatus();
+  }
+  void wait_until_entered() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return entered_; });
+  }
+  void open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;
+  bool open_ = false;
+};
+
 class ExportPipelineTest : public ::testing::Test {
  protected:
   std::vector<std::string> warnings() const { return warnings_.messages(); }
 
-  // Only flush() and destruction drive delivery, so the tests are deterministic.
+  // Only flush(), destruction and (past half a chunk) a queue's wake drive
+  // delivery, so the tests are deterministic.
   static ExportPipeline::Options manual_options(std::size_t ring_capacity = 1024) {
     ExportPipeline::Options options;
     options.flush_interval = absl::InfiniteDuration();
@@ -83,7 +113,7 @@ TEST_F(ExportPipelineTest, EverySampleFromFourProducersArrivesInPerThreadOrder) 
   auto recorder = std::make_shared<RecordingExporter>();
   ExportPipeline::Options options;
   options.flush_interval = absl::Milliseconds(1);
-  options.ring_capacity = kPerThread;  // never full: the exact count is checked
+  options.ring_capacity = 1024;  // queues grow: the exact count is checked
   ExportPipeline pipeline(options);
   pipeline.add_exporter(recorder);
 
@@ -199,25 +229,80 @@ TEST_F(ExportPipelineTest, FailingExportersAreCountedAndDoNotStopOthers) {
   EXPECT_THAT(reported[1], HasSubstr("boom"));
 }
 
-TEST_F(ExportPipelineTest, RingOverflowIsCountedInDroppedSamples) {
+TEST_F(ExportPipelineTest, PastTheMemoryBoundDropsAreCountedAndWarned) {
+  // The thread takes a first batch, then waits in the exporter while the
+  // producer runs into the bound: every queue may hold two chunks, no more.
+  auto gate = std::make_shared<GatedExporter>();
   auto recorder = std::make_shared<RecordingExporter>();
-  ExportPipeline pipeline(manual_options(/*ring_capacity=*/4));
+  ExportPipeline::Options options = manual_options(/*ring_capacity=*/4);
+  options.max_pending_bytes = 0;
+  ExportPipeline pipeline(options);
+  pipeline.add_exporter(gate);
   pipeline.add_exporter(recorder);
   std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  constexpr int kPushes = 100;
   int pushed = 0;
-  for (int i = 0; i < 10; ++i) pushed += ring->push(make_sample(0, i)) ? 1 : 0;
-  EXPECT_EQ(pushed, 4);
-  EXPECT_EQ(pipeline.dropped_samples(), 6u);
+  for (int i = 0; i < kPushes; ++i) pushed += ring->push(make_sample(0, i)) ? 1 : 0;
+  gate->wait_until_entered();  // the high-water wake reached the thread
+  EXPECT_GT(pipeline.dropped_samples(), 0u);
+  EXPECT_EQ(pushed + pipeline.dropped_samples(), static_cast<std::uint64_t>(kPushes));
+  gate->open();
 
   // The producer goes away; the drained ring is removed but its drops still count.
   ring->release();
   ring.reset();
   pipeline.flush();
-  EXPECT_EQ(recorder->samples().size(), 4u);
-  EXPECT_EQ(pipeline.dropped_samples(), 6u);
+  EXPECT_EQ(recorder->samples().size(), static_cast<std::size_t>(pushed));
+  EXPECT_EQ(pushed + pipeline.dropped_samples(), static_cast<std::uint64_t>(kPushes));
   const std::vector<std::string> reported = warnings();
   ASSERT_EQ(reported.size(), 1u);
-  EXPECT_THAT(reported[0], HasSubstr("ring_capacity"));
+  EXPECT_THAT(reported[0], HasSubstr("max_pending_bytes"));
+}
+
+TEST_F(ExportPipelineTest, AQueuePastItsHighWaterMarkWakesTheThread) {
+  // Neither the interval (infinite) nor a flush() delivers here: only the wake.
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline(manual_options(/*ring_capacity=*/64));
+  pipeline.add_exporter(recorder);
+  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(ring->push(make_sample(0, i)));
+  while (recorder->samples().size() < 32) std::this_thread::yield();
+  ring->release();
+  pipeline.flush();
+  EXPECT_EQ(recorder->samples().size(), 1000u);
+  EXPECT_EQ(pipeline.dropped_samples(), 0u);
+}
+
+TEST_F(ExportPipelineTest, ABurstOfManyChunksLosesNothing) {
+  auto gate = std::make_shared<GatedExporter>();
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline(manual_options(/*ring_capacity=*/256));
+  pipeline.add_exporter(gate);  // holds the thread: the queue must grow to take the burst
+  pipeline.add_exporter(recorder);
+  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  constexpr int kBurst = 200000;
+  for (int i = 0; i < kBurst; ++i) ASSERT_TRUE(ring->push(make_sample(0, i)));
+  gate->open();
+  pipeline.flush();
+  const std::vector<RegionSample> samples = recorder->samples();
+  ASSERT_EQ(samples.size(), static_cast<std::size_t>(kBurst));
+  for (int i = 0; i < kBurst; ++i) ASSERT_EQ(samples[i].duration_ns, i);
+  EXPECT_EQ(pipeline.dropped_samples(), 0u);
+  EXPECT_TRUE(warnings().empty());
+}
+
+TEST_F(ExportPipelineTest, AProducerThatOutlivesThePipelineWakesNothing) {
+  std::shared_ptr<detail::SampleRing> ring;
+  {
+    ExportPipeline::Options options = manual_options(/*ring_capacity=*/8);
+    options.max_pending_bytes = 0;
+    ExportPipeline pipeline(options);
+    ring = pipeline.open_ring();
+  }
+  int pushed = 0;
+  for (int i = 0; i < 100; ++i) pushed += ring->push(make_sample(0, i)) ? 1 : 0;
+  EXPECT_EQ(pushed, 16);  // two chunks, nobody drains
+  EXPECT_EQ(ring->dropped(), 84u);
 }
 
 TEST_F(ExportPipelineTest, RingsOpenedFromManyThreadsAndReleased) {
@@ -258,35 +343,6 @@ TEST_F(ExportPipelineTest, DestructorDeliversEverythingAndFlushes) {
   EXPECT_EQ(recorder->samples().size(), 100u);
   EXPECT_EQ(recorder->summaries().size(), 1u);
   EXPECT_THAT(recorder->events(), ElementsAre("samples", "summary", "flush"));
-}
-
-TEST(SampleRingTest, CapacityRoundsUpToPowerOfTwoOfAtLeastTwo) {
-  const auto fill = [](std::size_t requested) {
-    detail::SampleRing ring(requested);
-    std::size_t n = 0;
-    while (ring.push(RegionSample{})) ++n;
-    return n;
-  };
-  EXPECT_EQ(fill(0), 2u);
-  EXPECT_EQ(fill(1), 2u);
-  EXPECT_EQ(fill(2), 2u);
-  EXPECT_EQ(fill(5), 8u);
-  EXPECT_EQ(fill(64), 64u);
-}
-
-TEST(SampleRingTest, PopAllWrapsAroundInOrder) {
-  detail::SampleRing ring(4);
-  std::vector<RegionSample> out;
-  std::int64_t next = 0;
-  for (int round = 0; round < 5; ++round) {
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(ring.push(make_sample(0, next++)));
-    EXPECT_EQ(ring.pop_all(&out), 3u);
-    EXPECT_TRUE(ring.empty());
-  }
-  ASSERT_EQ(out.size(), 15u);
-  for (std::size_t i = 0; i < out.size(); ++i)
-    EXPECT_EQ(out[i].duration_ns, static_cast<std::int64_t>(i));
-  EXPECT_EQ(ring.dropped(), 0u);
 }
 
 }  // namespace

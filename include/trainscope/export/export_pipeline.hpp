@@ -1,9 +1,12 @@
 // Moves samples from timers to exporters off the training thread. Each timer
-// attached to a pipeline gets its own single-producer ring, so end() pushes
-// with two relaxed/acquire-release atomics and no lock; one background thread
-// drains the rings every `flush_interval` and calls the exporters. A full ring
-// drops the sample from the stream (counted and warned once); the timer's own
-// statistics never lose it.
+// attached to a pipeline gets its own single-producer queue (a SampleRing), so
+// end() pushes with a relaxed load, a store and a release store, and no lock.
+// One background thread drains the queues every `flush_interval`, and sooner
+// whenever a queue's backlog passes its high-water mark (half a chunk): the
+// producer wakes the thread then, once per drain. A burst that outruns the
+// exporters grows the queues by chunks up to `max_pending_bytes` for the
+// whole process; only past that are samples dropped from the stream (counted
+// and warned once); the timer's own statistics never lose them.
 #ifndef TRAINSCOPE_EXPORT_PIPELINE_HPP_
 #define TRAINSCOPE_EXPORT_PIPELINE_HPP_
 
@@ -26,7 +29,15 @@ class ExportPipeline final : public RegionSink {
  public:
   struct Options {
     absl::Duration flush_interval = absl::Milliseconds(200);
-    std::size_t ring_capacity = std::size_t{1} << 15;  // samples per attached timer
+    // Samples per chunk of an attached timer's queue (rounded up to a power of
+    // two): each queue starts with one chunk (24 bytes a sample) and grows by
+    // chunks of this size. Before queues could grow this was their fixed size.
+    std::size_t ring_capacity = std::size_t{1} << 15;
+    // Samples waiting in the queues of all pipelines of the process may take
+    // this many bytes (whole chunks, counted process-wide); a queue that would
+    // pass it drops new samples until the thread has drained it. Every queue
+    // may hold two chunks regardless, so it never stalls. 64 MiB = 2.8M samples.
+    std::size_t max_pending_bytes = std::size_t{64} << 20;
   };
 
   ExportPipeline();
@@ -45,7 +56,7 @@ class ExportPipeline final : public RegionSink {
   // Blocks until everything pushed or submitted before the call reached
   // every exporter, then flushes them.
   void flush();
-  // Samples that did not fit in a ring (the stream lost them; stats did not).
+  // Samples that did not fit in the queues (the stream lost them; stats did not).
   std::uint64_t dropped_samples() const noexcept;
   // Exporter calls that returned an error.
   std::uint64_t export_errors() const noexcept;
@@ -54,8 +65,11 @@ class ExportPipeline final : public RegionSink {
   std::shared_ptr<detail::SampleRing> open_ring() override;
 
  private:
+  class Waker;  // a ring's high-water wake; outlives the pipeline if a ring does
+
   void run();
   void drain_once(std::vector<RegionSample>* batch);
+  void wake_from_ring();
 
   Options options_;
   // std::mutex rather than absl::Mutex: distribution builds of Abseil are not
@@ -70,8 +84,10 @@ class ExportPipeline final : public RegionSink {
   std::uint64_t requested_ = 0;  // flush() calls so far
   std::uint64_t completed_ = 0;  // flush() calls whose data reached the exporters
   bool stop_ = false;
+  bool ring_wake_ = false;  // a ring passed its high-water mark since the last drain
   std::atomic<std::uint64_t> export_errors_{0};
   std::atomic<std::uint64_t> dropped_from_closed_{0};
+  std::shared_ptr<Waker> waker_;
   std::thread thread_;
 };
 
