@@ -158,7 +158,6 @@ std::uint64_t requests_for(const fs::path& dir, int port, int per_request) {
   return stats.requests;
 }
 
-
 struct Percentiles {
   double p50;
   double p99;
@@ -209,11 +208,11 @@ int main() {
     // tag) are included in both counts.
     const std::uint64_t batched = requests_for(root / "batched", sink.port(), 1000);
     const std::uint64_t single = requests_for(root / "single", sink.port(), 1);
-    std::printf("MLflow requests for %d metric values (incl. 3 setup requests): batched %llu, "
-                "one per metric %llu (%.0fx fewer)\n",
-                kMetrics, static_cast<unsigned long long>(batched),
-                static_cast<unsigned long long>(single),
-                static_cast<double>(single) / static_cast<double>(batched));
+    std::printf(
+        "MLflow requests for %d metric values (incl. 3 setup requests): batched %llu, "
+        "one per metric %llu (%.0fx fewer)\n",
+        kMetrics, static_cast<unsigned long long>(batched), static_cast<unsigned long long>(single),
+        static_cast<double>(single) / static_cast<double>(batched));
   }
 
   const fs::path run_dir = root / "stopped-server";
@@ -224,8 +223,8 @@ int main() {
   // The pipeline reports the exporter's failures through warn(): counted
   // below instead of printed.
   trainscope::set_warning_handler([](const std::string&) {});
-  auto exporter = trainscope::make_mlflow_exporter(run_dir.string(), config,
-                                                               std::chrono::milliseconds(10));
+  auto exporter =
+      trainscope::make_mlflow_exporter(run_dir.string(), config, std::chrono::milliseconds(10));
   std::vector<double> base_ns;
   std::vector<double> with_ns;
   pair_latency_ns(exporter, kBlocks, &base_ns, &with_ns);
@@ -235,9 +234,10 @@ int main() {
   const double r99 = with.p99 / base.p99;
   std::printf("start+end pair, %zu pairs each, interleaved in blocks of 100:\n", base_ns.size());
   std::printf("  no exporter:                   p50 %.1f ns  p99 %.1f ns\n", base.p50, base.p99);
-  std::printf("  MlflowExporter, server down:   p50 %.1f ns  p99 %.1f ns  "
-              "(%llu refused connections)\n",
-              with.p50, with.p99, static_cast<unsigned long long>(exporter->stats().requests));
+  std::printf(
+      "  MlflowExporter, server down:   p50 %.1f ns  p99 %.1f ns  "
+      "(%llu refused connections)\n",
+      with.p50, with.p99, static_cast<unsigned long long>(exporter->stats().requests));
   std::printf("  ratio: p50 %.3fx  p99 %.3fx  (target <= 1.1x): %s\n", r50, r99,
               r50 <= 1.1 && r99 <= 1.1 ? "PASS" : "FAIL");
   std::fflush(stdout);

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "run/run_store_exporter.hpp"
 #include "fmt/format.h"
 #include "ratio_reporter.hpp"
+#include "run/run_store_exporter.hpp"
 #include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {

@@ -126,7 +126,8 @@ SamplerCost sampler_pct(double hz, int seconds, bool with_gpu) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   sampler.stop();
   pipeline.flush();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   SamplerCost cost;
   cost.process_pct = 100.0 * (process_cpu_seconds() - cpu0) / wall;
   if (thread_cpu >= 0) cost.thread_pct = 100.0 * thread_cpu / thread_wall;
@@ -165,8 +166,9 @@ void per_source_breakdown(int calls, bool with_gpu) {
   if (with_gpu) {
     for (auto& source : trainscope::gpu_sources()) sources.push_back(std::move(source));
   }
-  std::printf("\nper source, %d calls at 10 Hz on one thread (CPU per call; %% of a core at 10 Hz):\n",
-              calls);
+  std::printf(
+      "\nper source, %d calls at 10 Hz on one thread (CPU per call; %% of a core at 10 Hz):\n",
+      calls);
   std::vector<double> cpu(sources.size(), 0.0);
   std::vector<bool> ok(sources.size(), true);
   std::vector<std::size_t> readings(sources.size(), 0);
@@ -198,8 +200,8 @@ struct Part {
 
 struct ScriptRun {
   std::map<std::string, Part> parts;
-  std::string notes;        // lines that are not a part ("iostat missing")
-  double tree_cpu_s = -1;   // wait4: the script and all it reaped, start-up included
+  std::string notes;       // lines that are not a part ("iostat missing")
+  double tree_cpu_s = -1;  // wait4: the script and all it reaped, start-up included
   double wall_s = 0;
 };
 
@@ -294,8 +296,8 @@ int measure(int seconds, std::size_t idle) {
   const bool with_gpu = on_path("nvidia-smi");
   const std::string script = baseline_script();
   std::printf("sampler CPU cost, %d s windows, %% of one core%s; %zu extra idle processes\n",
-              seconds, with_gpu ? " (with GPU sources)" : " (host sources; no nvidia-smi, so no GPU)",
-              idle);
+              seconds,
+              with_gpu ? " (with GPU sources)" : " (host sources; no nvidia-smi, so no GPU)", idle);
 
   const SamplerCost at1 = sampler_pct(1, seconds, with_gpu);
   const SamplerCost at10 = sampler_pct(10, seconds, with_gpu);
@@ -311,7 +313,8 @@ int measure(int seconds, std::size_t idle) {
   const double proc_pct =
       proc_it == proc.parts.end() ? -1 : 100.0 * proc_it->second.parse_cpu_s / window;
   const auto top_it = radt.parts.find("top");
-  const double top_pct = top_it == radt.parts.end() ? -1 : 100.0 * top_it->second.tool_cpu_s / window;
+  const double top_pct =
+      top_it == radt.parts.end() ? -1 : 100.0 * top_it->second.tool_cpu_s / window;
   const double issue_pct = top_pct < 0 || proc_pct < 0 ? -1 : top_pct + proc_pct;
 
   std::printf("\n%-44s %10s %12s %12s\n", "method (% of one core)", "process", "ts 10 Hz/it",
@@ -332,20 +335,21 @@ int measure(int seconds, std::size_t idle) {
   }
   row("Python /proc reader, 1 Hz", proc_pct);
   row("top + Python /proc reader (issue's radT)", issue_pct);
-  std::printf("\ncross-check, wait4 of each script's whole tree incl. interpreter start-up: "
-              "radt %s s, proc %s s CPU (%s s, %s s wall)\n",
-              cell(radt.tree_cpu_s).c_str(), cell(proc.tree_cpu_s).c_str(),
-              cell(radt.wall_s).c_str(), cell(proc.wall_s).c_str());
+  std::printf(
+      "\ncross-check, wait4 of each script's whole tree incl. interpreter start-up: "
+      "radt %s s, proc %s s CPU (%s s, %s s wall)\n",
+      cell(radt.tree_cpu_s).c_str(), cell(proc.tree_cpu_s).c_str(), cell(radt.wall_s).c_str(),
+      cell(proc.wall_s).c_str());
   if (!radt.notes.empty()) std::printf("radt: %s\n", radt.notes.c_str());
   if (!proc.notes.empty()) std::printf("proc: %s\n", proc.notes.c_str());
 
-  const double radt_ref = issue_pct < 0 ? radt_pct
+  const double radt_ref = issue_pct < 0  ? radt_pct
                           : radt_pct < 0 ? issue_pct
                                          : std::min(radt_pct, issue_pct);
-  std::printf("targets: 10 Hz <= 0.5 %% of a core: %s; 10 Hz <= radT / 10 (the lower radT "
-              "figure): %s\n",
-              at10.process_pct <= 0.5 ? "met" : "MISSED",
-              radt_ref < 0 ? "n/a (no baseline)"
-                           : (at10.process_pct <= radt_ref / 10 ? "met" : "MISSED"));
+  std::printf(
+      "targets: 10 Hz <= 0.5 %% of a core: %s; 10 Hz <= radT / 10 (the lower radT "
+      "figure): %s\n",
+      at10.process_pct <= 0.5 ? "met" : "MISSED",
+      radt_ref < 0 ? "n/a (no baseline)" : (at10.process_pct <= radt_ref / 10 ? "met" : "MISSED"));
   return 0;
 }

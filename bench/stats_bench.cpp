@@ -27,7 +27,8 @@ const std::vector<std::int64_t>& Durations() {
     std::mt19937_64 rng(2024);
     std::lognormal_distribution<double> step(std::log(1e6), 0.25);
     std::vector<std::int64_t> v(kMillion);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::llround(step(rng) * (rng() % 10'000 == 0 ? 100 : 1));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = std::llround(step(rng) * (rng() % 10'000 == 0 ? 100 : 1));
     return v;
   }();
   return ns;
@@ -76,5 +77,6 @@ BENCHMARK(BM_SketchAdd);
 int main(int argc, char** argv) {
   // Deep500 sorts (NumPy) to get its median; a million samples should cost
   // under a tenth of even a C++ full sort.
-  return trainscope::bench::run_with_ratios(argc, argv, {{"BM_StatsFromSamples_1M", "BM_StdSort_1M", 0.1}});
+  return trainscope::bench::run_with_ratios(argc, argv,
+                                            {{"BM_StatsFromSamples_1M", "BM_StdSort_1M", 0.1}});
 }

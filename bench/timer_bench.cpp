@@ -23,9 +23,9 @@
 #include "ratio_reporter.hpp"
 #include "run/run_format.hpp"
 #include "run/run_store_exporter.hpp"
-#include "trainscope/timing/cpu_gpu_timer.hpp"
-#include "trainscope/stats/detail/sample_series.hpp"
 #include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/stats/detail/sample_series.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/timing/testing/simulated_event_source.hpp"
 #include "trainscope/timing/timer.hpp"
 
@@ -113,7 +113,8 @@ class TempDir {
 
 // A timer attached to a pipeline whose exporter is a run store, as Run builds it.
 struct RunStoreSetup {
-  explicit RunStoreSetup(std::size_t max_pending_bytes = ExportPipeline::Options{}.max_pending_bytes)
+  explicit RunStoreSetup(
+      std::size_t max_pending_bytes = ExportPipeline::Options{}.max_pending_bytes)
       : pipeline(options(max_pending_bytes)) {
     absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> created =
         detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
@@ -199,8 +200,8 @@ void BM_PacedToRunStore(benchmark::State& state) {
     RunStoreSetup setup;
     const Clock::time_point t0 = Clock::now();
     for (int b = 0; b < batches; ++b) {
-      const Clock::time_point due =
-          t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b * kBatch / rate));
+      const Clock::time_point due = t0 + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(b * kBatch / rate));
       while (Clock::now() < due) {
       }
       for (int i = 0; i < kBatch; ++i) {

@@ -129,7 +129,8 @@ class SyntheticLoader {
     for (int r = 0; r < batch.inputs.rows; ++r) {
       const int label = class_dist(rng_);
       batch.labels.push_back(label);
-      for (int c = 0; c < kFeatures; ++c) batch.inputs.at(r, c) = centres_.at(label, c) + noise(rng_);
+      for (int c = 0; c < kFeatures; ++c)
+        batch.inputs.at(r, c) = centres_.at(label, c) + noise(rng_);
     }
     return batch;
   }
@@ -196,8 +197,10 @@ class Mlp {
       if (hidden_.data[i] <= 0.0f) grad_hidden.data[i] = 0.0f;
     }
     const Matrix grad_w1 = MatMul(batch.inputs, grad_hidden, Transpose::kA);
-    for (std::size_t i = 0; i < w1_.data.size(); ++i) w1_.data[i] -= learning_rate * grad_w1.data[i];
-    for (std::size_t i = 0; i < w2_.data.size(); ++i) w2_.data[i] -= learning_rate * grad_w2.data[i];
+    for (std::size_t i = 0; i < w1_.data.size(); ++i)
+      w1_.data[i] -= learning_rate * grad_w1.data[i];
+    for (std::size_t i = 0; i < w2_.data.size(); ++i)
+      w2_.data[i] -= learning_rate * grad_w2.data[i];
   }
 
  private:
@@ -217,7 +220,8 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  const std::filesystem::path out_dir = std::filesystem::absolute(options.out_dir).lexically_normal();
+  const std::filesystem::path out_dir =
+      std::filesystem::absolute(options.out_dir).lexically_normal();
   std::error_code error;
   std::filesystem::create_directories(out_dir, error);
   if (error) {
@@ -282,8 +286,8 @@ int main(int argc, char** argv) {
       timer.end(TimeType::BATCH, /*gpu=*/true);
     }
     timer.end(TimeType::EPOCH);
-    std::cout << "epoch " << epoch + 1 << "/" << options.epochs
-              << ": mean loss " << loss_sum / static_cast<float>(options.batches) << "\n";
+    std::cout << "epoch " << epoch + 1 << "/" << options.epochs << ": mean loss "
+              << loss_sum / static_cast<float>(options.batches) << "\n";
   }
 
   // export_summary() queues the summary for the background thread; flush()

@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : "";
     const std::string_view text = value;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), epochs);
-    if (arg != "--epochs" || error != std::errc() || end != text.data() + text.size() || epochs <= 0) {
+    if (arg != "--epochs" || error != std::errc() || end != text.data() + text.size() ||
+        epochs <= 0) {
       std::cerr << "usage: libtorch_train [--epochs N]\n";
       return 2;
     }
@@ -76,8 +77,8 @@ int main(int argc, char** argv) {
   }
 
   torch::manual_seed(0);
-  const torch::Device device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0)
-                                                           : torch::Device(torch::kCPU);
+  const torch::Device device =
+      torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   std::cout << "training on " << device << "\n";
 
   // The data set stays in host memory, as a loader's would: moving each batch
@@ -86,7 +87,8 @@ int main(int argc, char** argv) {
   // falls over the epochs without reaching zero.
   const torch::Tensor centres = torch::randn({kClasses, kFeatures}) * 0.3;
   const torch::Tensor labels = torch::randint(kClasses, {kSamples}, torch::kLong);
-  const torch::Tensor inputs = centres.index_select(0, labels) + torch::randn({kSamples, kFeatures});
+  const torch::Tensor inputs =
+      centres.index_select(0, labels) + torch::randn({kSamples, kFeatures});
 
   auto net = std::make_shared<Net>();
   net->to(device);

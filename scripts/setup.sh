@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-venv python3-pip
   python3-torch libtorch-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   sysstat  # iostat, for the radT baseline of bench/sampler_bench.cpp
   slurm-wlm munge  # a one-node Slurm for the tests (scripts/slurm-local.sh)
 )

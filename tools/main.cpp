@@ -33,9 +33,8 @@ void print_usage(std::FILE* out) {
                "usage: trainscope <command> [args]\n"
                "       trainscope --help | --version\n\ncommands:\n");
   for (const Command& command : kCommands) {
-    std::fprintf(out, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()),
-                 command.name.data(), static_cast<int>(command.summary.size()),
-                 command.summary.data());
+    std::fprintf(out, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()), command.name.data(),
+                 static_cast<int>(command.summary.size()), command.summary.data());
   }
   std::fprintf(out, "\n`trainscope <command> --help` describes a command.\n");
 }

@@ -13,8 +13,8 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "fmt/format.h"
-#include "trainscope/launch/launch.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
+#include "trainscope/launch/launch.hpp"
 
 namespace trainscope::cli {
 namespace {

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "py_timers.hpp"
-#include "trainscope/timing/gpu_event_source.hpp"
 #include "trainscope/stats/stats_format.hpp"
-#include "trainscope/timing/testing/simulated_event_source.hpp"
 #include "trainscope/stats/time_stats.hpp"
+#include "trainscope/timing/gpu_event_source.hpp"
+#include "trainscope/timing/testing/simulated_event_source.hpp"
 #include "trainscope/version.hpp"
 
 namespace py = pybind11;

@@ -12,8 +12,8 @@
 #include "absl/time/time.h"
 #include "py_timers.hpp"
 #include "trainscope/export/perfetto_exporter.hpp"
-#include "trainscope/run/run.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
+#include "trainscope/run/run.hpp"
 
 namespace py = pybind11;
 
@@ -72,32 +72,31 @@ void RegisterRun(py::module_& m) {
       .def_property_readonly("experiment", [](const Run& r) { return r.info().experiment; })
       .def_property_readonly("rank", [](const Run& r) { return r.rank().rank; })
       .def_property_readonly("world_size", [](const Run& r) { return r.rank().world_size; })
-      .def("log_param",
-           [](Run& r, const std::string& key, const std::string& value) {
-             ThrowIfError(r.log_param(key, value));
-           })
-      .def("set_tag",
-           [](Run& r, const std::string& key, const std::string& value) {
-             ThrowIfError(r.set_tag(key, value));
-           })
-      .def("log_metric",
-           [](Run& r, const std::string& key, double value, std::optional<std::int64_t> step) {
-             ThrowIfError(r.log_metric(key, value, step));
-           },
-           py::arg("key"), py::arg("value"), py::arg("step") = py::none())
+      .def("log_param", [](Run& r, const std::string& key,
+                           const std::string& value) { ThrowIfError(r.log_param(key, value)); })
+      .def("set_tag", [](Run& r, const std::string& key,
+                         const std::string& value) { ThrowIfError(r.set_tag(key, value)); })
+      .def(
+          "log_metric",
+          [](Run& r, const std::string& key, double value, std::optional<std::int64_t> step) {
+            ThrowIfError(r.log_metric(key, value, step));
+          },
+          py::arg("key"), py::arg("value"), py::arg("step") = py::none())
       .def("log_artifact",
            [](Run& r, const std::string& path) { ThrowIfError(r.log_artifact(path)); })
-      .def("add_wandb_exporter",
-           [](Run& r, std::optional<std::string> wandb_dir, std::optional<std::string> project) {
-             WandbOptions options;
-             if (wandb_dir) options.wandb_dir = *wandb_dir;
-             if (project) options.project = *project;
-             options.rank = r.rank().rank;
-             absl::StatusOr<std::shared_ptr<WandbExporter>> exporter = WandbExporter::Create(options);
-             ThrowIfError(exporter.status());
-             r.add_exporter(*exporter);
-           },
-           py::arg("wandb_dir") = py::none(), py::arg("project") = py::none())
+      .def(
+          "add_wandb_exporter",
+          [](Run& r, std::optional<std::string> wandb_dir, std::optional<std::string> project) {
+            WandbOptions options;
+            if (wandb_dir) options.wandb_dir = *wandb_dir;
+            if (project) options.project = *project;
+            options.rank = r.rank().rank;
+            absl::StatusOr<std::shared_ptr<WandbExporter>> exporter =
+                WandbExporter::Create(options);
+            ThrowIfError(exporter.status());
+            r.add_exporter(*exporter);
+          },
+          py::arg("wandb_dir") = py::none(), py::arg("project") = py::none())
       .def("add_perfetto_exporter",
            [](Run& r, const std::string& path) {
              absl::StatusOr<std::shared_ptr<PerfettoExporter>> exporter =
@@ -105,20 +104,24 @@ void RegisterRun(py::module_& m) {
              ThrowIfError(exporter.status());
              r.add_exporter(*exporter);
            })
-      .def("attach", [](Run& r, py::handle timer) { WithTimer(timer, [&](auto& t) { r.attach(t); }); })
+      .def("attach",
+           [](Run& r, py::handle timer) { WithTimer(timer, [&](auto& t) { r.attach(t); }); })
       .def("add_summary_of",
-           [](Run& r, py::handle timer) { WithTimer(timer, [&](auto& t) { r.add_summary(t.summary()); }); })
-      .def("end",
-           [](Run& r, const std::string& status) {
-             const RunStatus s = ToStatus(status);
-             absl::Status result;
-             {
-               py::gil_scoped_release release;  // flushing may wait on the disk
-               result = r.end(s);
-             }
-             ThrowIfError(result);
-           },
-           py::arg("status") = "FINISHED");
+           [](Run& r, py::handle timer) {
+             WithTimer(timer, [&](auto& t) { r.add_summary(t.summary()); });
+           })
+      .def(
+          "end",
+          [](Run& r, const std::string& status) {
+            const RunStatus s = ToStatus(status);
+            absl::Status result;
+            {
+              py::gil_scoped_release release;  // flushing may wait on the disk
+              result = r.end(s);
+            }
+            ThrowIfError(result);
+          },
+          py::arg("status") = "FINISHED");
 }
 
 }  // namespace trainscope::python

@@ -46,8 +46,9 @@ absl::Status write_new_synced(const std::string& path, std::string_view contents
 }  // namespace
 
 absl::Status file_error(int error, std::string_view action, std::string_view path) {
-  return absl::ErrnoToStatus(error,
-                             fmt::format("cannot {} \"{}\"", action, absl::Utf8SafeCHexEscape(absl::string_view(path.data(), path.size()))));
+  return absl::ErrnoToStatus(
+      error, fmt::format("cannot {} \"{}\"", action,
+                         absl::Utf8SafeCHexEscape(absl::string_view(path.data(), path.size()))));
 }
 
 std::size_t write_all(int fd, std::string_view data) {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "trainscope/common/clock.hpp"
-#include "trainscope/timing/detail/sample_ring.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/timing/detail/sample_ring.hpp"
 
 namespace trainscope {
 namespace {
@@ -202,7 +202,8 @@ void ExportPipeline::run() {
   const absl::Duration interval = std::max(options_.flush_interval, kMinFlushInterval);
   // now() + an infinite chrono duration overflows: wait without a deadline instead.
   const bool periodic = interval != absl::InfiniteDuration();
-  const auto chrono_interval = periodic ? absl::ToChronoNanoseconds(interval) : std::chrono::nanoseconds(0);
+  const auto chrono_interval =
+      periodic ? absl::ToChronoNanoseconds(interval) : std::chrono::nanoseconds(0);
   std::vector<ExporterSlot> exporters;
   std::vector<RegionSample> batch;
   std::vector<Event> events;

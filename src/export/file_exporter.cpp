@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "common/csv.hpp"
 #include "common/files.hpp"
 #include "fmt/format.h"
-#include "common/csv.hpp"
 #include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {

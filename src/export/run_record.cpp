@@ -20,8 +20,8 @@ struct LauncherVariables {
   const char* world_size;
 };
 constexpr LauncherVariables kLaunchers[] = {
-    {"RANK", "LOCAL_RANK", "WORLD_SIZE"},                                             // torchrun
-    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},                                // Slurm
+    {"RANK", "LOCAL_RANK", "WORLD_SIZE"},                                            // torchrun
+    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},                               // Slurm
     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},  // Open MPI
 };
 

@@ -19,8 +19,8 @@
 #include "absl/strings/escaping.h"
 #include "export/wandb_format.hpp"
 #include "fmt/format.h"
-#include "trainscope/common/clock.hpp"
 #include "nlohmann/json.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/version.hpp"
 
 namespace trainscope {
@@ -154,7 +154,8 @@ absl::Status WandbExporter::open(const RunInfo* info) {
   } else {
     run_id_ = random_run_id();
   }
-  start_time_ms_ = info != nullptr && info->start_time_ms > 0 ? info->start_time_ms : detail::unix_now_ms();
+  start_time_ms_ =
+      info != nullptr && info->start_time_ms > 0 ? info->start_time_ms : detail::unix_now_ms();
   run_dir_ = fmt::format("{}/offline-run-{}-{}", options_.wandb_dir,
                          local_timestamp(start_time_ms_), run_id_);
   path_ = fmt::format("{}/run-{}.wandb", run_dir_, run_id_);

@@ -93,8 +93,9 @@ void Sampler::tick() {
   const bool by_process = static_cast<bool>(options_.process_rank);
   const std::uint32_t process_rank = by_process ? options_.process_rank() : options_.rank;
   for (HardwareReading& r : readings) {
-    const std::uint32_t rank =
-        !by_process ? options_.rank : is_process_metric(r.name) ? process_rank : kNoRank;
+    const std::uint32_t rank = !by_process                 ? options_.rank
+                               : is_process_metric(r.name) ? process_rank
+                                                           : kNoRank;
     pipeline_->submit_metric(MetricPoint{std::move(r.name), r.value, step, unix_ms, rank});
   }
   ticks_.fetch_add(1, std::memory_order_relaxed);

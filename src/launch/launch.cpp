@@ -22,15 +22,15 @@
 #include <thread>
 #include <utility>
 
+#include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "common/files.hpp"
 #include "run/run_format.hpp"
-#include "trainscope/run/run_reader.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
+#include "trainscope/run/run_reader.hpp"
 
 extern char** environ;
 
@@ -61,7 +61,8 @@ std::vector<std::string> environment_copy() {
   return out;
 }
 
-void set_variable(std::vector<std::string>* env, const std::string& name, const std::string& value) {
+void set_variable(std::vector<std::string>* env, const std::string& name,
+                  const std::string& value) {
   const std::string prefix = name + "=";
   env->erase(std::remove_if(env->begin(), env->end(),
                             [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
@@ -122,9 +123,10 @@ class SignalForwarding {
       break;
     }
     if (slot_ == nullptr) {
-      warn(fmt::format("trainscope run: more than {} launches at once; SIGINT/SIGTERM are not "
-                       "forwarded to this one",
-                       kMaxForwardedLaunches));
+      warn(
+          fmt::format("trainscope run: more than {} launches at once; SIGINT/SIGTERM are not "
+                      "forwarded to this one",
+                      kMaxForwardedLaunches));
       return;
     }
     if (g_forward_users++ == 0) install();
@@ -182,7 +184,8 @@ void close_fd(int* fd) {
 
 absl::StatusOr<Pipe> make_pipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return absl::InternalError(fmt::format("pipe: {}", std::strerror(errno)));
   return Pipe{fds[0], fds[1]};
 }
 
@@ -210,7 +213,8 @@ int spawn(std::vector<std::string> argv, std::vector<std::string> env, int out_f
   posix_spawnattr_setflags(&attributes, flags);
   std::vector<char*> c_argv = c_strings(argv);
   std::vector<char*> c_env = c_strings(env);
-  const int error = ::posix_spawnp(pid, c_argv[0], &actions, &attributes, c_argv.data(), c_env.data());
+  const int error =
+      ::posix_spawnp(pid, c_argv[0], &actions, &attributes, c_argv.data(), c_env.data());
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   return error;
@@ -268,7 +272,8 @@ bool on_path(const std::string& name) {
   std::stringstream dirs(path == nullptr ? "" : path);
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
-    if (::access(fmt::format("{}/{}", dir.empty() ? "." : dir, name).c_str(), X_OK) == 0) return true;
+    if (::access(fmt::format("{}/{}", dir.empty() ? "." : dir, name).c_str(), X_OK) == 0)
+      return true;
   }
   return false;
 }
@@ -357,13 +362,16 @@ nlohmann::json host_description() {
   host["hostname"] = hostname;
   utsname os;
   if (::uname(&os) == 0) {
-    host["os"] = {{"sysname", os.sysname}, {"release", os.release}, {"version", os.version},
+    host["os"] = {{"sysname", os.sysname},
+                  {"release", os.release},
+                  {"version", os.version},
                   {"machine", os.machine}};
   }
-  host["cpu_model"] = first_field(detail::read_whole_file("/proc/cpuinfo").value_or(""), "model name");
+  host["cpu_model"] =
+      first_field(detail::read_whole_file("/proc/cpuinfo").value_or(""), "model name");
   host["cores"] = ::sysconf(_SC_NPROCESSORS_ONLN);
-  host["memory_mb"] = static_cast<long long>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) /
-                      (1024 * 1024);
+  host["memory_mb"] =
+      static_cast<long long>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / (1024 * 1024);
   return host;
 }
 
@@ -428,7 +436,8 @@ std::string quoted_command(const std::vector<std::string>& command) {
 }
 
 void warn_if_error(const absl::Status& status, const std::string& what) {
-  if (!status.ok()) warn(fmt::format("trainscope run: {} not recorded: {}", what, status.ToString()));
+  if (!status.ok())
+    warn(fmt::format("trainscope run: {} not recorded: {}", what, status.ToString()));
 }
 
 void record_command(Run& run, const std::vector<std::string>& command) {
@@ -573,11 +582,13 @@ absl::StatusOr<std::unique_ptr<Run>> start_run(const LaunchOptions& launch) {
   return Run::Start(std::move(options));
 }
 
-std::vector<std::string> child_environment(const LaunchOptions& options, const std::string& run_dir) {
+std::vector<std::string> child_environment(const LaunchOptions& options,
+                                           const std::string& run_dir) {
   std::vector<std::string> env = environment_copy();
   set_variable(&env, std::string(kRunDirEnv), run_dir);
   set_variable(&env, std::string(kLauncherEnv), launcher_id());
-  if (!options.devices.empty()) set_variable(&env, kCudaVisibleDevices, devices_list(options.devices));
+  if (!options.devices.empty())
+    set_variable(&env, kCudaVisibleDevices, devices_list(options.devices));
   return env;
 }
 
@@ -590,10 +601,11 @@ LaunchResult spawn_failed(Run& run, const std::string& name, int error, int stde
   if (error == ENOENT) {
     result.spawn_error = absl::NotFoundError(fmt::format("command not found: '{}'", name));
   } else {
-    result.spawn_error =
-        absl::FailedPreconditionError(fmt::format("cannot run '{}': {}", name, std::strerror(error)));
+    result.spawn_error = absl::FailedPreconditionError(
+        fmt::format("cannot run '{}': {}", name, std::strerror(error)));
   }
-  const std::string line = fmt::format("trainscope run: {}\n", std::string(result.spawn_error.message()));
+  const std::string line =
+      fmt::format("trainscope run: {}\n", std::string(result.spawn_error.message()));
   write_all(stderr_log, line.data(), line.size());
   warn_if_error(end_run(run, result), "run end");
   return result;
@@ -658,7 +670,8 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   absl::StatusOr<int> stderr_log = open_log(run.dir(), kStderrLog);
   absl::StatusOr<Pipe> out = make_pipe();
   absl::StatusOr<Pipe> err = make_pipe();
-  for (const absl::Status& status : {stdout_log.status(), stderr_log.status(), out.status(), err.status()}) {
+  for (const absl::Status& status :
+       {stdout_log.status(), stderr_log.status(), out.status(), err.status()}) {
     if (!status.ok()) {
       (void)end_locked(run, RunStatus::kFailed);
       return status;
@@ -667,8 +680,8 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   const std::vector<std::string> argv = profiled_command(
       options.profiler, options.profile_range, run.dir() + "/artifacts/profile", options.command);
   pid_t child = 0;
-  const int spawn_error = spawn(argv, child_environment(options, run.dir()), out->write, err->write,
-                                true, &child);
+  const int spawn_error =
+      spawn(argv, child_environment(options, run.dir()), out->write, err->write, true, &child);
   close_fd(&out->write);
   close_fd(&err->write);
   if (spawn_error != 0) {
@@ -680,7 +693,8 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
 
   std::unique_ptr<Sampler> sampler = start_sampler(options, run, child);
   std::thread environment;
-  if (options.record_environment) environment = std::thread(record_environment, run.dir(), options.command);
+  if (options.record_environment)
+    environment = std::thread(record_environment, run.dir(), options.command);
   std::atomic<bool> child_exited{false};
   TeeStream streams[2] = {{out->read, *stdout_log, options.tee ? STDOUT_FILENO : -1},
                           {err->read, *stderr_log, options.tee ? STDERR_FILENO : -1}};

@@ -25,11 +25,11 @@
 #include "common/files.hpp"
 #include "export/mlflow/mlflow_keys.hpp"
 #include "fmt/format.h"
-#include "trainscope/common/clock.hpp"
 #include "run/run_store_exporter.hpp"
-#include "trainscope/timing/cpu_gpu_timer.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/run/sync.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/timing/timer.hpp"
 
 namespace trainscope {
@@ -212,7 +212,8 @@ struct Run::State {
   // A param (write-once) or tag: validated, merged into run.json now, under
   // the run's lock, so that a conflict with any rank is reported here rather
   // than lost in the background; then streamed to the exporters.
-  absl::Status record_key_value(const char* kind, std::map<std::string, std::string> RunInfo::*field,
+  absl::Status record_key_value(const char* kind,
+                                std::map<std::string, std::string> RunInfo::*field,
                                 std::size_t max_value_length, std::string_view key,
                                 std::string_view value);
   absl::Status finish(RunStatus status);
@@ -317,8 +318,8 @@ absl::StatusOr<std::string> run_directory(const RunOptions& options, RunInfo* fr
   if (options.id.empty()) return create_run_directory(options.root, &fresh->id);
   if (options.id.size() != 32 ||
       options.id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return absl::InvalidArgumentError(fmt::format(
-        "run id {} is not 32 lowercase hex digits", quote(options.id)));
+    return absl::InvalidArgumentError(
+        fmt::format("run id {} is not 32 lowercase hex digits", quote(options.id)));
   }
   fresh->id = options.id;
   return make_directories(fmt::format("{}/{}", options.root, options.id));
@@ -340,9 +341,9 @@ std::optional<std::string> job_run_id(std::string* source) {
     if (first == nullptr || *first == '\0' || second == nullptr) continue;
     const std::string key = fmt::format("{}={};{}", job.first, first, second);
     if (source != nullptr) {
-      *source = job.second != nullptr ? fmt::format("{}={} {}={}", job.first, first, job.second,
-                                                    second)
-                                      : fmt::format("{}={}", job.first, first);
+      *source = job.second != nullptr
+                    ? fmt::format("{}={} {}={}", job.first, first, job.second, second)
+                    : fmt::format("{}={}", job.first, first);
     }
     return fmt::format("{:016x}{:016x}", fnv1a(key, 0xcbf29ce484222325ULL),
                        fnv1a(key, 0x84222325cbf29ce4ULL));
@@ -378,9 +379,8 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   // Whichever process links run.json first creates the run; the others
   // attach to what it wrote.
   bool created;
-  status = detail::create_file_exclusively(
-      fmt::format("{}/{}", state->dir, detail::kRunFileName), detail::format_run_file(fresh),
-      &created);
+  status = detail::create_file_exclusively(fmt::format("{}/{}", state->dir, detail::kRunFileName),
+                                           detail::format_run_file(fresh), &created);
   if (status.ok()) {
     RunInfo wanted;
     wanted.params = options.params;
@@ -426,7 +426,8 @@ Run::Run(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Run::~Run() {
   // Unwinding from an exception means the training did not finish.
-  const RunStatus status = std::uncaught_exceptions() > 0 ? RunStatus::kFailed : RunStatus::kFinished;
+  const RunStatus status =
+      std::uncaught_exceptions() > 0 ? RunStatus::kFailed : RunStatus::kFinished;
   absl::Status ended = end(status);
   if (!ended.ok()) warn(fmt::format("run {}: {}", state_->dir, std::string(ended.message())));
 }
@@ -472,9 +473,8 @@ absl::Status Run::log_metric(std::string_view key, double value, std::optional<s
   absl::Status status = mlflow::validate_key(key, "metric");
   if (!status.ok()) return status;
   if (!std::isfinite(value)) {
-    return absl::InvalidArgumentError(
-        fmt::format("metric \"{}\" has the non-finite value {}; only finite values are recorded",
-                    key, value));
+    return absl::InvalidArgumentError(fmt::format(
+        "metric \"{}\" has the non-finite value {}; only finite values are recorded", key, value));
   }
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);
@@ -499,8 +499,7 @@ absl::Status Run::log_artifact(std::string_view path) {
     return absl::NotFoundError(
         fmt::format("log_artifact({}): not a readable regular file", quote(path)));
   }
-  const fs::path target =
-      fs::path(state_->dir) / detail::kArtifactsDirName / source.filename();
+  const fs::path target = fs::path(state_->dir) / detail::kArtifactsDirName / source.filename();
   // Copied under a temporary name that readers skip, so none lists a partial artifact.
   absl::Status status =
       detail::copy_file_atomically(source.string(), target.string(), detail::kArtifactTmpPrefix);

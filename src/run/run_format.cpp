@@ -40,7 +40,8 @@ class FieldReader {
     if (!value->is_string()) return fail(name, "is not a string"), std::string();
     return value->get<std::string>();
   }
-  std::int64_t integer(const char* name, std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+  std::int64_t integer(const char* name,
+                       std::int64_t min = std::numeric_limits<std::int64_t>::min(),
                        std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
     const Json* value = find(name);
     if (value == nullptr) return 0;
@@ -115,9 +116,9 @@ class FieldReader {
 absl::StatusOr<Json> parse_object(std::string_view text, const std::string& path) {
   Json doc = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: not a JSON object (corrupt or cut short; {} bytes)", absl::Utf8SafeCHexEscape(path),
-        text.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: not a JSON object (corrupt or cut short; {} bytes)",
+                    absl::Utf8SafeCHexEscape(path), text.size()));
   }
   return doc;
 }
@@ -150,7 +151,6 @@ std::string dump(const Json& doc) {
 
 constexpr std::string_view kRankFormat = "trainscope.rank";
 
-
 absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::string& path) {
   if (!item.is_object()) {
     return absl::InvalidArgumentError(
@@ -166,10 +166,9 @@ absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::st
   entry.stats.approximate = fields.boolean("approximate");
   if (!fields.status().ok()) return fields.status();
   if (device != "CPU" && device != "GPU") {
-    return absl::InvalidArgumentError(fmt::format("{}: entry \"{}\" has device \"{}\" (CPU or GPU)",
-                                                  absl::Utf8SafeCHexEscape(path),
-                                                  absl::Utf8SafeCHexEscape(entry.key),
-                                                  absl::Utf8SafeCHexEscape(device)));
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: entry \"{}\" has device \"{}\" (CPU or GPU)", absl::Utf8SafeCHexEscape(path),
+        absl::Utf8SafeCHexEscape(entry.key), absl::Utf8SafeCHexEscape(device)));
   }
   entry.device = device == "GPU" ? Device::kGPU : Device::kCPU;
   return entry;
@@ -294,9 +293,9 @@ absl::StatusOr<LauncherRecord> parse_launcher_file(std::string_view text, const 
   if (const Json* command = fields.array("command"); command != nullptr) {
     for (const Json& arg : *command) {
       if (!arg.is_string()) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: field \"command\" has an argument that is not a string",
-            absl::Utf8SafeCHexEscape(path)));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: field \"command\" has an argument that is not a string",
+                        absl::Utf8SafeCHexEscape(path)));
       }
       s.command.push_back(arg.get<std::string>());
     }
@@ -379,11 +378,10 @@ absl::Status merge_into_run_file(const std::string& dir, const RunInfo& info) {
     const auto [it, inserted] = stored->params.emplace(key, value);
     changed |= inserted;
     if (!inserted && it->second != value) {
-      return unlock(absl::InvalidArgumentError(
-          fmt::format("param \"{}\" is already \"{}\" in {}; params are write-once (cannot set "
-                      "\"{}\")",
-                      key, absl::Utf8SafeCHexEscape(it->second), path,
-                      absl::Utf8SafeCHexEscape(value))));
+      return unlock(absl::InvalidArgumentError(fmt::format(
+          "param \"{}\" is already \"{}\" in {}; params are write-once (cannot set "
+          "\"{}\")",
+          key, absl::Utf8SafeCHexEscape(it->second), path, absl::Utf8SafeCHexEscape(value))));
     }
   }
   for (const auto& [key, value] : info.tags) {

@@ -14,7 +14,6 @@
 
 namespace trainscope::detail {
 
-
 inline constexpr std::string_view kRunFormat = "trainscope.run";
 // 2: launchers are not ranks (launcher-<host>-<pid>.json) and hardware
 // samples are per host (host-<host>.csv). Readers read 1 and 2.
@@ -35,7 +34,8 @@ std::string summary_file_name(std::uint32_t rank);  // "summary-3.json"
 // A host name as it appears in file names: [A-Za-z0-9._-], anything else '_'.
 std::string host_file_part(std::string_view host);
 std::string host_metrics_file_name(std::string_view host);  // "host-node7.csv"
-std::string launcher_file_name(std::string_view host, std::int64_t pid);  // "launcher-node7-42.json"
+std::string launcher_file_name(std::string_view host,
+                               std::int64_t pid);  // "launcher-node7-42.json"
 // This machine's host name ("" if it has none).
 std::string this_host();
 

@@ -17,10 +17,10 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
-#include "fmt/format.h"
-#include "trainscope/common/clock.hpp"
 #include "common/files.hpp"
+#include "fmt/format.h"
 #include "run/run_format.hpp"
+#include "trainscope/common/clock.hpp"
 
 namespace trainscope {
 namespace {
@@ -63,7 +63,8 @@ int severity(const State& s) {
 bool parse_rank_file_name(const std::string& name, std::uint32_t* rank) {
   constexpr std::string_view kPrefix = "rank-";
   constexpr std::string_view kSuffix = ".json";
-  if (name.size() <= kPrefix.size() + kSuffix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0 ||
+  if (name.size() <= kPrefix.size() + kSuffix.size() ||
+      name.compare(0, kPrefix.size(), kPrefix) != 0 ||
       name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
     return false;
   }
@@ -170,8 +171,8 @@ std::int64_t line_number(const RowSource& source) {
   if (fd < 0) return line;
   char block[65536];
   for (std::uint64_t done = 0; done < source.offset;) {
-    const std::size_t want = static_cast<std::size_t>(
-        std::min<std::uint64_t>(sizeof(block), source.offset - done));
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(sizeof(block), source.offset - done));
     const ssize_t n = ::pread(fd, block, want, static_cast<off_t>(done));
     if (n <= 0) break;
     line += std::count(block, block + n, '\n');
@@ -182,8 +183,8 @@ std::int64_t line_number(const RowSource& source) {
 }
 
 absl::Status row_error(const RowSource& source, std::string_view what) {
-  return absl::DataLossError(fmt::format("{}:{}: {}", absl::Utf8SafeCHexEscape(source.path),
-                                         line_number(source), what));
+  return absl::DataLossError(
+      fmt::format("{}:{}: {}", absl::Utf8SafeCHexEscape(source.path), line_number(source), what));
 }
 
 // Converts fields to typed values; the first bad one becomes an error naming
@@ -285,8 +286,8 @@ absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t off
   std::string data(static_cast<std::size_t>(size - offset), '\0');
   std::size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = ::pread(fd, data.data() + done, data.size() - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pread(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the file shrank: read what is there
     done += static_cast<std::size_t>(n);
@@ -343,10 +344,9 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   const std::string run_path = fmt::format("{}/{}", reader.dir_, detail::kRunFileName);
   absl::StatusOr<std::string> text = detail::read_whole_file(run_path);
   if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        fmt::format("{} is not a readable trainscope run: {}",
-                                    absl::Utf8SafeCHexEscape(reader.dir_),
-                                    std::string(text.status().message())));
+    return absl::Status(text.status().code(), fmt::format("{} is not a readable trainscope run: {}",
+                                                          absl::Utf8SafeCHexEscape(reader.dir_),
+                                                          std::string(text.status().message())));
   }
   absl::StatusOr<RunInfo> info = detail::parse_run_file(*text, run_path);
   if (!info.ok()) return info.status();
@@ -355,7 +355,8 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   std::error_code error;
   std::vector<std::pair<std::uint32_t, std::string>> rank_files;
   std::vector<std::string> launcher_files;
-  for (fs::directory_iterator it(reader.dir_, error), end; !error && it != end; it.increment(error)) {
+  for (fs::directory_iterator it(reader.dir_, error), end; !error && it != end;
+       it.increment(error)) {
     std::uint32_t rank;
     const std::string name = it->path().filename().string();
     if (parse_rank_file_name(name, &rank)) rank_files.emplace_back(rank, it->path().string());
@@ -390,15 +391,13 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
     absl::StatusOr<detail::LauncherRecord> record =
         detail::parse_launcher_file(*launcher_text, path);
     if (!record.ok()) return record.status();
-    record->state.crashed =
-        looks_crashed(record->state, record->flush_interval_ms, host, now_ms);
+    record->state.crashed = looks_crashed(record->state, record->flush_interval_ms, host, now_ms);
     reader.launchers_.push_back(record->state);
   }
   for (const RankState& s : reader.ranks_) reader.hosts_.push_back(s.host);
   for (const LauncherState& s : reader.launchers_) reader.hosts_.push_back(s.host);
   std::sort(reader.hosts_.begin(), reader.hosts_.end());
-  reader.hosts_.erase(std::unique(reader.hosts_.begin(), reader.hosts_.end()),
-                      reader.hosts_.end());
+  reader.hosts_.erase(std::unique(reader.hosts_.begin(), reader.hosts_.end()), reader.hosts_.end());
 
   // A run with no rank or launcher file yet has not started a process: RUNNING.
   int worst = 1;
@@ -461,7 +460,8 @@ std::vector<std::string> RunReader::artifacts() const {
     const std::string name = it->path().filename().string();
     if (name.rfind(detail::kArtifactTmpPrefix, 0) == 0) continue;
     std::error_code type_error;
-    if (it->is_regular_file(type_error)) out.push_back(it->path().lexically_relative(root).string());
+    if (it->is_regular_file(type_error))
+      out.push_back(it->path().lexically_relative(root).string());
   }
   std::sort(out.begin(), out.end());
   return out;

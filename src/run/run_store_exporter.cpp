@@ -15,9 +15,9 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "common/csv.hpp"
 #include "common/files.hpp"
 #include "fmt/format.h"
-#include "common/csv.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/stats/stats_format.hpp"
@@ -66,9 +66,10 @@ absl::Status check_and_repair(int fd, const std::string& path, std::string_view 
   if (keep < 0) return file_error(errno == 0 ? EIO : errno, "read", path);
   if (keep == st.st_size) return absl::OkStatus();
   if (::ftruncate(fd, keep) != 0) return file_error(errno, "repair (truncate)", path);
-  warn(fmt::format("{}: dropped an incomplete last line of {} bytes (a record cut short by a "
-                   "crash) before appending",
-                   path, st.st_size - keep));
+  warn(
+      fmt::format("{}: dropped an incomplete last line of {} bytes (a record cut short by a "
+                  "crash) before appending",
+                  path, st.st_size - keep));
   return absl::OkStatus();
 }
 
@@ -155,8 +156,8 @@ absl::Status RunStoreExporter::open_files() {
   if (absl::Status status = lock_rank_or_host(); !status.ok()) return status;
   // A launcher's host file is repaired by the host's first launcher only.
   const bool repair = options_.launcher ? owns_host() : owns_rank();
-  for (auto [file, header] : {std::make_pair(&regions_, kRegionsHeader),
-                              std::make_pair(&metrics_, kMetricsHeader)}) {
+  for (auto [file, header] :
+       {std::make_pair(&regions_, kRegionsHeader), std::make_pair(&metrics_, kMetricsHeader)}) {
     if (file->path.empty()) continue;  // a launcher has no regions
     bool created;
     absl::Status status = create_file_exclusively(file->path, header, &created);
@@ -204,9 +205,10 @@ bool RunStoreExporter::make_room(std::size_t records) {
   }
   if (!drop_warned_) {
     drop_warned_ = true;
-    warn(fmt::format("run store {}: {} MiB of records are waiting for the disk; dropping new "
-                     "records until it takes them (see dropped_records())",
-                     options_.dir, options_.max_buffered_bytes >> 20));
+    warn(
+        fmt::format("run store {}: {} MiB of records are waiting for the disk; dropping new "
+                    "records until it takes them (see dropped_records())",
+                    options_.dir, options_.max_buffered_bytes >> 20));
   }
   return false;
 }

@@ -14,10 +14,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "trainscope/timing/detail/series_table.hpp"
-#include "trainscope/export/exporter.hpp"
 #include "run/run_format.hpp"
+#include "trainscope/export/exporter.hpp"
 #include "trainscope/export/run_record.hpp"
+#include "trainscope/timing/detail/series_table.hpp"
 
 namespace trainscope::detail {
 
@@ -109,8 +109,8 @@ class RunStoreExporter final : public Exporter {
   CsvFile regions_;
   CsvFile metrics_;
   RankRecord rank_record_;
-  LauncherRecord launcher_record_;  // guarded by mu_ (set_exit)
-  std::vector<std::string> key_fields_;  // CSV-quoted key names by id
+  LauncherRecord launcher_record_;        // guarded by mu_ (set_exit)
+  std::vector<std::string> key_fields_;   // CSV-quoted key names by id
   std::vector<ThreadProgress> progress_;  // by thread index
   bool drop_warned_ = false;
   mutable std::mutex mu_;  // guards the members below (read from other threads)

@@ -28,9 +28,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
-#include "scaling/number_text.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "scaling/number_text.hpp"
 
 namespace trainscope::scaling {
 namespace {
@@ -133,7 +133,6 @@ std::size_t last_line(std::string_view text) {
   return std::max<std::size_t>(lines, 1);
 }
 
-
 bool all_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_space); }
 
 // A UTF-8 byte order mark (Windows editors write one) is not content.
@@ -142,7 +141,6 @@ std::string_view skip_bom(std::string_view s) {
   if (s.substr(0, kBom.size()) == kBom) s.remove_prefix(kBom.size());
   return s;
 }
-
 
 // --- numbers ---------------------------------------------------------------
 

@@ -47,23 +47,26 @@ std::vector<Factor> building_blocks(const ExtrapOptions& options);
 enum class LogRule { kExtrap, kExact };
 
 // Extra-P's Basic single-parameter modeler on points' coordinate[parameter].
-SingleResult model_single(const std::vector<PointStats>& points, int parameter, const ExtrapOptions& options,
-                          std::vector<std::string>& warnings, const HypothesisFilter& filter = nullptr,
+SingleResult model_single(const std::vector<PointStats>& points, int parameter,
+                          const ExtrapOptions& options, std::vector<std::string>& warnings,
+                          const HypothesisFilter& filter = nullptr,
                           LogRule log_rule = LogRule::kExtrap);
 
 // Extra-P's multi-parameter modeler; `single` models one parameter's line.
 // `accept`, when set, vetoes candidate combinations (after Extra-P's checks).
-using SingleModeler = std::function<SingleResult(const std::vector<PointStats>& line, int parameter)>;
+using SingleModeler =
+    std::function<SingleResult(const std::vector<PointStats>& line, int parameter)>;
 using ModelFilter = std::function<bool(const Model& candidate)>;
 Model model_multi(const std::vector<std::string>& parameters, const std::vector<PointStats>& points,
-                  const ExtrapOptions& options, const SingleModeler& single, std::vector<std::string>& warnings,
-                  const ModelFilter& accept = nullptr);
+                  const ExtrapOptions& options, const SingleModeler& single,
+                  std::vector<std::string>& warnings, const ModelFilter& accept = nullptr);
 
 // Checks a series and turns it into points; errors name what is wrong.
 absl::StatusOr<std::vector<PointStats>> prepare_points(const std::vector<std::string>& parameters,
                                                        const Series& series);
 
-Model single_result_to_model(const std::vector<std::string>& parameters, const SingleResult& result);
+Model single_result_to_model(const std::vector<std::string>& parameters,
+                             const SingleResult& result);
 
 }  // namespace trainscope::scaling::detail
 

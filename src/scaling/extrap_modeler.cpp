@@ -48,12 +48,13 @@ absl::Status ExtrapOptions::set(std::string_view key, std::string_view value) {
   if (key == "retain_default_exponents") return set_bool(retain_default_exponents);
   if (key == "force_combination_exponents") return set_bool(force_combination_exponents);
   if (key == "allow_negative_exponents") return set_bool(allow_negative_exponents);
-  if (key == "allow_combinations_of_sums_and_products") return set_bool(allow_combinations_of_sums_and_products);
+  if (key == "allow_combinations_of_sums_and_products")
+    return set_bool(allow_combinations_of_sums_and_products);
   if (key == "minimum_term_contribution") {
     double parsed = 0;
     if (!absl::SimpleAtod(std::string(value), &parsed) || !std::isfinite(parsed) || parsed < 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("option minimum_term_contribution: '{}' is not a non-negative number", value));
+      return absl::InvalidArgumentError(fmt::format(
+          "option minimum_term_contribution: '{}' is not a non-negative number", value));
     }
     minimum_term_contribution = parsed;
     return absl::OkStatus();
@@ -66,7 +67,8 @@ absl::Status ExtrapOptions::set(std::string_view key, std::string_view value) {
     const std::string v(value);
     if (v != "auto" && v != "smallest" && v != "all") {
       return absl::InvalidArgumentError(fmt::format(
-          "option single_parameter_point_selection: '{}' is not one of auto, smallest, all", value));
+          "option single_parameter_point_selection: '{}' is not one of auto, smallest, all",
+          value));
     }
     single_parameter_point_selection = v;
     return absl::OkStatus();
@@ -125,10 +127,14 @@ PointStats PointStats::Of(std::vector<double> coordinate, absl::Span<const doubl
 
 double PointStats::value(Measure measure) const noexcept {
   switch (measure) {
-    case Measure::kMean: return mean;
-    case Measure::kMedian: return median;
-    case Measure::kMinimum: return minimum;
-    case Measure::kMaximum: return maximum;
+    case Measure::kMean:
+      return mean;
+    case Measure::kMedian:
+      return median;
+    case Measure::kMinimum:
+      return minimum;
+    case Measure::kMaximum:
+      return maximum;
   }
   return mean;
 }
@@ -144,7 +150,8 @@ std::vector<Exponent> parse_exponents(const std::string& list) {
     if (text.empty()) continue;
     if (text.find('.') != std::string::npos) {
       double value = 0;
-      if (absl::SimpleAtod(text, &value) && std::isfinite(value)) out.push_back(Exponent::Number(value));
+      if (absl::SimpleAtod(text, &value) && std::isfinite(value))
+        out.push_back(Exponent::Number(value));
     } else {
       int value = 0;
       if (absl::SimpleAtoi(text, &value)) out.push_back(Exponent::Fraction(value, 1));
@@ -161,18 +168,21 @@ Factor make_factor(Exponent poly, Exponent log) {
 }
 
 constexpr int kDefaultWithLogs[][3] = {
-    {0, 1, 1}, {0, 1, 2}, {1, 4, 0}, {1, 3, 0}, {1, 4, 1}, {1, 3, 1}, {1, 4, 2}, {1, 3, 2}, {1, 2, 0},
-    {1, 2, 1}, {1, 2, 2}, {2, 3, 0}, {3, 4, 0}, {2, 3, 1}, {3, 4, 1}, {4, 5, 0}, {2, 3, 2}, {3, 4, 2},
-    {1, 1, 0}, {1, 1, 1}, {1, 1, 2}, {5, 4, 0}, {5, 4, 1}, {4, 3, 0}, {4, 3, 1}, {3, 2, 0}, {3, 2, 1},
-    {3, 2, 2}, {5, 3, 0}, {7, 4, 0}, {2, 1, 0}, {2, 1, 1}, {2, 1, 2}, {9, 4, 0}, {7, 3, 0}, {5, 2, 0},
-    {5, 2, 1}, {5, 2, 2}, {8, 3, 0}, {11, 4, 0}, {3, 1, 0}, {3, 1, 1}};
+    {0, 1, 1}, {0, 1, 2}, {1, 4, 0}, {1, 3, 0}, {1, 4, 1},  {1, 3, 1}, {1, 4, 2},
+    {1, 3, 2}, {1, 2, 0}, {1, 2, 1}, {1, 2, 2}, {2, 3, 0},  {3, 4, 0}, {2, 3, 1},
+    {3, 4, 1}, {4, 5, 0}, {2, 3, 2}, {3, 4, 2}, {1, 1, 0},  {1, 1, 1}, {1, 1, 2},
+    {5, 4, 0}, {5, 4, 1}, {4, 3, 0}, {4, 3, 1}, {3, 2, 0},  {3, 2, 1}, {3, 2, 2},
+    {5, 3, 0}, {7, 4, 0}, {2, 1, 0}, {2, 1, 1}, {2, 1, 2},  {9, 4, 0}, {7, 3, 0},
+    {5, 2, 0}, {5, 2, 1}, {5, 2, 2}, {8, 3, 0}, {11, 4, 0}, {3, 1, 0}, {3, 1, 1}};
 constexpr int kNegativeWithLogs[][3] = {
-    {0, 1, -1},  {0, 1, -2},  {-1, 4, -1}, {-1, 3, -1}, {-1, 4, -2}, {-1, 3, -2}, {-1, 2, -1}, {-1, 2, -2},
-    {-2, 3, -1}, {-3, 4, -1}, {-2, 3, -2}, {-3, 4, -2}, {-1, 1, -1}, {-1, 1, -2}, {-5, 4, -1}, {-4, 3, -1},
-    {-3, 2, -1}, {-3, 2, -2}, {-2, 1, -1}, {-2, 1, -2}, {-5, 2, -1}, {-5, 2, -2}, {-3, 1, -1}};
-constexpr int kDefaultPolynomial[][3] = {
-    {1, 4, 0}, {1, 3, 0}, {1, 2, 0}, {2, 3, 0}, {3, 4, 0}, {4, 5, 0}, {1, 1, 0}, {5, 4, 0}, {4, 3, 0}, {3, 2, 0},
-    {5, 3, 0}, {7, 4, 0}, {2, 1, 0}, {9, 4, 0}, {7, 3, 0}, {5, 2, 0}, {8, 3, 0}, {11, 4, 0}, {3, 1, 0}};
+    {0, 1, -1},  {0, 1, -2},  {-1, 4, -1}, {-1, 3, -1}, {-1, 4, -2}, {-1, 3, -2},
+    {-1, 2, -1}, {-1, 2, -2}, {-2, 3, -1}, {-3, 4, -1}, {-2, 3, -2}, {-3, 4, -2},
+    {-1, 1, -1}, {-1, 1, -2}, {-5, 4, -1}, {-4, 3, -1}, {-3, 2, -1}, {-3, 2, -2},
+    {-2, 1, -1}, {-2, 1, -2}, {-5, 2, -1}, {-5, 2, -2}, {-3, 1, -1}};
+constexpr int kDefaultPolynomial[][3] = {{1, 4, 0}, {1, 3, 0}, {1, 2, 0},  {2, 3, 0}, {3, 4, 0},
+                                         {4, 5, 0}, {1, 1, 0}, {5, 4, 0},  {4, 3, 0}, {3, 2, 0},
+                                         {5, 3, 0}, {7, 4, 0}, {2, 1, 0},  {9, 4, 0}, {7, 3, 0},
+                                         {5, 2, 0}, {8, 3, 0}, {11, 4, 0}, {3, 1, 0}};
 
 template <std::size_t N>
 void add_blocks(std::vector<Factor>& out, const int (&table)[N][3], int sign = 1) {
@@ -229,7 +239,8 @@ std::vector<Factor> building_blocks(const ExtrapOptions& options) {
 namespace {
 
 // numpy.linalg.lstsq(A, b) for A = [1, f(x)] (or [1] when f is absent).
-std::pair<double, double> fit_constant_and_term(const std::vector<double>& xs, const std::vector<double>& ys,
+std::pair<double, double> fit_constant_and_term(const std::vector<double>& xs,
+                                                const std::vector<double>& ys,
                                                 const Factor* factor) {
   const std::size_t n = xs.size();
   const std::size_t cols = factor != nullptr ? 2 : 1;
@@ -286,7 +297,8 @@ double term_contribution(double coefficient, const std::vector<std::vector<doubl
   double maximum = -std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < ys.size(); ++i) {
     double term = coefficient;
-    for (const Factor& f : factors) term *= f.evaluate(coordinates[i][static_cast<std::size_t>(f.parameter)]);
+    for (const Factor& f : factors)
+      term *= f.evaluate(coordinates[i][static_cast<std::size_t>(f.parameter)]);
     const double contribution = std::abs(term / ys[i]);
     if (std::isnan(contribution)) return contribution;
     maximum = std::max(maximum, contribution);
@@ -296,8 +308,9 @@ double term_contribution(double coefficient, const std::vector<std::vector<doubl
 
 }  // namespace
 
-SingleResult model_single(const std::vector<PointStats>& points, int parameter, const ExtrapOptions& options,
-                          std::vector<std::string>& warnings, const HypothesisFilter& filter, LogRule log_rule) {
+SingleResult model_single(const std::vector<PointStats>& points, int parameter,
+                          const ExtrapOptions& options, std::vector<std::string>& warnings,
+                          const HypothesisFilter& filter, LogRule log_rule) {
   const std::size_t n = points.size();
   std::vector<double> xs(n), ys(n);
   std::vector<std::vector<double>> coordinates(n);
@@ -307,10 +320,11 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
     coordinates[i] = {xs[i]};
   }
   if (n < 5) {
-    warnings.push_back(fmt::format(
-        "Number of measurements for a parameter needs to be at least 5 in order to create a performance "
-        "model (got {})",
-        n));
+    warnings.push_back(
+        fmt::format("Number of measurements for a parameter needs to be at least 5 in order to "
+                    "create a performance "
+                    "model (got {})",
+                    n));
   }
 
   SingleResult best;
@@ -321,26 +335,31 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
 
   std::vector<Factor> blocks = building_blocks(options);
   const double smallest = *std::min_element(xs.begin(), xs.end());
-  const bool has_log = std::any_of(blocks.begin(), blocks.end(), [](const Factor& f) { return !f.log.is_zero(); });
+  const bool has_log =
+      std::any_of(blocks.begin(), blocks.end(), [](const Factor& f) { return !f.log.is_zero(); });
   if (log_rule == LogRule::kExtrap) {
     const bool log_capable = options.allow_negative_exponents ? smallest > 1.0 : smallest >= 1.0;
     if (!log_capable) {
       if (has_log) {
         warnings.push_back(
-            "Your measurements contained a point value below one, therefore, Extra-P does not use logarithmic "
+            "Your measurements contained a point value below one, therefore, Extra-P does not use "
+            "logarithmic "
             "terms for modeling.");
       }
-      blocks.erase(std::remove_if(blocks.begin(), blocks.end(), [](const Factor& f) { return !f.log.is_zero(); }),
+      blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                                  [](const Factor& f) { return !f.log.is_zero(); }),
                    blocks.end());
     }
   } else {
     if (smallest < 1.0 && has_log) {
       warnings.push_back(fmt::format(
-          "parameter value {} is below 1, where log2 is negative: logarithmic terms are not used", smallest));
+          "parameter value {} is below 1, where log2 is negative: logarithmic terms are not used",
+          smallest));
     }
     blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
                                 [&](const Factor& f) {
-                                  return (smallest < 1.0 && !f.log.is_zero()) || (smallest <= 1.0 && f.log.value < 0);
+                                  return (smallest < 1.0 && !f.log.is_zero()) ||
+                                         (smallest <= 1.0 && f.log.value < 0);
                                 }),
                  blocks.end());
   }
@@ -396,7 +415,8 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
       }
       costs.nrss = std::sqrt(costs.rss) / (actual_sum / count);
       costs.re = re_sum / count;
-      costs.smape = smape_count > 0 ? smape_sum / static_cast<double>(smape_count) * 100 : std::nan("");
+      costs.smape =
+          smape_count > 0 ? smape_sum / static_cast<double>(smape_count) * 100 : std::nan("");
     }
     const double adj_r = 1.0 - costs.rss / constant_cost;
     const double degrees_of_freedom = count - 1 - 1;
@@ -406,9 +426,11 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
     if (c1 == 0) continue;
     Factor located = factor;
     located.parameter = 0;
-    if (term_contribution(c1, coordinates, {located}, ys) < options.minimum_term_contribution) continue;
+    if (term_contribution(c1, coordinates, {located}, ys) < options.minimum_term_contribution)
+      continue;
     if (filter && !filter(c0, c1, located)) continue;
-    const bool better = options.compare_with_RSS ? costs.rss < best.costs.rss : costs.smape < best.costs.smape;
+    const bool better =
+        options.compare_with_RSS ? costs.rss < best.costs.rss : costs.smape < best.costs.smape;
     if (!better) continue;
     best.term = factor;
     best.term->parameter = parameter;
@@ -419,7 +441,6 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter, 
   return best;
 }
 
-
 namespace {
 
 // A MultiParameterTerm with coefficient 1: the product of its factors.
@@ -427,7 +448,8 @@ using TermShape = std::vector<Factor>;
 
 double evaluate_shape(const TermShape& shape, const std::vector<double>& coordinate) {
   double value = 1;
-  for (const Factor& f : shape) value *= f.evaluate(coordinate[static_cast<std::size_t>(f.parameter)]);
+  for (const Factor& f : shape)
+    value *= f.evaluate(coordinate[static_cast<std::size_t>(f.parameter)]);
   return value;
 }
 
@@ -440,13 +462,15 @@ struct MultiHypothesis {
 
 // MultiParameterHypothesis.compute_coefficients: lstsq, retried with
 // rcond = eps when the rank collapses.
-void fit_multi(MultiHypothesis& h, const std::vector<PointStats>& points, const std::vector<double>& ys) {
+void fit_multi(MultiHypothesis& h, const std::vector<PointStats>& points,
+               const std::vector<double>& ys) {
   const std::size_t n = points.size();
   const std::size_t cols = h.terms.size() + 1;
   std::vector<double> a(n * cols);
   for (std::size_t i = 0; i < n; ++i) {
     a[i * cols] = 1;
-    for (std::size_t t = 0; t < h.terms.size(); ++t) a[i * cols + t + 1] = evaluate_shape(h.terms[t], points[i].coordinate);
+    for (std::size_t t = 0; t < h.terms.size(); ++t)
+      a[i * cols + t + 1] = evaluate_shape(h.terms[t], points[i].coordinate);
   }
   LeastSquares solution = solve_least_squares(a, n, cols, ys);
   if (solution.rank < cols) solution = solve_least_squares(a, n, cols, ys, -1);
@@ -456,14 +480,15 @@ void fit_multi(MultiHypothesis& h, const std::vector<PointStats>& points, const 
 
 double evaluate_multi(const MultiHypothesis& h, const std::vector<double>& coordinate) {
   double value = h.constant;
-  for (std::size_t t = 0; t < h.terms.size(); ++t) value += h.coefficients[t] * evaluate_shape(h.terms[t], coordinate);
+  for (std::size_t t = 0; t < h.terms.size(); ++t)
+    value += h.coefficients[t] * evaluate_shape(h.terms[t], coordinate);
   return value;
 }
 
 // MultiParameterHypothesis.compute_cost (in-sample; no nRSS) and
 // compute_adjusted_rsquared.
-void cost_multi(MultiHypothesis& h, const std::vector<PointStats>& points, const std::vector<double>& ys,
-                double constant_cost) {
+void cost_multi(MultiHypothesis& h, const std::vector<PointStats>& points,
+                const std::vector<double>& ys, double constant_cost) {
   ModelCosts c;
   double smape = 0, re_sum = 0;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -522,8 +547,9 @@ double nanmean(const std::vector<double>& values) {
 
 // find_best_measurement_points: per parameter, the longest lines of points
 // where the other parameters are fixed, points at equal x averaged.
-std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& points, Measure measure,
-                                                bool warn_if_not_all, std::vector<std::string>& warnings) {
+std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& points,
+                                                Measure measure, bool warn_if_not_all,
+                                                std::vector<std::string>& warnings) {
   const std::size_t dims = points.front().coordinate.size();
   std::vector<std::vector<PointStats>> lines(dims);
   bool use_all = true;
@@ -532,7 +558,8 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
     std::vector<std::pair<std::vector<double>, std::vector<std::size_t>>> groups;
     for (std::size_t i = 0; i < points.size(); ++i) {
       std::vector<double> key = partial(points[i].coordinate, p);
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
       if (it == groups.end()) {
         groups.push_back({std::move(key), {i}});
       } else {
@@ -558,7 +585,8 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
     for (const auto* candidate : candidates) {
       for (std::size_t i : *candidate) {
         const double x = points[i].coordinate[p];
-        auto it = std::find_if(by_x.begin(), by_x.end(), [&](const auto& g) { return g.first == x; });
+        auto it =
+            std::find_if(by_x.begin(), by_x.end(), [&](const auto& g) { return g.first == x; });
         if (it == by_x.end()) {
           by_x.push_back({x, {i}});
         } else {
@@ -574,7 +602,8 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
       members.erase(std::remove_if(members.begin(), members.end(),
                                    [&](std::size_t i) {
                                      return std::find(common.begin(), common.end(),
-                                                      partial(points[i].coordinate, p)) == common.end();
+                                                      partial(points[i].coordinate, p)) ==
+                                            common.end();
                                    }),
                     members.end());
     }
@@ -614,7 +643,8 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
   }
   if (warn_if_not_all && !use_all) {
     warnings.push_back(
-        "Could not use all measurement points. At least 25 measurements are needed; one for each combination of "
+        "Could not use all measurement points. At least 25 measurements are needed; one for each "
+        "combination of "
         "parameters.");
   }
   return lines;
@@ -624,8 +654,8 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
 // the line through the smallest coordinates of the other parameters.
 std::vector<std::vector<PointStats>> first_lines(const std::vector<PointStats>& points) {
   const std::size_t dims = points.front().coordinate.size();
-  std::vector<std::vector<double>> min_coordinate(dims,
-                                                  std::vector<double>(dims, std::numeric_limits<double>::infinity()));
+  std::vector<std::vector<double>> min_coordinate(
+      dims, std::vector<double>(dims, std::numeric_limits<double>::infinity()));
   std::vector<std::vector<PointStats>> lines(dims);
   for (const PointStats& m : points) {
     for (std::size_t p = 0; p < dims; ++p) {
@@ -664,24 +694,27 @@ Model to_model(const std::vector<std::string>& parameters, const MultiHypothesis
 }  // namespace
 
 Model model_multi(const std::vector<std::string>& parameters, const std::vector<PointStats>& points,
-                  const ExtrapOptions& options, const SingleModeler& single, std::vector<std::string>& warnings,
-                  const ModelFilter& accept) {
+                  const ExtrapOptions& options, const SingleModeler& single,
+                  std::vector<std::string>& warnings, const ModelFilter& accept) {
   const std::vector<std::vector<PointStats>> lines =
       options.single_parameter_point_selection == "smallest"
           ? first_lines(points)
-          : best_lines(points, options.measure, options.single_parameter_point_selection == "all", warnings);
+          : best_lines(points, options.measure, options.single_parameter_point_selection == "all",
+                       warnings);
 
-  std::vector<std::pair<int, Factor>> pairs;  // parameters whose line is not constant, and their term
+  std::vector<std::pair<int, Factor>>
+      pairs;  // parameters whose line is not constant, and their term
   std::vector<SingleResult> singles;
   for (std::size_t p = 0; p < lines.size(); ++p) {
     singles.push_back(single(lines[p], static_cast<int>(p)));
     if (singles.back().term) pairs.push_back({static_cast<int>(p), *singles.back().term});
   }
   if (points.size() < 5) {
-    warnings.push_back(fmt::format(
-        "Number of measurements for each parameter needs to be at least 5 in order to create a performance "
-        "model (got {})",
-        points.size()));
+    warnings.push_back(
+        fmt::format("Number of measurements for each parameter needs to be at least 5 in order to "
+                    "create a performance "
+                    "model (got {})",
+                    points.size()));
   }
 
   std::vector<double> ys;
@@ -738,13 +771,27 @@ Model model_multi(const std::vector<std::string>& parameters, const std::vector<
       functions.push_back({add[1], mult});
     } else if (k == 3) {
       const TermShape xy = product({0, 1}), yz = product({1, 2}), xz = product({0, 2});
-      const std::vector<std::vector<TermShape>> more{
-          {mult, add[0]},         {mult, add[1]},         {mult, add[2]},         {mult, xy},
-          {mult, yz},             {mult, xz},             {mult, xy, add[2]},     {mult, yz, add[0]},
-          {mult, xz, add[1]},     {mult, add[0], add[1]}, {mult, add[0], add[2]}, {mult, add[1], add[2]},
-          {xy, add[2]},           {xy, add[2], add[1]},   {xy, add[2], add[0]},   {xz, add[1]},
-          {xz, add[1], add[0]},   {xz, add[1], add[2]},   {yz, add[0]},           {yz, add[0], add[1]},
-          {yz, add[0], add[2]}};
+      const std::vector<std::vector<TermShape>> more{{mult, add[0]},
+                                                     {mult, add[1]},
+                                                     {mult, add[2]},
+                                                     {mult, xy},
+                                                     {mult, yz},
+                                                     {mult, xz},
+                                                     {mult, xy, add[2]},
+                                                     {mult, yz, add[0]},
+                                                     {mult, xz, add[1]},
+                                                     {mult, add[0], add[1]},
+                                                     {mult, add[0], add[2]},
+                                                     {mult, add[1], add[2]},
+                                                     {xy, add[2]},
+                                                     {xy, add[2], add[1]},
+                                                     {xy, add[2], add[0]},
+                                                     {xz, add[1]},
+                                                     {xz, add[1], add[0]},
+                                                     {xz, add[1], add[2]},
+                                                     {yz, add[0]},
+                                                     {yz, add[0], add[1]},
+                                                     {yz, add[0], add[2]}};
       functions.insert(functions.end(), more.begin(), more.end());
     }
   }
@@ -760,7 +807,8 @@ Model model_multi(const std::vector<std::string>& parameters, const std::vector<
     cost_multi(h, points, ys, constant_cost);
     if (!contributions_big_enough(h, points, ys)) continue;
     if (accept && !accept(to_model(parameters, h))) continue;
-    const bool better = options.compare_with_RSS ? h.costs.rss < best.costs.rss : h.costs.smape < best.costs.smape;
+    const bool better =
+        options.compare_with_RSS ? h.costs.rss < best.costs.rss : h.costs.smape < best.costs.smape;
     if (better) best = h;
   }
   return to_model(parameters, best);
@@ -771,8 +819,8 @@ absl::StatusOr<std::vector<PointStats>> prepare_points(const std::vector<std::st
   const std::string where = fmt::format("series '{}' / '{}'", series.callpath, series.metric);
   if (parameters.empty()) return absl::InvalidArgumentError(where + ": no parameters");
   if (parameters.size() > 4) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: {} parameters; Extra-P's modelers take at most 4", where, parameters.size()));
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: {} parameters; Extra-P's modelers take at most 4", where, parameters.size()));
   }
   if (series.points.empty()) return absl::InvalidArgumentError(where + ": no measurements");
   std::vector<PointStats> points;
@@ -780,12 +828,14 @@ absl::StatusOr<std::vector<PointStats>> prepare_points(const std::vector<std::st
   for (std::size_t i = 0; i < series.points.size(); ++i) {
     const Point& point = series.points[i];
     if (point.coordinate.size() != parameters.size()) {
-      return absl::InvalidArgumentError(fmt::format("{}: point {} has {} coordinates for {} parameters", where,
-                                                    i + 1, point.coordinate.size(), parameters.size()));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: point {} has {} coordinates for {} parameters", where, i + 1,
+                      point.coordinate.size(), parameters.size()));
     }
     for (double x : point.coordinate) {
       if (!std::isfinite(x)) {
-        return absl::InvalidArgumentError(fmt::format("{}: point {} has a non-finite coordinate", where, i + 1));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: point {} has a non-finite coordinate", where, i + 1));
       }
     }
     if (point.values.empty()) {
@@ -793,7 +843,8 @@ absl::StatusOr<std::vector<PointStats>> prepare_points(const std::vector<std::st
     }
     for (double v : point.values) {
       if (!std::isfinite(v)) {
-        return absl::InvalidArgumentError(fmt::format("{}: point {} has a non-finite value", where, i + 1));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: point {} has a non-finite value", where, i + 1));
       }
     }
     points.push_back(PointStats::Of(point.coordinate, point.values));
@@ -806,16 +857,18 @@ absl::StatusOr<std::vector<PointStats>> prepare_points(const std::vector<std::st
       }
     }
     if (distinct.size() < 3) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: parameter '{}' has {} distinct value{}; a scaling model needs at least 3 (5 recommended), "
-          "otherwise any curve fits and the model says nothing",
-          where, parameters[p], distinct.size(), distinct.size() == 1 ? "" : "s"));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: parameter '{}' has {} distinct value{}; a scaling model needs at least "
+                      "3 (5 recommended), "
+                      "otherwise any curve fits and the model says nothing",
+                      where, parameters[p], distinct.size(), distinct.size() == 1 ? "" : "s"));
     }
   }
   return points;
 }
 
-Model single_result_to_model(const std::vector<std::string>& parameters, const SingleResult& result) {
+Model single_result_to_model(const std::vector<std::string>& parameters,
+                             const SingleResult& result) {
   Model model;
   model.parameters = parameters;
   model.constant = result.constant;
@@ -833,14 +886,17 @@ Model single_result_to_model(const std::vector<std::string>& parameters, const S
 
 absl::StatusOr<Model> fit_extrap(const std::vector<std::string>& parameters, const Series& series,
                                  const ExtrapOptions& options) {
-  absl::StatusOr<std::vector<detail::PointStats>> points = detail::prepare_points(parameters, series);
+  absl::StatusOr<std::vector<detail::PointStats>> points =
+      detail::prepare_points(parameters, series);
   if (!points.ok()) return points.status();
   std::vector<std::string> warnings;
   Model model;
   if (parameters.size() == 1) {
-    model = detail::single_result_to_model(parameters, detail::model_single(*points, 0, options, warnings));
+    model = detail::single_result_to_model(parameters,
+                                           detail::model_single(*points, 0, options, warnings));
   } else {
-    const detail::SingleModeler single = [&](const std::vector<detail::PointStats>& line, int parameter) {
+    const detail::SingleModeler single = [&](const std::vector<detail::PointStats>& line,
+                                             int parameter) {
       return detail::model_single(line, parameter, options, warnings);
     };
     model = detail::model_multi(parameters, *points, options, single, warnings);

@@ -23,7 +23,8 @@ Exponent Exponent::Fraction(int numerator, int denominator) {
   }
   Exponent e;
   e.value = static_cast<double>(numerator) / static_cast<double>(denominator);
-  e.text = denominator == 1 ? fmt::format("{}", numerator) : fmt::format("{}/{}", numerator, denominator);
+  e.text = denominator == 1 ? fmt::format("{}", numerator)
+                            : fmt::format("{}/{}", numerator, denominator);
   return e;
 }
 
@@ -63,17 +64,21 @@ enum class Style { kText, kPython, kCpp };
 // Keywords of Python and C++ and the names the expressions themselves use.
 bool reserved(std::string_view name) {
   static const std::set<std::string_view> kReserved = {
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-      "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-      "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
-      "try", "while", "with", "yield", "alignas", "alignof", "auto", "bool", "case", "catch",
-      "char", "const", "constexpr", "default", "delete", "do", "double", "enum", "explicit",
-      "extern", "float", "friend", "goto", "inline", "int", "long", "mutable", "namespace",
-      "new", "noexcept", "nullptr", "operator", "private", "protected", "public", "register",
-      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw",
-      "true", "false", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual",
-      "void", "volatile", "xor", "bitand", "bitor", "compl", "not_eq", "or_eq", "and_eq",
-      "xor_eq", "log2", "std", "pow", "math"};
+      "False",    "None",      "True",      "and",      "as",       "assert",   "async",
+      "await",    "break",     "class",     "continue", "def",      "del",      "elif",
+      "else",     "except",    "finally",   "for",      "from",     "global",   "if",
+      "import",   "in",        "is",        "lambda",   "nonlocal", "not",      "or",
+      "pass",     "raise",     "return",    "try",      "while",    "with",     "yield",
+      "alignas",  "alignof",   "auto",      "bool",     "case",     "catch",    "char",
+      "const",    "constexpr", "default",   "delete",   "do",       "double",   "enum",
+      "explicit", "extern",    "float",     "friend",   "goto",     "inline",   "int",
+      "long",     "mutable",   "namespace", "new",      "noexcept", "nullptr",  "operator",
+      "private",  "protected", "public",    "register", "short",    "signed",   "sizeof",
+      "static",   "struct",    "switch",    "template", "this",     "throw",    "true",
+      "false",    "typedef",   "typeid",    "typename", "union",    "unsigned", "using",
+      "virtual",  "void",      "volatile",  "xor",      "bitand",   "bitor",    "compl",
+      "not_eq",   "or_eq",     "and_eq",    "xor_eq",   "log2",     "std",      "pow",
+      "math"};
   return kReserved.count(name) > 0;
 }
 
@@ -115,9 +120,11 @@ std::string factor_string(const Factor& factor, const std::string& name, Style s
       if (!factor.log.is_zero()) append(fmt::format("log2({})**({})", name, factor.log.text));
       break;
     case Style::kCpp:
-      if (!factor.poly.is_zero()) append(fmt::format("std::pow({}, {})", name, detail::python_repr(factor.poly.value)));
+      if (!factor.poly.is_zero())
+        append(fmt::format("std::pow({}, {})", name, detail::python_repr(factor.poly.value)));
       if (!factor.log.is_zero()) {
-        append(fmt::format("std::pow(std::log2({}), {})", name, detail::python_repr(factor.log.value)));
+        append(fmt::format("std::pow(std::log2({}), {})", name,
+                           detail::python_repr(factor.log.value)));
       }
       break;
   }
@@ -143,13 +150,14 @@ std::string render(const Model& model, Style style) {
     if (term.coefficient != 1 || term.factors.empty()) text = detail::python_repr(term.coefficient);
     for (const Factor& factor : term.factors) {
       if (!text.empty()) text += mul;
-      text += factor_string(factor, parameter_name(model, factor.parameter, style, identifiers),
-                            style);
+      text +=
+          factor_string(factor, parameter_name(model, factor.parameter, style, identifiers), style);
     }
     append_term(text);
   }
   if (style != Style::kText) {
-    for (std::size_t at = out.find("+-"); at != std::string::npos; at = out.find("+-", at)) out.replace(at, 2, "-");
+    for (std::size_t at = out.find("+-"); at != std::string::npos; at = out.find("+-", at))
+      out.replace(at, 2, "-");
   }
   return out;
 }

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "scaling/extrap_internal.hpp"
 #include "fmt/format.h"
+#include "scaling/extrap_internal.hpp"
 
 namespace trainscope::scaling {
 
@@ -16,8 +16,8 @@ namespace {
 // Where a model must stay physical: per parameter, from the smallest measured
 // value to `factor` times the largest, log-spaced (scaling parameters grow
 // geometrically), plus every measured value.
-std::vector<std::vector<double>> check_grid(const std::vector<detail::PointStats>& points, std::size_t dims,
-                                            double factor) {
+std::vector<std::vector<double>> check_grid(const std::vector<detail::PointStats>& points,
+                                            std::size_t dims, double factor) {
   constexpr int kSteps = 24;
   std::vector<std::vector<double>> axes(dims);
   for (std::size_t p = 0; p < dims; ++p) {
@@ -57,14 +57,16 @@ absl::StatusOr<Modeler> parse_modeler(std::string_view name) {
   const std::string n = absl::AsciiStrToLower(std::string(name));
   if (n == "trainscope" || n == "default") return Modeler::kTrainscope;
   if (n == "extrap") return Modeler::kExtrap;
-  return absl::InvalidArgumentError(fmt::format("unknown modeler '{}': use trainscope or extrap", name));
+  return absl::InvalidArgumentError(
+      fmt::format("unknown modeler '{}': use trainscope or extrap", name));
 }
 
 absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
                           const ModelOptions& options) {
   if (options.modeler == Modeler::kExtrap) return fit_extrap(parameters, series, options.extrap);
 
-  absl::StatusOr<std::vector<detail::PointStats>> points = detail::prepare_points(parameters, series);
+  absl::StatusOr<std::vector<detail::PointStats>> points =
+      detail::prepare_points(parameters, series);
   if (!points.ok()) return points.status();
   ExtrapOptions base = options.extrap;
   base.allow_negative_exponents = base.allow_negative_exponents || options.negative_exponents;
@@ -72,7 +74,8 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
   bool all_positive = true;
   for (const auto& point : *points) all_positive = all_positive && point.value(base.measure) > 0;
   const bool check = options.reject_nonphysical && all_positive;
-  const std::vector<std::vector<double>> axes = check_grid(*points, parameters.size(), options.extrapolation_factor);
+  const std::vector<std::vector<double>> axes =
+      check_grid(*points, parameters.size(), options.extrapolation_factor);
 
   std::vector<std::string> warnings;
   auto single = [&](const std::vector<detail::PointStats>& line, int parameter) {
@@ -93,14 +96,16 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
     model = detail::single_result_to_model(parameters, single(*points, 0));
   } else {
     detail::ModelFilter accept;
-    if (check) accept = [&](const Model& candidate) { return positive_everywhere(candidate, axes); };
+    if (check)
+      accept = [&](const Model& candidate) { return positive_everywhere(candidate, axes); };
     model = detail::model_multi(parameters, *points, base, single, warnings, accept);
   }
   if (check && !positive_everywhere(model, axes)) {
-    warnings.push_back(fmt::format(
-        "the model predicts a value <= 0 between the measured points and {}x the largest; no physical "
-        "hypothesis fitted better",
-        options.extrapolation_factor));
+    warnings.push_back(
+        fmt::format("the model predicts a value <= 0 between the measured points and {}x the "
+                    "largest; no physical "
+                    "hypothesis fitted better",
+                    options.extrapolation_factor));
   }
   model.warnings = std::move(warnings);
   return model;

@@ -12,7 +12,9 @@
 
 namespace trainscope::scaling::detail {
 
-inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n'; }
+inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
+}
 
 // Without surrounding whitespace. (absl::StripAsciiWhitespace returns
 // absl::string_view, which Debian's Abseil does not alias to std::string_view.)
@@ -27,7 +29,8 @@ enum class NumberResult { kOk, kNotANumber, kNotFinite };
 // One decimal number, the whole token (a leading '+' allowed).
 inline NumberResult parse_number(std::string_view token, double* out) {
   std::string_view digits = token;
-  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-' && digits[1] != '+') digits.remove_prefix(1);
+  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-' && digits[1] != '+')
+    digits.remove_prefix(1);
   if (digits.empty()) return NumberResult::kNotANumber;
   double value = 0.0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);

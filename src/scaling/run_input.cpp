@@ -16,8 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
-#include "scaling/number_text.hpp"
 #include "fmt/format.h"
+#include "scaling/number_text.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
@@ -29,7 +29,8 @@ absl::StatusOr<RankAggregation> parse_rank_aggregation(std::string_view name) {
   if (n == "max") return RankAggregation::kMax;
   if (n == "min") return RankAggregation::kMin;
   if (n == "sum") return RankAggregation::kSum;
-  return absl::InvalidArgumentError(fmt::format("unknown rank aggregation '{}': use mean, max, min or sum", name));
+  return absl::InvalidArgumentError(
+      fmt::format("unknown rank aggregation '{}': use mean, max, min or sum", name));
 }
 
 namespace {
@@ -67,8 +68,10 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
     return absl::InvalidArgumentError("no run parameters selected: name at least one (e.g. \"p\")");
   }
   for (std::size_t i = 0; i < selection.parameters.size(); ++i) {
-    if (std::find(selection.parameters.begin(), selection.parameters.begin() + static_cast<std::ptrdiff_t>(i),
-                  selection.parameters[i]) != selection.parameters.begin() + static_cast<std::ptrdiff_t>(i)) {
+    if (std::find(selection.parameters.begin(),
+                  selection.parameters.begin() + static_cast<std::ptrdiff_t>(i),
+                  selection.parameters[i]) !=
+        selection.parameters.begin() + static_cast<std::ptrdiff_t>(i)) {
       return absl::InvalidArgumentError(
           fmt::format("parameter \"{}\" selected twice", selection.parameters[i]));
     }
@@ -85,18 +88,20 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
                                                  : "no region key selected");
   }
   if (std::find(std::begin(kStats), std::end(kStats), selection.stat) == std::end(kStats)) {
-    return absl::InvalidArgumentError(
-        fmt::format("unknown statistic \"{}\": expected mean, median, min, max, total, count, p95, p99, last "
-                    "(metrics) or rate (regions)",
-                    selection.stat));
+    return absl::InvalidArgumentError(fmt::format(
+        "unknown statistic \"{}\": expected mean, median, min, max, total, count, p95, p99, last "
+        "(metrics) or rate (regions)",
+        selection.stat));
   }
   if (selection.stat == "last" && !out.metric) {
     return absl::InvalidArgumentError(fmt::format(
-        "statistic \"last\" applies to metrics (\"metric:NAME\"), not to the region \"{}\"", out.name));
+        "statistic \"last\" applies to metrics (\"metric:NAME\"), not to the region \"{}\"",
+        out.name));
   }
   if (selection.stat == "rate" && out.metric) {
     return absl::InvalidArgumentError(fmt::format(
-        "statistic \"rate\" (count per second) applies to region keys, not to the metric \"{}\"", out.name));
+        "statistic \"rate\" (count per second) applies to region keys, not to the metric \"{}\"",
+        out.name));
   }
   if (selection.device == "cpu" || selection.device == "CPU") {
     out.device = Device::kCPU;
@@ -138,9 +143,11 @@ absl::StatusOr<std::vector<std::string>> find_runs(const std::vector<std::string
     std::vector<std::string> found;
     for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
       std::error_code type_error;
-      if (it->is_directory(type_error) && is_run_dir(it->path())) found.push_back(it->path().string());
+      if (it->is_directory(type_error) && is_run_dir(it->path()))
+        found.push_back(it->path().string());
     }
-    if (error) return absl::ErrnoToStatus(error.value(), fmt::format("{}: cannot list the directory", path));
+    if (error)
+      return absl::ErrnoToStatus(error.value(), fmt::format("{}: cannot list the directory", path));
     if (found.empty()) {
       return absl::NotFoundError(
           fmt::format("{}: not a run directory (no run.json) and no run directory in it", path));
@@ -233,28 +240,33 @@ absl::StatusOr<double> run_value(const RunReader& reader, const Selection& selec
           available.insert(m.key);
         }
       }
-      for (const auto& [rank, values] : by_rank) per_rank.push_back(statistic(values, selection.stat));
+      for (const auto& [rank, values] : by_rank)
+        per_rank.push_back(statistic(values, selection.stat));
     }
   }
   if (per_rank.empty()) {
     const std::string kind = selected.metric ? "metric" : "region";
     const std::string where =
-        selected.metric ? std::string() : fmt::format(" on {}", std::string(device_name(selected.device)));
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: no rank recorded the {} \"{}\"{} ({} {}s: {})", reader.dir(), kind, selected.name, where,
-        available.empty() ? "no" : "recorded", kind, available.empty() ? "none" : list_names(available)));
+        selected.metric ? std::string()
+                        : fmt::format(" on {}", std::string(device_name(selected.device)));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: no rank recorded the {} \"{}\"{} ({} {}s: {})", reader.dir(), kind,
+                    selected.name, where, available.empty() ? "no" : "recorded", kind,
+                    available.empty() ? "none" : list_names(available)));
   }
   const double value = aggregate(per_rank, selection.ranks) * selection.scale;
   if (!std::isfinite(value)) {
-    return absl::InvalidArgumentError(fmt::format("{}: the {} of \"{}\" is {} (not a finite measurement)",
-                                                  reader.dir(), selection.stat, selected.name, value));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: the {} of \"{}\" is {} (not a finite measurement)", reader.dir(),
+                    selection.stat, selected.name, value));
   }
   return value;
 }
 
 }  // namespace
 
-absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, const RunSelection& selection,
+absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
+                                         const RunSelection& selection,
                                          std::vector<std::string>* warnings) {
   absl::StatusOr<Selection> selected = check_selection(selection);
   if (!selected.ok()) return selected.status();
@@ -281,8 +293,9 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, 
       warn(info.status == RunStatus::kRunning
                ? fmt::format("{}: skipped: the run is still RUNNING", dir)
                : fmt::format("{}: skipped: the run {} (only finished runs are measurements)", dir,
-                             reader->crashed() ? std::string("crashed")
-                                               : "was " + std::string(run_status_name(info.status))));
+                             reader->crashed()
+                                 ? std::string("crashed")
+                                 : "was " + std::string(run_status_name(info.status))));
       continue;
     }
     std::vector<double> coordinate;
@@ -297,8 +310,8 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, 
       }
       double value;
       if (detail::parse_number(detail::trim(param->second), &value) != detail::NumberResult::kOk) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: param \"{}\" is \"{}\", not a finite number", dir, parameter, param->second));
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: param \"{}\" is \"{}\", not a finite number", dir, parameter, param->second));
       }
       coordinate.push_back(value);
     }
@@ -307,9 +320,9 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, 
     points[coordinate].push_back(*value);
   }
   if (points.empty()) {
-    return absl::FailedPreconditionError(
-        fmt::format("no finished run to measure ({} run{} skipped: still running, failed or killed)", skipped,
-                    skipped == 1 ? "" : "s"));
+    return absl::FailedPreconditionError(fmt::format(
+        "no finished run to measure ({} run{} skipped: still running, failed or killed)", skipped,
+        skipped == 1 ? "" : "s"));
   }
 
   MeasurementSet set;
@@ -317,7 +330,8 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, 
   Series series;
   series.callpath = selected->name;
   series.metric = selection.stat;
-  for (auto& [coordinate, values] : points) series.points.push_back(Point{coordinate, std::move(values)});
+  for (auto& [coordinate, values] : points)
+    series.points.push_back(Point{coordinate, std::move(values)});
   set.series.push_back(std::move(series));
   return set;
 }

@@ -7,7 +7,8 @@
 
 namespace trainscope::scaling::detail {
 
-SvdLeastSquares::SvdLeastSquares(const std::vector<double>& a, std::size_t rows, std::size_t cols, double rcond)
+SvdLeastSquares::SvdLeastSquares(const std::vector<double>& a, std::size_t rows, std::size_t cols,
+                                 double rcond)
     : rows_(rows), cols_(cols) {
   // Column-major working copy U (rows x cols) and V (cols x cols) = I.
   std::vector<double> u(rows * cols);

@@ -19,7 +19,8 @@ class SvdLeastSquares {
  public:
   // a: rows x cols, row-major. rcond == 0: numpy's default (rcond=None);
   // rcond < 0: machine epsilon (numpy's rcond=-1).
-  SvdLeastSquares(const std::vector<double>& a, std::size_t rows, std::size_t cols, double rcond = 0.0);
+  SvdLeastSquares(const std::vector<double>& a, std::size_t rows, std::size_t cols,
+                  double rcond = 0.0);
 
   std::size_t rank() const noexcept { return rank_; }
   std::vector<double> solve(absl::Span<const double> b) const;  // b: rows entries
@@ -38,8 +39,9 @@ struct LeastSquares {
 };
 
 // One right-hand side.
-inline LeastSquares solve_least_squares(const std::vector<double>& a, std::size_t rows, std::size_t cols,
-                                        const std::vector<double>& b, double rcond = 0.0) {
+inline LeastSquares solve_least_squares(const std::vector<double>& a, std::size_t rows,
+                                        std::size_t cols, const std::vector<double>& b,
+                                        double rcond = 0.0) {
   const SvdLeastSquares svd(a, rows, cols, rcond);
   return {svd.solve(b), svd.rank()};
 }

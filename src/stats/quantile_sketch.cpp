@@ -16,14 +16,16 @@ double index_for(double v, double log_gamma) { return std::ceil(std::log(v) / lo
 
 // The bucket of the largest positive int64: no add() goes past it.
 int max_index(double log_gamma) {
-  return static_cast<int>(index_for(static_cast<double>(std::numeric_limits<std::int64_t>::max()), log_gamma));
+  return static_cast<int>(
+      index_for(static_cast<double>(std::numeric_limits<std::int64_t>::max()), log_gamma));
 }
 
 // Grows `counts` (whose first element is bucket `*offset`) so that it covers
 // buckets [lo, hi]. Adds half the new span as slack on the growing side to
 // keep growth amortized, but never past [0, max_index]: no positive int64
 // maps outside it, which bounds memory at ~17 KiB for alpha = 1%.
-void cover_buckets(int lo, int hi, double log_gamma, int* offset, std::vector<std::uint64_t>* counts) {
+void cover_buckets(int lo, int hi, double log_gamma, int* offset,
+                   std::vector<std::uint64_t>* counts) {
   const int old_lo = *offset;
   const int old_hi = *offset + static_cast<int>(counts->size()) - 1;
   if (!counts->empty() && lo >= old_lo && hi <= old_hi) return;
@@ -64,7 +66,9 @@ QuantileSketch::QuantileSketch(double relative_accuracy) : alpha_(relative_accur
   }
 }
 
-int QuantileSketch::bucket_index(double v) const { return static_cast<int>(index_for(v, log_gamma_)); }
+int QuantileSketch::bucket_index(double v) const {
+  return static_cast<int>(index_for(v, log_gamma_));
+}
 
 // The point whose relative distance to both bucket ends is alpha.
 double QuantileSketch::bucket_value(int index) const {
@@ -88,14 +92,17 @@ void QuantileSketch::merge(const QuantileSketch& other) {
     throw std::invalid_argument("QuantileSketch::merge: sketches differ in relative accuracy");
   }
   const auto& theirs = other.counts_;
-  const auto first = std::find_if(theirs.begin(), theirs.end(), [](std::uint64_t c) { return c != 0; });
+  const auto first =
+      std::find_if(theirs.begin(), theirs.end(), [](std::uint64_t c) { return c != 0; });
   if (first != theirs.end()) {
-    const auto last = std::find_if(theirs.rbegin(), theirs.rend(), [](std::uint64_t c) { return c != 0; });
+    const auto last =
+        std::find_if(theirs.rbegin(), theirs.rend(), [](std::uint64_t c) { return c != 0; });
     const int lo = other.offset_ + static_cast<int>(first - theirs.begin());
     const int hi = other.offset_ + static_cast<int>(theirs.rend() - last) - 1;
     cover_buckets(lo, hi, log_gamma_, &offset_, &counts_);
     for (int i = lo; i <= hi; ++i) {
-      counts_[static_cast<std::size_t>(i - offset_)] += theirs[static_cast<std::size_t>(i - other.offset_)];
+      counts_[static_cast<std::size_t>(i - offset_)] +=
+          theirs[static_cast<std::size_t>(i - other.offset_)];
     }
   }
   count_ += other.count_;
@@ -121,7 +128,8 @@ double QuantileSketch::value_at_rank(std::uint64_t rank) const {
 }
 
 double QuantileSketch::quantile(double q) const {
-  if (!(q >= 0.0 && q <= 1.0)) throw std::invalid_argument("QuantileSketch::quantile: q must lie in [0, 1]");
+  if (!(q >= 0.0 && q <= 1.0))
+    throw std::invalid_argument("QuantileSketch::quantile: q must lie in [0, 1]");
   if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
   const double h = q * static_cast<double>(count_ - 1);
   const double lo_rank = std::floor(h);

@@ -16,10 +16,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "fmt/format.h"
 #include "common/csv.hpp"
-#include "stats/stats_fields.hpp"
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "stats/stats_fields.hpp"
 
 namespace trainscope {
 
@@ -252,7 +252,6 @@ std::string format_table(const Summary& summary) {
 // ---------------------------------------------------------------------------
 // JSON and CSV share the field list and order.
 
-
 nlohmann::ordered_json json_number(double v) {
   // JSON has no NaN or infinity.
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
@@ -265,7 +264,8 @@ std::string format_json(const Summary& summary) {
     entry["key"] = e.key;
     entry["device"] = std::string(device_name(e.device));
     entry["count"] = e.stats.count;
-    for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields) entry[f.name] = json_number(e.stats.*f.member);
+    for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields)
+      entry[f.name] = json_number(e.stats.*f.member);
     entry["warmup_excluded"] = e.stats.warmup_excluded;
     entry["approximate"] = e.stats.approximate;
     entries.push_back(std::move(entry));
@@ -285,7 +285,8 @@ std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::f
 
 std::string format_csv(const Summary& summary) {
   std::string out = "key,device,count";
-  for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields) fmt::format_to(std::back_inserter(out), ",{}", f.name);
+  for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields)
+    fmt::format_to(std::back_inserter(out), ",{}", f.name);
   out.append(",warmup_excluded,approximate\n");
   for (const SummaryEntry& e : summary.entries) {
     auto it = std::back_inserter(out);
@@ -352,6 +353,5 @@ std::string format_duration(double seconds) {
   const char* sign = seconds < 0 ? "-" : "";
   return fmt::format("{}{} {}", sign, format_in_unit(magnitude, u), kUnits[u].suffix);
 }
-
 
 }  // namespace trainscope

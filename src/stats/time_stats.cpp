@@ -80,7 +80,8 @@ void fill_order_statistics(std::size_t n, const ValueAt& value_at, double scale,
     const double h = q * static_cast<double>(n - 1);
     const double lo_rank = std::floor(h);
     double value = value_at(static_cast<std::size_t>(lo_rank));
-    if (h > lo_rank) value += (h - lo_rank) * (value_at(static_cast<std::size_t>(lo_rank) + 1) - value);
+    if (h > lo_rank)
+      value += (h - lo_rank) * (value_at(static_cast<std::size_t>(lo_rank) + 1) - value);
     stats->*field = value / scale;
   }
   const std::uint64_t k = median_ci_lower_rank(n);
@@ -142,8 +143,8 @@ struct WantedBucket {
   std::size_t end_rank;
 };
 
-std::vector<WantedBucket> find_wanted_buckets(const std::vector<std::size_t>& counts, const std::size_t* ranks,
-                                              std::size_t num_ranks) {
+std::vector<WantedBucket> find_wanted_buckets(const std::vector<std::size_t>& counts,
+                                              const std::size_t* ranks, std::size_t num_ranks) {
   std::vector<WantedBucket> wanted;
   std::size_t start = 0;
   std::size_t r = 0;
@@ -169,7 +170,8 @@ constexpr std::uint16_t kNotGathered = 0xffff;
 // moved to a position the scan has yet to reach. `slot_of` maps an element to
 // its index in `gathered`, or kNotGathered.
 template <typename T, typename SlotFn>
-void gather_buckets(T* data, std::size_t n, const std::vector<WantedBucket>& gathered, const SlotFn& slot_of) {
+void gather_buckets(T* data, std::size_t n, const std::vector<WantedBucket>& gathered,
+                    const SlotFn& slot_of) {
   std::vector<std::size_t> filled;  // end of each bucket's in-place prefix
   for (const WantedBucket& w : gathered) filled.push_back(w.begin);
   for (std::size_t i = 0; i < n; ++i) {
@@ -185,7 +187,8 @@ void gather_buckets(T* data, std::size_t n, const std::vector<WantedBucket>& gat
 }
 
 template <typename T, typename BucketFn>
-std::vector<std::size_t> histogram(const T* data, std::size_t n, std::size_t num_buckets, const BucketFn& bucket) {
+std::vector<std::size_t> histogram(const T* data, std::size_t n, std::size_t num_buckets,
+                                   const BucketFn& bucket) {
   std::vector<std::size_t> counts(num_buckets);
   std::size_t* const count = counts.data();  // a local the stores cannot alias
   for (std::size_t i = 0; i < n; ++i) ++count[bucket(data[i])];
@@ -207,8 +210,8 @@ std::pair<std::uint64_t, std::uint64_t> key_range(const T* data, std::size_t n, 
 // reordering data. `ranks` are sorted, unique and < n; `lo` and `hi` are the
 // smallest and largest key in data.
 template <typename T, typename Key>
-void select_ranks(T* data, std::size_t n, const std::size_t* ranks, std::size_t num_ranks, std::uint64_t lo,
-                  std::uint64_t hi, const Key& key, T* out) {
+void select_ranks(T* data, std::size_t n, const std::size_t* ranks, std::size_t num_ranks,
+                  std::uint64_t lo, std::uint64_t hi, const Key& key, T* out) {
   if (lo == hi) {
     std::fill(out, out + num_ranks, key.value(lo));
     return;
@@ -240,7 +243,8 @@ void select_ranks(T* data, std::size_t n, const std::size_t* ranks, std::size_t 
   std::vector<std::size_t> local_ranks;
   for (const WantedBucket& w : gathered) {
     local_ranks.clear();
-    for (std::size_t j = w.first_rank; j < w.end_rank; ++j) local_ranks.push_back(ranks[j] - w.begin);
+    for (std::size_t j = w.first_rank; j < w.end_rank; ++j)
+      local_ranks.push_back(ranks[j] - w.begin);
     T* const region = data + w.begin;
     const std::size_t size = w.end - w.begin;
     const auto [region_lo, region_hi] = key_range(region, size, key);
@@ -285,10 +289,12 @@ class RankedValues {
  public:
   RankedValues(std::vector<T>* data, std::uint64_t max_key, const Key& key)
       : ranks_(needed_ranks(data->size())), values_(ranks_.size()) {
-    select_ranks(data->data(), data->size(), ranks_.data(), ranks_.size(), 0, max_key, key, values_.data());
+    select_ranks(data->data(), data->size(), ranks_.data(), ranks_.size(), 0, max_key, key,
+                 values_.data());
   }
   double operator()(std::size_t rank) const {
-    return static_cast<double>(values_[std::lower_bound(ranks_.begin(), ranks_.end(), rank) - ranks_.begin()]);
+    return static_cast<double>(
+        values_[std::lower_bound(ranks_.begin(), ranks_.end(), rank) - ranks_.begin()]);
   }
 
  private:
@@ -328,8 +334,8 @@ void fill_moments_from_seconds(const std::vector<double>& seconds, TimeStats* st
 }  // namespace
 
 std::string TimeStats::to_string() const {
-  return fmt::format("min: {:.5f} mean: {:.5f} median: {:.5f} max: {:.5f} stdev: {:.5f}", min, mean, median, max,
-                     stdev);
+  return fmt::format("min: {:.5f} mean: {:.5f} median: {:.5f} max: {:.5f} stdev: {:.5f}", min, mean,
+                     median, max, stdev);
 }
 
 TimeStats compute_time_stats(const std::vector<double>& seconds) {
@@ -339,8 +345,9 @@ TimeStats compute_time_stats(const std::vector<double>& seconds) {
   if (n == 0) return stats;
   fill_moments_from_seconds(seconds, &stats);
 
-  const auto [lowest, highest] = std::minmax_element(
-      seconds.begin(), seconds.end(), [](double a, double b) { return ordered_bits(a) < ordered_bits(b); });
+  const auto [lowest, highest] =
+      std::minmax_element(seconds.begin(), seconds.end(),
+                          [](double a, double b) { return ordered_bits(a) < ordered_bits(b); });
   stats.min = *lowest;
   stats.max = *highest;
   std::vector<double> data = seconds;
@@ -378,8 +385,8 @@ SplitSum split_sum(__int128 sum, std::uint64_t n) {
 double Moments::mean_ns() const noexcept {
   if (count == 0) return TimeStats::kNaN;
   const SplitSum split = split_sum(sum, count);
-  const long double magnitude =
-      static_cast<long double>(split.q) + static_cast<long double>(split.r) / static_cast<long double>(count);
+  const long double magnitude = static_cast<long double>(split.q) +
+                                static_cast<long double>(split.r) / static_cast<long double>(count);
   return static_cast<double>(sum < 0 ? -magnitude : magnitude);
 }
 
@@ -421,7 +428,9 @@ TimeStats stats_from_sketch(const Moments& moments, const QuantileSketch& sketch
   // which the true order statistics never do.
   const double lowest = static_cast<double>(moments.min);
   const double highest = static_cast<double>(moments.max);
-  const auto value_at = [&](std::size_t rank) { return std::clamp(sketch.value_at_rank(rank), lowest, highest); };
+  const auto value_at = [&](std::size_t rank) {
+    return std::clamp(sketch.value_at_rank(rank), lowest, highest);
+  };
   fill_order_statistics(sketch.count(), value_at, kNsPerSecond, &stats);
   return stats;
 }

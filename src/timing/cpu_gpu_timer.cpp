@@ -1,5 +1,5 @@
-#include "common/files.hpp"
 #include "trainscope/timing/cpu_gpu_timer.hpp"
+#include "common/files.hpp"
 
 #include <atomic>
 #include <utility>
@@ -18,9 +18,10 @@ void warn_cpu_only(const GpuEventSource& source) {
 }
 
 absl::Status gpu_error(Key key, const char* what, const absl::Status& cause) {
-  return absl::Status(cause.code(),
-                      fmt::format("GPU {} failed for timing region type {}: {}; the timer is unchanged",
-                                  what, key.name(), std::string(cause.message())));
+  return absl::Status(
+      cause.code(),
+      fmt::format("GPU {} failed for timing region type {}: {}; the timer is unchanged", what,
+                  key.name(), std::string(cause.message())));
 }
 
 }  // namespace
@@ -253,8 +254,7 @@ void CPUGPUTimer::export_summary(RegionSink& sink) { sink.submit_summary(summary
 
 std::size_t CPUGPUTimer::memory_bytes() const noexcept {
   std::size_t bytes = sizeof(*this) - sizeof(core_) + core_.memory_bytes() +
-                      pending_.capacity() * sizeof(Pending) +
-                      pools_.capacity() * sizeof(pools_[0]);
+                      pending_.capacity() * sizeof(Pending) + pools_.capacity() * sizeof(pools_[0]);
   for (const auto& pool : pools_) bytes += pool.capacity() * sizeof(GpuEventSource::Event);
   return bytes;
 }

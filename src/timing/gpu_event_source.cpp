@@ -39,8 +39,8 @@ absl::Status cuda_status(cudaError_t error, const char* call) {
   if (error == cudaSuccess) return absl::OkStatus();
   const absl::StatusCode code =
       error == cudaErrorNotReady ? absl::StatusCode::kUnavailable : absl::StatusCode::kInternal;
-  return absl::Status(code, fmt::format("{}: {} ({})", call, cudaGetErrorName(error),
-                                        cudaGetErrorString(error)));
+  return absl::Status(
+      code, fmt::format("{}: {} ({})", call, cudaGetErrorName(error), cudaGetErrorString(error)));
 }
 
 class CudaEventSource final : public GpuEventSource {
@@ -55,8 +55,8 @@ class CudaEventSource final : public GpuEventSource {
   absl::Status create_event(Event* out) override {
     cudaEvent_t event = nullptr;
     // Default flags: timing enabled, no blocking-sync (cudaEventSynchronize spins briefly).
-    absl::Status status = cuda_status(cudaEventCreateWithFlags(&event, cudaEventDefault),
-                                      "cudaEventCreateWithFlags");
+    absl::Status status =
+        cuda_status(cudaEventCreateWithFlags(&event, cudaEventDefault), "cudaEventCreateWithFlags");
     *out = event;
     return status;
   }
@@ -76,7 +76,8 @@ class CudaEventSource final : public GpuEventSource {
   }
   absl::Status synchronize(Event event) override {
     waits_.fetch_add(1, std::memory_order_relaxed);
-    return cuda_status(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+    return cuda_status(cudaEventSynchronize(static_cast<cudaEvent_t>(event)),
+                       "cudaEventSynchronize");
   }
   absl::Status elapsed_ns(Event start, Event end, std::int64_t* out) override {
     float ms = 0.0f;

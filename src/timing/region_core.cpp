@@ -9,9 +9,10 @@ namespace trainscope::detail {
 
 absl::Status all_key_error(Key key, const char* operation) {
   (void)key;
-  return absl::InvalidArgumentError(fmt::format(
-      "Cannot use TimeType.ALL in {}(): ALL names every key and is only valid where keys are listed",
-      operation));
+  return absl::InvalidArgumentError(
+      fmt::format("Cannot use TimeType.ALL in {}(): ALL names every key and is only valid where "
+                  "keys are listed",
+                  operation));
 }
 
 absl::Status unknown_key_error(Key key) {

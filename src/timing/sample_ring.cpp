@@ -62,8 +62,7 @@ SampleRing::SampleRing(Options options)
       high_water_(capacity_ / 2),
       chunk_bytes_(kHeaderBytes + static_cast<std::size_t>(capacity_) * sizeof(Slot)),
       max_pending_bytes_(options.max_pending_bytes),
-      bytes_in_use_(options.bytes_in_use != nullptr ? options.bytes_in_use
-                                                    : &process_ring_bytes()),
+      bytes_in_use_(options.bytes_in_use != nullptr ? options.bytes_in_use : &process_ring_bytes()),
       waker_(std::move(options.waker)) {
   static_assert(sizeof(Chunk) <= kHeaderBytes);
   static_assert(kHeaderBytes % alignof(Slot) == 0);

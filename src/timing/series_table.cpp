@@ -11,8 +11,8 @@ SampleSeries& SeriesTable::create(KeyId id) {
 }
 
 std::size_t SeriesTable::memory_bytes() const noexcept {
-  std::size_t bytes = sizeof(*this) + by_id_.capacity() * sizeof(by_id_[0]) +
-                      order_.capacity() * sizeof(KeyId);
+  std::size_t bytes =
+      sizeof(*this) + by_id_.capacity() * sizeof(by_id_[0]) + order_.capacity() * sizeof(KeyId);
   for (const auto& series : by_id_) {
     if (series != nullptr) bytes += series->memory_bytes();
   }

@@ -67,7 +67,8 @@ GpuEventSource::QueryResult SimulatedEventSource::query(Event event) noexcept {
 absl::Status SimulatedEventSource::synchronize(Event event) {
   ++syncs_;
   SimEvent* e = find(event);
-  if (e == nullptr || !e->recorded) return absl::InvalidArgumentError("synchronize on an unknown event");
+  if (e == nullptr || !e->recorded)
+    return absl::InvalidArgumentError("synchronize on an unknown event");
   now_ns_ = std::max(now_ns_, e->gpu_time_ns + completion_delay_ns_);
   return absl::OkStatus();
 }
@@ -75,8 +76,10 @@ absl::Status SimulatedEventSource::synchronize(Event event) {
 absl::Status SimulatedEventSource::elapsed_ns(Event start, Event end, std::int64_t* out) {
   SimEvent* s = find(start);
   SimEvent* e = find(end);
-  if (s == nullptr || e == nullptr) return absl::InvalidArgumentError("elapsed of an unknown event");
-  if (now_ns_ < s->gpu_time_ns + completion_delay_ns_ || now_ns_ < e->gpu_time_ns + completion_delay_ns_) {
+  if (s == nullptr || e == nullptr)
+    return absl::InvalidArgumentError("elapsed of an unknown event");
+  if (now_ns_ < s->gpu_time_ns + completion_delay_ns_ ||
+      now_ns_ < e->gpu_time_ns + completion_delay_ns_) {
     return absl::UnavailableError("simulated events not complete");
   }
   *out = e->gpu_time_ns - s->gpu_time_ns;

@@ -11,8 +11,8 @@
 namespace trainscope {
 namespace {
 
-constexpr std::string_view kBuiltinNames[] = {"", "EPOCH", "BATCH", "FORWARD", "BACKWARD",
-                                              "COMM", "IO", "OTHER", "ALL"};
+constexpr std::string_view kBuiltinNames[] = {"",     "EPOCH", "BATCH", "FORWARD", "BACKWARD",
+                                              "COMM", "IO",    "OTHER", "ALL"};
 constexpr KeyId kBuiltinCount = static_cast<KeyId>(TimeType::ALL);
 
 // Process-wide: the same name must give the same id in every timer, so that
@@ -55,8 +55,8 @@ class KeyRegistry {
   // std::shared_mutex rather than absl::Mutex: distribution builds of Abseil
   // are not TSan-instrumented, and the threading tests must run under TSan.
   std::shared_mutex mu_;
-  std::deque<std::string> names_;                       // guarded by mu_
-  absl::flat_hash_map<std::string_view, KeyId> ids_;    // guarded by mu_
+  std::deque<std::string> names_;                     // guarded by mu_
+  absl::flat_hash_map<std::string_view, KeyId> ids_;  // guarded by mu_
   std::atomic<KeyId> count_{0};
 };
 

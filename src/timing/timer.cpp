@@ -1,9 +1,7 @@
-#include "common/files.hpp"
 #include "trainscope/timing/timer.hpp"
-
+#include "common/files.hpp"
 
 namespace trainscope {
-
 
 absl::Status Timer::try_get_time(Key key, std::vector<double>* out) const {
   return core_.samples_seconds(key, Device::kCPU, out);
@@ -20,6 +18,5 @@ absl::Status Timer::try_save_all_time_stats(std::string_view path) const {
   if (!format.ok()) return format.status();
   return detail::write_new_file(path, format_all_time_stats(*format));
 }
-
 
 }  // namespace trainscope

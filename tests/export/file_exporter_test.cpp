@@ -1,5 +1,5 @@
-#include "common/files.hpp"
 #include "trainscope/export/file_exporter.hpp"
+#include "common/files.hpp"
 
 #include <sys/stat.h>
 
@@ -34,8 +34,6 @@ bool exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
-
-
 
 Summary epoch_summary(double median) {
   TimeStats stats;

@@ -21,7 +21,6 @@ using ::trainscope::testing::read_file;
 
 using nlohmann::json;
 
-
 // The trace goes to a fresh directory per test.
 class PerfettoExporterTest : public ::testing::Test {
  protected:

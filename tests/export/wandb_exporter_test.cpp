@@ -66,11 +66,20 @@ std::vector<std::string> reassemble(const std::vector<Chunk>& chunks) {
   std::string partial;
   for (const Chunk& c : chunks) {
     switch (c.type) {
-      case wandb_detail::kFull: records.push_back(c.payload); break;
-      case wandb_detail::kFirst: partial = c.payload; break;
-      case wandb_detail::kMiddle: partial += c.payload; break;
-      case wandb_detail::kLast: records.push_back(partial + c.payload); break;
-      default: ADD_FAILURE() << "chunk type " << int{c.type};
+      case wandb_detail::kFull:
+        records.push_back(c.payload);
+        break;
+      case wandb_detail::kFirst:
+        partial = c.payload;
+        break;
+      case wandb_detail::kMiddle:
+        partial += c.payload;
+        break;
+      case wandb_detail::kLast:
+        records.push_back(partial + c.payload);
+        break;
+      default:
+        ADD_FAILURE() << "chunk type " << int{c.type};
     }
   }
   return records;
@@ -227,9 +236,9 @@ TEST_F(WandbExporterTest, WritesRecordSequenceOfAnOfflineRun) {
   info.start_time_ms = 1700000000000;
   info.params = {{"lr", "0.1"}};
   ASSERT_TRUE((*exporter)->write_run_info(info).ok());
-  const std::vector<MetricPoint> metrics = {
-      {"loss", 1.0, 0, 1700000001000, 0}, {"acc", 0.5, 0, 1700000001000, 0},
-      {"loss", 0.5, 1, 1700000002000, 0}};
+  const std::vector<MetricPoint> metrics = {{"loss", 1.0, 0, 1700000001000, 0},
+                                            {"acc", 0.5, 0, 1700000001000, 0},
+                                            {"loss", 0.5, 1, 1700000002000, 0}};
   ASSERT_TRUE((*exporter)->write_metrics(metrics).ok());
   Summary summary;
   summary.entries.push_back({"BATCH", Device::kCPU, {}});

@@ -14,17 +14,18 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "support/recording_exporter.hpp"
 #include "support/simulated_nvml.hpp"
 #include "support/warnings.hpp"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/hardware/sampler.hpp"
 
 namespace trainscope::dcgm {
 namespace {
 
+using nvml::Device;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -33,7 +34,6 @@ using ::testing::IsEmpty;
 using ::testing::Key;
 using ::testing::Not;
 using ::testing::SizeIs;
-using nvml::Device;
 
 using nvml::SimulatedNvml;
 
@@ -297,10 +297,10 @@ TEST_F(DcgmSourceTest, NoHostEngineAndNoEmbeddedEngineFailsOpenNamingBoth) {
   fake().fail("dcgmStartEmbedded", abi::kInitError);
   SamplerRun run(make());
   ASSERT_THAT(warnings_.messages(), SizeIs(1));
-  EXPECT_THAT(warnings_.messages()[0],
-              AllOf(HasSubstr("no nv-hostengine at 127.0.0.1"),
-                    HasSubstr("DCGM_ST_CONNECTION_NOT_VALID"), HasSubstr("dcgmStartEmbedded"),
-                    HasSubstr("DCGM_ST_INIT_ERROR")));
+  EXPECT_THAT(
+      warnings_.messages()[0],
+      AllOf(HasSubstr("no nv-hostengine at 127.0.0.1"), HasSubstr("DCGM_ST_CONNECTION_NOT_VALID"),
+            HasSubstr("dcgmStartEmbedded"), HasSubstr("DCGM_ST_INIT_ERROR")));
   EXPECT_EQ(fake().open_objects(), 0);  // dcgmShutdown ran at the failed open
   EXPECT_EQ(fake().calls("dcgmShutdown"), 1);
 }

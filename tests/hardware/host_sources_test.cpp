@@ -118,10 +118,10 @@ TEST(HostParsers, NetDev) {
 
 TEST(HostParsers, PidStatWithAnAwkwardCommandName) {
   ProcStat s;
-  ASSERT_TRUE(parse_pid_stat(
-      "4242 (py (worker) 1) S 4000 4242 4000 0 -1 4194560 500 0 0 0 "
-      "150 50 7 3 20 0 4 0 12345 1000000 2560 18446744073709551615 1 1 0 0 0\n",
-      &s));
+  ASSERT_TRUE(
+      parse_pid_stat("4242 (py (worker) 1) S 4000 4242 4000 0 -1 4194560 500 0 0 0 "
+                     "150 50 7 3 20 0 4 0 12345 1000000 2560 18446744073709551615 1 1 0 0 0\n",
+                     &s));
   EXPECT_EQ(s.ppid, 4000);
   EXPECT_EQ(s.cpu_ticks, 210u);  // utime + stime + cutime + cstime
   EXPECT_EQ(s.rss_pages, 2560u);

@@ -32,7 +32,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-
 // Emits one reading per tick, so the test can count what reached the disk.
 class FakeSource final : public HardwareSource {
  public:
@@ -83,7 +82,8 @@ class LaunchTest : public trainscope::testing::RunDirTest {
 std::string launcher_status(const std::string& run_dir) {
   absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
   if (!reader.ok()) return reader.status().ToString();
-  if (reader->launchers().size() != 1) return "launchers: " + std::to_string(reader->launchers().size());
+  if (reader->launchers().size() != 1)
+    return "launchers: " + std::to_string(reader->launchers().size());
   return std::string(run_status_name(reader->launchers()[0].status));
 }
 
@@ -199,7 +199,8 @@ TEST_F(LaunchTest, CancelMidRunEndsKilledWithEverythingOnDisk) {
   EXPECT_EQ(launcher_status(result.run_dir), "KILLED");
   EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), "started\n");
   // Hardware readings are the host's (format 2), with no rank: the launcher is none.
-  const fs::path host_file = fs::path(result.run_dir) / detail::host_metrics_file_name(detail::this_host());
+  const fs::path host_file =
+      fs::path(result.run_dir) / detail::host_metrics_file_name(detail::this_host());
   EXPECT_THAT(read_file(host_file), HasSubstr("test/fake,1,"));
   EXPECT_THAT(read_file(host_file), HasSubstr(",\n"));
 }

@@ -29,7 +29,7 @@ constexpr auto kFlushInterval = absl::Milliseconds(100);
 
 // What the child reports after each metric it logged.
 struct Logged {
-  std::int64_t count;   // metrics logged so far
+  std::int64_t count;     // metrics logged so far
   std::int64_t after_ms;  // Unix ms once log_metric returned
 };
 

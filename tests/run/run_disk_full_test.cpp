@@ -24,8 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMetrics = 2000;     // ~50 KiB of CSV
-constexpr rlim_t kLimit = 16384;   // bytes per file while the "disk is full"
+constexpr int kMetrics = 2000;    // ~50 KiB of CSV
+constexpr rlim_t kLimit = 16384;  // bytes per file while the "disk is full"
 
 // Exit codes: 0 ok, 10+ setup failures, 20 no warning, 21 too many warnings.
 [[noreturn]] void child_main(const std::string& dir) {

@@ -17,10 +17,22 @@ using ::testing::HasSubstr;
 class RunKeysTest : public RunDirTest {};
 
 const std::vector<std::string>& sample_keys() {
-  static const std::vector<std::string> keys = {
-      "loss", "train/CPU/EPOCH", "a b:c-d.e_f", "lr", std::string(250, 'k'), std::string(251, 'k'),
-      "", "a//b", "/abs", "trailing/", "./x", "a/../b", "..", "semi;colon", "tab\there",
-      "caf\xc3\xa9"};
+  static const std::vector<std::string> keys = {"loss",
+                                                "train/CPU/EPOCH",
+                                                "a b:c-d.e_f",
+                                                "lr",
+                                                std::string(250, 'k'),
+                                                std::string(251, 'k'),
+                                                "",
+                                                "a//b",
+                                                "/abs",
+                                                "trailing/",
+                                                "./x",
+                                                "a/../b",
+                                                "..",
+                                                "semi;colon",
+                                                "tab\there",
+                                                "caf\xc3\xa9"};
   return keys;
 }
 
@@ -47,7 +59,8 @@ TEST_F(RunKeysTest, RunAcceptsExactlyWhatTheSyncerAccepts) {
 TEST_F(RunKeysTest, ValuesOverMlflowLimitsAreRefusedNamingTheKey) {
   RunPtr run = start(options());
   ASSERT_NE(run, nullptr);
-  const absl::Status param = run->log_param("p", std::string(mlflow::kMaxParamValueLength + 1, 'x'));
+  const absl::Status param =
+      run->log_param("p", std::string(mlflow::kMaxParamValueLength + 1, 'x'));
   EXPECT_EQ(param.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(param.message()), HasSubstr("\"p\""));
   EXPECT_TRUE(run->log_param("q", std::string(mlflow::kMaxParamValueLength, 'x')).ok());

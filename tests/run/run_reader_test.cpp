@@ -216,7 +216,6 @@ TEST_F(RunReaderTest, SummaryAndArtifacts) {
   EXPECT_THAT(message(reader.read_summary(0).status()), HasSubstr("has_gpu_section"));
 }
 
-
 // Format 2: launchers are not ranks, hardware readings are per host, and the
 // run's status combines both; version 1 rank files (no launcher) still read.
 TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
@@ -238,8 +237,9 @@ TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
   launcher.state.exit_code = 0;
   launcher.state.end_time_ms = 9;
   write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
-  write(detail::host_metrics_file_name("b"),
-        std::string(kMetricsHeader) + "system/cpu.util_pct,50,0,10,\nsystem/proc.rss_mb,8,0,10,1\n");
+  write(
+      detail::host_metrics_file_name("b"),
+      std::string(kMetricsHeader) + "system/cpu.util_pct,50,0,10,\nsystem/proc.rss_mb,8,0,10,1\n");
 
   RunReader reader = open_run(dir_.string());
   EXPECT_EQ(reader.world_size(), 4u);

@@ -280,8 +280,8 @@ TEST_F(RunTest, UnusableRootIsAClearError) {
 }
 
 TEST_F(RunTest, StatusStrings) {
-  for (RunStatus s : {RunStatus::kRunning, RunStatus::kFinished, RunStatus::kFailed,
-                      RunStatus::kKilled}) {
+  for (RunStatus s :
+       {RunStatus::kRunning, RunStatus::kFinished, RunStatus::kFailed, RunStatus::kKilled}) {
     absl::StatusOr<RunStatus> parsed = parse_run_status(run_status_name(s));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, s);

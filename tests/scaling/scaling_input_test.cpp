@@ -144,42 +144,53 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"PARAMETER p\nPOINTS 1 2\nMETRIC t\nDATA 1 abc 3\n",
                  "in.txt:4: DATA: \"abc\" is not a number"},
         BadInput{"PARAMETER p\nPOINTS 1 2\nDATA 1,5\n", "in.txt:3: DATA: \"1,5\" is not a number"},
-        BadInput{"PARAMETER p\nPOINTS 1 2\nDATA 1 inf\n", "in.txt:3: DATA: \"inf\" is not a finite number"},
-        BadInput{"PARAMETER p\nPOINTS 1 2\nDATA nan\n", "in.txt:3: DATA: \"nan\" is not a finite number"},
-        BadInput{"PARAMETER p\nPOINTS 1 2\nDATA 1e999\n", "in.txt:3: DATA: \"1e999\" is not a finite number"},
+        BadInput{"PARAMETER p\nPOINTS 1 2\nDATA 1 inf\n",
+                 "in.txt:3: DATA: \"inf\" is not a finite number"},
+        BadInput{"PARAMETER p\nPOINTS 1 2\nDATA nan\n",
+                 "in.txt:3: DATA: \"nan\" is not a finite number"},
+        BadInput{"PARAMETER p\nPOINTS 1 2\nDATA 1e999\n",
+                 "in.txt:3: DATA: \"1e999\" is not a finite number"},
         BadInput{"PARAMETER p\nPOINTS 1 2\nDATA\n", "in.txt:3: DATA without values"},
-        BadInput{"PARAMETER p\nPOINTS 1 x2\n", "in.txt:2: POINTS: coordinate value \"x2\" is not a number"},
+        BadInput{"PARAMETER p\nPOINTS 1 x2\n",
+                 "in.txt:2: POINTS: coordinate value \"x2\" is not a number"},
         BadInput{"PARAMETER p\nPOINTS 1 -inf\n",
                  "in.txt:2: POINTS: coordinate value \"-inf\" is not a finite"},
         BadInput{"PARAMETER p q\nPOINTS ( 4 64 ) ( 8 64 1 )\n",
-                 "in.txt:2: POINTS: coordinate (8 64 1) has 3 values, expected 2 (one per parameter: \"p\", "
+                 "in.txt:2: POINTS: coordinate (8 64 1) has 3 values, expected 2 (one per "
+                 "parameter: \"p\", "
                  "\"q\")"},
-        BadInput{"PARAMETER p q\nPOINTS ( 4 )\n", "in.txt:2: POINTS: coordinate (4) has 1 value, expected 2"},
-        BadInput{"PARAMETER p q\nPOINTS () (1 2)\n", "in.txt:2: POINTS: coordinate () has 0 values"},
+        BadInput{"PARAMETER p q\nPOINTS ( 4 )\n",
+                 "in.txt:2: POINTS: coordinate (4) has 1 value, expected 2"},
+        BadInput{"PARAMETER p q\nPOINTS () (1 2)\n",
+                 "in.txt:2: POINTS: coordinate () has 0 values"},
         BadInput{"PARAMETER p q\nPOINTS 4 64\n",
                  "in.txt:2: POINTS: with 2 parameters each point needs parentheses"},
-        BadInput{"PARAMETER p q\nPOINTS ( 4 64 ( 8 64 )\n",
-                 "in.txt:2: POINTS: unbalanced parentheses: \"(\" at \"( 4 64 ( 8 64 )\" is not closed"},
+        BadInput{
+            "PARAMETER p q\nPOINTS ( 4 64 ( 8 64 )\n",
+            "in.txt:2: POINTS: unbalanced parentheses: \"(\" at \"( 4 64 ( 8 64 )\" is not closed"},
         BadInput{"PARAMETER p q\nPOINTS ( 4 64\n", "in.txt:2: POINTS: unbalanced parentheses"},
         BadInput{"PARAMETER p q\nPOINTS ( 4 64 ) 8 64 )\n",
-                 "in.txt:2: POINTS: expected \"(\" at \"8 64 )\": put every point in parentheses, or none"},
+                 "in.txt:2: POINTS: expected \"(\" at \"8 64 )\": put every point in parentheses, "
+                 "or none"},
         BadInput{"PARAMETER p\nPOINTS 4 8 )\n", "in.txt:2: POINTS: expected \"(\" at \"4 8 )\""},
         BadInput{"PARAMETER p\nPOINTS (4) ) (8)\n",
                  "in.txt:2: POINTS: unbalanced parentheses: \")\" without \"(\" at \") (8)\""},
         BadInput{"PARAMETER p\nPOINTS\n", "in.txt:2: POINTS without coordinates"},
         BadInput{"POINTS 1 2\n", "in.txt:1: POINTS before PARAMETER"},
-        BadInput{
-            "PARAMETER a b c\nPARAMETER d e\n",
-            "in.txt:2: more than 4 parameters (\"a\", \"b\", \"c\", \"d\", \"e\"): the text format supports "
-            "at most 4"},
+        BadInput{"PARAMETER a b c\nPARAMETER d e\n",
+                 "in.txt:2: more than 4 parameters (\"a\", \"b\", \"c\", \"d\", \"e\"): the text "
+                 "format supports "
+                 "at most 4"},
         BadInput{"PARAMETER p q p\n", "in.txt:1: duplicate parameter \"p\""},
         BadInput{"PARAMETER p\nPARAMETER p\n", "in.txt:2: duplicate parameter \"p\""},
-        BadInput{"PARAMETER p\nPOINTS 1 2\nPARAMETER q\n", "in.txt:3: PARAMETER after POINTS or DATA"},
+        BadInput{"PARAMETER p\nPOINTS 1 2\nPARAMETER q\n",
+                 "in.txt:3: PARAMETER after POINTS or DATA"},
         BadInput{"PARAMETER\n", "in.txt:1: PARAMETER without a name"},
         BadInput{"PARAMETER p\nPOINTS 1\nREGION\n", "in.txt:3: REGION without a name"},
         BadInput{"PARAMETER p\nPOINTS 1\nMETRIC \t\n", "in.txt:3: METRIC without a name"},
         BadInput{"PARAMETER p\nPOINTS 1\nDATA 1\nREGON r\n",
-                 "in.txt:4: Encountered wrong field \"REGON\": expected PARAMETER, POINTS, REGION, METRIC or "
+                 "in.txt:4: Encountered wrong field \"REGON\": expected PARAMETER, POINTS, REGION, "
+                 "METRIC or "
                  "DATA"},
         BadInput{"PARAMETER p\ndata 1\n", "in.txt:2: Encountered wrong field \"data\""}));
 
@@ -189,7 +200,8 @@ TEST(ExtrapText, IgnoresAByteOrderMark) {
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_THAT(set->parameters, ElementsAre("p"));
   set = parse_extrap_json(
-      "\xEF\xBB\xBF{\"params\": {\"p\": 1}, \"value\": 1}\n{\"params\": {\"p\": 2}, \"value\": 1}\n",
+      "\xEF\xBB\xBF{\"params\": {\"p\": 1}, \"value\": 1}\n{\"params\": {\"p\": 2}, \"value\": "
+      "1}\n",
       "in.json");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->series[0].points.size(), 2u);
@@ -197,8 +209,9 @@ TEST(ExtrapText, IgnoresAByteOrderMark) {
 
 TEST(ExtrapText, MessagesEscapeControlCharactersAndCutLongTokens) {
   const std::string junk(500, 'x');
-  EXPECT_EQ(error_of(parse_extrap_text("PARAMETER p\nPOINTS 1\nDATA a\x01" + junk + "\n", "in.txt")),
-            "in.txt:3: DATA: \"a\\x01" + std::string(58, 'x') + "...\" is not a number");
+  EXPECT_EQ(
+      error_of(parse_extrap_text("PARAMETER p\nPOINTS 1\nDATA a\x01" + junk + "\n", "in.txt")),
+      "in.txt:3: DATA: \"a\\x01" + std::string(58, 'x') + "...\" is not a number");
 }
 
 // --- JSON ------------------------------------------------------------------
@@ -209,7 +222,8 @@ TEST(ExtrapJson, ReadsTheCurrentLayoutInFileOrder) {
     "measurements": {
       "train": {"time": [{"point": [4, 64], "values": [1, 2]}, {"point": [8, 64], "values": [3]},
                          {"point": [4, 64], "values": [1.5]}]},
-      "data aug": {"time": [{"point": [4, 64], "values": [5]}], "bytes": [{"point": [4, 64], "values": 9}]}
+      "data aug": {"time": [{"point": [4, 64], "values": [5]}],
+                  "bytes": [{"point": [4, 64], "values": 9}]}
     }})",
                                                          "in.json");
   ASSERT_TRUE(set.ok()) << set.status();
@@ -265,9 +279,9 @@ TEST(ExtrapJson, FallsBackToJsonLinesAsExtraPDoes) {
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->series[0].callpath, "<root>");
   // Lines that are not all objects stay a JSON error.
-  EXPECT_EQ(
-      error_of(parse_extrap_json("{\"params\": {\"p\": 4}, \"value\": 1}\n[1]\n", "x.json")),
-      "x.json:2: not valid JSON: syntax error while parsing value - unexpected '['; expected end of input");
+  EXPECT_EQ(error_of(parse_extrap_json("{\"params\": {\"p\": 4}, \"value\": 1}\n[1]\n", "x.json")),
+            "x.json:2: not valid JSON: syntax error while parsing value - unexpected '['; expected "
+            "end of input");
 }
 
 class ExtrapJsonErrors : public ::testing::TestWithParam<BadInput> {};
@@ -282,10 +296,13 @@ TEST_P(ExtrapJsonErrors, NameTheLineOrThePath) {
 constexpr const char* kLegacyHead =
     R"({"parameters": [{"id": 1, "name": "p"}], "callpaths": [{"id": 1, "name": "c"}],
     "metrics": [{"id": 1, "name": "m"}],
-    "coordinates": [{"id": 1, "parameter_value_pairs": [{"parameter_id": 1, "parameter_value": 4}]}],
+    "coordinates": [{"id": 1,
+                      "parameter_value_pairs": [{"parameter_id": 1, "parameter_value": 4}]}],
     "measurements": )";
 
-std::string legacy(const char* measurements) { return std::string(kLegacyHead) + measurements + "}"; }
+std::string legacy(const char* measurements) {
+  return std::string(kLegacyHead) + measurements + "}";
+}
 
 // Kept alive for the parameterized cases below.
 const std::string kLegacyBadCallpath =
@@ -301,18 +318,20 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{"", "in.json:1: empty file"},
         BadInput{"{\"parameters\": [\"p\"],\n \"measurements\": {\n  \"a\": tru }}",
-                 "in.json:3: not valid JSON: syntax error while parsing value - invalid literal; last read: "
+                 "in.json:3: not valid JSON: syntax error while parsing value - invalid literal; "
+                 "last read: "
                  "'\"a\": tru '"},
-        BadInput{
-            "{\"parameters\": [\"p\"],\n \"measurements\": {\"a\": {\"t\": [\n{\"point\": [1], \"values\": "
-            "[1e999]}]}}}",
-            "in.json:3: not valid JSON: number overflow parsing '1e999'"},
+        BadInput{"{\"parameters\": [\"p\"],\n \"measurements\": {\"a\": {\"t\": [\n{\"point\": "
+                 "[1], \"values\": "
+                 "[1e999]}]}}}",
+                 "in.json:3: not valid JSON: number overflow parsing '1e999'"},
         BadInput{"[1, 2]", "in.json:1: expected a JSON object at the top level, got array"},
         BadInput{"{\"measurements\": {}}",
                  "in.json: parameters: missing (expected a list of parameter names)"},
         BadInput{"{\"parameters\": \"p\", \"measurements\": {}}",
                  "in.json: parameters: expected a list of parameter names, got string \"p\""},
-        BadInput{"{\"parameters\": [], \"measurements\": {}}", "in.json: parameters: no parameters"},
+        BadInput{"{\"parameters\": [], \"measurements\": {}}",
+                 "in.json: parameters: no parameters"},
         BadInput{"{\"parameters\": [\"p\", 3], \"measurements\": {}}",
                  "in.json: parameters[1]: expected a name, got number 3"},
         BadInput{"{\"parameters\": [\"p\", \"p\"], \"measurements\": {}}",
@@ -324,37 +343,46 @@ INSTANTIATE_TEST_SUITE_P(
                  "in.json: measurements.epoch: expected an object of metrics, got array"},
         BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"epoch\": {\"time\": {}}}}",
                  "in.json: measurements.epoch.time: expected a list of"},
+        BadInput{"{\"parameters\": [\"p\", \"q\"], \"measurements\": {\"epoch\": {\"time\": [\n"
+                 "{\"point\": [1, 2], \"values\": [1]}, {\"point\": [1, 2], \"values\": [1]},\n"
+                 "{\"point\": [4], \"values\": [1]}]}}}",
+                 "in.json: measurements.epoch.time[2].point: has 1 value, expected 2 (one per "
+                 "parameter: \"p\", "
+                 "\"q\")"},
+        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"data aug\": {\"time\": "
+                 "[{\"point\": [\"4\"], "
+                 "\"values\": [1]}]}}}",
+                 "in.json: measurements[\"data aug\"].time[0].point[0]: expected a number, got "
+                 "string \"4\""},
         BadInput{
-            "{\"parameters\": [\"p\", \"q\"], \"measurements\": {\"epoch\": {\"time\": [\n"
-            "{\"point\": [1, 2], \"values\": [1]}, {\"point\": [1, 2], \"values\": [1]},\n"
-            "{\"point\": [4], \"values\": [1]}]}}}",
-            "in.json: measurements.epoch.time[2].point: has 1 value, expected 2 (one per parameter: \"p\", "
-            "\"q\")"},
+            "{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"values\": [1]}]}}}",
+            "in.json: measurements.e.t[0].point: missing"},
         BadInput{
-            "{\"parameters\": [\"p\"], \"measurements\": {\"data aug\": {\"time\": [{\"point\": [\"4\"], "
-            "\"values\": [1]}]}}}",
-            "in.json: measurements[\"data aug\"].time[0].point[0]: expected a number, got string \"4\""},
-        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"values\": [1]}]}}}",
-                 "in.json: measurements.e.t[0].point: missing"},
-        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1]}]}}}",
-                 "in.json: measurements.e.t[0].values: missing"},
-        BadInput{
-            "{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1], \"values\": "
-            "[]}]}}}",
-            "in.json: measurements.e.t[0].values: expected a non-empty list of numbers, got an empty list"},
-        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1], \"values\": "
+            "{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1]}]}}}",
+            "in.json: measurements.e.t[0].values: missing"},
+        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1], "
+                 "\"values\": "
+                 "[]}]}}}",
+                 "in.json: measurements.e.t[0].values: expected a non-empty list of numbers, got "
+                 "an empty list"},
+        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1], "
+                 "\"values\": "
                  "[1, \"x\"]}]}}}",
                  "in.json: measurements.e.t[0].values[1]: expected a number, got string \"x\""},
-        BadInput{"{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1], \"values\": "
-                 "null}]}}}",
-                 "in.json: measurements.e.t[0].values: expected a non-empty list of numbers, got null"},
         BadInput{
-            kLegacyBadCallpath.c_str(),
-            "in.json: measurements[0].callpath_id: 5 is out of range: not the id of any callpath (ids are "
-            "1..1)"},
+            "{\"parameters\": [\"p\"], \"measurements\": {\"e\": {\"t\": [{\"point\": [1], "
+            "\"values\": "
+            "null}]}}}",
+            "in.json: measurements.e.t[0].values: expected a non-empty list of numbers, got null"},
+        BadInput{kLegacyBadCallpath.c_str(),
+                 "in.json: measurements[0].callpath_id: 5 is out of range: not the id of any "
+                 "callpath (ids are "
+                 "1..1)"},
         BadInput{kLegacyBadCoordinate.c_str(),
-                 "in.json: measurements[0].coordinate_id: 0 is out of range: not the id of any coordinate"},
-        BadInput{kLegacyBadValue.c_str(), "in.json: measurements[0].value: \"fast\" is not a number"},
+                 "in.json: measurements[0].coordinate_id: 0 is out of range: not the id of any "
+                 "coordinate"},
+        BadInput{kLegacyBadValue.c_str(),
+                 "in.json: measurements[0].value: \"fast\" is not a number"},
         BadInput{kLegacyNoId.c_str(), "in.json: measurements[0].coordinate_id: missing"},
         BadInput{R"({"parameters": [{"id": 1, "name": "p"}], "callpaths": [], "metrics": [],
                      "coordinates": [{"id": 1, "parameter_value_pairs": []}], "measurements": []})",
@@ -363,9 +391,11 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"parameters": [{"id": 1, "name": "p"}], "callpaths": [], "metrics": [],
                      "coordinates": [{"id": 1, "parameter_value_pairs": [{"parameter_id": 3,
                      "parameter_value": 1}]}], "measurements": []})",
-            "in.json: coordinates[0].parameter_value_pairs[0].parameter_id: 3 is not the id of a parameter"},
-        BadInput{R"({"parameters": [{"id": 1, "name": "p"}, {"id": 1, "name": "q"}], "callpaths": []})",
-                 "in.json: parameters[1].id: duplicate id 1"}));
+            "in.json: coordinates[0].parameter_value_pairs[0].parameter_id: 3 is not the id of a "
+            "parameter"},
+        BadInput{
+            R"({"parameters": [{"id": 1, "name": "p"}, {"id": 1, "name": "q"}], "callpaths": []})",
+            "in.json: parameters[1].id: duplicate id 1"}));
 
 // --- JSON Lines ------------------------------------------------------------
 
@@ -417,9 +447,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"{\"params\": {}, \"value\": 1}\n", "in.jsonl:1: \"params\" is empty"},
         BadInput{LINE1 "{\"params\": {\"p\": 4}, \"value\": 1}\n",
                  "in.jsonl:2: \"params\" lacks parameter \"q\" (line 1 has \"p\", \"q\")"},
-        BadInput{
-            LINE1 "{\"params\": {\"p\": 4, \"q\": 1, \"r\": 2}, \"value\": 1}\n",
-            "in.jsonl:2: \"params\" has parameter \"r\", which line 1 does not have (it has \"p\", \"q\")"},
+        BadInput{LINE1 "{\"params\": {\"p\": 4, \"q\": 1, \"r\": 2}, \"value\": 1}\n",
+                 "in.jsonl:2: \"params\" has parameter \"r\", which line 1 does not have (it has "
+                 "\"p\", \"q\")"},
         BadInput{LINE1 "{\"params\": {\"p\": \"4\", \"q\": 1}, \"value\": 1}\n",
                  "in.jsonl:2: params.p: expected a number, got string \"4\""},
         BadInput{LINE1 "{\"params\": {\"p\": 4, \"q\": 1}}\n", "in.jsonl:2: missing \"value\""},
@@ -502,8 +532,8 @@ class RunInput : public trainscope::testing::RunDirTest {
 
   // One run of two ranks in runs/<name>. Rank r logs "loss" = base + r and
   // base + r + 2 (mean base + r + 1) and times `batches + r` BATCH regions.
-  void record(const std::string& name, const std::map<std::string, std::string>& params, double base,
-              int batches) {
+  void record(const std::string& name, const std::map<std::string, std::string>& params,
+              double base, int batches) {
     const fs::path dir = root_ / "runs" / name;
     ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
     ::setenv("WORLD_SIZE", "2", 1);
@@ -618,7 +648,8 @@ TEST_F(RunInput, RegionStatisticsOverEveryRank) {
       ASSERT_TRUE(rows.ok()) << rows.status();
       std::vector<double> seconds;
       for (const RegionRow& row : rows->rows) {
-        if (row.key == "BATCH" && row.device == Device::kCPU) seconds.push_back(row.duration_ns * 1e-9);
+        if (row.key == "BATCH" && row.device == Device::kCPU)
+          seconds.push_back(row.duration_ns * 1e-9);
       }
       ASSERT_EQ(seconds.size(), 2u + rank);
       slowest = std::max(slowest, compute_time_stats(seconds).mean);
@@ -647,7 +678,8 @@ TEST_F(RunInput, AParamThatIsNotANumberIsAnError) {
   RunSelection selection;
   selection.parameters = {"p"};
   const std::string dir = runs() + "/only";
-  EXPECT_EQ(error_of(read_runs({dir}, selection)), dir + ": param \"p\" is \"four\", not a finite number");
+  EXPECT_EQ(error_of(read_runs({dir}, selection)),
+            dir + ": param \"p\" is \"four\", not a finite number");
 }
 
 TEST_F(RunInput, AMissingKeyIsAnErrorListingWhatThereIs) {
@@ -703,7 +735,8 @@ TEST_F(RunInput, BadPathsAndSelections) {
             (root_ / "nope").string() + ": no such run directory");
   fs::create_directories(root_ / "empty");
   EXPECT_EQ(error_of(read_runs({(root_ / "empty").string()}, selection)),
-            (root_ / "empty").string() + ": not a run directory (no run.json) and no run directory in it");
+            (root_ / "empty").string() +
+                ": not a run directory (no run.json) and no run directory in it");
   EXPECT_EQ(error_of(read_runs({}, selection)), "no run directories given");
 
   RunSelection bad = selection;
@@ -714,7 +747,8 @@ TEST_F(RunInput, BadPathsAndSelections) {
   EXPECT_THAT(error_of(read_runs({runs()}, bad)), StartsWith("unknown statistic \"average\""));
   bad = selection;
   bad.stat = "last";
-  EXPECT_THAT(error_of(read_runs({runs()}, bad)), StartsWith("statistic \"last\" applies to metrics"));
+  EXPECT_THAT(error_of(read_runs({runs()}, bad)),
+              StartsWith("statistic \"last\" applies to metrics"));
   bad = selection;
   bad.device = "tpu";
   EXPECT_THAT(error_of(read_runs({runs()}, bad)), StartsWith("unknown device \"tpu\""));

@@ -19,7 +19,8 @@ using ::testing::HasSubstr;
 namespace {
 
 template <typename F>
-sc::Series series_1d(const std::vector<double>& xs, F f, int repetitions = 1, double noise = 0, unsigned seed = 1) {
+sc::Series series_1d(const std::vector<double>& xs, F f, int repetitions = 1, double noise = 0,
+                     unsigned seed = 1) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> gauss(0, 1);
   sc::Series s;
@@ -36,7 +37,8 @@ sc::Series series_1d(const std::vector<double>& xs, F f, int repetitions = 1, do
 
 const std::vector<double> kRanks = {2, 4, 8, 16, 32};
 
-sc::Model fit_ok(const std::vector<std::string>& params, const sc::Series& s, const sc::ModelOptions& o = {}) {
+sc::Model fit_ok(const std::vector<std::string>& params, const sc::Series& s,
+                 const sc::ModelOptions& o = {}) {
   absl::StatusOr<sc::Model> m = sc::fit(params, s, o);
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? *m : sc::Model{};
@@ -63,7 +65,8 @@ TEST(ScalingModel, FormulaPythonAndCppForms) {
   m.constant = 100;
   sc::Term t;
   t.coefficient = -2.5;
-  t.factors = {{0, sc::Exponent::Fraction(1, 2), sc::Exponent{}}, {1, sc::Exponent{}, sc::Exponent::Fraction(1, 1)}};
+  t.factors = {{0, sc::Exponent::Fraction(1, 2), sc::Exponent{}},
+               {1, sc::Exponent{}, sc::Exponent::Fraction(1, 1)}};
   m.terms = {t};
   EXPECT_EQ(m.formula(), "100.0 + -2.5 * p^(1/2) * log2(q)^(1)");
   EXPECT_EQ(m.python(), "100.0-2.5*p**(1/2)*log2(q)**(1)");
@@ -100,7 +103,8 @@ TEST(ExtrapModeler, ConstantDataGivesConstantModel) {
 }
 
 TEST(ExtrapModeler, DefaultMissesStrongScalingAndNegativeExponentsFindIt) {
-  const sc::Series s = series_1d(kRanks, [](double p) { return 2 + 100 / p; }, 3, 0.01);
+  const sc::Series s = series_1d(
+      kRanks, [](double p) { return 2 + 100 / p; }, 3, 0.01);
   const sc::Model plain = fit_ok({"p"}, s, extrap());
   for (const sc::Term& t : plain.terms) {
     for (const sc::Factor& f : t.factors) EXPECT_GE(f.poly.value, 0) << plain.formula();
@@ -116,7 +120,8 @@ TEST(ExtrapModeler, DefaultMissesStrongScalingAndNegativeExponentsFindIt) {
 
 TEST(TrainscopeModeler, StrongScalingByDefaultAndPositiveWhenExtrapolated) {
   const std::vector<double> ranks = {1, 2, 4, 8, 16};
-  const sc::Series s = series_1d(ranks, [](double p) { return 2 + 100 / p; }, 3, 0.01, 7);
+  const sc::Series s = series_1d(
+      ranks, [](double p) { return 2 + 100 / p; }, 3, 0.01, 7);
   const sc::Model m = fit_ok({"p"}, s);
   ASSERT_EQ(m.terms.size(), 1u) << m.formula();
   EXPECT_LT(m.terms[0].factors[0].poly.value, 0) << m.formula();
@@ -129,7 +134,8 @@ TEST(TrainscopeModeler, StrongScalingByDefaultAndPositiveWhenExtrapolated) {
 TEST(TrainscopeModeler, RejectsModelsThatTurnNegativeInTheExtrapolationRange) {
   // Decreasing and positive where measured; the exact fit 12 - 2*log2(p)
   // reaches zero at p = 64, inside the vetted range (8x the largest point).
-  const sc::Series s = series_1d(kRanks, [](double p) { return 12 - 2 * std::log2(p); }, 1, 0.0);
+  const sc::Series s = series_1d(
+      kRanks, [](double p) { return 12 - 2 * std::log2(p); }, 1, 0.0);
   const sc::Model exact = fit_ok({"p"}, s, extrap());
   ASSERT_EQ(exact.terms.size(), 1u) << exact.formula();
   EXPECT_EQ(exact.terms[0].factors[0].log.text, "1");  // Extra-P takes it, sign and all
@@ -148,7 +154,8 @@ TEST(TrainscopeModeler, RejectsModelsThatTurnNegativeInTheExtrapolationRange) {
 TEST(TrainscopeModeler, KeepsLogTermsWhenTheSmallestPointIsOne) {
   // Extra-P drops every log term once negative exponents are on and a point
   // is 1 (log2(1)^-1 is undefined); only the negative log exponents are.
-  const sc::Series s = series_1d({1, 2, 4, 8, 16, 32}, [](double p) { return 5 + 3 * std::log2(p); }, 2, 0.005);
+  const sc::Series s = series_1d(
+      {1, 2, 4, 8, 16, 32}, [](double p) { return 5 + 3 * std::log2(p); }, 2, 0.005);
   const sc::Model ours = fit_ok({"p"}, s);
   ASSERT_EQ(ours.terms.size(), 1u) << ours.formula();
   EXPECT_EQ(ours.terms[0].factors[0].log.text, "1") << ours.formula();
@@ -179,13 +186,17 @@ TEST(ExtrapModeler, FewerThanFivePointsWarnsAsExtraP) {
 TEST(ExtrapModeler, BadSeriesAreErrorsNamingTheProblem) {
   sc::Series s = series_1d(kRanks, [](double p) { return p; });
   s.points[1].coordinate = {1, 2};
-  EXPECT_THAT(std::string(sc::fit_extrap({"p"}, s).status().message()), HasSubstr("point 2 has 2 coordinates"));
+  EXPECT_THAT(std::string(sc::fit_extrap({"p"}, s).status().message()),
+              HasSubstr("point 2 has 2 coordinates"));
   s = series_1d(kRanks, [](double p) { return p; });
   s.points[3].values.push_back(std::nan(""));
-  EXPECT_THAT(std::string(sc::fit_extrap({"p"}, s).status().message()), HasSubstr("non-finite value"));
+  EXPECT_THAT(std::string(sc::fit_extrap({"p"}, s).status().message()),
+              HasSubstr("non-finite value"));
   s.points.clear();
   EXPECT_FALSE(sc::fit_extrap({"p"}, s).ok());
-  EXPECT_FALSE(sc::fit_extrap({"a", "b", "c", "d", "e"}, series_1d(kRanks, [](double p) { return p; })).ok());
+  EXPECT_FALSE(
+      sc::fit_extrap({"a", "b", "c", "d", "e"}, series_1d(kRanks, [](double p) { return p; }))
+          .ok());
 }
 
 TEST(ExtrapOptions, SetParsesExtraPValuesAndRejectsTypos) {
@@ -198,7 +209,8 @@ TEST(ExtrapOptions, SetParsesExtraPValuesAndRejectsTypos) {
   EXPECT_EQ(o.minimum_term_contribution, 0.01);
   EXPECT_TRUE(o.set("single_parameter_point_selection", "smallest").ok());
   const absl::Status typo = o.set("allow_negative_exponent", "True");
-  EXPECT_THAT(std::string(typo.message()), HasSubstr("unknown modeler option 'allow_negative_exponent'"));
+  EXPECT_THAT(std::string(typo.message()),
+              HasSubstr("unknown modeler option 'allow_negative_exponent'"));
   EXPECT_THAT(std::string(o.set("allow_log_terms", "maybe").message()), HasSubstr("not a boolean"));
   EXPECT_FALSE(o.set("single_parameter_point_selection", "largest").ok());
   EXPECT_FALSE(o.set("minimum_term_contribution", "-1").ok());
@@ -207,7 +219,8 @@ TEST(ExtrapOptions, SetParsesExtraPValuesAndRejectsTypos) {
 TEST(ScalingNames, ParseTheNamesTheCliAndPythonAccept) {
   EXPECT_EQ(*sc::parse_measure("Median"), sc::Measure::kMedian);
   EXPECT_EQ(*sc::parse_measure("min"), sc::Measure::kMinimum);
-  EXPECT_THAT(std::string(sc::parse_measure("avg").status().message()), HasSubstr("use mean, median"));
+  EXPECT_THAT(std::string(sc::parse_measure("avg").status().message()),
+              HasSubstr("use mean, median"));
   EXPECT_EQ(*sc::parse_modeler("EXTRAP"), sc::Modeler::kExtrap);
   EXPECT_EQ(*sc::parse_modeler("default"), sc::Modeler::kTrainscope);
   EXPECT_FALSE(sc::parse_modeler("extra-p").ok());
@@ -216,7 +229,8 @@ TEST(ScalingNames, ParseTheNamesTheCliAndPythonAccept) {
 }
 
 TEST(ExtrapModeler, CustomExponentsRestrictTheSearch) {
-  const sc::Series s = series_1d(kRanks, [](double p) { return 1 + 0.5 * p * p; }, 2, 0.01);
+  const sc::Series s = series_1d(
+      kRanks, [](double p) { return 1 + 0.5 * p * p; }, 2, 0.01);
   sc::ModelOptions o = extrap();
   ASSERT_TRUE(o.extrap.set("poly_exponents", "1,3").ok());
   const sc::Model m = fit_ok({"p"}, s, o);
@@ -226,7 +240,8 @@ TEST(ExtrapModeler, CustomExponentsRestrictTheSearch) {
 }
 
 TEST(ExtrapModeler, LogTermsDroppedBelowOneWithAWarning) {
-  const sc::Series s = series_1d({0.25, 0.5, 1, 2, 4}, [](double x) { return 1 + 3 * x; }, 1);
+  const sc::Series s = series_1d(
+      {0.25, 0.5, 1, 2, 4}, [](double x) { return 1 + 3 * x; }, 1);
   const sc::Model m = fit_ok({"x"}, s, extrap());
   ASSERT_FALSE(m.warnings.empty());
   EXPECT_THAT(m.warnings.front(), HasSubstr("below one"));
@@ -236,7 +251,8 @@ TEST(ExtrapModeler, LogTermsDroppedBelowOneWithAWarning) {
 }
 
 TEST(ExtrapModeler, MedianMeasureIgnoresAnOutlierRepetition) {
-  sc::Series s = series_1d(kRanks, [](double p) { return 1 + 2 * p; }, 3);
+  sc::Series s = series_1d(
+      kRanks, [](double p) { return 1 + 2 * p; }, 3);
   s.points[2].values[0] *= 50;  // one bad repetition
   sc::ModelOptions o = extrap();
   o.extrap.measure = sc::Measure::kMedian;

@@ -288,11 +288,13 @@ TEST(BandTest, OtherMeasuresAreBootstrappedToo) {
 TEST(BandTest, Errors) {
   const Series s = Simulate(3, 1);
   const Model m = FitInverse(s);
-  EXPECT_FALSE(predict_with_band(m, s, {{1, 2}}).ok());                                      // dimension
-  EXPECT_FALSE(predict_with_band(m, s, {{}}).ok());                                          // dimension
-  EXPECT_FALSE(predict_with_band(m, s, {{std::numeric_limits<double>::quiet_NaN()}}).ok());  // not finite
-  EXPECT_FALSE(predict_with_band(m, s, {{std::numeric_limits<double>::infinity()}}).ok());   // not finite
-  EXPECT_FALSE(predict_with_band(m, Series{}, {{1}}).ok());                                  // empty series
+  EXPECT_FALSE(predict_with_band(m, s, {{1, 2}}).ok());  // dimension
+  EXPECT_FALSE(predict_with_band(m, s, {{}}).ok());      // dimension
+  EXPECT_FALSE(
+      predict_with_band(m, s, {{std::numeric_limits<double>::quiet_NaN()}}).ok());  // not finite
+  EXPECT_FALSE(
+      predict_with_band(m, s, {{std::numeric_limits<double>::infinity()}}).ok());  // not finite
+  EXPECT_FALSE(predict_with_band(m, Series{}, {{1}}).ok());                        // empty series
   Series bad = s;
   bad.points[2].coordinate = {4, 1};
   EXPECT_FALSE(predict_with_band(m, bad, {{1}}).ok());  // measured point of the wrong dimension
@@ -340,7 +342,8 @@ TEST(DerivedTest, MeasuredSpeedupEfficiencyAndCostOfAnIdealTable) {
     EXPECT_EQ(v.efficiency, 1);
     EXPECT_EQ(v.cost, 100);
   }
-  auto minimum = measured_scaling(StrongScalingTable(), 0, std::vector<double>{0, 10}, Measure::kMinimum);
+  auto minimum =
+      measured_scaling(StrongScalingTable(), 0, std::vector<double>{0, 10}, Measure::kMinimum);
   ASSERT_TRUE(minimum.ok());
   EXPECT_EQ(minimum->back().time, 0.75 * 100 / 16);
   EXPECT_DOUBLE_EQ(minimum->back().speedup, 16);
@@ -353,7 +356,8 @@ TEST(DerivedTest, MeasuredSpeedupEfficiencyAndCostOfAnIdealTable) {
 }
 
 TEST(DerivedTest, ModeledViewsStartAtTheFirstResource) {
-  auto ideal = modeled_scaling(InverseModel(0, 100), 0, std::vector<double>{0}, std::vector<double>{2, 4, 8, 64});
+  auto ideal = modeled_scaling(InverseModel(0, 100), 0, std::vector<double>{0},
+                               std::vector<double>{2, 4, 8, 64});
   ASSERT_TRUE(ideal.ok()) << ideal.status();
   ASSERT_EQ(ideal->size(), 4u);
   for (const ScalingView& v : *ideal) {
@@ -363,7 +367,8 @@ TEST(DerivedTest, ModeledViewsStartAtTheFirstResource) {
     EXPECT_DOUBLE_EQ(v.cost, 100);
   }
   // A serial part of 2: Amdahl, efficiency falls and cost grows with r.
-  auto amdahl = modeled_scaling(InverseModel(2, 100), 0, std::vector<double>{0}, std::vector<double>{1, 2, 4, 8});
+  auto amdahl = modeled_scaling(InverseModel(2, 100), 0, std::vector<double>{0},
+                                std::vector<double>{1, 2, 4, 8});
   ASSERT_TRUE(amdahl.ok());
   EXPECT_DOUBLE_EQ((*amdahl)[0].speedup, 1);
   EXPECT_DOUBLE_EQ((*amdahl)[3].speedup, 102 / (2 + 12.5));
@@ -376,32 +381,36 @@ TEST(DerivedTest, ModeledViewsStartAtTheFirstResource) {
 TEST(DerivedTest, Errors) {
   const Series s = StrongScalingTable();
   const std::vector<double> fixed = {0, 10};
-  EXPECT_FALSE(measured_scaling(s, 2, fixed).ok());                         // resource out of range
-  EXPECT_FALSE(measured_scaling(s, -1, fixed).ok());                        // resource out of range
-  EXPECT_FALSE(measured_scaling(s, 0, std::vector<double>{0, 30}).ok());    // no matching points
+  EXPECT_FALSE(measured_scaling(s, 2, fixed).ok());                       // resource out of range
+  EXPECT_FALSE(measured_scaling(s, -1, fixed).ok());                      // resource out of range
+  EXPECT_FALSE(measured_scaling(s, 0, std::vector<double>{0, 30}).ok());  // no matching points
   Series one;
   one.points.push_back({{2, 10}, {5}});
-  EXPECT_FALSE(measured_scaling(one, 0, fixed).ok());                       // one point
+  EXPECT_FALSE(measured_scaling(one, 0, fixed).ok());  // one point
   Series zero_time = s;
   zero_time.points[0].values = {0, 0};
-  EXPECT_FALSE(measured_scaling(zero_time, 0, fixed).ok());                 // time not positive
+  EXPECT_FALSE(measured_scaling(zero_time, 0, fixed).ok());  // time not positive
   Series zero_r = s;
   zero_r.points[0].coordinate = {0, 10};
-  EXPECT_FALSE(measured_scaling(zero_r, 0, fixed).ok());                    // resource not positive
+  EXPECT_FALSE(measured_scaling(zero_r, 0, fixed).ok());  // resource not positive
 
   const Model m = InverseModel(0, 100);
   EXPECT_FALSE(modeled_scaling(m, 1, std::vector<double>{0}, std::vector<double>{1, 2}).ok());
   EXPECT_FALSE(modeled_scaling(m, 0, std::vector<double>{0}, std::vector<double>{}).ok());
   EXPECT_FALSE(modeled_scaling(m, 0, std::vector<double>{0, 1}, std::vector<double>{1, 2}).ok());
   EXPECT_FALSE(modeled_scaling(m, 0, std::vector<double>{0}, std::vector<double>{0, 2}).ok());
-  EXPECT_FALSE(modeled_scaling(InverseModel(-10, 100), 0, std::vector<double>{0}, std::vector<double>{1, 64}).ok());
+  EXPECT_FALSE(
+      modeled_scaling(InverseModel(-10, 100), 0, std::vector<double>{0}, std::vector<double>{1, 64})
+          .ok());
 }
 
 // ---------------------------------------------------------------- SVG
 
 std::size_t Count(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;
-  for (std::size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  for (std::size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1))
+    ++n;
   return n;
 }
 
@@ -409,11 +418,20 @@ std::string EscapeXml(const std::string& text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -429,11 +447,14 @@ std::string EscapeXml(const std::string& text) {
     const char c = xml[i];
     if (c == '&') {
       const std::size_t end = xml.find(';', i);
-      if (end == std::string::npos) return ::testing::AssertionFailure() << "unterminated entity at " << i;
+      if (end == std::string::npos)
+        return ::testing::AssertionFailure() << "unterminated entity at " << i;
       const std::string name = xml.substr(i + 1, end - i - 1);
-      const bool numeric = name.size() > 1 && name[0] == '#' &&
-                           std::all_of(name.begin() + 1, name.end(), [](char d) { return std::isdigit(d) != 0; });
-      if (!numeric && name != "amp" && name != "lt" && name != "gt" && name != "quot" && name != "apos") {
+      const bool numeric =
+          name.size() > 1 && name[0] == '#' &&
+          std::all_of(name.begin() + 1, name.end(), [](char d) { return std::isdigit(d) != 0; });
+      if (!numeric && name != "amp" && name != "lt" && name != "gt" && name != "quot" &&
+          name != "apos") {
         return ::testing::AssertionFailure() << "unknown entity &" << name << "; at " << i;
       }
       i = end + 1;
@@ -455,30 +476,35 @@ std::string EscapeXml(const std::string& text) {
     const bool closing = i + 1 < xml.size() && xml[i + 1] == '/';
     std::size_t j = i + (closing ? 2 : 1);
     const std::size_t name_start = j;
-    while (j < xml.size() && (std::isalnum(static_cast<unsigned char>(xml[j])) || xml[j] == '-' || xml[j] == ':')) ++j;
+    while (j < xml.size() &&
+           (std::isalnum(static_cast<unsigned char>(xml[j])) || xml[j] == '-' || xml[j] == ':'))
+      ++j;
     const std::string name = xml.substr(name_start, j - name_start);
     if (name.empty()) return ::testing::AssertionFailure() << "tag without a name at " << i;
     char quote = 0;
     while (j < xml.size() && (quote != 0 || xml[j] != '>')) {
       if (quote != 0) {
         if (xml[j] == quote) quote = 0;
-        if (xml[j] == '<') return ::testing::AssertionFailure() << "'<' in an attribute value at " << j;
+        if (xml[j] == '<')
+          return ::testing::AssertionFailure() << "'<' in an attribute value at " << j;
       } else if (xml[j] == '"' || xml[j] == '\'') {
         if (xml[j - 1] != '=') return ::testing::AssertionFailure() << "stray quote at " << j;
         quote = xml[j];
       } else if (xml[j] == '<') {
         return ::testing::AssertionFailure() << "'<' inside tag <" << name << "> at " << j;
-      } else if (xml[j] == '=' && (j + 1 >= xml.size() || (xml[j + 1] != '"' && xml[j + 1] != '\''))) {
+      } else if (xml[j] == '=' &&
+                 (j + 1 >= xml.size() || (xml[j + 1] != '"' && xml[j + 1] != '\''))) {
         return ::testing::AssertionFailure() << "unquoted attribute in <" << name << "> at " << j;
       }
       ++j;
     }
-    if (j >= xml.size()) return ::testing::AssertionFailure() << "unterminated tag <" << name << ">";
+    if (j >= xml.size())
+      return ::testing::AssertionFailure() << "unterminated tag <" << name << ">";
     const bool self_closing = xml[j - 1] == '/';
     if (closing) {
       if (open.empty() || open.back() != name) {
-        return ::testing::AssertionFailure() << "</" << name << "> closes <" << (open.empty() ? "" : open.back())
-                                             << "> at " << i;
+        return ::testing::AssertionFailure()
+               << "</" << name << "> closes <" << (open.empty() ? "" : open.back()) << "> at " << i;
       }
       open.pop_back();
     } else {
@@ -601,7 +627,8 @@ Series TwoParameterSeries() {
   s.callpath = "step";
   s.metric = "time";
   for (const double p : {1.0, 2.0, 4.0}) s.points.push_back({{p, 1}, {10 / p + 1, 10 / p + 1.2}});
-  for (const double p : {1.0, 2.0, 4.0, 8.0, 16.0}) s.points.push_back({{p, 2}, {20 / p + 1, 20 / p + 1.4}});
+  for (const double p : {1.0, 2.0, 4.0, 8.0, 16.0})
+    s.points.push_back({{p, 2}, {20 / p + 1, 20 / p + 1.4}});
   return s;
 }
 

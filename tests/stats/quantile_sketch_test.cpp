@@ -89,7 +89,8 @@ TEST(QuantileSketchTest, ExtremeValuesStayWithinAccuracy) {
   sketch.add(1);
   sketch.add(kMax);
   EXPECT_NEAR(sketch.value_at_rank(0), 1.0, 0.01 * kSlack);
-  EXPECT_NEAR(sketch.value_at_rank(1), static_cast<double>(kMax), static_cast<double>(kMax) * 0.01 * kSlack);
+  EXPECT_NEAR(sketch.value_at_rank(1), static_cast<double>(kMax),
+              static_cast<double>(kMax) * 0.01 * kSlack);
 }
 
 // The contract: every value is within alpha of the true sample at its rank,
@@ -161,8 +162,8 @@ TEST(QuantileSketchTest, MergeEqualsAddingEverything) {
   all.push_back(-3);
 
   QuantileSketch merged = SketchOf(high, 0.02);
-  merged.merge(SketchOf(low, 0.02));   // grows to the left
-  merged.merge(SketchOf(mid, 0.02));   // inside the range
+  merged.merge(SketchOf(low, 0.02));  // grows to the left
+  merged.merge(SketchOf(mid, 0.02));  // inside the range
   merged.merge(SketchOf({0, -3}, 0.02));
   merged.merge(QuantileSketch(0.02));  // empty
   ExpectSameDistribution(merged, SketchOf(all, 0.02));

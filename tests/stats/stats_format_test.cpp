@@ -1,5 +1,5 @@
-#include "common/files.hpp"
 #include "trainscope/stats/stats_format.hpp"
+#include "common/files.hpp"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -77,8 +77,6 @@ constexpr char kEpochLine[] =
     "min: 0.00730 mean: 0.00894 median: 0.00894 max: 0.01058 stdev: 0.00232\n";
 constexpr char kBatchLine[] =
     "min: 0.00100 mean: 0.00123 median: 0.00120 max: 0.00160 stdev: 0.00020\n";
-
-
 
 // --- Deep500 text ------------------------------------------------------------
 

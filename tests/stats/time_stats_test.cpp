@@ -74,11 +74,13 @@ std::uint64_t ExactMedianCiRank(int n) {
 // above: an independent route to what the library computes.
 std::uint64_t ReferenceMedianCiRank(std::uint64_t n) {
   if (n <= 120) return ExactMedianCiRank(static_cast<int>(n));
-  if (n > 1000) return static_cast<std::uint64_t>(std::floor(n / 2.0 - 1.96 * std::sqrt(double(n)) / 2.0));
+  if (n > 1000)
+    return static_cast<std::uint64_t>(std::floor(n / 2.0 - 1.96 * std::sqrt(double(n)) / 2.0));
   long double cdf = 0.0L;
   std::uint64_t k = 0;
   for (std::uint64_t j = 0;; ++j) {
-    cdf += std::exp(std::lgamma(n + 1.0L) - std::lgamma(j + 1.0L) - std::lgamma(n - j + 1.0L) - n * std::log(2.0L));
+    cdf += std::exp(std::lgamma(n + 1.0L) - std::lgamma(j + 1.0L) - std::lgamma(n - j + 1.0L) -
+                    n * std::log(2.0L));
     if (cdf > 0.025L) return k;
     k = j + 1;
   }
@@ -135,7 +137,8 @@ TEST(TimeStatsTest, Deep500TwoSampleExample) {
   EXPECT_DOUBLE_EQ(s.median, (0.00730 + 0.01058) / 2);
   EXPECT_DOUBLE_EQ(s.mean, s.median);
   EXPECT_DOUBLE_EQ(s.stdev, std::sqrt(2 * 0.00164 * 0.00164));
-  EXPECT_EQ(s.to_string(), "min: 0.00730 mean: 0.00894 median: 0.00894 max: 0.01058 stdev: 0.00232");
+  EXPECT_EQ(s.to_string(),
+            "min: 0.00730 mean: 0.00894 median: 0.00894 max: 0.01058 stdev: 0.00232");
 
   const TimeStats ns = StatsOf({10'580'000, 7'300'000});
   EXPECT_DOUBLE_EQ(ns.median, 0.00894);
@@ -157,7 +160,8 @@ TEST(TimeStatsTest, ToStringIsDeep500Text) {
   s.median = 0.012344999;
   s.max = 1.5;
   s.stdev = 0.000125;  // binary value is just above, so it rounds up (as in Python)
-  EXPECT_EQ(s.to_string(), "min: 0.00100 mean: 0.01235 median: 0.01234 max: 1.50000 stdev: 0.00013");
+  EXPECT_EQ(s.to_string(),
+            "min: 0.00100 mean: 0.01235 median: 0.01234 max: 1.50000 stdev: 0.00013");
   EXPECT_EQ(TimeStats{}.to_string(), "min: nan mean: nan median: nan max: nan stdev: nan");
 }
 
@@ -197,7 +201,8 @@ Ns UniformNs(std::size_t n, std::int64_t lo, std::int64_t hi, std::mt19937_64* r
 // A few huge stalls among ordinary steps: keys span ~2^50 ns, most of them
 // within a factor of two.
 Ns WithOutliers(Ns ns, std::mt19937_64* rng) {
-  for (std::size_t i = 0; i < ns.size(); i += 997) ns[i] = std::int64_t{1'000'000'000'000'000} + (*rng)() % 1000;
+  for (std::size_t i = 0; i < ns.size(); i += 997)
+    ns[i] = std::int64_t{1'000'000'000'000'000} + (*rng)() % 1000;
   std::shuffle(ns.begin(), ns.end(), *rng);
   return ns;
 }
@@ -236,7 +241,8 @@ TEST(TimeStatsTest, OrderStatisticsSurviveTheWholeInt64Range) {
   ns[17] = -4'000'000'000'000'000'000;
   ns[42] = 4'000'000'000'000'000'000;
   ExpectMatchesNaiveReference(ns);
-  ExpectMatchesNaiveReference({-4'000'000'000'000'000'000, 4'000'000'000'000'000'000, 0, 1, -1, 7, 9});
+  ExpectMatchesNaiveReference(
+      {-4'000'000'000'000'000'000, 4'000'000'000'000'000'000, 0, 1, -1, 7, 9});
 }
 
 // With samples 1..n ns (shuffled) the CI bounds read back as their ranks.
@@ -280,7 +286,8 @@ TEST(TimeStatsTest, MedianCiRanksMatchLogSpaceBinomialUpTo1000) {
 TEST(TimeStatsTest, MedianCiUsesNormalApproximationAbove1000) {
   std::mt19937_64 rng(13);
   for (const std::size_t n : {1001, 1002, 5000, 123457}) {
-    const auto k = static_cast<std::uint64_t>(std::floor(n / 2.0 - 1.96 * std::sqrt(double(n)) / 2.0));
+    const auto k =
+        static_cast<std::uint64_t>(std::floor(n / 2.0 - 1.96 * std::sqrt(double(n)) / 2.0));
     EXPECT_EQ(CiRanks(n, &rng), std::make_pair(k, n - k + 1)) << n;
   }
   // The switch from exact to approximate moves the rank by at most one.
@@ -398,7 +405,8 @@ void ExpectSecondsMatchReference(const std::vector<double>& seconds) {
   ExpectRelNear(static_cast<double>(sum), s.total, 1e-12, "total");
   ExpectRelNear(static_cast<double>(mean), s.mean, 1e-12, "mean");
   ExpectRelNear(static_cast<double>(std::sqrt(m2 / (n - 1))), s.stdev, 1e-12, "stdev");
-  for (const double q : kQuantiles) ExpectRelNear(NaiveType7(sorted, q), s.*QuantileField(q), 1e-12, "quantile");
+  for (const double q : kQuantiles)
+    ExpectRelNear(NaiveType7(sorted, q), s.*QuantileField(q), 1e-12, "quantile");
   if (n >= 6) {
     const std::size_t k = ReferenceMedianCiRank(n);
     EXPECT_EQ(s.median_ci_low, sorted[k - 1]);

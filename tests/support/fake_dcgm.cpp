@@ -59,7 +59,8 @@ int enter(const char* call) {
 
 bool known(dabi::EntityGroup group, dabi::EntityId id) {
   if (group == dabi::kEntityGpu) {
-    return std::any_of(st().gpus.begin(), st().gpus.end(), [&](const Gpu& g) { return g.id == id; });
+    return std::any_of(st().gpus.begin(), st().gpus.end(),
+                       [&](const Gpu& g) { return g.id == id; });
   }
   if (group == dabi::kEntityGpuInstance) {
     return std::any_of(st().instances.begin(), st().instances.end(),
@@ -137,10 +138,14 @@ __attribute__((visibility("default"))) long long fake_dcgm_update_us() { return 
 
 __attribute__((visibility("default"))) const char* errorString(dabi::Return rc) {
   switch (rc) {
-    case dabi::kProfilingNotSupported: return "Profiling is not supported for this group of GPUs or GPU";
-    case dabi::kConnectionNotValid: return "Host engine connection invalid/disconnected";
-    case dabi::kInitError: return "DCGM initialization error";
-    default: return "Fake DCGM error";
+    case dabi::kProfilingNotSupported:
+      return "Profiling is not supported for this group of GPUs or GPU";
+    case dabi::kConnectionNotValid:
+      return "Host engine connection invalid/disconnected";
+    case dabi::kInitError:
+      return "DCGM initialization error";
+    default:
+      return "Fake DCGM error";
   }
 }
 
@@ -158,8 +163,8 @@ __attribute__((visibility("default"))) dabi::Return dcgmShutdown() {
 }
 
 __attribute__((visibility("default"))) dabi::Return dcgmConnect_v2(const char* address,
-                                                                  dabi::ConnectParamsV2* params,
-                                                                  dabi::Handle* handle) {
+                                                                   dabi::ConnectParamsV2* params,
+                                                                   dabi::Handle* handle) {
   if (int rc = enter("dcgmConnect_v2"); rc != dabi::kOk) return rc;
   if (!st().initialised) return dabi::kUninitialized;
   if (params == nullptr || params->version != dabi::kConnectParamsVersion2) {
@@ -179,7 +184,8 @@ __attribute__((visibility("default"))) dabi::Return dcgmDisconnect(dabi::Handle 
   return dabi::kOk;
 }
 
-__attribute__((visibility("default"))) dabi::Return dcgmStartEmbedded(int mode, dabi::Handle* handle) {
+__attribute__((visibility("default"))) dabi::Return dcgmStartEmbedded(int mode,
+                                                                      dabi::Handle* handle) {
   if (int rc = enter("dcgmStartEmbedded"); rc != dabi::kOk) return rc;
   if (!st().initialised) return dabi::kUninitialized;
   if (mode != dabi::kOperationModeAuto) return dabi::kBadParam;
@@ -197,8 +203,8 @@ __attribute__((visibility("default"))) dabi::Return dcgmStopEmbedded(dabi::Handl
 }
 
 __attribute__((visibility("default"))) dabi::Return dcgmGetAllSupportedDevices(dabi::Handle,
-                                                                              unsigned* ids,
-                                                                              int* count) {
+                                                                               unsigned* ids,
+                                                                               int* count) {
   if (int rc = enter("dcgmGetAllSupportedDevices"); rc != dabi::kOk) return rc;
   *count = 0;
   for (const Gpu& g : st().gpus) ids[(*count)++] = g.id;
@@ -215,8 +221,8 @@ __attribute__((visibility("default"))) dabi::Return dcgmGetGpuInstanceHierarchy(
 }
 
 __attribute__((visibility("default"))) dabi::Return dcgmGroupCreate(dabi::Handle, int type,
-                                                                   const char* name,
-                                                                   dabi::GroupId* group) {
+                                                                    const char* name,
+                                                                    dabi::GroupId* group) {
   if (int rc = enter("dcgmGroupCreate"); rc != dabi::kOk) return rc;
   if (type != dabi::kGroupEmpty || name == nullptr) return dabi::kBadParam;
   *group = st().next_id++;
@@ -225,24 +231,24 @@ __attribute__((visibility("default"))) dabi::Return dcgmGroupCreate(dabi::Handle
 }
 
 __attribute__((visibility("default"))) dabi::Return dcgmGroupDestroy(dabi::Handle,
-                                                                    dabi::GroupId group) {
+                                                                     dabi::GroupId group) {
   enter("dcgmGroupDestroy");
   if (st().groups.erase(group) == 0) return dabi::kBadParam;
   return dabi::kOk;
 }
 
-__attribute__((visibility("default"))) dabi::Return dcgmGroupAddEntity(dabi::Handle,
-                                                                      dabi::GroupId group,
-                                                                      dabi::EntityGroup entity_group,
-                                                                      dabi::EntityId id) {
+__attribute__((visibility("default"))) dabi::Return dcgmGroupAddEntity(
+    dabi::Handle, dabi::GroupId group, dabi::EntityGroup entity_group, dabi::EntityId id) {
   if (int rc = enter("dcgmGroupAddEntity"); rc != dabi::kOk) return rc;
   if (st().groups.count(group) == 0 || !known(entity_group, id)) return dabi::kBadParam;
   st().groups[group].push_back({entity_group, id});
   return dabi::kOk;
 }
 
-__attribute__((visibility("default"))) dabi::Return dcgmFieldGroupCreate(
-    dabi::Handle, int count, unsigned short* fields, const char* name, dabi::FieldGroupId* id) {
+__attribute__((visibility("default"))) dabi::Return dcgmFieldGroupCreate(dabi::Handle, int count,
+                                                                         unsigned short* fields,
+                                                                         const char* name,
+                                                                         dabi::FieldGroupId* id) {
   if (int rc = enter("dcgmFieldGroupCreate"); rc != dabi::kOk) return rc;
   if (count < 1 || fields == nullptr || name == nullptr) return dabi::kBadParam;
   if (!st().names.insert(name).second) return dabi::kBadParam;  // names are unique
@@ -252,17 +258,15 @@ __attribute__((visibility("default"))) dabi::Return dcgmFieldGroupCreate(
 }
 
 __attribute__((visibility("default"))) dabi::Return dcgmFieldGroupDestroy(dabi::Handle,
-                                                                         dabi::FieldGroupId id) {
+                                                                          dabi::FieldGroupId id) {
   enter("dcgmFieldGroupDestroy");
   if (st().field_groups.erase(id) == 0) return dabi::kBadParam;
   return dabi::kOk;
 }
 
-__attribute__((visibility("default"))) dabi::Return dcgmWatchFields(dabi::Handle, dabi::GroupId group,
-                                                                   dabi::FieldGroupId fields,
-                                                                   long long update_us,
-                                                                   double max_keep_age,
-                                                                   int max_keep_samples) {
+__attribute__((visibility("default"))) dabi::Return dcgmWatchFields(
+    dabi::Handle, dabi::GroupId group, dabi::FieldGroupId fields, long long update_us,
+    double max_keep_age, int max_keep_samples) {
   if (int rc = enter("dcgmWatchFields"); rc != dabi::kOk) return rc;
   if (st().groups.count(group) == 0 || st().field_groups.count(fields) == 0 || update_us <= 0 ||
       (max_keep_age <= 0 && max_keep_samples <= 0)) {
@@ -278,8 +282,8 @@ __attribute__((visibility("default"))) dabi::Return dcgmWatchFields(dabi::Handle
 }
 
 __attribute__((visibility("default"))) dabi::Return dcgmUnwatchFields(dabi::Handle,
-                                                                     dabi::GroupId group,
-                                                                     dabi::FieldGroupId) {
+                                                                      dabi::GroupId group,
+                                                                      dabi::FieldGroupId) {
   enter("dcgmUnwatchFields");
   if (st().watched.erase(group) == 0) return dabi::kBadParam;
   return dabi::kOk;

@@ -43,7 +43,8 @@ nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t domain,
   }
   std::lock_guard<std::mutex> lock(mu);
   const std::uint64_t id = next_range++;
-  events.push_back("start " + std::string(domain_name(domain)) + " " + name + " " + std::to_string(id));
+  events.push_back("start " + std::string(domain_name(domain)) + " " + name + " " +
+                   std::to_string(id));
   return id;
 }
 
@@ -54,7 +55,8 @@ void NVTX_API DomainRangeEnd(nvtxDomainHandle_t domain, nvtxRangeId_t id) {
 
 template <typename F>
 void install(NvtxFunctionTable table, unsigned int size, int id, F* function) {
-  if (static_cast<unsigned int>(id) < size) *table[id] = reinterpret_cast<NvtxFunctionPointer>(function);
+  if (static_cast<unsigned int>(id) < size)
+    *table[id] = reinterpret_cast<NvtxFunctionPointer>(function);
 }
 
 }  // namespace
@@ -65,7 +67,8 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExpor
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get(NVTX_ETID_CALLBACKS));
   NvtxFunctionTable table = nullptr;
   unsigned int size = 0;
-  if (callbacks == nullptr || !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size)) {
+  if (callbacks == nullptr ||
+      !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size)) {
     return 0;
   }
   install(table, size, NVTX_CBID_CORE2_DomainCreateA, &DomainCreateA);

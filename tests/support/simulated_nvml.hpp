@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "hardware/gpu/nvml_source.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hardware/gpu/nvml_source.hpp"
 
 namespace trainscope::nvml {
 

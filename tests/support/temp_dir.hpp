@@ -17,19 +17,19 @@
 
 #include <stdlib.h>  // mkdtemp
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <vector>
-#include <iterator>
-#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #ifdef TRAINSCOPE_TEST_TMPDIR
 #include "gtest/gtest.h"

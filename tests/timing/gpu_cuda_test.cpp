@@ -17,11 +17,11 @@
 namespace trainscope {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                              \
-  do {                                                                                  \
-    if (!built_with_cuda()) GTEST_SKIP() << "trainscope was built without CUDA";         \
-    if (!default_gpu_event_source()->available())                                       \
-      GTEST_SKIP() << "no GPU: " << default_gpu_event_source()->describe();             \
+#define SKIP_WITHOUT_GPU()                                                       \
+  do {                                                                           \
+    if (!built_with_cuda()) GTEST_SKIP() << "trainscope was built without CUDA"; \
+    if (!default_gpu_event_source()->available())                                \
+      GTEST_SKIP() << "no GPU: " << default_gpu_event_source()->describe();      \
   } while (0)
 
 TEST(GpuCudaTest, WithoutAGpuTheDefaultTimerDegradesToCpu) {

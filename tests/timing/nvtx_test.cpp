@@ -38,7 +38,8 @@ class NvtxTest : public ::testing::Test {
     warm_up.end(TimeType::OTHER);
     library_ = dlopen(TRAINSCOPE_NVTX_RECORDER, RTLD_NOW | RTLD_NOLOAD);
     ASSERT_NE(library_, nullptr) << "the NVTX runtime did not load the recorder";
-    events_ = reinterpret_cast<std::vector<std::string> (*)()>(dlsym(library_, "nvtx_recorder_events"));
+    events_ =
+        reinterpret_cast<std::vector<std::string> (*)()>(dlsym(library_, "nvtx_recorder_events"));
     clear_ = reinterpret_cast<void (*)()>(dlsym(library_, "nvtx_recorder_clear"));
     ASSERT_NE(events_, nullptr);
     ASSERT_NE(clear_, nullptr);

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/timing/testing/simulated_event_source.hpp"
 #include "trainscope/timing/timer.hpp"
 

@@ -27,7 +27,8 @@ class FileExporter final : public Exporter {
   absl::Status flush() override;
 
  private:
-  FileExporter(std::string summary_path, StatsFormat format, std::string samples_path, std::FILE* samples);
+  FileExporter(std::string summary_path, StatsFormat format, std::string samples_path,
+               std::FILE* samples);
   std::string summary_path_;
   StatsFormat format_;
   std::string samples_path_;

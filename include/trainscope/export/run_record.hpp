@@ -48,7 +48,7 @@ struct MetricPoint {
 };
 
 struct RunInfo {
-  std::string id;          // 32 lowercase hex digits, as MLflow's
+  std::string id;  // 32 lowercase hex digits, as MLflow's
   std::string name;
   std::string experiment;  // experiment name (MLflow's MLFLOW_EXPERIMENT_NAME)
   std::int64_t start_time_ms = 0;
@@ -92,8 +92,8 @@ struct LauncherState {
   std::int64_t pid = 0;
   RunStatus status = RunStatus::kRunning;
   std::vector<std::string> command;
-  int exit_code = -1;    // -1 while running or when the command never ran
-  int term_signal = 0;   // the signal that ended the command, 0 if it exited
+  int exit_code = -1;   // -1 while running or when the command never ran
+  int term_signal = 0;  // the signal that ended the command, 0 if it exited
   std::int64_t start_time_ms = 0;
   std::int64_t end_time_ms = 0;
   std::int64_t heartbeat_ms = 0;

@@ -30,9 +30,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "trainscope/export/exporter.hpp"
+#include "trainscope/export/run_record.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 #include "trainscope/run/run.hpp"
-#include "trainscope/export/run_record.hpp"
 
 namespace trainscope {
 

@@ -41,7 +41,7 @@ enum class RunRole { kRank, kLauncher };
 struct RunOptions {
   // Parent directory of new runs; TRAINSCOPE_RUNS_ROOT overrides the default.
   std::string root = "trainscope-runs";
-  std::string name;                   // default: the run id
+  std::string name;                    // default: the run id
   std::string experiment = "Default";  // MLFLOW_EXPERIMENT_NAME overrides the default
   std::map<std::string, std::string> params;
   std::map<std::string, std::string> tags;
@@ -98,7 +98,8 @@ class Run {
   absl::Status set_tag(std::string_view key, std::string_view value);
   // Non-finite values are an error (nothing recorded). Without a step, the
   // key's previous step + 1 (0 first).
-  absl::Status log_metric(std::string_view key, double value, std::optional<std::int64_t> step = {});
+  absl::Status log_metric(std::string_view key, double value,
+                          std::optional<std::int64_t> step = {});
   // Copies a file into the run's artifacts/ directory.
   absl::Status log_artifact(std::string_view path);
 

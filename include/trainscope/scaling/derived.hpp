@@ -26,7 +26,8 @@ struct ScalingView {
 // one value per parameter; the resource entry is ignored), sorted by r; r0 is
 // the smallest r. Error when the resource index is out of range, fewer than
 // two points match, or a time or resource is not positive.
-absl::StatusOr<std::vector<ScalingView>> measured_scaling(const Series& series, int resource_parameter,
+absl::StatusOr<std::vector<ScalingView>> measured_scaling(const Series& series,
+                                                          int resource_parameter,
                                                           absl::Span<const double> fixed,
                                                           Measure measure = Measure::kMean);
 

@@ -24,7 +24,8 @@ absl::StatusOr<RankAggregation> parse_rank_aggregation(std::string_view name);
 // stat: mean (default) | median | min | max | total | count | p95 | p99 |
 //       last (metrics) | rate (count / total seconds, e.g. batches per second).
 struct RunSelection {
-  std::vector<std::string> parameters;  // run params used as model parameters, e.g. {"p", "batch_size"}
+  std::vector<std::string>
+      parameters;  // run params used as model parameters, e.g. {"p", "batch_size"}
   std::string what = "BATCH";
   std::string stat = "mean";
   std::string device = "cpu";  // cpu | gpu, for region keys
@@ -38,7 +39,8 @@ struct RunSelection {
 // FAILED or KILLED (their timings are not a measurement), and a run given
 // twice are skipped with a warning appended to `warnings` when it is not null.
 // Points are sorted by coordinate.
-absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths, const RunSelection& selection,
+absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
+                                         const RunSelection& selection,
                                          std::vector<std::string>* warnings = nullptr);
 
 }  // namespace trainscope::scaling

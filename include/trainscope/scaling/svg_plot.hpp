@@ -15,12 +15,12 @@
 namespace trainscope::scaling {
 
 struct PlotOptions {
-  int x_parameter = 0;            // which parameter is the x axis
-  std::vector<double> fixed;      // other parameters' values (default: the most common line)
-  double extrapolate_to = 0;      // largest x drawn; 0 = 4x the largest measured
-  bool log_x = true;              // log2 x axis (scaling parameters are usually powers of two)
+  int x_parameter = 0;        // which parameter is the x axis
+  std::vector<double> fixed;  // other parameters' values (default: the most common line)
+  double extrapolate_to = 0;  // largest x drawn; 0 = 4x the largest measured
+  bool log_x = true;          // log2 x axis (scaling parameters are usually powers of two)
   bool log_y = false;
-  std::string title;              // default: "callpath / metric"
+  std::string title;  // default: "callpath / metric"
   int width = 720;
   int height = 440;
   BandOptions band;

@@ -12,7 +12,7 @@ namespace trainscope {
 
 enum class StatsFormat {
   kDeep500,  // Deep500's exact text (seconds, %.5f), the default
-  kTable,    // readable: automatic units, count, total, median with CI, p95; CPU and GPU side by side
+  kTable,  // readable: automatic units, count, total, median with CI, p95; CPU and GPU side by side
   kJson,
   kCsv,
 };

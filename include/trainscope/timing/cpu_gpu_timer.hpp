@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "trainscope/timing/detail/region_core.hpp"
 #include "trainscope/common/errors.hpp"
-#include "trainscope/timing/gpu_event_source.hpp"
-#include "trainscope/timing/scoped_region.hpp"
 #include "trainscope/stats/stats_format.hpp"
 #include "trainscope/stats/time_stats.hpp"
+#include "trainscope/timing/detail/region_core.hpp"
+#include "trainscope/timing/gpu_event_source.hpp"
+#include "trainscope/timing/scoped_region.hpp"
 #include "trainscope/timing/time_type.hpp"
 #include "trainscope/timing/timer_options.hpp"
 
@@ -62,7 +62,8 @@ class CPUGPUTimer {
     detail::OpenSlot* slot;
     absl::Status status = core_.endable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
-    if (ABSL_PREDICT_FALSE(slot->gpu != gpu)) return detail::gpu_flag_mismatch_error(key, slot->gpu, gpu);
+    if (ABSL_PREDICT_FALSE(slot->gpu != gpu))
+      return detail::gpu_flag_mismatch_error(key, slot->gpu, gpu);
     if (slot->start_event != nullptr) return end_gpu(key, *slot, now, stream);
     core_.close(*slot, key.id(), now);
     if (pending_size_ != 0 && options_.harvest_per_end != 0) harvest(options_.harvest_per_end);
@@ -99,7 +100,8 @@ class CPUGPUTimer {
   std::string format_all_time_stats(StatsFormat format = StatsFormat::kDeep500) {
     return format_summary(summary(), format);
   }
-  void print_all_time_stats(std::ostream& out = std::cout, StatsFormat format = StatsFormat::kDeep500) {
+  void print_all_time_stats(std::ostream& out = std::cout,
+                            StatsFormat format = StatsFormat::kDeep500) {
     out << format_all_time_stats(format);
   }
   absl::Status try_save_all_time_stats(std::string_view path);

@@ -33,7 +33,7 @@ class Key {
   constexpr Key(TimeType type) noexcept  // NOLINT(google-explicit-constructor)
       : id_(static_cast<KeyId>(type)) {}
   // Names of built-in types ("EPOCH", ...) map to those types.
-  Key(std::string_view name);  // NOLINT(google-explicit-constructor)
+  Key(std::string_view name);                             // NOLINT(google-explicit-constructor)
   Key(const char* name) : Key(std::string_view(name)) {}  // NOLINT
   Key(const std::string& name) : Key(std::string_view(name)) {}  // NOLINT
 
@@ -43,9 +43,7 @@ class Key {
   constexpr KeyId id() const noexcept { return id_; }
   // "EPOCH" for built-ins, the interned name otherwise.
   std::string_view name() const;
-  constexpr bool is_all() const noexcept {
-    return id_ == static_cast<KeyId>(TimeType::ALL);
-  }
+  constexpr bool is_all() const noexcept { return id_ == static_cast<KeyId>(TimeType::ALL); }
   constexpr bool is_builtin() const noexcept {
     return id_ >= 1 && id_ <= static_cast<KeyId>(TimeType::ALL);
   }

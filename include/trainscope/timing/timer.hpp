@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "trainscope/timing/detail/region_core.hpp"
 #include "trainscope/common/errors.hpp"
-#include "trainscope/timing/scoped_region.hpp"
 #include "trainscope/stats/stats_format.hpp"
 #include "trainscope/stats/time_stats.hpp"
+#include "trainscope/timing/detail/region_core.hpp"
+#include "trainscope/timing/scoped_region.hpp"
 #include "trainscope/timing/time_type.hpp"
 #include "trainscope/timing/timer_options.hpp"
 

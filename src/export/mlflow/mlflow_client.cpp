@@ -162,7 +162,9 @@ class BatchSplitter {
 }  // namespace
 
 std::string log_batch_body(std::string_view run_id, const Batch& batch) {
-  json body = {{"run_id", run_id}, {"metrics", json::array()}, {"params", json::array()},
+  json body = {{"run_id", run_id},
+               {"metrics", json::array()},
+               {"params", json::array()},
                {"tags", json::array()}};
   for (const Metric& metric : batch.metrics) body["metrics"].push_back(metric_json(metric));
   for (const KeyValue& param : batch.params) body["params"].push_back(key_value_json(param));
@@ -307,8 +309,8 @@ absl::StatusOr<Client::Response> Client::perform_once(const char* method, const 
   curl_slist_free_all(headers);
   if (code != CURLE_OK) {
     const std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
-    const std::string message = redact(
-        fmt::format("cannot reach MLflow at {}: {}", config_.tracking_uri, detail), config_);
+    const std::string message =
+        redact(fmt::format("cannot reach MLflow at {}: {}", config_.tracking_uri, detail), config_);
     if (is_connection_error(code)) return absl::UnavailableError(message);
     return absl::FailedPreconditionError(message);  // TLS, bad URL: retrying will not help
   }
@@ -324,11 +326,11 @@ absl::StatusOr<std::string> Client::call(const char* method, const std::string& 
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<Response> response = perform_once(method, url, body);
     if (response.ok() && response->http_status / 100 == 2) return std::move(response->body);
-    last = response.ok()
-               ? error_from_response(what, response->http_status, response->body)
-               : absl::Status(response.status().code(),
-                              fmt::format("MLflow {}: {}", what,
-                                          to_std(response.status().message())));
+    last =
+        response.ok()
+            ? error_from_response(what, response->http_status, response->body)
+            : absl::Status(response.status().code(),
+                           fmt::format("MLflow {}: {}", what, to_std(response.status().message())));
     if (!is_retryable(last) || attempt >= config_.max_retries) break;
     ++retries_;
     std::this_thread::sleep_for(jittered_backoff(config_, attempt));

@@ -16,8 +16,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "common/files.hpp"
-#include "fmt/format.h"
 #include "export/mlflow/mlflow_client.hpp"
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
 
@@ -103,10 +103,14 @@ absl::StatusOr<Cursor> load_cursor(const std::string& run_dir) {
 // Written to a temporary file and renamed over the old one: a crash leaves
 // the old cursor or the new one, never half of one.
 absl::Status save_cursor(const std::string& run_dir, const Cursor& cursor) {
-  json out = {{"version", kCursorVersion},     {"tracking_uri", cursor.tracking_uri},
-              {"experiment_id", cursor.experiment_id}, {"run_id", cursor.run_id},
-              {"params", cursor.params},       {"tags", cursor.tags},
-              {"files", json::object()},       {"summary_sent", cursor.summary_sent},
+  json out = {{"version", kCursorVersion},
+              {"tracking_uri", cursor.tracking_uri},
+              {"experiment_id", cursor.experiment_id},
+              {"run_id", cursor.run_id},
+              {"params", cursor.params},
+              {"tags", cursor.tags},
+              {"files", json::object()},
+              {"summary_sent", cursor.summary_sent},
               {"status", cursor.status}};
   for (const auto& [name, file] : cursor.files) {
     out["files"][name] = {{"offset", file.offset}, {"rows_sent", file.rows_sent}};
@@ -182,8 +186,8 @@ class Syncer {
         cursor_(cursor),
         stats_(stats),
         options_(options) {
-    limits_.max_metrics = static_cast<std::size_t>(
-        std::clamp(client->config().max_metrics_per_request, 1, 1000));
+    limits_.max_metrics =
+        static_cast<std::size_t>(std::clamp(client->config().max_metrics_per_request, 1, 1000));
   }
 
   absl::Status run() {
@@ -312,8 +316,8 @@ class Syncer {
       if (absl::Status s = send(batch); !s.ok()) return s;
       next_metric += batch.metrics.size();
       // Rows skipped as invalid count as done once a later row is accepted.
-      at.rows_sent = next_metric < row_of_metric.size() ? row_of_metric[next_metric]
-                                                        : chunk->rows.size();
+      at.rows_sent =
+          next_metric < row_of_metric.size() ? row_of_metric[next_metric] : chunk->rows.size();
       if (absl::Status s = save(); !s.ok()) return s;
       if (out_of_time() && next_metric < row_of_metric.size()) return absl::OkStatus();
     }
@@ -432,9 +436,10 @@ absl::Status sync_once(const std::string& run_dir, const RunSourceOpener& open,
   stats->mlflow_run_id = cursor->run_id;
   stats->experiment_id = cursor->experiment_id;
   if (syncer.skipped() > 0) {
-    warn(fmt::format("MLflow sync of {}: skipped {} row(s) with keys MLflow rejects ({}); they "
-                     "stay in the run directory",
-                     run_dir, syncer.skipped(), syncer.first_skip_reason()));
+    warn(
+        fmt::format("MLflow sync of {}: skipped {} row(s) with keys MLflow rejects ({}); they "
+                    "stay in the run directory",
+                    run_dir, syncer.skipped(), syncer.first_skip_reason()));
   }
   if (status.ok()) return status;
   return absl::Status(status.code(), mlflow::redact(to_std(status.message()), config));
@@ -546,10 +551,10 @@ absl::Status MlflowExporter::maybe_sync(bool force) {
   }
   backoff_ = std::clamp(backoff_ * 2, kLiveMinBackoff, kLiveMaxBackoff);
   next_attempt_ = Clock::now() + backoff_;
-  const std::string next =
-      run_ended_ ? fmt::format("`trainscope sync {}` uploads the rest", run_dir_)
-                 : fmt::format("next attempt in {} s; the rows stay in {}",
-                               backoff_.count() / 1000, run_dir_);
+  const std::string next = run_ended_
+                               ? fmt::format("`trainscope sync {}` uploads the rest", run_dir_)
+                               : fmt::format("next attempt in {} s; the rows stay in {}",
+                                             backoff_.count() / 1000, run_dir_);
   return absl::Status(status.code(), fmt::format("{} ({})", to_std(status.message()), next));
 }
 

@@ -44,8 +44,8 @@ absl::Status validate_key(std::string_view key, std::string_view kind) {
         fmt::format("{} key {}... is {} characters long; MLflow allows at most {}", kind,
                     quote(key.substr(0, 40)), key.size(), kMaxKeyLength));
   }
-  const auto bad = std::find_if_not(key.begin(), key.end(),
-                                    [](char c) { return is_key_char(static_cast<unsigned char>(c)); });
+  const auto bad = std::find_if_not(
+      key.begin(), key.end(), [](char c) { return is_key_char(static_cast<unsigned char>(c)); });
   if (bad != key.end()) {
     return absl::InvalidArgumentError(fmt::format(
         "{} key {} has the character {}, which MLflow rejects: keys may only contain letters, "

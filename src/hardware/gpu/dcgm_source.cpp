@@ -117,25 +117,44 @@ void resolve(void* handle, const char* symbol, Fn* fn) {
 
 const char* code_name(abi::Return rc) {
   switch (rc) {
-    case abi::kBadParam: return "DCGM_ST_BADPARAM";
-    case abi::kGenericError: return "DCGM_ST_GENERIC_ERROR";
-    case abi::kNotSupported: return "DCGM_ST_NOT_SUPPORTED";
-    case abi::kInitError: return "DCGM_ST_INIT_ERROR";
-    case abi::kUninitialized: return "DCGM_ST_UNINITIALIZED";
-    case abi::kVersionMismatch: return "DCGM_ST_VER_MISMATCH";
-    case abi::kNoData: return "DCGM_ST_NO_DATA";
-    case abi::kNotWatched: return "DCGM_ST_NOT_WATCHED";
-    case abi::kNoPermission: return "DCGM_ST_NO_PERMISSION";
-    case abi::kGpuIsLost: return "DCGM_ST_GPU_IS_LOST";
-    case abi::kConnectionNotValid: return "DCGM_ST_CONNECTION_NOT_VALID";
-    case abi::kGpuNotSupported: return "DCGM_ST_GPU_NOT_SUPPORTED";
-    case abi::kRequiresRoot: return "DCGM_ST_REQUIRES_ROOT";
-    case abi::kModuleNotLoaded: return "DCGM_ST_MODULE_NOT_LOADED";
-    case abi::kInUse: return "DCGM_ST_IN_USE";
-    case abi::kProfilingNotSupported: return "DCGM_ST_PROFILING_NOT_SUPPORTED";
-    case abi::kProfilingMultiPass: return "DCGM_ST_PROFILING_MULTI_PASS";
-    case abi::kInsufficientDriver: return "DCGM_ST_INSUFFICIENT_DRIVER_VERSION";
-    default: return nullptr;
+    case abi::kBadParam:
+      return "DCGM_ST_BADPARAM";
+    case abi::kGenericError:
+      return "DCGM_ST_GENERIC_ERROR";
+    case abi::kNotSupported:
+      return "DCGM_ST_NOT_SUPPORTED";
+    case abi::kInitError:
+      return "DCGM_ST_INIT_ERROR";
+    case abi::kUninitialized:
+      return "DCGM_ST_UNINITIALIZED";
+    case abi::kVersionMismatch:
+      return "DCGM_ST_VER_MISMATCH";
+    case abi::kNoData:
+      return "DCGM_ST_NO_DATA";
+    case abi::kNotWatched:
+      return "DCGM_ST_NOT_WATCHED";
+    case abi::kNoPermission:
+      return "DCGM_ST_NO_PERMISSION";
+    case abi::kGpuIsLost:
+      return "DCGM_ST_GPU_IS_LOST";
+    case abi::kConnectionNotValid:
+      return "DCGM_ST_CONNECTION_NOT_VALID";
+    case abi::kGpuNotSupported:
+      return "DCGM_ST_GPU_NOT_SUPPORTED";
+    case abi::kRequiresRoot:
+      return "DCGM_ST_REQUIRES_ROOT";
+    case abi::kModuleNotLoaded:
+      return "DCGM_ST_MODULE_NOT_LOADED";
+    case abi::kInUse:
+      return "DCGM_ST_IN_USE";
+    case abi::kProfilingNotSupported:
+      return "DCGM_ST_PROFILING_NOT_SUPPORTED";
+    case abi::kProfilingMultiPass:
+      return "DCGM_ST_PROFILING_MULTI_PASS";
+    case abi::kInsufficientDriver:
+      return "DCGM_ST_INSUFFICIENT_DRIVER_VERSION";
+    default:
+      return nullptr;
   }
 }
 
@@ -429,9 +448,9 @@ absl::Status DcgmSource::map_targets(const std::vector<JobDevice>& devices,
 absl::StatusOr<abi::GroupId> DcgmSource::watch_group(const std::vector<const Target*>& targets) {
   abi::GroupId group = 0;
   const std::string name = unique_name();
-  if (absl::Status s = to_status(
-          *fn_, fn_->group_create(dcgm_, abi::kGroupEmpty, name.c_str(), &group),
-          "dcgmGroupCreate");
+  if (absl::Status s =
+          to_status(*fn_, fn_->group_create(dcgm_, abi::kGroupEmpty, name.c_str(), &group),
+                    "dcgmGroupCreate");
       !s.ok()) {
     return s;
   }
@@ -447,8 +466,8 @@ absl::StatusOr<abi::GroupId> DcgmSource::watch_group(const std::vector<const Tar
     const long long update_us =
         std::max<long long>(1000, absl::ToInt64Microseconds(options_.update_interval));
     // Keep a few intervals' worth: only the latest value is read.
-    rc = fn_->watch_fields(dcgm_, group, *field_group_, update_us, std::max(5.0, 4 * interval_s),
-                           4);
+    rc =
+        fn_->watch_fields(dcgm_, group, *field_group_, update_us, std::max(5.0, 4 * interval_s), 4);
   }
   if (rc != abi::kOk) {
     fn_->group_destroy(dcgm_, group);
@@ -532,9 +551,9 @@ absl::Status DcgmSource::sample(std::vector<HardwareReading>* out) {
     v.version = abi::kFieldValueVersion2;
     v.status = abi::kNoData;
   }
-  const abi::Return rc = fn_->entities_latest_values(
-      dcgm_, entities_.data(), static_cast<unsigned>(entities_.size()), fields, kFieldCount, 0,
-      values_.data());
+  const abi::Return rc =
+      fn_->entities_latest_values(dcgm_, entities_.data(), static_cast<unsigned>(entities_.size()),
+                                  fields, kFieldCount, 0, values_.data());
   if (rc != abi::kOk) return to_status(*fn_, rc, "dcgmEntitiesGetLatestValues");
   // DCGM may reorder the entities: match each value to its target.
   for (const abi::FieldValueV2& v : values_) {

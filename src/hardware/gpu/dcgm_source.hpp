@@ -27,53 +27,53 @@ namespace trainscope::dcgm {
 // the simulated library of the tests.
 namespace abi {
 
-using Return = int;                  // dcgmReturn_t
-using Handle = std::uintptr_t;       // dcgmHandle_t
-using GroupId = std::uintptr_t;      // dcgmGpuGrp_t
-using FieldGroupId = std::uintptr_t; // dcgmFieldGrp_t
-using EntityGroup = std::uint32_t;   // dcgm_field_entity_group_t (a C enum)
-using EntityId = std::uint32_t;      // dcgm_field_eid_t
+using Return = int;                   // dcgmReturn_t
+using Handle = std::uintptr_t;        // dcgmHandle_t
+using GroupId = std::uintptr_t;       // dcgmGpuGrp_t
+using FieldGroupId = std::uintptr_t;  // dcgmFieldGrp_t
+using EntityGroup = std::uint32_t;    // dcgm_field_entity_group_t (a C enum)
+using EntityId = std::uint32_t;       // dcgm_field_eid_t
 
 // MAKE_DCGM_VERSION(type, version)
 constexpr unsigned make_version(std::size_t size, unsigned version) {
   return static_cast<unsigned>(size) | (version << 24);
 }
 
-constexpr Return kOk = 0;                         // DCGM_ST_OK
-constexpr Return kBadParam = -1;                  // DCGM_ST_BADPARAM
-constexpr Return kGenericError = -3;              // DCGM_ST_GENERIC_ERROR
-constexpr Return kNotSupported = -6;              // DCGM_ST_NOT_SUPPORTED
-constexpr Return kInitError = -7;                 // DCGM_ST_INIT_ERROR
-constexpr Return kUninitialized = -10;            // DCGM_ST_UNINITIALIZED
-constexpr Return kVersionMismatch = -12;          // DCGM_ST_VER_MISMATCH
-constexpr Return kNoData = -14;                   // DCGM_ST_NO_DATA
-constexpr Return kNotWatched = -16;               // DCGM_ST_NOT_WATCHED
-constexpr Return kNoPermission = -17;             // DCGM_ST_NO_PERMISSION
-constexpr Return kGpuIsLost = -18;                // DCGM_ST_GPU_IS_LOST
-constexpr Return kConnectionNotValid = -21;       // DCGM_ST_CONNECTION_NOT_VALID
-constexpr Return kGpuNotSupported = -22;          // DCGM_ST_GPU_NOT_SUPPORTED
-constexpr Return kRequiresRoot = -29;             // DCGM_ST_REQUIRES_ROOT
-constexpr Return kModuleNotLoaded = -33;          // DCGM_ST_MODULE_NOT_LOADED
-constexpr Return kInUse = -34;                    // DCGM_ST_IN_USE
-constexpr Return kProfilingNotSupported = -36;    // DCGM_ST_PROFILING_NOT_SUPPORTED
-constexpr Return kProfilingMultiPass = -38;       // DCGM_ST_PROFILING_MULTI_PASS
-constexpr Return kInsufficientDriver = -44;       // DCGM_ST_INSUFFICIENT_DRIVER_VERSION
+constexpr Return kOk = 0;                       // DCGM_ST_OK
+constexpr Return kBadParam = -1;                // DCGM_ST_BADPARAM
+constexpr Return kGenericError = -3;            // DCGM_ST_GENERIC_ERROR
+constexpr Return kNotSupported = -6;            // DCGM_ST_NOT_SUPPORTED
+constexpr Return kInitError = -7;               // DCGM_ST_INIT_ERROR
+constexpr Return kUninitialized = -10;          // DCGM_ST_UNINITIALIZED
+constexpr Return kVersionMismatch = -12;        // DCGM_ST_VER_MISMATCH
+constexpr Return kNoData = -14;                 // DCGM_ST_NO_DATA
+constexpr Return kNotWatched = -16;             // DCGM_ST_NOT_WATCHED
+constexpr Return kNoPermission = -17;           // DCGM_ST_NO_PERMISSION
+constexpr Return kGpuIsLost = -18;              // DCGM_ST_GPU_IS_LOST
+constexpr Return kConnectionNotValid = -21;     // DCGM_ST_CONNECTION_NOT_VALID
+constexpr Return kGpuNotSupported = -22;        // DCGM_ST_GPU_NOT_SUPPORTED
+constexpr Return kRequiresRoot = -29;           // DCGM_ST_REQUIRES_ROOT
+constexpr Return kModuleNotLoaded = -33;        // DCGM_ST_MODULE_NOT_LOADED
+constexpr Return kInUse = -34;                  // DCGM_ST_IN_USE
+constexpr Return kProfilingNotSupported = -36;  // DCGM_ST_PROFILING_NOT_SUPPORTED
+constexpr Return kProfilingMultiPass = -38;     // DCGM_ST_PROFILING_MULTI_PASS
+constexpr Return kInsufficientDriver = -44;     // DCGM_ST_INSUFFICIENT_DRIVER_VERSION
 
-constexpr int kOperationModeAuto = 1;        // DCGM_OPERATION_MODE_AUTO
-constexpr int kGroupEmpty = 1;               // DCGM_GROUP_EMPTY
-constexpr EntityGroup kEntityGpu = 1;        // DCGM_FE_GPU
+constexpr int kOperationModeAuto = 1;          // DCGM_OPERATION_MODE_AUTO
+constexpr int kGroupEmpty = 1;                 // DCGM_GROUP_EMPTY
+constexpr EntityGroup kEntityGpu = 1;          // DCGM_FE_GPU
 constexpr EntityGroup kEntityGpuInstance = 4;  // DCGM_FE_GPU_I
-constexpr unsigned kMaxDevices = 32;         // DCGM_MAX_NUM_DEVICES (DCGM 2.0 and later)
+constexpr unsigned kMaxDevices = 32;           // DCGM_MAX_NUM_DEVICES (DCGM 2.0 and later)
 constexpr unsigned kMaxHierarchyInfo = kMaxDevices * 14;  // DCGM_MAX_HIERARCHY_INFO
-constexpr unsigned kLiveData = 1;            // DCGM_FV_FLAG_LIVE_DATA
-constexpr unsigned short kFieldNvmlIndex = 52;        // DCGM_FI_DEV_NVML_INDEX
-constexpr unsigned short kFieldUuid = 54;             // DCGM_FI_DEV_UUID
-constexpr unsigned short kFieldSmActive = 1002;       // DCGM_FI_PROF_SM_ACTIVE
-constexpr unsigned short kFieldTensorActive = 1004;   // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
-constexpr unsigned short kFieldDramActive = 1005;     // DCGM_FI_PROF_DRAM_ACTIVE
-constexpr unsigned short kTypeDouble = 'd';           // DCGM_FT_DOUBLE
-constexpr unsigned short kTypeInt64 = 'i';            // DCGM_FT_INT64
-constexpr unsigned short kTypeString = 's';           // DCGM_FT_STRING
+constexpr unsigned kLiveData = 1;                         // DCGM_FV_FLAG_LIVE_DATA
+constexpr unsigned short kFieldNvmlIndex = 52;            // DCGM_FI_DEV_NVML_INDEX
+constexpr unsigned short kFieldUuid = 54;                 // DCGM_FI_DEV_UUID
+constexpr unsigned short kFieldSmActive = 1002;           // DCGM_FI_PROF_SM_ACTIVE
+constexpr unsigned short kFieldTensorActive = 1004;       // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
+constexpr unsigned short kFieldDramActive = 1005;         // DCGM_FI_PROF_DRAM_ACTIVE
+constexpr unsigned short kTypeDouble = 'd';               // DCGM_FT_DOUBLE
+constexpr unsigned short kTypeInt64 = 'i';                // DCGM_FT_INT64
+constexpr unsigned short kTypeString = 's';               // DCGM_FT_STRING
 // DCGM_FP64_BLANK: this value and above mean "no value" (not found, not
 // supported, no permission...).
 constexpr double kFp64Blank = 140737488355328.0;
@@ -215,8 +215,8 @@ class DcgmSource final : public HardwareSource {
   std::optional<abi::FieldGroupId> field_group_;
   std::vector<abi::GroupId> groups_;  // watched
   std::vector<Target> targets_;
-  std::vector<abi::EntityPair> entities_;   // targets_' entities, same order
-  std::vector<abi::FieldValueV2> values_;   // entities_ x fields, reused every tick
+  std::vector<abi::EntityPair> entities_;  // targets_' entities, same order
+  std::vector<abi::FieldValueV2> values_;  // entities_ x fields, reused every tick
 };
 
 // The DCGM source if one of options.libraries loads, else nullptr (no DCGM

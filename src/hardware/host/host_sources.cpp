@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "fmt/format.h"
 #include "common/files.hpp"
+#include "fmt/format.h"
 #include "hardware/host/host_parsers.hpp"
 #include "hardware/host/process_tree.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
@@ -362,8 +362,8 @@ class MemorySource : public HardwareSource {
     out->push_back({"system/mem.total_mb", mb(m.total_kb)});
     out->push_back({"system/mem.used_mb", mb(used)});
     out->push_back({"system/mem.used_pct", m.total_kb == 0 ? 0.0
-                                               : 100.0 * static_cast<double>(used) /
-                                                     static_cast<double>(m.total_kb)});
+                                                           : 100.0 * static_cast<double>(used) /
+                                                                 static_cast<double>(m.total_kb)});
     out->push_back({"system/mem.available_mb", mb(available)});
     out->push_back({"system/mem.free_mb", mb(m.free_kb)});
     out->push_back({"system/mem.buffers_mb", mb(m.buffers_kb)});
@@ -419,7 +419,7 @@ class DiskSource : public HardwareSource {
   }
 
  private:
-  static constexpr std::string_view kQuantities[] = {"read_mb_s", "write_mb_s", "read_iops",
+  static constexpr std::string_view kQuantities[] = {"read_mb_s",  "write_mb_s", "read_iops",
                                                      "write_iops", "read_mb",    "write_mb"};
 
   struct Delta {
@@ -473,8 +473,8 @@ class DiskSource : public HardwareSource {
     Device d;
     d.names = make_names("disk", c.name, kQuantities);
     d.last = c;
-    const bool virtual_ram = c.name.rfind("loop", 0) == 0 || c.name.rfind("ram", 0) == 0 ||
-                             c.name.rfind("zram", 0) == 0;
+    const bool virtual_ram =
+        c.name.rfind("loop", 0) == 0 || c.name.rfind("ram", 0) == 0 || c.name.rfind("zram", 0) == 0;
     struct stat st;
     // Whole devices have /sys/block/<name>; partitions do not.
     d.included = !virtual_ram && ::stat((sys_root_ + "/block/" + c.name).c_str(), &st) == 0;

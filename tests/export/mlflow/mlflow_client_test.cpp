@@ -12,8 +12,8 @@
 
 #include "export/mlflow/mlflow_client.hpp"
 #include "gmock/gmock.h"
-#include "support/closed_port.hpp"
 #include "gtest/gtest.h"
+#include "support/closed_port.hpp"
 #include "support/run_dir_test.hpp"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
 #include "trainscope/run/sync.hpp"
@@ -126,18 +126,18 @@ TEST(ValidateKey, AcceptsMlflowKeys) {
 }
 
 TEST(ValidateKey, RejectsWhatTheServerRejects) {
-  for (const char* key : {"", "bad key!", "a//b", "/abs", "trailing/", "a/../b", "..x", "./a",
-                          "a,b", "tab\tkey"}) {
+  for (const char* key :
+       {"", "bad key!", "a//b", "/abs", "trailing/", "a/../b", "..x", "./a", "a,b", "tab\tkey"}) {
     EXPECT_EQ(validate_key(key).code(), absl::StatusCode::kInvalidArgument) << key;
   }
   EXPECT_FALSE(validate_key(std::string(251, 'k')).ok());
 }
 
 TEST(ErrorFromResponse, NamesEndpointAndErrorCode) {
-  const absl::Status status = error_from_response(
-      "POST runs/log-batch", 400,
-      R"({"error_code": "INVALID_PARAMETER_VALUE",)"
-      R"( "message": "Changing param values is not allowed"})");
+  const absl::Status status =
+      error_from_response("POST runs/log-batch", 400,
+                          R"({"error_code": "INVALID_PARAMETER_VALUE",)"
+                          R"( "message": "Changing param values is not allowed"})");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(status.message()),
             "MLflow POST runs/log-batch: HTTP 400 INVALID_PARAMETER_VALUE: Changing param values "
@@ -168,8 +168,8 @@ TEST(Redact, RemovesPasswordTokenAndUriUserInfo) {
   EXPECT_EQ(redact_uri(config.tracking_uri), "https://***@mlflow.example.com:5000/prefix");
   EXPECT_EQ(redact_uri("http://host:5000/a@b"), "http://host:5000/a@b");
   EXPECT_EQ(redact_uri("http://host"), "http://host");
-  const std::string text = redact(
-      "cannot reach " + config.tracking_uri + " with s3cret or Bearer tok-123", config);
+  const std::string text =
+      redact("cannot reach " + config.tracking_uri + " with s3cret or Bearer tok-123", config);
   EXPECT_THAT(text, Not(HasSubstr("pa55word")));
   EXPECT_THAT(text, Not(HasSubstr("alice")));
   EXPECT_THAT(text, Not(HasSubstr("s3cret")));
@@ -187,8 +187,8 @@ TEST(Client, RefusesNonHttpUris) {
 class EnvironmentTest : public ::testing::Test {
  protected:
   static constexpr const char* kVariables[] = {
-      "MLFLOW_TRACKING_URI",      "MLFLOW_EXPERIMENT_NAME",       "MLFLOW_EXPERIMENT_ID",
-      "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",     "MLFLOW_TRACKING_TOKEN",
+      "MLFLOW_TRACKING_URI",          "MLFLOW_EXPERIMENT_NAME",          "MLFLOW_EXPERIMENT_ID",
+      "MLFLOW_TRACKING_USERNAME",     "MLFLOW_TRACKING_PASSWORD",        "MLFLOW_TRACKING_TOKEN",
       "MLFLOW_TRACKING_INSECURE_TLS", "MLFLOW_TRACKING_SERVER_CERT_PATH"};
   void SetUp() override {
     for (const char* name : kVariables) {
@@ -256,7 +256,6 @@ TEST_F(EnvironmentTest, BadValuesNameTheVariableWithoutCredentials) {
   EXPECT_THAT(std::string(bad_uri.status().message()), HasSubstr("MLFLOW_TRACKING_URI"));
   EXPECT_THAT(std::string(bad_uri.status().message()), Not(HasSubstr("secret")));
 }
-
 
 // The run directories: a running run in the documented format with one metric.
 class MlflowRunDirTest : public trainscope::testing::RunDirTest {

@@ -35,13 +35,13 @@
 namespace trainscope {
 
 struct SyncStats {
-  std::uint64_t requests = 0;       // HTTP requests sent, retries included
+  std::uint64_t requests = 0;  // HTTP requests sent, retries included
   std::uint64_t retries = 0;
-  std::uint64_t metrics_sent = 0;   // metric values the server accepted
+  std::uint64_t metrics_sent = 0;  // metric values the server accepted
   std::uint64_t params_sent = 0;
   std::uint64_t tags_sent = 0;
   std::uint64_t skipped_invalid = 0;  // rows whose key MLflow would reject
-  bool status_sent = false;         // the run's final status reached the server
+  bool status_sent = false;           // the run's final status reached the server
   std::string mlflow_run_id;
   std::string experiment_id;
 };

@@ -49,7 +49,8 @@ class RegionCore {
   absl::Status startable(Key key, OpenSlot** slot) {
     const KeyId id = key.id();
     // Unsigned wrap sends id 0 (never a valid key) to the slow path as well.
-    if (ABSL_PREDICT_FALSE(id - 1u >= open_.size() - 1u || key.is_all())) return grow_for(key, slot);
+    if (ABSL_PREDICT_FALSE(id - 1u >= open_.size() - 1u || key.is_all()))
+      return grow_for(key, slot);
     OpenSlot& s = open_[id];
     if (ABSL_PREDICT_FALSE(s.open)) return nesting_error(key);
     *slot = &s;
@@ -111,7 +112,8 @@ class RegionCore {
  private:
   absl::Status grow_for(Key key, OpenSlot** slot);
   // Inline: with the ring's push, a few stores and no call but the thread index.
-  void push_sample(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns) noexcept {
+  void push_sample(KeyId id, Device device, std::int64_t start_ns,
+                   std::int64_t duration_ns) noexcept {
     RegionSample sample;
     sample.key = id;
     sample.device = device;

@@ -106,8 +106,7 @@ class SampleRing {
   };
   static constexpr std::uint32_t kDeviceBit = std::uint32_t{1} << 31;
   static Slot pack(const RegionSample& s) noexcept {
-    return {s.key,
-            (s.thread & ~kDeviceBit) | (s.device == Device::kCPU ? 0u : kDeviceBit),
+    return {s.key, (s.thread & ~kDeviceBit) | (s.device == Device::kCPU ? 0u : kDeviceBit),
             s.start_unix_ns, s.duration_ns};
   }
   static RegionSample unpack(const Slot& slot) noexcept;
@@ -119,9 +118,9 @@ class SampleRing {
 
   bool push_slow(const RegionSample& sample) noexcept;
   void maybe_wake(std::uint64_t head) noexcept;
-  Chunk* take_chunk() noexcept;          // producer: spare, or new within the budget
-  Chunk* allocate_chunk() noexcept;      // nullptr when out of memory
-  void recycle(Chunk* chunk) noexcept;   // consumer: keep as spare or free
+  Chunk* take_chunk() noexcept;         // producer: spare, or new within the budget
+  Chunk* allocate_chunk() noexcept;     // nullptr when out of memory
+  void recycle(Chunk* chunk) noexcept;  // consumer: keep as spare or free
   void free_chunk(Chunk* chunk) noexcept;
 
   const std::uint64_t capacity_;    // samples per chunk (power of two)
