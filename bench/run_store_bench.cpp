@@ -19,12 +19,14 @@
 #include "fmt/format.h"
 #include "ratio_reporter.hpp"
 #include "run/run_store_exporter.hpp"
+#include "support/temp_dir.hpp"
 #include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {
 namespace {
 
 namespace fs = std::filesystem;
+using trainscope::testing::TempDir;
 
 // Records per flush: a 1 s interval at ~1000 records/s (every batch of a fast
 // loop timed with a few keys, plus 10 Hz samples).
@@ -53,21 +55,6 @@ std::vector<MetricPoint> metric_batch() {
   return batch;
 }
 
-// A fresh run directory per benchmark, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / fmt::format("run_store_bench-{}-{}", ::getpid(), next_++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string str() const { return path_.string(); }
-
- private:
-  static inline int next_ = 0;
-  fs::path path_;
-};
-
 std::shared_ptr<detail::RunStoreExporter> make_store(const TempDir& dir) {
   absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> store =
       detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
@@ -86,7 +73,7 @@ void report(benchmark::State& state, const std::string& path, std::size_t header
 }
 
 void BM_RunStoreRegions(benchmark::State& state) {
-  TempDir dir;
+  const TempDir dir("run_store_bench");
   auto store = make_store(dir);
   const std::vector<RegionSample> batch = region_batch();
   for (auto _ : state) {
@@ -98,7 +85,7 @@ void BM_RunStoreRegions(benchmark::State& state) {
 BENCHMARK(BM_RunStoreRegions);
 
 void BM_RunStoreMetrics(benchmark::State& state) {
-  TempDir dir;
+  const TempDir dir("run_store_bench");
   auto store = make_store(dir);
   const std::vector<MetricPoint> batch = metric_batch();
   for (auto _ : state) {
@@ -111,7 +98,7 @@ BENCHMARK(BM_RunStoreMetrics);
 
 // What a flush with nothing to append costs: renewing the rank file's heartbeat.
 void BM_RunStoreHeartbeat(benchmark::State& state) {
-  TempDir dir;
+  const TempDir dir("run_store_bench");
   auto store = make_store(dir);
   for (auto _ : state) (void)store->flush();
 }
@@ -141,7 +128,7 @@ BENCHMARK(BM_BaselineFmtRegionLines);
 
 // Baseline: one append-mode write() of the same bytes, already formatted.
 void BM_BaselineRawWrite(benchmark::State& state) {
-  TempDir dir;
+  const TempDir dir("run_store_bench");
   std::string buffer;
   format_regions(region_batch(), &buffer);
   const std::string path = dir.str() + "/raw.csv";

@@ -23,6 +23,7 @@
 #include "ratio_reporter.hpp"
 #include "run/run_format.hpp"
 #include "run/run_store_exporter.hpp"
+#include "support/temp_dir.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
 #include "trainscope/timing/cpu_gpu_timer.hpp"
@@ -94,22 +95,8 @@ BENCHMARK(BM_TimerPairWithPipeline);
 // ---- Export limits into a real run store ----
 
 namespace fs = std::filesystem;
+using trainscope::testing::TempDir;
 using Clock = std::chrono::steady_clock;
-
-// A fresh run directory, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / fmt::format("timer_bench-{}-{}", ::getpid(), next_++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string str() const { return path_.string(); }
-
- private:
-  static inline int next_ = 0;
-  fs::path path_;
-};
 
 // A timer attached to a pipeline whose exporter is a run store, as Run builds it.
 struct RunStoreSetup {
@@ -151,7 +138,7 @@ struct RunStoreSetup {
     return lines - 1;  // the header
   }
 
-  TempDir dir;
+  const TempDir dir{"timer_bench"};
   ExportPipeline pipeline;
   std::shared_ptr<detail::RunStoreExporter> store;
   Timer timer{quiet_options()};

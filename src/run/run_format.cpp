@@ -151,6 +151,14 @@ std::string dump(const Json& doc) {
 
 constexpr std::string_view kRankFormat = "trainscope.rank";
 
+// A process file's "status" field, or an error naming the file.
+absl::StatusOr<RunStatus> status_of(const std::string& name, const std::string& path) {
+  absl::StatusOr<RunStatus> status = parse_run_status(name);
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(fmt::format("{}: {}", absl::Utf8SafeCHexEscape(path),
+                                                std::string(status.status().message())));
+}
+
 absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::string& path) {
   if (!item.is_object()) {
     return absl::InvalidArgumentError(
@@ -301,11 +309,8 @@ absl::StatusOr<LauncherRecord> parse_launcher_file(std::string_view text, const 
     }
   }
   if (!fields.status().ok()) return fields.status();
-  absl::StatusOr<RunStatus> run_status = parse_run_status(status_name);
-  if (!run_status.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", absl::Utf8SafeCHexEscape(path),
-                                                  std::string(run_status.status().message())));
-  }
+  absl::StatusOr<RunStatus> run_status = status_of(status_name, path);
+  if (!run_status.ok()) return run_status.status();
   s.status = *run_status;
   return record;
 }
@@ -331,11 +336,8 @@ absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::str
   record.flush_interval_ms = fields.integer("flush_interval_ms", 0);
   s.launcher = fields.optional_text("launcher");
   if (!fields.status().ok()) return fields.status();
-  absl::StatusOr<RunStatus> run_status = parse_run_status(status_name);
-  if (!run_status.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", absl::Utf8SafeCHexEscape(path),
-                                                  std::string(run_status.status().message())));
-  }
+  absl::StatusOr<RunStatus> run_status = status_of(status_name, path);
+  if (!run_status.ok()) return run_status.status();
   s.status = *run_status;
   return record;
 }

@@ -19,11 +19,21 @@ import pytest
 from slurm_support import slurm  # noqa: F401  (the `slurm` fixture, for every test)
 
 try:
-    import trainscope  # noqa: F401  (fail early with a hint, not per test)
+    import trainscope  # (fail early with a hint, not per test)
 except ImportError as error:
     raise pytest.UsageError(
         f"cannot import trainscope ({error}): build with -DTRAINSCOPE_BUILD_PYTHON=ON and set "
         "PYTHONPATH=<build>/python, or pip install the repository") from error
+
+@pytest.fixture
+def no_inherited_run(monkeypatch):
+    """No run inherited from the environment (TRAINSCOPE_RUN_DIR, MLflow), and none left
+    active afterwards."""
+    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    yield
+    trainscope.end_run()
+
 
 SERVER_PYTHON_ENV = "TRAINSCOPE_MLFLOW_SERVER_PYTHON"
 SERVER_START_TIMEOUT_S = 240  # a cold start on a busy 2-core machine takes ~30 s

@@ -3,7 +3,6 @@
 Needs the CLI binary: TRAINSCOPE_CLI=<build>/tools/trainscope (skipped otherwise).
 """
 
-import csv
 import json
 import os
 import signal
@@ -13,6 +12,7 @@ import textwrap
 import time
 
 import pytest
+from run_files import rows as _rows
 
 CLI = os.environ.get("TRAINSCOPE_CLI")
 pytestmark = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the trainscope binary")
@@ -35,10 +35,6 @@ def _read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
 
-
-def _rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
 
 
 def test_a_python_command_logs_into_the_wrappers_run(tmp_path):

@@ -2,7 +2,6 @@
 one trainscope run made (TRAINSCOPE_RUN_DIR); interpreter exit ends it with
 the status of how the script ended; timers stream into it."""
 
-import csv
 import json
 import os
 import subprocess
@@ -10,16 +9,9 @@ import sys
 import textwrap
 
 import pytest
+from run_files import read_json as _json, rows as _rows, trainscope_cli
 
 
-def _rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def _json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def _env(tmp_path, **extra):
@@ -111,9 +103,7 @@ def test_under_a_run_directory_calls_and_timers_join_it(tmp_path):
 
 
 def test_under_trainscope_run_a_bare_deep500_script_leaves_its_summary(tmp_path):
-    cli = os.environ.get("TRAINSCOPE_CLI")
-    if not cli:
-        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
+    cli = trainscope_cli()
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
         import trainscope as timer

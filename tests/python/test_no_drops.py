@@ -17,12 +17,7 @@ PACED_SECONDS = 5
 PACE_BATCH = 1000  # regions between two looks at the clock
 
 
-@pytest.fixture(autouse=True)
-def _no_inherited_run(monkeypatch):
-    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    yield
-    trainscope.end_run()
+pytestmark = pytest.mark.usefixtures("no_inherited_run")
 
 
 def _region_rows(run_dir):

@@ -2,7 +2,6 @@
 numbers the files hold; runs written by start_run, by hand (version 1), in progress,
 crashed and damaged."""
 
-import csv
 import json
 import os
 import re
@@ -16,6 +15,7 @@ import warnings
 import pytest
 
 import trainscope
+from run_files import read_json as _json, rows as _rows
 
 pd = pytest.importorskip("pandas")
 
@@ -23,14 +23,6 @@ START_MS = 1761000000000
 HOST = socket.gethostname()
 
 
-def _rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def _json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def _write_json(path, doc):

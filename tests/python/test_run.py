@@ -1,6 +1,5 @@
 """trainscope.start_run & co: the run directory as a user reads it."""
 
-import csv
 import json
 import os
 import signal
@@ -11,11 +10,8 @@ import textwrap
 import pytest
 
 import trainscope
+from run_files import rows as _rows
 
-
-def _rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
 
 
 def _rank(run_dir, rank=0):
@@ -23,12 +19,7 @@ def _rank(run_dir, rank=0):
         return json.load(f)
 
 
-@pytest.fixture(autouse=True)
-def _no_inherited_run(monkeypatch):
-    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    yield
-    trainscope.end_run()
+pytestmark = pytest.mark.usefixtures("no_inherited_run")
 
 
 def test_a_run_records_regions_metrics_params_and_artifacts(tmp_path):

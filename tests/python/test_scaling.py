@@ -2,7 +2,6 @@
 
 import json
 import math
-import os
 import subprocess
 import random
 import warnings
@@ -12,6 +11,7 @@ import pytest
 
 import trainscope
 from trainscope import scaling
+from run_files import trainscope_cli
 
 PS = [1, 2, 4, 8, 16, 32, 64]
 
@@ -344,9 +344,7 @@ def test_parameter_names_become_identifiers_in_the_expressions(tmp_path, name, i
 
 
 def test_model_json_maps_parameters_to_identifiers(tmp_path):
-    cli = os.environ.get("TRAINSCOPE_CLI")
-    if not cli:
-        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
+    cli = trainscope_cli()
     path = tmp_path / "m.txt"
     path.write_text(_extrap_text(_strong).replace("PARAMETER p", "PARAMETER batch-size"))
     done = subprocess.run([cli, "model", "--json", str(path)], capture_output=True, text=True,

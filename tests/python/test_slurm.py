@@ -2,6 +2,7 @@
 scripts/slurm-local.sh. Skipped, with the reason, without one."""
 
 import sys
+from run_files import trainscope_cli
 
 
 def test_srun_starts_two_ranks(slurm):
@@ -19,11 +20,7 @@ def test_srun_of_trainscope_run_gives_one_run_with_two_ranks(slurm, tmp_path):
     import os
     import textwrap
 
-    import pytest
-
-    cli = os.environ.get("TRAINSCOPE_CLI")
-    if not cli:
-        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
+    cli = trainscope_cli()
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
         import trainscope
