@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "support/closed_port.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/export/mlflow/mlflow_exporter.hpp"
@@ -114,12 +115,6 @@ class HttpSink {
   std::thread thread_;
 };
 
-std::int64_t unix_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // A RUNNING run in the documented format (docs/run-format.md) with `metrics`
 // rows of one key: no summary or status to send, only the rows. A fresh
 // heartbeat, or readers would call the run crashed (and it would end).
@@ -133,7 +128,7 @@ void write_run_dir(const fs::path& dir, int metrics) {
   std::ofstream(dir / "rank-0.json")
       << R"({"format":"trainscope.rank","version":1,"rank":0,"local_rank":0,"world_size":1,)"
       << R"("host":"bench","pid":)" << ::getpid() << R"(,"status":"RUNNING","start_time_ms":)"
-      << kStartMs << R"(,"end_time_ms":0,"heartbeat_ms":)" << unix_now_ms()
+      << kStartMs << R"(,"end_time_ms":0,"heartbeat_ms":)" << trainscope::detail::unix_now_ms()
       << R"(,"flush_interval_ms":3600000})";
   std::ofstream(dir / "regions-0.csv")
       << "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";

@@ -81,20 +81,8 @@ absl::Status FileExporter::write_samples(absl::Span<const RegionSample> samples)
 }
 
 absl::Status FileExporter::write_summary(const Summary& summary) {
-  // A reader never sees a half-written summary: write a temporary file next
-  // to the target (same file system), then rename over it.
-  const std::string tmp = summary_path_ + ".tmp";
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
-    return detail::file_error(errno, "remove stale temporary file", tmp);
-  }
-  absl::Status status = detail::write_new_file(tmp, format_summary(summary, format_));
-  if (!status.ok()) return status;
-  if (std::rename(tmp.c_str(), summary_path_.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(tmp.c_str());
-    return detail::file_error(error, fmt::format("rename \"{}\" to", tmp), summary_path_);
-  }
-  return absl::OkStatus();
+  // A reader never sees a half-written summary (common/files.hpp).
+  return detail::write_file_atomically(summary_path_, format_summary(summary, format_));
 }
 
 absl::Status FileExporter::flush() {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/run_dir_test.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -33,12 +34,6 @@ struct Logged {
   std::int64_t after_ms;  // Unix ms once log_metric returned
 };
 
-std::int64_t unix_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Logs metric i = 0, 1, ... every millisecond until killed.
 [[noreturn]] void child_main(const std::string& dir, int report_fd) {
   ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
@@ -52,7 +47,7 @@ std::int64_t unix_now_ms() {
     if (!(*run)->log_metric("m", static_cast<double>(i), i).ok()) {
       for (;;) ::pause();
     }
-    const Logged logged{i + 1, unix_now_ms()};
+    const Logged logged{i + 1, trainscope::detail::unix_now_ms()};
     if (::write(report_fd, &logged, sizeof(logged)) != sizeof(logged)) ::_exit(5);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
