@@ -19,6 +19,7 @@ set(TRAINSCOPE_LAYERS
   run             # the run store (writer, reader, format) and Run
   launch          # trainscope run: spawn, environment, profilers, sampling
   scaling         # scaling models (Extra-P inputs, modelers, bands, views, plots)
+  sweep           # trainscope sweep: plans (radT CSV/YAML, Furcate JSON, grids), scheduler
 )
 
 set(_ts_layer_root "${CMAKE_CURRENT_BINARY_DIR}/trainscope-layers")
