@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -218,6 +219,50 @@ int spawn(std::vector<std::string> argv, std::vector<std::string> env, int out_f
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   return error;
+}
+
+// spawn() for a command that dies with this thread (LaunchOptions::die_with_parent):
+// posix_spawn cannot set PR_SET_PDEATHSIG, so fork, then only async-signal-safe
+// calls up to exec; a failed exec reports its errno through a close-on-exec pipe.
+int spawn_dying_with_parent(std::vector<std::string> argv, std::vector<std::string> env, int out_fd,
+                            int err_fd, pid_t* pid) {
+  std::vector<char*> c_argv = c_strings(argv);
+  std::vector<char*> c_env = c_strings(env);
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return errno;
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kExitNotExecutable);  // the parent died already
+    ::dup2(out_fd, STDOUT_FILENO);
+    ::dup2(err_fd, STDERR_FILENO);
+    sigset_t empty;
+    sigemptyset(&empty);
+    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+    ::execvpe(c_argv[0], c_argv.data(), c_env.data());
+    const int error = errno;
+    (void)!::write(report[1], &error, sizeof error);
+    ::_exit(kExitNotExecutable);
+  }
+  const int fork_error = child < 0 ? errno : 0;
+  ::close(report[1]);
+  int error = 0;
+  ssize_t n = 0;
+  if (child > 0) {
+    while ((n = ::read(report[0], &error, sizeof error)) < 0 && errno == EINTR) {
+    }
+  }
+  ::close(report[0]);
+  if (child < 0) return fork_error;
+  if (n == static_cast<ssize_t>(sizeof error)) {
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return error;
+  }
+  *pid = child;
+  return 0;
 }
 
 bool wait_exited(pid_t pid, int* wait_status, std::chrono::steady_clock::time_point deadline) {
@@ -680,8 +725,11 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   const std::vector<std::string> argv = profiled_command(
       options.profiler, options.profile_range, run.dir() + "/artifacts/profile", options.command);
   pid_t child = 0;
-  const int spawn_error =
-      spawn(argv, child_environment(options, run.dir()), out->write, err->write, true, &child);
+  const int spawn_error = options.die_with_parent
+                              ? spawn_dying_with_parent(argv, child_environment(options, run.dir()),
+                                                        out->write, err->write, &child)
+                              : spawn(argv, child_environment(options, run.dir()), out->write,
+                                      err->write, true, &child);
   close_fd(&out->write);
   close_fd(&err->write);
   if (spawn_error != 0) {

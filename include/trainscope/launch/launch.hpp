@@ -84,6 +84,11 @@ struct LaunchOptions {
   // unless run.dir or run.id is set. A scheduler launching independent runs
   // from inside a job allocation turns it off.
   bool join_job_from_environment = true;
+  // The command is killed (SIGKILL) when the thread that launched it dies, also
+  // when this process is killed with -9 (Linux PR_SET_PDEATHSIG, set in the
+  // command's process before exec): a scheduler's jobs never outlive it. It
+  // reaches the command's own process, not the children it starts.
+  bool die_with_parent = false;
 };
 
 struct LaunchResult {

@@ -30,11 +30,11 @@ struct Job {
   int group = -1;
   // Devices the input pinned ("0+1" in radT's Devices); empty: the scheduler assigns slots.
   std::vector<int> devices;
-  std::string collocation = "-";        // "-" exclusive, "mps", or a MIG profile ("3g.20gb")
-  std::vector<std::string> listeners;   // radT's Listeners ("smi", "top", "nsys", ...)
-  std::vector<std::string> command;     // program and its own arguments, without the params
-  std::string config_json;              // the config as JSON (Furcate: a file path in the env)
-  std::string source;                   // "file:line" or "file: key" for messages
+  std::string collocation = "-";       // "-" exclusive, "mps", or a MIG profile ("3g.20gb")
+  std::vector<std::string> listeners;  // radT's Listeners ("smi", "top", "nsys", ...)
+  std::vector<std::string> command;    // program and its own arguments, without the params
+  std::string config_json;             // the config as JSON (Furcate: a file path in the env)
+  std::string source;                  // "file:line" or "file: key" for messages
 };
 
 struct Plan {

@@ -1,0 +1,146 @@
+// The local scheduler of `trainscope sweep`: runs a Plan's jobs on this
+// machine's slots, each job one launch() (a trainscope run under
+// <dir>/runs/), and keeps the sweep resumable.
+//
+// <dir>/sweep.json holds the plan and every job's status, attempts and run,
+// replaced atomically after every change, so a scheduler killed at any moment
+// (even with -9) loses no finished job and duplicates none: a resumed sweep
+// never reruns FINISHED jobs, reruns the jobs that were RUNNING when it died
+// (their runs are crashed in the run store) and those stopped (KILLED), and
+// FAILED jobs only with retry_failed. Jobs die with their scheduler
+// (LaunchOptions::die_with_parent). <dir>/results.csv has one row per ended
+// job. <dir>/sweep.lock keeps a second scheduler out of the same sweep.
+#ifndef TRAINSCOPE_SWEEP_SCHEDULER_HPP_
+#define TRAINSCOPE_SWEEP_SCHEDULER_HPP_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "trainscope/hardware/hardware_source.hpp"
+#include "trainscope/launch/launch.hpp"
+#include "trainscope/sweep/plan.hpp"
+
+namespace trainscope::sweep {
+
+// Where one job runs: its GPUs (CUDA_VISIBLE_DEVICES), none for a CPU slot.
+struct Slot {
+  std::vector<int> devices;
+};
+
+// Slot discovery. `n` CPU slots (n >= 1).
+absl::StatusOr<std::vector<Slot>> cpu_slots(int n);
+// `per_gpu` slots on each of `devices` (physical indices, e.g. from NVML),
+// restricted to those CUDA_VISIBLE_DEVICES lists when `restrict_to_visible`
+// and it is set to indices (UUIDs keep the list as it is).
+absl::StatusOr<std::vector<Slot>> gpu_slots(const std::vector<int>& devices, int per_gpu,
+                                            bool restrict_to_visible = true);
+
+// QUEUED: waits (also again after a failed attempt with retries left);
+// KILLED: stopped by the caller (runs again when the sweep resumes).
+enum class JobStatus { kQueued, kRunning, kFinished, kFailed, kKilled };
+std::string_view job_status_name(JobStatus status) noexcept;  // "QUEUED", ...
+absl::StatusOr<JobStatus> parse_job_status(std::string_view name);
+
+struct JobRecord {
+  Job job;
+  JobStatus status = JobStatus::kQueued;
+  int attempts = 0;  // launches started, the running one included
+  std::string run_id;
+  std::string run_dir;  // <dir>/runs/<run_id>, of the last attempt
+  int exit_code = -1;
+  bool timed_out = false;     // the last attempt ran past SweepOptions::timeout
+  std::int64_t start_ms = 0;  // Unix ms, of the last attempt
+  std::int64_t end_ms = 0;
+  std::vector<int> devices;  // CUDA_VISIBLE_DEVICES of the last attempt
+  std::string error;         // why the last attempt failed
+  // Means of the job's BATCH and EPOCH regions (seconds; NaN: not timed).
+  double batch_mean_s = std::numeric_limits<double>::quiet_NaN();
+  double epoch_mean_s = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct Progress {
+  int total = 0;
+  int done = 0;  // FINISHED
+  int running = 0;
+  int failed = 0;  // FAILED (for good)
+  int queued = 0;  // QUEUED or KILLED
+  // From the mean time of the finished jobs; InfiniteDuration() before any finished.
+  absl::Duration eta = absl::InfiniteDuration();
+  std::string event;  // what just happened ("started lr=0.1", "finished ...")
+};
+// "12/40 done, 2 running, 1 failed, 25 queued, ETA 3m20s"
+std::string format_progress(const Progress& progress);
+// A progress callback printing to `out`: one line rewritten in place when
+// `terminal` (a live line), else a plain line per event.
+std::function<void(const Progress&)> progress_printer(std::FILE* out, bool terminal);
+
+struct SweepOptions {
+  std::string dir;                                    // the sweep directory (created)
+  std::vector<Slot> slots;                            // empty: one CPU slot
+  absl::Duration timeout = absl::InfiniteDuration();  // per attempt; then SIGKILL, a failure
+  int retries = 0;                                    // more attempts for a failed job
+  int max_failures = 0;       // failed attempts after which no job starts; 0: no limit
+  bool retry_failed = false;  // on resume, run FAILED jobs again
+  // Called after every change, from the scheduler's threads, one call at a
+  // time (it must not call back into the Scheduler).
+  std::function<void(const Progress&)> progress;
+  // Stop (Ctrl-C / SIGTERM: request() is async-signal-safe): running jobs get
+  // the signal and end KILLED, no job starts, run() returns; the sweep resumes later.
+  std::shared_ptr<LaunchCancel> stop;
+  bool sample_hardware = true;
+  absl::Duration sample_interval = absl::Seconds(1);
+  std::function<std::vector<std::unique_ptr<HardwareSource>>()> make_sources;
+  bool record_environment = true;
+  bool tee = false;  // copy the jobs' output to this process's stdout/stderr
+};
+
+struct SweepResult {
+  // The plan's jobs in its order, then those a later plan dropped after they started.
+  std::vector<JobRecord> jobs;
+  int finished = 0;
+  int failed = 0;
+  int unfinished = 0;    // queued or killed: run them by resuming
+  bool stopped = false;  // SweepOptions::stop was requested
+  bool max_failures_reached = false;
+};
+
+class Scheduler {
+ public:
+  // Creates or resumes the sweep in options.dir (its sweep.json), locks it
+  // and merges `plan` in as update() does. Errors: a sweep locked by another
+  // scheduler, a corrupt sweep.json, a group larger than the slots, a job
+  // whose run is still running.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Open(Plan plan, SweepOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // A new plan (the input re-read): its new jobs are queued, queued jobs it
+  // no longer has are dropped; running and ended jobs are kept as they are.
+  // Thread-safe, also while run() runs.
+  absl::Status update(Plan plan);
+  // Runs until no job is left to start and none runs, or until stopped.
+  absl::StatusOr<SweepResult> run();
+  Progress progress() const;
+
+ private:
+  struct State;
+  explicit Scheduler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Open(plan, options) and run().
+absl::StatusOr<SweepResult> run_sweep(const Plan& plan, SweepOptions options);
+
+}  // namespace trainscope::sweep
+
+#endif  // TRAINSCOPE_SWEEP_SCHEDULER_HPP_

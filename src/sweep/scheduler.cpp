@@ -1,0 +1,740 @@
+#include "trainscope/sweep/scheduler.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "sweep/state_file.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How often run() looks at SweepOptions::stop (a flag a signal handler sets).
+// A job's exit wakes it at once.
+constexpr auto kStopCheck = std::chrono::milliseconds(100);
+constexpr int kNoJob = -1;
+
+std::int64_t now_ms() { return absl::ToUnixMillis(absl::Now()); }
+
+// A fresh run id under `runs_dir`. Straight from the kernel's entropy on every
+// call: a generator's state would be copied into a forked scheduler, and the
+// resumed one would hand out the ids the killed one used.
+std::string new_run_id(const std::string& runs_dir) {
+  std::random_device entropy;
+  while (true) {
+    std::string id;
+    for (int i = 0; i < 4; ++i) id += fmt::format("{:08x}", entropy());
+    std::error_code ignored;
+    if (!fs::exists(fmt::format("{}/{}", runs_dir, id), ignored)) return id;
+  }
+}
+
+bool ended(JobStatus status) {
+  return status == JobStatus::kFinished || status == JobStatus::kFailed;
+}
+
+// A group needs one slot per job; a job with pinned devices one per device on
+// GPU slots.
+absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
+  std::set<std::string> ids;
+  std::map<int, int> group_sizes;
+  for (const Job& job : plan.jobs) {
+    if (job.id.empty()) return absl::InvalidArgumentError("a job of the plan has no id");
+    if (!ids.insert(job.id).second) {
+      return absl::InvalidArgumentError(
+          fmt::format("job id '{}' appears twice in the plan ({})", job.id, job.source));
+    }
+    if (job.command.empty() || job.command[0].empty()) {
+      return absl::InvalidArgumentError(
+          fmt::format("job '{}' has no command ({})", job.id, job.source));
+    }
+    if (job.group >= 0) ++group_sizes[job.group];
+    for (int device : job.devices) {
+      const bool on_gpus = !slots.empty() && !slots[0].devices.empty();
+      const bool found = std::any_of(slots.begin(), slots.end(), [&](const Slot& slot) {
+        return std::find(slot.devices.begin(), slot.devices.end(), device) != slot.devices.end();
+      });
+      if (on_gpus && !found) {
+        return absl::InvalidArgumentError(
+            fmt::format("job '{}' pins GPU {}, which is not one of the sweep's devices ({})",
+                        job.id, device, job.source));
+      }
+    }
+  }
+  const int capacity = plan.max_parallel > 0
+                           ? std::min<int>(plan.max_parallel, static_cast<int>(slots.size()))
+                           : static_cast<int>(slots.size());
+  for (const auto& [group, size] : group_sizes) {
+    if (size > capacity) {
+      return absl::InvalidArgumentError(
+          fmt::format("group {} has {} jobs, which start together, but the sweep runs at most {} "
+                      "at once",
+                      group, size, capacity));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The argv of a job: its command, `--key value` per param, behind `env` when
+// it has a config file to point to.
+std::vector<std::string> job_argv(const Job& job, const std::string& config_path) {
+  std::vector<std::string> argv;
+  if (!config_path.empty()) {
+    argv = {"env", "TRAINSCOPE_SWEEP_CONFIG=" + config_path};
+  }
+  argv.insert(argv.end(), job.command.begin(), job.command.end());
+  for (const auto& [key, value] : job.params) {
+    argv.push_back("--" + key);
+    argv.push_back(value);
+  }
+  return argv;
+}
+
+// Means of the BATCH and EPOCH regions the job's first timing rank stored.
+void read_region_means(const std::string& run_dir, JobRecord* record) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return;
+  for (const RankState& rank : reader->ranks()) {
+    absl::StatusOr<Summary> summary = reader->read_summary(rank.rank.rank);
+    if (!summary.ok()) continue;
+    for (const SummaryEntry& entry : summary->entries) {
+      if (entry.device != Device::kCPU || entry.stats.count == 0) continue;
+      if (entry.key == "BATCH" && std::isnan(record->batch_mean_s)) {
+        record->batch_mean_s = entry.stats.mean;
+      } else if (entry.key == "EPOCH" && std::isnan(record->epoch_mean_s)) {
+        record->epoch_mean_s = entry.stats.mean;
+      }
+    }
+    if (!std::isnan(record->batch_mean_s) || !std::isnan(record->epoch_mean_s)) return;
+  }
+}
+
+}  // namespace
+
+std::string_view job_status_name(JobStatus status) noexcept {
+  switch (status) {
+    case JobStatus::kQueued:
+      return "QUEUED";
+    case JobStatus::kRunning:
+      return "RUNNING";
+    case JobStatus::kFinished:
+      return "FINISHED";
+    case JobStatus::kFailed:
+      return "FAILED";
+    case JobStatus::kKilled:
+      return "KILLED";
+  }
+  return "QUEUED";
+}
+
+absl::StatusOr<JobStatus> parse_job_status(std::string_view name) {
+  for (JobStatus status : {JobStatus::kQueued, JobStatus::kRunning, JobStatus::kFinished,
+                           JobStatus::kFailed, JobStatus::kKilled}) {
+    if (job_status_name(status) == name) return status;
+  }
+  return absl::InvalidArgumentError(fmt::format(
+      "unknown job status '{}' (expected QUEUED, RUNNING, FINISHED, FAILED or KILLED)", name));
+}
+
+absl::StatusOr<std::vector<Slot>> cpu_slots(int n) {
+  if (n < 1) return absl::InvalidArgumentError(fmt::format("--slots {} is not at least 1", n));
+  return std::vector<Slot>(static_cast<std::size_t>(n));
+}
+
+absl::StatusOr<std::vector<Slot>> gpu_slots(const std::vector<int>& devices, int per_gpu,
+                                            bool restrict_to_visible) {
+  if (per_gpu < 1) {
+    return absl::InvalidArgumentError(fmt::format("--per-gpu {} is not at least 1", per_gpu));
+  }
+  std::vector<int> chosen = devices;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (restrict_to_visible && visible != nullptr) {
+    std::vector<int> listed;
+    std::stringstream items(visible);
+    std::string item;
+    bool indices = true;
+    while (std::getline(items, item, ',')) {
+      char* end = nullptr;
+      const long index = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || index < 0) {
+        indices = false;
+        break;
+      }
+      listed.push_back(static_cast<int>(index));
+    }
+    if (indices) {
+      chosen.clear();
+      for (int device : devices) {
+        if (std::find(listed.begin(), listed.end(), device) != listed.end())
+          chosen.push_back(device);
+      }
+    }
+  }
+  if (chosen.empty()) {
+    return absl::NotFoundError(
+        visible != nullptr && restrict_to_visible
+            ? fmt::format("none of the GPUs is in CUDA_VISIBLE_DEVICES=\"{}\"", visible)
+            : std::string("no GPU to run jobs on (use CPU slots: --slots N)"));
+  }
+  std::vector<Slot> slots;
+  for (int device : chosen) {
+    if (device < 0) return absl::InvalidArgumentError(fmt::format("invalid GPU index {}", device));
+    for (int i = 0; i < per_gpu; ++i) slots.push_back(Slot{{device}});
+  }
+  return slots;
+}
+
+std::string format_progress(const Progress& p) {
+  std::string line = fmt::format("{}/{} done, {} running, {} failed, {} queued", p.done, p.total,
+                                 p.running, p.failed, p.queued);
+  if (p.eta != absl::InfiniteDuration()) {
+    line += ", ETA " + absl::FormatDuration(absl::Trunc(p.eta, absl::Seconds(1)));
+  }
+  return line;
+}
+
+std::function<void(const Progress&)> progress_printer(std::FILE* out, bool terminal) {
+  return [out, terminal](const Progress& p) {
+    if (terminal) {
+      // \33[K clears what a longer previous line left.
+      std::fprintf(out, "\r%s\33[K", format_progress(p).c_str());
+      if (p.running == 0 && p.queued == 0) std::fputc('\n', out);
+    } else {
+      std::fprintf(out, "sweep: %s%s%s\n", p.event.c_str(), p.event.empty() ? "" : ": ",
+                   format_progress(p).c_str());
+    }
+    std::fflush(out);
+  };
+}
+
+// ---- Scheduler ---------------------------------------------------------------
+
+struct Scheduler::State {
+  SweepOptions options;
+  int lock_fd = -1;
+  std::string state_path;
+  std::string results_path;
+  std::string runs_dir;
+
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  detail::SweepState sweep;   // jobs: plan order, then dropped-but-started ones
+  std::vector<int> slot_job;  // per slot: the job index in it, kNoJob
+  struct Running {
+    std::thread thread;
+    std::shared_ptr<LaunchCancel> cancel;
+    std::chrono::steady_clock::time_point deadline;
+    std::vector<int> slots;
+    std::string id;
+  };
+  std::map<std::string, Running> running;  // by job id
+  std::vector<std::thread> done_threads;   // to join
+  int failures = 0;
+  bool stopping = false;
+  bool max_failures_reached = false;
+  std::string event;
+
+  ~State() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (auto& [id, job] : running) job.cancel->request(SIGKILL);
+    changed.wait(lock, [this] { return running.empty(); });
+    std::vector<std::thread> threads = std::move(done_threads);
+    lock.unlock();
+    for (std::thread& thread : threads) thread.join();
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+
+  int index_of(const std::string& id) const {
+    for (std::size_t i = 0; i < sweep.jobs.size(); ++i) {
+      if (sweep.jobs[i].job.id == id) return static_cast<int>(i);
+    }
+    return kNoJob;
+  }
+
+  // Called with the mutex held after every change.
+  absl::Status save() {
+    absl::Status status = trainscope::detail::write_file_atomically(
+        state_path, detail::state_to_json(sweep), ".sweep-");
+    absl::Status results = trainscope::detail::write_file_atomically(
+        results_path, detail::results_csv(sweep.jobs), ".results-");
+    if (status.ok()) status = results;
+    return status;
+  }
+
+  void save_or_warn() {
+    if (absl::Status status = save(); !status.ok()) {
+      warn(fmt::format("sweep: cannot save its state: {}", std::string(status.message())));
+    }
+  }
+
+  Progress progress_locked() const {
+    Progress p;
+    double finished_s = 0;
+    for (const JobRecord& record : sweep.jobs) {
+      ++p.total;
+      switch (record.status) {
+        case JobStatus::kFinished:
+          ++p.done;
+          finished_s += static_cast<double>(record.end_ms - record.start_ms) / 1000.0;
+          break;
+        case JobStatus::kRunning:
+          ++p.running;
+          break;
+        case JobStatus::kFailed:
+          ++p.failed;
+          break;
+        default:
+          ++p.queued;
+      }
+    }
+    if (p.done > 0) {
+      const double mean_s = finished_s / p.done;
+      const double width = static_cast<double>(std::max<std::size_t>(slot_job.size(), 1));
+      p.eta = absl::Seconds(mean_s * (p.queued + p.running) / width);
+    }
+    p.event = event;
+    return p;
+  }
+
+  void report(std::string what) {
+    event = std::move(what);
+    save_or_warn();
+    if (options.progress) options.progress(progress_locked());
+  }
+
+  // Merges a new plan: new jobs queued, dropped ones gone unless they started.
+  absl::Status merge(Plan plan) {
+    if (absl::Status status = check_plan(plan, options.slots); !status.ok()) return status;
+    std::vector<JobRecord> jobs;
+    std::set<std::string> in_plan;
+    int added = 0;
+    for (Job& job : plan.jobs) {
+      in_plan.insert(job.id);
+      const int index = index_of(job.id);
+      if (index == kNoJob) {
+        JobRecord record;
+        record.job = std::move(job);
+        jobs.push_back(std::move(record));
+        ++added;
+      } else {
+        JobRecord record = sweep.jobs[static_cast<std::size_t>(index)];
+        // A job that never started takes the new definition.
+        if (record.status == JobStatus::kQueued && record.attempts == 0)
+          record.job = std::move(job);
+        jobs.push_back(std::move(record));
+      }
+    }
+    int dropped = 0;
+    for (JobRecord& record : sweep.jobs) {
+      if (in_plan.count(record.job.id) != 0) continue;
+      if (record.status == JobStatus::kQueued && record.attempts == 0) {
+        ++dropped;
+      } else {
+        jobs.push_back(std::move(record));
+      }
+    }
+    sweep.jobs = std::move(jobs);
+    sweep.name = plan.name;
+    sweep.max_parallel = plan.max_parallel;
+    sweep.allow_cpu = plan.allow_cpu;
+    report(fmt::format("plan: {} new, {} dropped", added, dropped));
+    changed.notify_all();
+    return absl::OkStatus();
+  }
+
+  // A job RUNNING in the state of a scheduler that died: what its run says.
+  absl::Status recover(JobRecord& record) {
+    absl::StatusOr<RunReader> reader = RunReader::Open(record.run_dir);
+    if (!reader.ok()) {
+      // Never started (no run.json yet): run it again; an empty directory goes.
+      std::error_code ignored;
+      if (!fs::exists(fs::path(record.run_dir) / "run.json", ignored))
+        fs::remove_all(record.run_dir, ignored);
+      record.status = JobStatus::kQueued;
+      record.attempts = std::max(0, record.attempts - 1);
+      return absl::OkStatus();
+    }
+    const auto& launchers = reader->launchers();
+    const bool launcher_crashed = std::any_of(launchers.begin(), launchers.end(),
+                                              [](const LauncherState& s) { return s.crashed; });
+    if (launchers.empty() || launcher_crashed) {
+      record.status = JobStatus::kQueued;  // the scheduler died with it: not the job's failure
+      record.attempts = std::max(0, record.attempts - 1);
+      record.error = "crashed with the scheduler";
+      return absl::OkStatus();
+    }
+    const LauncherState& launcher = launchers.front();
+    if (launcher.status == RunStatus::kRunning) {
+      return absl::FailedPreconditionError(
+          fmt::format("job '{}' still runs in {} (launcher {}): is another scheduler running "
+                      "this sweep?",
+                      record.job.id, record.run_dir, launcher.id()));
+    }
+    // It ended before the scheduler could record it.
+    record.exit_code = launcher.exit_code;
+    record.end_ms = launcher.end_time_ms;
+    read_region_means(record.run_dir, &record);
+    record.status = reader->info().status == RunStatus::kFinished ? JobStatus::kFinished
+                    : reader->info().status == RunStatus::kKilled ? JobStatus::kKilled
+                                                                  : JobStatus::kFailed;
+    if (record.status == JobStatus::kFailed) {
+      ++failures;
+      if (record.attempts <= options.retries) record.status = JobStatus::kQueued;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status resume() {
+    absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(state_path);
+    if (!text.ok()) {
+      if (absl::IsNotFound(text.status())) return absl::OkStatus();  // a new sweep
+      return text.status();
+    }
+    absl::StatusOr<detail::SweepState> loaded = detail::state_from_json(*text, state_path);
+    if (!loaded.ok()) return loaded.status();
+    sweep = std::move(*loaded);
+    for (JobRecord& record : sweep.jobs) {
+      if (record.status == JobStatus::kRunning) {
+        if (absl::Status status = recover(record); !status.ok()) return status;
+      }
+      if (record.status == JobStatus::kKilled) record.status = JobStatus::kQueued;
+      if (record.status == JobStatus::kFailed && options.retry_failed) {
+        record.status = JobStatus::kQueued;
+        record.attempts = 0;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- Dispatch (mutex held) ----
+
+  int running_count() const { return static_cast<int>(running.size()); }
+
+  int capacity() const {
+    const int slots = static_cast<int>(slot_job.size());
+    return sweep.max_parallel > 0 ? std::min(slots, sweep.max_parallel) : slots;
+  }
+
+  // Free slots for `job`: one, or one on each pinned device when the slots are GPUs.
+  std::optional<std::vector<int>> place(const Job& job, const std::set<int>& taken) const {
+    const auto is_free = [&](std::size_t i) {
+      return slot_job[i] == kNoJob && taken.count(static_cast<int>(i)) == 0;
+    };
+    const bool gpu = !options.slots.empty() && !options.slots[0].devices.empty();
+    if (job.devices.empty() || !gpu) {
+      for (std::size_t i = 0; i < slot_job.size(); ++i) {
+        if (is_free(i)) return std::vector<int>{static_cast<int>(i)};
+      }
+      return std::nullopt;
+    }
+    std::vector<int> chosen;
+    for (int device : job.devices) {
+      bool found = false;
+      for (std::size_t i = 0; i < slot_job.size() && !found; ++i) {
+        const std::vector<int>& on = options.slots[i].devices;
+        if (is_free(i) && std::find(on.begin(), on.end(), device) != on.end() &&
+            std::find(chosen.begin(), chosen.end(), static_cast<int>(i)) == chosen.end()) {
+          chosen.push_back(static_cast<int>(i));
+          found = true;
+        }
+      }
+      if (!found) return std::nullopt;
+    }
+    return chosen;
+  }
+
+  void start(std::size_t index, std::vector<int> slots) {
+    JobRecord& record = sweep.jobs[index];
+    record.status = JobStatus::kRunning;
+    ++record.attempts;
+    record.run_id = new_run_id(runs_dir);
+    record.run_dir = fmt::format("{}/{}", runs_dir, record.run_id);
+    record.exit_code = -1;
+    record.timed_out = false;
+    record.error.clear();
+    record.start_ms = now_ms();
+    record.end_ms = 0;
+    record.devices = record.job.devices;
+    if (record.devices.empty()) {
+      for (int slot : slots) {
+        const std::vector<int>& on = options.slots[static_cast<std::size_t>(slot)].devices;
+        record.devices.insert(record.devices.end(), on.begin(), on.end());
+      }
+    }
+    for (int slot : slots) slot_job[static_cast<std::size_t>(slot)] = static_cast<int>(index);
+
+    LaunchOptions launch_options;
+    std::string config_path;
+    if (!record.job.config_json.empty()) {
+      config_path = fmt::format("{}/configs/{}.json", options.dir, record.job.id);
+      std::error_code ignored;
+      fs::create_directories(fs::path(config_path).parent_path(), ignored);
+      if (absl::Status status = trainscope::detail::write_file_atomically(
+              config_path, record.job.config_json, ".config-");
+          !status.ok()) {
+        warn(fmt::format("sweep: job {}: {}", record.job.id, std::string(status.message())));
+      }
+    }
+    launch_options.command = job_argv(record.job, config_path);
+    launch_options.run.root = runs_dir;
+    launch_options.run.id = record.run_id;
+    launch_options.run.name = record.job.id;
+    launch_options.run.params.insert(record.job.params.begin(), record.job.params.end());
+    launch_options.run.tags["trainscope.sweep"] = sweep.name;
+    launch_options.run.tags["trainscope.sweep.job"] = record.job.id;
+    launch_options.devices = record.devices;
+    launch_options.sample_hardware = options.sample_hardware;
+    launch_options.sample_interval = options.sample_interval;
+    launch_options.make_sources = options.make_sources;
+    launch_options.record_environment = options.record_environment;
+    launch_options.tee = options.tee;
+    launch_options.forward_signals = false;  // the scheduler stops its jobs itself
+    launch_options.join_job_from_environment = false;
+    launch_options.die_with_parent = true;
+    auto cancel = std::make_shared<LaunchCancel>();
+    launch_options.cancel = cancel;
+
+    Running job;
+    job.cancel = cancel;
+    job.slots = slots;
+    job.id = record.job.id;
+    job.deadline =
+        options.timeout == absl::InfiniteDuration()
+            ? std::chrono::steady_clock::time_point::max()
+            : std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(options.timeout);
+    report(fmt::format("started {}", record.job.id));  // saved before the command starts
+    const std::string id = record.job.id;
+    job.thread = std::thread([this, id, launch_options = std::move(launch_options)]() mutable {
+      absl::StatusOr<LaunchResult> result = launch(std::move(launch_options));
+      std::lock_guard<std::mutex> lock(mutex);
+      finish(id, result);
+    });
+    running.emplace(id, std::move(job));
+  }
+
+  // A launch returned (the launching thread, mutex held).
+  void finish(const std::string& id, const absl::StatusOr<LaunchResult>& result) {
+    auto it = running.find(id);
+    const int index = index_of(id);
+    for (int slot : it->second.slots) slot_job[static_cast<std::size_t>(slot)] = kNoJob;
+    const bool timed_out = it->second.cancel->requested() == SIGKILL && !stopping;
+    done_threads.push_back(std::move(it->second.thread));
+    running.erase(it);
+    if (index == kNoJob) return;  // cannot happen: running jobs are never dropped
+    JobRecord& record = sweep.jobs[static_cast<std::size_t>(index)];
+    record.end_ms = now_ms();
+    record.timed_out = timed_out;
+    if (!result.ok()) {
+      record.error = std::string(result.status().message());
+      record.status = JobStatus::kFailed;
+    } else {
+      record.exit_code = result->exit_code;
+      record.run_dir = result->run_dir;
+      if (!result->spawn_error.ok()) record.error = std::string(result->spawn_error.message());
+      read_region_means(record.run_dir, &record);
+      record.status = result->status == RunStatus::kFinished             ? JobStatus::kFinished
+                      : result->status == RunStatus::kKilled && stopping ? JobStatus::kKilled
+                                                                         : JobStatus::kFailed;
+      if (timed_out) {
+        record.error = fmt::format("timed out after {}", absl::FormatDuration(options.timeout));
+      } else if (record.status == JobStatus::kFailed && record.error.empty()) {
+        record.error = fmt::format("exit code {}", record.exit_code);
+      }
+    }
+    std::string what = fmt::format("{} {}", record.job.id, job_status_name(record.status));
+    if (record.status == JobStatus::kFailed) {
+      ++failures;
+      what += " (" + record.error + ")";
+      if (options.max_failures > 0 && failures >= options.max_failures) max_failures_reached = true;
+      if (record.attempts <= options.retries && !max_failures_reached) {
+        record.status = JobStatus::kQueued;
+        what += fmt::format(", retry {} of {}", record.attempts, options.retries);
+      }
+    }
+    report(std::move(what));
+    changed.notify_all();
+  }
+
+  // Starts the queued jobs that fit in the free slots.
+  void dispatch() {
+    if (stopping || max_failures_reached) return;
+    int budget = capacity() - running_count();
+    if (budget <= 0) return;
+    // The lowest group with a job not ended goes first; the next waits for it.
+    std::optional<int> group;
+    for (const JobRecord& record : sweep.jobs) {
+      if (record.job.group >= 0 && !ended(record.status) && (!group || record.job.group < *group)) {
+        group = record.job.group;
+      }
+    }
+    bool group_waits = false;
+    if (group) {
+      std::vector<std::size_t> members;
+      for (std::size_t i = 0; i < sweep.jobs.size(); ++i) {
+        const JobRecord& record = sweep.jobs[i];
+        if (record.job.group == *group && record.status == JobStatus::kQueued) members.push_back(i);
+      }
+      if (!members.empty()) {
+        std::set<int> taken;
+        std::vector<std::vector<int>> places;
+        for (std::size_t i : members) {
+          std::optional<std::vector<int>> slots = place(sweep.jobs[i].job, taken);
+          if (!slots) break;
+          taken.insert(slots->begin(), slots->end());
+          places.push_back(*slots);
+        }
+        if (places.size() == members.size() && static_cast<int>(members.size()) <= budget) {
+          for (std::size_t k = 0; k < members.size(); ++k) start(members[k], places[k]);
+          budget -= static_cast<int>(members.size());
+        } else {
+          group_waits = true;  // free jobs leave it the slots it waits for
+        }
+      }
+    }
+    if (group_waits) return;
+    for (std::size_t i = 0; i < sweep.jobs.size() && budget > 0; ++i) {
+      const JobRecord& record = sweep.jobs[i];
+      if (record.job.group >= 0 || record.status != JobStatus::kQueued) continue;
+      std::optional<std::vector<int>> slots = place(record.job, {});
+      if (!slots) continue;
+      start(i, *slots);
+      --budget;
+    }
+  }
+
+  bool has_queued() const {
+    return std::any_of(sweep.jobs.begin(), sweep.jobs.end(),
+                       [](const JobRecord& r) { return r.status == JobStatus::kQueued; });
+  }
+};
+
+Scheduler::Scheduler(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Scheduler::~Scheduler() = default;
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Open(Plan plan, SweepOptions options) {
+  if (options.dir.empty()) return absl::InvalidArgumentError("no sweep directory given");
+  if (options.retries < 0) {
+    return absl::InvalidArgumentError(fmt::format("--retries {} is negative", options.retries));
+  }
+  if (options.slots.empty()) options.slots.resize(1);
+  auto state = std::make_unique<State>();
+  state->options = std::move(options);
+  const std::string& dir = state->options.dir;
+  state->state_path = fmt::format("{}/{}", dir, detail::kStateFileName);
+  state->results_path = fmt::format("{}/{}", dir, detail::kResultsFileName);
+  state->runs_dir = fmt::format("{}/{}", dir, detail::kRunsDirName);
+  std::error_code error;
+  fs::create_directories(state->runs_dir, error);
+  if (error) {
+    return trainscope::detail::file_error(error.value(), "create the sweep directory",
+                                          state->runs_dir);
+  }
+  const std::string lock_path = fmt::format("{}/sweep.lock", dir);
+  state->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (state->lock_fd < 0) return trainscope::detail::file_error(errno, "open", lock_path);
+  if (::flock(state->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return errno == EWOULDBLOCK
+               ? absl::FailedPreconditionError(fmt::format(
+                     "another scheduler runs the sweep in \"{}\" (it holds {})", dir, lock_path))
+               : trainscope::detail::file_error(errno, "lock", lock_path);
+  }
+  state->slot_job.assign(state->options.slots.size(), kNoJob);
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (absl::Status status = state->resume(); !status.ok()) return status;
+  if (absl::Status status = state->merge(std::move(plan)); !status.ok()) return status;
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(state)));
+}
+
+absl::Status Scheduler::update(Plan plan) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->merge(std::move(plan));
+}
+
+Progress Scheduler::progress() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->progress_locked();
+}
+
+absl::StatusOr<SweepResult> Scheduler::run() {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  absl::Status error;
+  while (true) {
+    const int stop_signal = s.options.stop ? s.options.stop->requested() : 0;
+    if (stop_signal != 0 && !s.stopping) {
+      s.stopping = true;
+      for (auto& [id, job] : s.running) job.cancel->request(stop_signal);
+      s.report("stopping");
+    }
+    const auto now = std::chrono::steady_clock::now();
+    auto wake = now + kStopCheck;
+    for (auto& [id, job] : s.running) {
+      if (job.deadline <= now) {
+        if (job.cancel->requested() == 0) job.cancel->request(SIGKILL);
+      } else {
+        wake = std::min(wake, job.deadline);
+      }
+    }
+    for (std::thread& thread : s.done_threads) thread.join();
+    s.done_threads.clear();
+    s.dispatch();
+    if (s.running.empty()) {
+      if (!s.has_queued() || s.stopping || s.max_failures_reached) break;
+      for (const JobRecord& record : s.sweep.jobs) {
+        if (record.status == JobStatus::kQueued) {
+          error = absl::FailedPreconditionError(
+              fmt::format("job '{}' cannot start: no free slot has its devices ({})", record.job.id,
+                          record.job.source));
+          break;
+        }
+      }
+      break;
+    }
+    s.changed.wait_until(lock, wake);
+  }
+  if (!error.ok()) return error;
+  SweepResult result;
+  result.stopped = s.stopping;
+  result.max_failures_reached = s.max_failures_reached;
+  for (const JobRecord& record : s.sweep.jobs) {
+    result.jobs.push_back(record);
+    if (record.status == JobStatus::kFinished) {
+      ++result.finished;
+    } else if (record.status == JobStatus::kFailed) {
+      ++result.failed;
+    } else {
+      ++result.unfinished;
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<SweepResult> run_sweep(const Plan& plan, SweepOptions options) {
+  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = Scheduler::Open(plan, std::move(options));
+  if (!scheduler.ok()) return scheduler.status();
+  return (*scheduler)->run();
+}
+
+}  // namespace trainscope::sweep

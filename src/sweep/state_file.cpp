@@ -1,0 +1,175 @@
+#include "sweep/state_file.hpp"
+
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "common/csv.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace trainscope::sweep::detail {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kStateVersion = 1;
+
+json job_to_json(const Job& job) {
+  json params = json::array();
+  for (const auto& [key, value] : job.params) params.push_back(json::array({key, value}));
+  return json{{"id", job.id},
+              {"params", params},
+              {"repeat", job.repeat},
+              {"group", job.group},
+              {"devices", job.devices},
+              {"collocation", job.collocation},
+              {"listeners", job.listeners},
+              {"command", job.command},
+              {"config_json", job.config_json},
+              {"source", job.source}};
+}
+
+Job job_from_json(const json& in) {
+  Job job;
+  job.id = in.at("id").get<std::string>();
+  for (const json& pair : in.at("params")) {
+    job.params.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+  }
+  job.repeat = in.value("repeat", 0);
+  job.group = in.value("group", -1);
+  job.devices = in.value("devices", std::vector<int>{});
+  job.collocation = in.value("collocation", std::string("-"));
+  job.listeners = in.value("listeners", std::vector<std::string>{});
+  job.command = in.at("command").get<std::vector<std::string>>();
+  job.config_json = in.value("config_json", std::string());
+  job.source = in.value("source", std::string());
+  return job;
+}
+
+json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+double number_from(const json& in, const char* key) {
+  const auto it = in.find(key);
+  if (it == in.end() || !it->is_number()) return std::nan("");
+  return it->get<double>();
+}
+
+std::string format_number(double value) {
+  return std::isfinite(value) ? fmt::format("{:.9g}", value) : std::string();
+}
+
+}  // namespace
+
+std::string state_to_json(const SweepState& state) {
+  json jobs = json::array();
+  for (const JobRecord& record : state.jobs) {
+    jobs.push_back(json{{"job", job_to_json(record.job)},
+                        {"status", job_status_name(record.status)},
+                        {"attempts", record.attempts},
+                        {"run_id", record.run_id},
+                        {"run_dir", record.run_dir},
+                        {"exit_code", record.exit_code},
+                        {"timed_out", record.timed_out},
+                        {"start_ms", record.start_ms},
+                        {"end_ms", record.end_ms},
+                        {"devices", record.devices},
+                        {"error", record.error},
+                        {"batch_mean_s", number_or_null(record.batch_mean_s)},
+                        {"epoch_mean_s", number_or_null(record.epoch_mean_s)}});
+  }
+  const json out{{"version", kStateVersion},
+                 {"name", state.name},
+                 {"max_parallel", state.max_parallel},
+                 {"allow_cpu", state.allow_cpu},
+                 {"jobs", jobs}};
+  return out.dump(1) + "\n";
+}
+
+absl::StatusOr<SweepState> state_from_json(const std::string& text, const std::string& path) {
+  const json in = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (in.is_discarded() || !in.is_object()) {
+    return absl::DataLossError(fmt::format("{}: not a JSON object (a corrupt sweep state)", path));
+  }
+  if (in.value("version", 0) != kStateVersion) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: sweep state version {} is not {} (written by another trainscope)", path,
+                    in.value("version", 0), kStateVersion));
+  }
+  SweepState state;
+  std::size_t index = 0;
+  try {
+    state.name = in.value("name", std::string());
+    state.max_parallel = in.value("max_parallel", 0);
+    state.allow_cpu = in.value("allow_cpu", true);
+    for (const json& job : in.at("jobs")) {
+      JobRecord record;
+      record.job = job_from_json(job.at("job"));
+      absl::StatusOr<JobStatus> status = parse_job_status(job.at("status").get<std::string>());
+      if (!status.ok()) {
+        return absl::DataLossError(fmt::format("{}: job {}: {}", path, record.job.id,
+                                               std::string(status.status().message())));
+      }
+      record.status = *status;
+      record.attempts = job.value("attempts", 0);
+      record.run_id = job.value("run_id", std::string());
+      record.run_dir = job.value("run_dir", std::string());
+      record.exit_code = job.value("exit_code", -1);
+      record.timed_out = job.value("timed_out", false);
+      record.start_ms = job.value("start_ms", std::int64_t{0});
+      record.end_ms = job.value("end_ms", std::int64_t{0});
+      record.devices = job.value("devices", std::vector<int>{});
+      record.error = job.value("error", std::string());
+      record.batch_mean_s = number_from(job, "batch_mean_s");
+      record.epoch_mean_s = number_from(job, "epoch_mean_s");
+      state.jobs.push_back(std::move(record));
+      ++index;
+    }
+  } catch (const json::exception& error) {
+    return absl::DataLossError(
+        fmt::format("{}: jobs[{}]: {} (a corrupt sweep state)", path, index, error.what()));
+  }
+  return state;
+}
+
+std::string results_csv(const std::vector<JobRecord>& jobs) {
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const JobRecord& record : jobs) {
+    for (const auto& param : record.job.params) {
+      if (seen.insert(param.first).second) keys.push_back(param.first);
+    }
+  }
+  std::string out = "job";
+  for (const std::string& key : keys) {
+    out.push_back(',');
+    trainscope::detail::append_csv_field(key, &out);
+  }
+  out +=
+      ",status,exit_code,attempts,duration_s,run_id,run_dir,batch_mean_s,epoch_mean_s,"
+      "throughput_batches_per_s\n";
+  for (const JobRecord& record : jobs) {
+    if (record.status == JobStatus::kQueued || record.status == JobStatus::kRunning) continue;
+    trainscope::detail::append_csv_field(record.job.id, &out);
+    for (const std::string& key : keys) {
+      out.push_back(',');
+      for (const auto& param : record.job.params) {
+        if (param.first == key) {
+          trainscope::detail::append_csv_field(param.second, &out);
+          break;
+        }
+      }
+    }
+    const double duration_s = static_cast<double>(record.end_ms - record.start_ms) / 1000.0;
+    const double throughput = record.batch_mean_s > 0 ? 1.0 / record.batch_mean_s : std::nan("");
+    out += fmt::format(",{},{},{},{:.3f},{},", job_status_name(record.status), record.exit_code,
+                       record.attempts, duration_s, record.run_id);
+    trainscope::detail::append_csv_field(
+        record.run_id.empty() ? "" : fmt::format("{}/{}", kRunsDirName, record.run_id), &out);
+    out += fmt::format(",{},{},{}\n", format_number(record.batch_mean_s),
+                       format_number(record.epoch_mean_s), format_number(throughput));
+  }
+  return out;
+}
+
+}  // namespace trainscope::sweep::detail
