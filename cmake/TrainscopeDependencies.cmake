@@ -7,6 +7,14 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.2 REQUIRED)
 # libcurl: the standard C HTTP client, for the MLflow REST exporter.
 find_package(CURL REQUIRED)
+# yaml-cpp: radT's and W&B's YAML sweep files (src/sweep/). 0.8 names its target
+# yaml-cpp::yaml-cpp, 0.7 (Debian 12) yaml-cpp.
+find_package(yaml-cpp REQUIRED)
+if(TARGET yaml-cpp::yaml-cpp)
+  set(TRAINSCOPE_YAML_CPP_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(TRAINSCOPE_YAML_CPP_TARGET yaml-cpp)
+endif()
 # CLI11 (header-only): the command-line parser of the `trainscope` tool
 # (tools/, TRAINSCOPE_BUILD_CLI), never of the library. Its CMake config gives
 # CLI11::CLI11; without one, the header alone.

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake git pkg-config
-  libfmt-dev libabsl-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev
+  libfmt-dev libabsl-dev nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-venv python3-pip
   python3-torch libtorch-dev

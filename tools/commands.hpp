@@ -15,6 +15,7 @@ inline constexpr int kExitUsage = 2;
 int sync_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int model_command(const std::vector<std::string>& args);
+int sweep_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::run_command},
     {"model", "fit a scaling model (Extra-P's PMNF) to runs or Extra-P files; predict, plot",
      trainscope::cli::model_command},
+    {"sweep", "run many configurations (radT CSV/YAML, Furcate JSON, --grid) as runs on all slots",
+     trainscope::cli::sweep_command},
 };
 
 void print_usage(std::FILE* out) {

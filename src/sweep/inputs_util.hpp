@@ -1,0 +1,67 @@
+// Helpers shared by the sweep input readers (internal).
+#ifndef TRAINSCOPE_SRC_SWEEP_INPUTS_UTIL_HPP_
+#define TRAINSCOPE_SRC_SWEEP_INPUTS_UTIL_HPP_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace trainscope::sweep::detail {
+
+// A job id usable as a directory name: every byte outside [A-Za-z0-9._=-]
+// becomes '-'; an empty id "run"; past 120 bytes, the first 100 and a hash of
+// the whole (stable across platforms: FNV-1a 64).
+inline std::string safe_id(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '=' || c == '-';
+    out.push_back(ok ? c : '-');
+  }
+  if (out.empty() || out == "." || out == "..") out = "run" + out;
+  if (out.size() > 120) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (char c : text) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+    static const char* kHex = "0123456789abcdef";
+    std::string hex(16, '0');
+    for (int i = 15; i >= 0; --i, h >>= 4) hex[i] = kHex[h & 15];
+    out = absl::StrCat(out.substr(0, 100), "-", hex);
+  }
+  return out;
+}
+
+// "k=v_k2=v2" (then safe_id) for a job named by its params.
+inline std::string params_id(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string text;
+  for (const auto& [key, value] : params) {
+    if (!text.empty()) text += '_';
+    absl::StrAppend(&text, key, "=", value);
+  }
+  return safe_id(text);
+}
+
+// Makes ids unique in input order: a repeated id gets "-2", "-3", ...
+class UniqueIds {
+ public:
+  std::string take(const std::string& base) {
+    std::string id = base;
+    for (int n = 2; !used_.insert(id).second; ++n) id = absl::StrCat(base, "-", n);
+    return id;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+}  // namespace trainscope::sweep::detail
+
+#endif  // TRAINSCOPE_SRC_SWEEP_INPUTS_UTIL_HPP_

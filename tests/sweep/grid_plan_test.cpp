@@ -1,0 +1,65 @@
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainscope/sweep/inputs.hpp"
+
+namespace trainscope::sweep {
+namespace {
+
+using ::testing::HasSubstr;
+const std::vector<std::string> kProgram = {"python", "train.py"};
+
+TEST(GridPlan, CartesianProductFirstSpecOutermost) {
+  absl::StatusOr<Plan> plan = grid_plan({"batch_size=32,64,128", "lr=0.1,0.01"}, 1, kProgram);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->jobs.size(), 6u);
+  EXPECT_EQ(plan->jobs[0].id, "batch_size=32_lr=0.1");
+  EXPECT_EQ(plan->jobs[1].id, "batch_size=32_lr=0.01");
+  EXPECT_EQ(plan->jobs[5].id, "batch_size=128_lr=0.01");
+  using P = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(plan->jobs[2].params, (P{{"batch_size", "64"}, {"lr", "0.1"}}));
+  EXPECT_EQ(plan->jobs[2].command, kProgram);
+  EXPECT_EQ(plan->jobs[2].group, -1);
+}
+
+TEST(GridPlan, RepeatsGetSuffixes) {
+  absl::StatusOr<Plan> plan = grid_plan({"lr=0.1,0.01"}, 3, kProgram);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->jobs.size(), 6u);
+  EXPECT_EQ(plan->jobs[0].id, "lr=0.1-r0");
+  EXPECT_EQ(plan->jobs[2].id, "lr=0.1-r2");
+  EXPECT_EQ(plan->jobs[2].repeat, 2);
+  EXPECT_EQ(plan->jobs[3].id, "lr=0.01-r0");
+  std::set<std::string> ids;
+  for (const Job& job : plan->jobs) ids.insert(job.id);
+  EXPECT_EQ(ids.size(), 6u);
+  absl::StatusOr<Plan> plain = grid_plan({}, 2, kProgram);  // only repeats
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->jobs[1].id, "run-r1");
+}
+
+TEST(GridPlan, UnsafeCharactersInIds) {
+  absl::StatusOr<Plan> plan = grid_plan({"data=/tmp/a b"}, 1, kProgram);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->jobs[0].id, "data=-tmp-a-b");
+  EXPECT_EQ(plan->jobs[0].params[0].second, "/tmp/a b");
+}
+
+TEST(GridPlan, BadSpecs) {
+  EXPECT_THAT(grid_plan({"lr"}, 1, kProgram).status().message(), HasSubstr("key=value1"));
+  EXPECT_THAT(grid_plan({"lr=1,,2"}, 1, kProgram).status().message(), HasSubstr("empty value"));
+  EXPECT_THAT(grid_plan({"lr=1", "lr=2"}, 1, kProgram).status().message(), HasSubstr("twice"));
+  EXPECT_THAT(grid_plan({"lr=1"}, 0, kProgram).status().message(), HasSubstr("--repeat"));
+  EXPECT_FALSE(grid_plan({"lr=1"}, 1, {}).ok());
+  std::string big = "a=";
+  for (int i = 0; i < 400; ++i) big += std::to_string(i) + ",";
+  big += "x";
+  const std::string b = "b" + big.substr(1), c = "c" + big.substr(1);
+  EXPECT_THAT(grid_plan({big, b, c}, 1, kProgram).status().message(), HasSubstr("more than"));
+}
+
+}  // namespace
+}  // namespace trainscope::sweep

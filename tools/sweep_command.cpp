@@ -1,0 +1,264 @@
+// `trainscope sweep [INPUT] [--grid k=v1,v2]... [options] [-- program...]`:
+// runs a sweep of trainings, each a trainscope run, on the machine's slots
+// (trainscope::sweep, include/trainscope/sweep/).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "fmt/format.h"
+#include "trainscope/sweep/inputs.hpp"
+#include "trainscope/sweep/scheduler.hpp"
+
+namespace trainscope::cli {
+namespace {
+
+constexpr char kSweepDescription[] =
+    "Runs every configuration of INPUT (radT's experiment CSV, a radT or W&B YAML\n"
+    "sweep, Furcate's JSON config) or of --grid, each as a trainscope run, on all\n"
+    "free slots: one per GPU (--per-gpu to collocate), or --slots CPU slots. The\n"
+    "sweep directory holds the plan's state (sweep.json), results.csv and every\n"
+    "job's run under runs/; the same command again (or --resume DIR) continues it:\n"
+    "finished jobs never run again, jobs cut off by a crash run again, failed ones\n"
+    "with --retry-failed. Each configuration reaches the program as `--key value`\n"
+    "arguments (and, for JSON configs, as a file named by TRAINSCOPE_SWEEP_CONFIG).\n"
+    "\n"
+    "examples:\n"
+    "  trainscope sweep --grid batch_size=32,64,128 --grid lr=0.1,0.01 -- python train.py\n"
+    "  trainscope sweep config.json --slots 2 -- python train.py\n"
+    "  trainscope sweep experiment.csv\n";
+
+constexpr char kSweepFooter[] =
+    "Ctrl-C/SIGTERM stop every job (their runs end KILLED) and leave the sweep\n"
+    "resumable. Editing INPUT while the sweep runs queues new configurations and\n"
+    "drops queued ones that are gone. Exit status: 0 when every job finished, 1\n"
+    "when one failed or the sweep stopped, 2 bad usage.\n";
+
+struct SweepArgs {
+  std::vector<std::string> words;  // [INPUT] and, after `--`, the program
+  std::vector<std::string> grid;
+  int repeat = 1;
+  std::string dir;
+  std::optional<std::string> resume;
+  int slots = 0;
+  std::vector<int> devices;
+  int per_gpu = 1;
+  double timeout_s = 0;
+  int retries = 0;
+  int max_failures = 0;
+  bool retry_failed = false;
+  bool dry_run = false;
+  bool no_sample = false;
+};
+
+int positive_int(const std::string& flag, const std::string& value, int min) {
+  char* end = nullptr;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || n < min || n > 1000000) {
+    bad_value(fmt::format("{} needs a whole number >= {}, got '{}'", flag, min, value));
+  }
+  return static_cast<int>(n);
+}
+
+void add_sweep_options(CommandLine* line, SweepArgs* a) {
+  line->add_value("--grid", "KEY=V1,V2", "a parameter and its values (repeatable)",
+                  [a](const std::string& v) {
+                    if (v.find('=') == std::string::npos) {
+                      bad_value("--grid needs KEY=V1,V2,..., got '" + v + "'");
+                    }
+                    a->grid.push_back(v);
+                  });
+  line->add_value("--repeat", "N", "run every configuration N times (default 1)",
+                  [a](const std::string& v) { a->repeat = positive_int("--repeat", v, 1); });
+  line->add_value("--dir", "DIR", "the sweep directory (default ./trainscope-sweeps/<name>)",
+                  &a->dir);
+  line->add_value("--resume", "DIR", "continue the sweep in DIR (its stored plan)", &a->resume);
+  line->add_value("--slots", "N", "N CPU slots (no GPU)",
+                  [a](const std::string& v) { a->slots = positive_int("--slots", v, 1); });
+  line->add_value(
+      "--devices", "0,1", "only these GPUs (default: CUDA_VISIBLE_DEVICES)",
+      [a](const std::string& v) {
+        std::size_t start = 0;
+        while (start <= v.size()) {
+          const std::size_t comma = std::min(v.find(',', start), v.size());
+          a->devices.push_back(positive_int("--devices", v.substr(start, comma - start), 0));
+          start = comma + 1;
+        }
+      });
+  line->add_value("--per-gpu", "N", "jobs sharing one GPU (default 1)",
+                  [a](const std::string& v) { a->per_gpu = positive_int("--per-gpu", v, 1); });
+  line->add_value("--timeout", "SECONDS", "kill a job after this long (a failure)",
+                  [a](const std::string& v) {
+                    char* end = nullptr;
+                    a->timeout_s = std::strtod(v.c_str(), &end);
+                    if (v.empty() || *end != '\0' || !(a->timeout_s > 0)) {
+                      bad_value("--timeout needs a positive number of seconds, got '" + v + "'");
+                    }
+                  });
+  line->add_value("--retries", "N", "run a failed job up to N more times",
+                  [a](const std::string& v) { a->retries = positive_int("--retries", v, 0); });
+  line->add_value(
+      "--max-failures", "N", "start no job after N failures",
+      [a](const std::string& v) { a->max_failures = positive_int("--max-failures", v, 1); });
+  line->add_flag("--retry-failed", "on resume, run FAILED jobs again", &a->retry_failed);
+  line->add_flag("--dry-run", "print the expanded plan and exit", &a->dry_run);
+  line->add_flag("--no-sample", "do not sample the hardware of the jobs", &a->no_sample);
+  line->add_positionals("input-and-program", &a->words, false);
+}
+
+// INPUT is the word before `--` (if any); the program follows `--`.
+void split_words(const std::vector<std::string>& args, SweepArgs* a, std::string* input,
+                 std::vector<std::string>* program) {
+  bool after = false;
+  for (const std::string& arg : args) {
+    if (arg == "--" && !after) {
+      after = true;
+      continue;
+    }
+    if (after) program->push_back(arg);
+  }
+  const std::size_t program_words = program->size();
+  const std::size_t before = a->words.size() - std::min(a->words.size(), program_words);
+  if (before > 0) *input = a->words[0];
+}
+
+void print_plan(const sweep::Plan& plan) {
+  std::printf("sweep %s: %zu job(s)\n", plan.name.c_str(), plan.jobs.size());
+  for (const sweep::Job& job : plan.jobs) {
+    std::string params;
+    for (const auto& [k, v] : job.params) params += fmt::format(" --{} {}", k, v);
+    std::string command;
+    for (const std::string& word : job.command) command += (command.empty() ? "" : " ") + word;
+    std::printf("  %-28s %s%s\n", job.id.c_str(), command.c_str(), params.c_str());
+  }
+}
+
+std::shared_ptr<LaunchCancel> g_stop;
+extern "C" void on_stop(int signal_number) {
+  if (g_stop) g_stop->request(signal_number);
+}
+
+std::int64_t mtime_of(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0
+             ? static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec
+             : -1;
+}
+
+// radT's CSV shows its progress itself: Status and Run of every row, as radT writes them.
+void write_back_radt(const std::string& input, const sweep::SweepResult& result) {
+  if (input.size() < 4 || input.compare(input.size() - 4, 4, ".csv") != 0) return;
+  for (const sweep::JobRecord& record : result.jobs) {
+    absl::StatusOr<int> row = sweep::radt_line(record.job);
+    if (!row.ok() || record.status == sweep::JobStatus::kQueued) continue;
+    const char* status = record.status == sweep::JobStatus::kFinished  ? "FINISHED"
+                         : record.status == sweep::JobStatus::kFailed  ? "FAILED"
+                         : record.status == sweep::JobStatus::kRunning ? "RUNNING"
+                                                                       : "KILLED";
+    absl::Status written = sweep::write_radt_status(input, *row, status, record.run_id);
+    if (!written.ok()) {
+      std::fprintf(stderr, "trainscope sweep: %s\n", std::string(written.message()).c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int sweep_command(const std::vector<std::string>& args) {
+  SweepArgs a;
+  CommandLine line({"sweep",
+                    "trainscope sweep [INPUT] [--grid K=V1,V2]... [options] [-- program...]",
+                    kSweepDescription, kSweepFooter});
+  add_sweep_options(&line, &a);
+  if (std::optional<int> exit_code = line.parse(args)) return *exit_code;
+  std::string input;
+  std::vector<std::string> program;
+  split_words(args, &a, &input, &program);
+  if (a.resume && a.dir.empty()) a.dir = *a.resume;
+
+  absl::StatusOr<sweep::Plan> plan =
+      !input.empty() ? sweep::read_plan(input, program)
+      : !a.grid.empty()
+          ? sweep::grid_plan(a.grid, a.repeat, program)
+          : absl::StatusOr<sweep::Plan>(absl::InvalidArgumentError(
+                a.resume ? "--resume needs the sweep's INPUT or --grid again (the plan)"
+                         : "no INPUT and no --grid: nothing to sweep"));
+  if (!plan.ok()) return line.usage_error(std::string(plan.status().message()));
+  if (a.dry_run) {
+    print_plan(*plan);
+    return kExitOk;
+  }
+  if (a.dir.empty()) a.dir = "trainscope-sweeps/" + (plan->name.empty() ? "sweep" : plan->name);
+
+  sweep::SweepOptions options;
+  options.dir = a.dir;
+  absl::StatusOr<std::vector<sweep::Slot>> slots =
+      a.slots > 0 || a.devices.empty() ? sweep::cpu_slots(a.slots > 0 ? a.slots : 1)
+                                       : sweep::gpu_slots(a.devices, a.per_gpu, true);
+  if (!slots.ok()) return line.usage_error(std::string(slots.status().message()));
+  options.slots = *std::move(slots);
+  if (plan->max_parallel > 0 && static_cast<int>(options.slots.size()) > plan->max_parallel) {
+    options.slots.resize(static_cast<std::size_t>(plan->max_parallel));
+  }
+  if (a.timeout_s > 0) options.timeout = absl::Seconds(a.timeout_s);
+  options.retries = a.retries;
+  options.max_failures = a.max_failures;
+  options.retry_failed = a.retry_failed;
+  options.sample_hardware = !a.no_sample;
+  options.progress = sweep::progress_printer(stderr, ::isatty(STDERR_FILENO) != 0);
+  g_stop = std::make_shared<LaunchCancel>();
+  options.stop = g_stop;
+  ::signal(SIGINT, on_stop);
+  ::signal(SIGTERM, on_stop);
+
+  absl::StatusOr<std::unique_ptr<sweep::Scheduler>> scheduler =
+      sweep::Scheduler::Open(*plan, std::move(options));
+  if (!scheduler.ok()) {
+    std::fprintf(stderr, "trainscope sweep: %s\n",
+                 std::string(scheduler.status().message()).c_str());
+    return kExitFailed;
+  }
+  // Live update: the input re-read when it changes (checked once a second).
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    if (input.empty()) return;
+    std::int64_t seen = mtime_of(input);
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const std::int64_t now = mtime_of(input);
+      if (now == seen) continue;
+      seen = now;
+      absl::StatusOr<sweep::Plan> changed = sweep::read_plan(input, program);
+      absl::Status status =
+          changed.ok() ? (*scheduler)->update(*std::move(changed)) : changed.status();
+      if (!status.ok()) {
+        std::fprintf(stderr, "trainscope sweep: %s changed, keeping the old plan: %s\n",
+                     input.c_str(), std::string(status.message()).c_str());
+      }
+    }
+  });
+  absl::StatusOr<sweep::SweepResult> result = (*scheduler)->run();
+  done.store(true);
+  watcher.join();
+  if (!result.ok()) {
+    std::fprintf(stderr, "trainscope sweep: %s\n", std::string(result.status().message()).c_str());
+    return kExitFailed;
+  }
+  write_back_radt(input, *result);
+  std::fprintf(stderr, "trainscope sweep: %d finished, %d failed, %d not run; %s/results.csv\n",
+               result->finished, result->failed, result->unfinished, a.dir.c_str());
+  return result->failed == 0 && result->unfinished == 0 && !result->stopped ? kExitOk : kExitFailed;
+}
+
+}  // namespace trainscope::cli
