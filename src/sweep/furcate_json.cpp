@@ -115,13 +115,6 @@ bool python_equal(const Json& a, const Json& b) {
   return a == b;
 }
 
-std::string stem_of(absl::string_view path) {
-  absl::string_view base = path.substr(path.find_last_of('/') + 1);
-  const std::size_t dot = base.find_last_of('.');
-  if (dot != absl::string_view::npos && dot > 0) base = base.substr(0, dot);
-  return std::string(base);
-}
-
 }  // namespace
 
 absl::StatusOr<Plan> parse_furcate_json(std::string_view text_in, std::string_view name_in,
@@ -156,7 +149,7 @@ absl::StatusOr<Plan> parse_furcate_json(std::string_view text_in, std::string_vi
   if (!config.is_object()) return bad("the config must be a JSON object");
 
   Plan plan;
-  plan.name = stem_of(name);
+  plan.name = detail::stem_of(name);
   plan.allow_cpu = false;  // Furcate: meta.allow_cpu defaults to false
   Json excludes = Json::array();
   if (auto meta = config.find("meta"); meta != config.end()) {
@@ -263,7 +256,7 @@ absl::StatusOr<Plan> parse_furcate_json(std::string_view text_in, std::string_vi
   if (picks.empty()) return bad("meta.exclude_configs excludes every config");
 
   const std::string data_name =
-      config.contains("data_name") ? std::string() : stem_of(name);  // see below
+      config.contains("data_name") ? std::string() : detail::stem_of(name);  // see below
   detail::UniqueIds ids;
   for (std::size_t index = 0; index < picks.size(); ++index) {
     const std::vector<std::size_t>& pick = picks[index];

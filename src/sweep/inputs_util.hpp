@@ -16,6 +16,14 @@ namespace trainscope::sweep::detail {
 // A job id usable as a directory name: every byte outside [A-Za-z0-9._=-]
 // becomes '-'; an empty id "run"; past 120 bytes, the first 100 and a hash of
 // the whole (stable across platforms: FNV-1a 64).
+// A file name without directory and extension ("cfg/example.json" -> "example").
+inline std::string stem_of(absl::string_view path) {
+  absl::string_view base = path.substr(path.find_last_of('/') + 1);
+  const std::size_t dot = base.find_last_of('.');
+  if (dot != absl::string_view::npos && dot > 0) base = base.substr(0, dot);
+  return std::string(base);
+}
+
 inline std::string safe_id(absl::string_view text) {
   std::string out;
   out.reserve(text.size());

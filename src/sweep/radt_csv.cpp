@@ -327,13 +327,6 @@ std::string normalized_key(const std::string& text) {
   return text;
 }
 
-std::string stem_of(absl::string_view path) {
-  absl::string_view base = path.substr(path.find_last_of('/') + 1);
-  const std::size_t dot = base.find_last_of('.');
-  if (dot != absl::string_view::npos && dot > 0) base = base.substr(0, dot);
-  return std::string(base);
-}
-
 }  // namespace
 
 absl::StatusOr<Plan> parse_radt_csv(std::string_view text_in, std::string_view name_in,
@@ -383,7 +376,7 @@ absl::StatusOr<Plan> parse_radt_csv(std::string_view text_in, std::string_view n
   }
 
   Plan plan;
-  plan.name = stem_of(name);
+  plan.name = detail::stem_of(name);
   detail::UniqueIds ids;
   std::vector<int> rows_in_group(group_of.size(), 0);
   for (Row& row : rows) {

@@ -57,13 +57,6 @@ std::string shortest(double value) {
   return std::string(buffer, result.ptr);
 }
 
-std::string stem_of(absl::string_view path) {
-  absl::string_view base = path.substr(path.find_last_of('/') + 1);
-  const std::size_t dot = base.find_last_of('.');
-  if (dot != absl::string_view::npos && dot > 0) base = base.substr(0, dot);
-  return std::string(base);
-}
-
 // Uniform in [0, 1) from 53 bits: the same on every platform (the standard
 // distributions are not).
 double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1p-53; }
@@ -342,7 +335,8 @@ absl::StatusOr<Plan> parse_sweep_yaml(std::string_view text_in, std::string_view
     }
 
     Plan plan;
-    plan.name = root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : stem_of(name);
+    plan.name =
+        root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : detail::stem_of(name);
     detail::UniqueIds ids;
     for (std::size_t n = 0; n < rows.size(); ++n) {
       Job job = base;

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "support/sweep_jobs.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/launch/launch.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -26,36 +27,11 @@ namespace trainscope::sweep {
 namespace {
 
 using ::testing::HasSubstr;
+using trainscope::testing::quiet_options;
+using trainscope::testing::runs_by_job;
+using trainscope::testing::shell_job;
 using trainscope::testing::TempDir;
 namespace fs = std::filesystem;
-
-Job shell_job(const std::string& id, const std::string& script, int group = -1) {
-  Job job;
-  job.id = id;
-  job.command = {"sh", "-c", script};
-  job.group = group;
-  job.source = "test: " + id;
-  return job;
-}
-
-SweepOptions quiet_options(const std::string& dir, int slots) {
-  SweepOptions options;
-  options.dir = dir;
-  options.slots = *cpu_slots(slots);
-  options.sample_hardware = false;
-  options.record_environment = false;
-  return options;
-}
-
-// The runs under <dir>/runs by job name.
-std::multimap<std::string, RunInfo> runs_by_job(const std::string& dir) {
-  std::multimap<std::string, RunInfo> runs;
-  for (const auto& entry : fs::directory_iterator(dir + "/runs")) {
-    absl::StatusOr<RunReader> reader = RunReader::Open(entry.path().string());
-    if (reader.ok()) runs.emplace(reader->info().name, reader->info());
-  }
-  return runs;
-}
 
 int finished_runs(const std::multimap<std::string, RunInfo>& runs, const std::string& job) {
   int n = 0;

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/sweep_jobs.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/sweep/scheduler.hpp"
@@ -19,33 +20,11 @@
 namespace trainscope::sweep {
 namespace {
 
+using trainscope::testing::quiet_options;
+using trainscope::testing::runs_by_job;
+using trainscope::testing::shell_job;
 using trainscope::testing::TempDir;
 namespace fs = std::filesystem;
-
-Job shell_job(const std::string& id, const std::string& script) {
-  Job job;
-  job.id = id;
-  job.command = {"sh", "-c", script};
-  return job;
-}
-
-SweepOptions quiet_options(const std::string& dir, int slots) {
-  SweepOptions options;
-  options.dir = dir;
-  options.slots = *cpu_slots(slots);
-  options.sample_hardware = false;
-  options.record_environment = false;
-  return options;
-}
-
-std::multimap<std::string, RunInfo> runs_by_job(const std::string& dir) {
-  std::multimap<std::string, RunInfo> runs;
-  for (const auto& entry : fs::directory_iterator(dir + "/runs")) {
-    absl::StatusOr<RunReader> reader = RunReader::Open(entry.path().string());
-    if (reader.ok()) runs.emplace(reader->info().name, reader->info());
-  }
-  return runs;
-}
 
 template <typename Predicate>
 void wait_for(Predicate done) {
