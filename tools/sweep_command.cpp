@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -117,20 +118,13 @@ void add_sweep_options(CommandLine* line, SweepArgs* a) {
   line->add_positionals("input-and-program", &a->words, false);
 }
 
-// INPUT is the word before `--` (if any); the program follows `--`.
-void split_words(const std::vector<std::string>& args, SweepArgs* a, std::string* input,
+// The program is every word after `--`; INPUT the positional before it, if any
+// (CLI11 gives the positionals and the words after `--` in one list).
+void split_words(const std::vector<std::string>& args, const SweepArgs& a, std::string* input,
                  std::vector<std::string>* program) {
-  bool after = false;
-  for (const std::string& arg : args) {
-    if (arg == "--" && !after) {
-      after = true;
-      continue;
-    }
-    if (after) program->push_back(arg);
-  }
-  const std::size_t program_words = program->size();
-  const std::size_t before = a->words.size() - std::min(a->words.size(), program_words);
-  if (before > 0) *input = a->words[0];
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  if (dashes != args.end()) program->assign(dashes + 1, args.end());
+  if (a.words.size() > program->size()) *input = a.words.front();
 }
 
 void print_plan(const sweep::Plan& plan) {
@@ -184,7 +178,7 @@ int sweep_command(const std::vector<std::string>& args) {
   if (std::optional<int> exit_code = line.parse(args)) return *exit_code;
   std::string input;
   std::vector<std::string> program;
-  split_words(args, &a, &input, &program);
+  split_words(args, a, &input, &program);
   if (a.resume && a.dir.empty()) a.dir = *a.resume;
 
   absl::StatusOr<sweep::Plan> plan =

@@ -51,6 +51,11 @@ absl::Status file_error(int error, std::string_view action, std::string_view pat
                          absl::Utf8SafeCHexEscape(absl::string_view(path.data(), path.size()))));
 }
 
+std::string this_host() {
+  char host[256] = {};
+  return ::gethostname(host, sizeof(host) - 1) == 0 ? std::string(host) : std::string();
+}
+
 std::size_t write_all(int fd, std::string_view data) {
   std::size_t done = 0;
   while (done < data.size()) {

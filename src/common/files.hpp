@@ -17,6 +17,9 @@ namespace trainscope::detail {
 // and its text appended. Non-printable bytes of the path are escaped.
 absl::Status file_error(int error, std::string_view action, std::string_view path);
 
+// This machine's host name ("" if it has none).
+std::string this_host();
+
 // Writes all of `data` unless an error stops it (short writes and EINTR are
 // resumed); returns the bytes written and leaves errno set when fewer.
 std::size_t write_all(int fd, std::string_view data);

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "common/files.hpp"
 #include "export/wandb_format.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -102,12 +103,6 @@ std::string local_timestamp(std::int64_t unix_ms) {
   localtime_r(&seconds, &tm);
   char buffer[32];
   std::strftime(buffer, sizeof(buffer), "%Y%m%d_%H%M%S", &tm);
-  return buffer;
-}
-
-std::string host_name() {
-  char buffer[256] = {};
-  if (::gethostname(buffer, sizeof(buffer) - 1) != 0) return "";
   return buffer;
 }
 
@@ -206,7 +201,7 @@ absl::Status WandbExporter::open(const RunInfo* info) {
       .string(field::kRunGroup, options_.group)
       .string(field::kRunJobType, options_.job_type)
       .string(field::kRunDisplayName, info != nullptr ? info->name : "")
-      .string(field::kRunHost, host_name())
+      .string(field::kRunHost, detail::this_host())
       .message(field::kRunStartTime, start);
   ProtoWriter run_record;
   run_record.message(field::kRecordRun, run);

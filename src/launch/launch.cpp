@@ -325,17 +325,6 @@ bool on_path(const std::string& name) {
 
 // ---- Output tee -------------------------------------------------------------
 
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 struct TeeStream {
   int pipe_fd;
   int log_fd;
@@ -371,9 +360,11 @@ void tee_output(TeeStream streams[2], const std::atomic<bool>* child_exited) {
         --open_streams;
         continue;
       }
-      write_all(streams[i].log_fd, buffer, static_cast<std::size_t>(n));
+      detail::write_all(streams[i].log_fd, std::string_view(buffer, static_cast<std::size_t>(n)));
       if (streams[i].terminal_fd >= 0 &&
-          !write_all(streams[i].terminal_fd, buffer, static_cast<std::size_t>(n))) {
+          detail::write_all(streams[i].terminal_fd,
+                            std::string_view(buffer, static_cast<std::size_t>(n))) !=
+              static_cast<std::size_t>(n)) {
         streams[i].terminal_fd = -1;
       }
     }
@@ -402,9 +393,7 @@ std::string first_field(const std::string& text, const std::string& label) {
 
 nlohmann::json host_description() {
   nlohmann::json host;
-  char hostname[256] = {};
-  ::gethostname(hostname, sizeof hostname - 1);
-  host["hostname"] = hostname;
+  host["hostname"] = detail::this_host();
   utsname os;
   if (::uname(&os) == 0) {
     host["os"] = {{"sysname", os.sysname},
@@ -508,17 +497,40 @@ std::vector<std::unique_ptr<HardwareSource>> default_sources() {
 
 // The rank whose process tree this launcher runs: the one rank that names
 // it as its launcher, else kNoRank (none yet, or several under torchrun).
-std::uint32_t rank_under(const std::string& run_dir, const std::string& launcher) {
-  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
-  if (!reader.ok()) return kNoRank;
-  std::uint32_t found = kNoRank;
-  for (const RankState& rank : reader->ranks()) {
-    if (rank.launcher != launcher) continue;
-    if (found != kNoRank) return kNoRank;
-    found = rank.rank.rank;
+// Asked every sampler tick; the run directory (every rank file, on a shared
+// filesystem for a large job) is read only until the rank is known and then
+// every 10 s, since ranks register once.
+class RankUnderLauncher {
+ public:
+  RankUnderLauncher(std::string run_dir, std::string launcher)
+      : run_dir_(std::move(run_dir)), launcher_(std::move(launcher)) {}
+
+  std::uint32_t operator()() {
+    const auto now = std::chrono::steady_clock::now();
+    if (rank_ != kNoRank && now < next_scan_) return rank_;
+    next_scan_ = now + std::chrono::seconds(10);
+    rank_ = scan();
+    return rank_;
   }
-  return found;
-}
+
+ private:
+  std::uint32_t scan() const {
+    absl::StatusOr<RunReader> reader = RunReader::Open(run_dir_);
+    if (!reader.ok()) return kNoRank;
+    std::uint32_t found = kNoRank;
+    for (const RankState& rank : reader->ranks()) {
+      if (rank.launcher != launcher_) continue;
+      if (found != kNoRank) return kNoRank;
+      found = rank.rank.rank;
+    }
+    return found;
+  }
+
+  std::string run_dir_;
+  std::string launcher_;
+  std::uint32_t rank_ = kNoRank;
+  std::chrono::steady_clock::time_point next_scan_{};
+};
 
 std::string launcher_id() { return fmt::format("{}:{}", detail::this_host(), ::getpid()); }
 
@@ -542,9 +554,7 @@ std::unique_ptr<Sampler> start_sampler(const LaunchOptions& options, Run& run, p
   sampler_options.interval = options.sample_interval;
   sampler_options.context.root_pid = child;
   sampler_options.context.gpu_devices = options.devices;
-  sampler_options.process_rank = [dir = run.dir(), id = launcher_id()] {
-    return rank_under(dir, id);
-  };
+  sampler_options.process_rank = RankUnderLauncher(run.dir(), launcher_id());
   auto sampler = std::make_unique<Sampler>(std::move(sampler_options), sources_for(options, run),
                                            &run.pipeline());
   sampler->start();
@@ -651,7 +661,7 @@ LaunchResult spawn_failed(Run& run, const std::string& name, int error, int stde
   }
   const std::string line =
       fmt::format("trainscope run: {}\n", std::string(result.spawn_error.message()));
-  write_all(stderr_log, line.data(), line.size());
+  detail::write_all(stderr_log, line);
   warn_if_error(end_run(run, result), "run end");
   return result;
 }

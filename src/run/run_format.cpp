@@ -24,10 +24,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string join_path(const std::string& dir, std::string_view name) {
-  return fmt::format("{}/{}", dir, name);
-}
-
 // Reads typed fields of a JSON object; the first problem becomes status(),
 // naming the file and the field, and later reads return defaults.
 class FieldReader {
@@ -189,6 +185,10 @@ std::string regions_file_name(std::uint32_t rank) { return fmt::format("regions-
 std::string metrics_file_name(std::uint32_t rank) { return fmt::format("metrics-{}.csv", rank); }
 std::string summary_file_name(std::uint32_t rank) { return fmt::format("summary-{}.json", rank); }
 
+std::string join_path(const std::string& dir, std::string_view name) {
+  return fmt::format("{}/{}", dir, name);
+}
+
 std::string host_file_part(std::string_view host) {
   std::string out(host.empty() ? std::string_view("unknown-host") : host);
   for (char& c : out) {
@@ -205,11 +205,6 @@ std::string host_metrics_file_name(std::string_view host) {
 
 std::string launcher_file_name(std::string_view host, std::int64_t pid) {
   return fmt::format("launcher-{}-{}.json", host_file_part(host), pid);
-}
-
-std::string this_host() {
-  char host[256] = {};
-  return ::gethostname(host, sizeof(host) - 1) == 0 ? std::string(host) : std::string();
 }
 
 std::string format_run_file(const RunInfo& info) {

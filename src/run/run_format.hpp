@@ -36,8 +36,8 @@ std::string host_file_part(std::string_view host);
 std::string host_metrics_file_name(std::string_view host);  // "host-node7.csv"
 std::string launcher_file_name(std::string_view host,
                                std::int64_t pid);  // "launcher-node7-42.json"
-// This machine's host name ("" if it has none).
-std::string this_host();
+// "<dir>/<name>".
+std::string join_path(const std::string& dir, std::string_view name);
 
 // A rank file: RankState (without `crashed`, which readers derive) plus the
 // writer's flush interval, which tells a reader how stale a heartbeat may get.

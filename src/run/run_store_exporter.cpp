@@ -26,10 +26,6 @@
 namespace trainscope::detail {
 namespace {
 
-std::string join_path(const std::string& dir, std::string_view name) {
-  return fmt::format("{}/{}", dir, name);
-}
-
 // The byte just after the last newline in the file's first `size` bytes, or
 // -1 if there is none.
 off_t end_of_last_line(int fd, off_t size) {

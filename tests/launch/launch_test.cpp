@@ -2,6 +2,7 @@
 // crashes, missing commands, signals, quoting, output capture.
 #include "trainscope/launch/launch.hpp"
 
+#include "common/files.hpp"
 #include "run/run_format.hpp"
 #include "trainscope/run/run_reader.hpp"
 

@@ -194,8 +194,8 @@ def _start(args, implicit):
     return _active
 
 
-def _implicit_run(what):
-    """The active run, or one started (joined under TRAINSCOPE_RUN_DIR) for `what`."""
+def _implicit_run():
+    """The active run, or one started now (joined under TRAINSCOPE_RUN_DIR)."""
     run = _active
     if run is not None:
         return run
@@ -213,7 +213,7 @@ def _timer_built(timer):
     with _lock:
         run = _active
         if run is None and os.environ.get(_RUN_DIR_ENV):
-            run = _implicit_run("Timer")
+            run = _implicit_run()
         if run is not None:
             run.attach(timer)
         else:
@@ -255,34 +255,34 @@ def end_run(status="FINISHED"):
 
 
 def log_metric(key, value, step=None):
-    _implicit_run("log_metric").log_metric(key, value, step)
+    _implicit_run().log_metric(key, value, step)
 
 
 def log_metrics(metrics, step=None):
-    run = _implicit_run("log_metrics")
+    run = _implicit_run()
     for key, value in metrics.items():
         run.log_metric(key, value, step)
 
 
 def log_param(key, value):
-    _implicit_run("log_param").log_param(key, value)
+    _implicit_run().log_param(key, value)
 
 
 def log_params(params):
-    run = _implicit_run("log_params")
+    run = _implicit_run()
     for key, value in params.items():
         run.log_param(key, value)
 
 
 def set_tag(key, value):
-    _implicit_run("set_tag").set_tag(key, value)
+    _implicit_run().set_tag(key, value)
 
 
 def set_tags(tags):
-    run = _implicit_run("set_tags")
+    run = _implicit_run()
     for key, value in tags.items():
         run.set_tag(key, value)
 
 
 def log_artifact(local_path):
-    _implicit_run("log_artifact").log_artifact(local_path)
+    _implicit_run().log_artifact(local_path)
