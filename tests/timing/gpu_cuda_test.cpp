@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "trainscope/timing/cpu_gpu_timer.hpp"
@@ -108,6 +112,80 @@ TEST(GpuCudaTest, ManyBatchesMakeNoBlockingWaitUntilRead) {
   EXPECT_EQ(timer.gpu_errors(), 0u);
   CUDA_OK(cudaFree(src));
   CUDA_OK(cudaFree(dst));
+}
+
+// A stream that runs nothing until release(): a host function at its head
+// waits for a flag, so every event recorded behind it stays outstanding.
+class GatedStream {
+ public:
+  GatedStream() {
+    ok_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
+          cudaLaunchHostFunc(stream_, &GatedStream::wait, this) == cudaSuccess;
+  }
+  ~GatedStream() {
+    release();
+    if (stream_ != nullptr) {
+      cudaStreamSynchronize(stream_);
+      cudaStreamDestroy(stream_);
+    }
+  }
+  GatedStream(const GatedStream&) = delete;
+  GatedStream& operator=(const GatedStream&) = delete;
+  bool ok() const { return ok_; }
+  cudaStream_t get() const { return stream_; }
+  void release() { open_.store(true); }
+
+ private:
+  static void CUDART_CB wait(void* self) {
+    auto* gate = static_cast<GatedStream*>(self);
+    while (!gate->open_.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  cudaStream_t stream_ = nullptr;
+  std::atomic<bool> open_{false};
+  bool ok_ = false;
+};
+
+// 100,000 regions outstanding at once (the GPU is held back): no limit, no
+// blocking wait, every region recorded once released, and a second round
+// reuses the pooled events instead of creating more (no leak).
+TEST(GpuCudaTest, HundredThousandOutstandingRegionsNeedNoLimitAndLeakNoEvents) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kRegions = 100000;
+  CPUGPUTimerOptions options;
+  options.warmup = 0;
+  std::uint64_t created_after_first_round = 0;
+  {
+    CPUGPUTimer timer(options);
+    ASSERT_TRUE(timer.gpu_available()) << timer.gpu_description();
+    for (int round = 0; round < 2; ++round) {
+      GatedStream held;
+      ASSERT_TRUE(held.ok()) << "could not hold a stream back";
+      for (int i = 0; i < kRegions; ++i) {
+        timer.start(TimeType::BATCH, true, held.get());
+        timer.end(TimeType::BATCH, true, held.get());
+      }
+      EXPECT_EQ(timer.outstanding(), static_cast<std::size_t>(kRegions)) << "round " << round;
+      EXPECT_EQ(timer.blocking_waits(), 0u) << "round " << round;
+      if (round == 0) {
+        created_after_first_round = timer.events_created();
+        // Two events per region, created on demand: none wasted.
+        EXPECT_EQ(created_after_first_round, 2u * kRegions);
+        ::testing::Test::RecordProperty("events_created_for_100k_regions",
+                                        std::to_string(created_after_first_round));
+      } else {
+        EXPECT_EQ(timer.events_created(), created_after_first_round)
+            << "the second round created events instead of reusing the pool";
+        ::testing::Test::RecordProperty("events_created_after_second_100k",
+                                        std::to_string(timer.events_created()));
+      }
+      held.release();
+      timer.complete_all();
+      EXPECT_EQ(timer.outstanding(), 0u);
+      EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, true).count,
+                static_cast<std::uint64_t>(kRegions) * (round + 1));
+      EXPECT_EQ(timer.gpu_errors(), 0u);
+    }
+  }
 }
 
 #endif  // TRAINSCOPE_HAVE_CUDA

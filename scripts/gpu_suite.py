@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""The checks of scripts/gpu-suite.sh, against a CUDA build of trainscope:
+GPU-labelled C++ tests, the GPU benchmarks, the Python GPU tests and
+comparisons against the machine's own PyTorch, the LibTorch example; then the
+rest of the C++ and Python tests as time allows. Writes report.json and
+report.txt into --out (figures and pass/fail of each check) and prints the text.
+Exit status 0 when nothing failed, 1 otherwise.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+STARTED = float(os.environ.get("TRAINSCOPE_GPU_SUITE_STARTED", time.time()))
+
+# The Python tests that exercise a GPU (the rest run in the optional full pass).
+PYTHON_GPU_TESTS = ["test_gpu_truth.py", "test_torch.py", "test_cpu_gpu_timer.py",
+                    "test_simulated_gpu.py"]
+# Benchmarks and the ratio each must stay under (0: reported only).
+BENCH_RATIOS = [
+    ("BM_CPUGPUTimerPairCuda", "BM_BareCudaEventRecordPair", 1.2),
+    ("BM_TimerPair/nvtx:0", "BM_BareSteadyClockPair", 1.25),
+    ("BM_TimerPair/nvtx:1", "BM_BareSteadyClockPair", 1.5),
+    ("BM_CPUGPUTimerPairCpuOnly", "BM_BareSteadyClockPair", 2.0),
+]
+
+
+class Suite:
+    def __init__(self, args):
+        self.args = args
+        self.results = []
+        self.facts = {}
+        os.makedirs(args.out, exist_ok=True)
+
+    def elapsed(self):
+        return time.time() - STARTED
+
+    def time_left(self):
+        return self.args.deadline - self.elapsed()
+
+    def add(self, name, status, figures=None, detail="", seconds=None):
+        self.results.append({"name": name, "status": status, "figures": figures or {},
+                             "detail": detail, "seconds": seconds})
+        mark = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}[status]
+        print(f"gpu-suite [{self.elapsed():.0f}s] {mark} {name}"
+              + (f": {detail}" if detail and status != "pass" else ""), flush=True)
+
+    def sh(self, command, timeout, log=None, env=None, cwd=None):
+        """(exit status, output); 124 on timeout. The output also goes to out/<log>."""
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  env=env, cwd=cwd, check=False, errors="replace")
+            rc, output = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired as e:
+            rc = 124
+            output = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
+                      else (e.stdout or "")) + f"\n(timed out after {timeout} s)"
+        except OSError as e:
+            rc, output = 127, str(e)
+        if log:
+            with open(os.path.join(self.args.out, log), "w", encoding="utf-8") as f:
+                f.write(output)
+        return rc, output
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        build = self.args.build
+        env["PYTHONPATH"] = os.path.join(build, "python")
+        env["TRAINSCOPE_CLI"] = os.path.join(build, "tools", "trainscope")
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(extra)
+        return env
+
+    # --- the checks -----------------------------------------------------------
+
+    def machine_facts(self):
+        def first_line(command):
+            rc, output = self.sh(command, 60)
+            lines = [line for line in output.splitlines() if line.strip()]
+            return lines[-1].strip() if rc == 0 and lines else f"(unavailable: exit {rc})"
+
+        py = self.args.python
+        self.facts = {
+            "gpu": first_line(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,"
+                               "clocks.max.sm,power.limit", "--format=csv,noheader"]),
+            "nvcc": first_line(["nvcc", "--version"]),
+            "python": first_line([py, "--version"]),
+            "torch": first_line([py, "-c", "import torch; print(torch.__version__, "
+                                 "'cuda', torch.version.cuda, torch.cuda.is_available())"]),
+            "ncu": first_line(["ncu", "--version"]) if shutil.which("ncu") else "not on PATH",
+            "nsys": shutil.which("nsys") or "not on PATH",
+            "libdcgm": first_line(["sh", "-c", "ldconfig -p | grep -m1 libdcgm.so || "
+                                   "echo 'not installed'"]),
+            "kernel": first_line(["uname", "-r"]),
+            "os": first_line(["sh", "-c", ". /etc/os-release; echo $PRETTY_NAME"]),
+            "compiler": first_line(["sh", "-c", "c++ --version | head -1"]),
+            "cmake": first_line(["sh", "-c", "cmake --version | head -1"]),
+        }
+        for key, value in self.facts.items():
+            print(f"gpu-suite: {key}: {value}", flush=True)
+
+    def gtests(self):
+        binaries = sorted(b for b in glob.glob(os.path.join(self.args.build, "tests", "gpu_*"))
+                          if os.access(b, os.X_OK) and os.path.isfile(b))
+        if not binaries:
+            self.add("C++ GPU tests", "fail", detail="no gpu_* test binary in the build")
+        for binary in binaries:
+            name = os.path.basename(binary)
+            report = os.path.join(self.args.out, f"gtest-{name}.json")
+            began = time.time()
+            rc, output = self.sh([binary, f"--gtest_output=json:{report}"], 600,
+                                 log=f"gtest-{name}.log")
+            if not os.path.exists(report):
+                self.add(f"{name}", "fail", detail=f"exit {rc}, no report:\n{output[-1500:]}")
+                continue
+            with open(report, encoding="utf-8") as f:
+                doc = json.load(f)
+            standard = {"name", "status", "result", "timestamp", "time", "classname", "failures",
+                        "file", "line", "skipped"}
+            for suite in doc.get("testsuites", []):
+                for case in suite.get("testsuite", []):
+                    full = f"{suite['name']}.{case['name']}"
+                    figures = {k: v for k, v in case.items() if k not in standard}
+                    if case.get("failures"):
+                        detail = " | ".join(f.get("failure", "")[:600] for f in case["failures"])
+                        self.add(f"C++ {full}", "fail", figures, detail)
+                    elif case.get("result") == "SKIPPED":
+                        reason = _skip_reason(output, full)
+                        self.add(f"C++ {full}", "skip", figures, reason)
+                    else:
+                        self.add(f"C++ {full}", "pass", figures)
+            if rc not in (0, 1):
+                self.add(f"{name} exit", "fail", detail=f"exit {rc}: {output[-1500:]}",
+                         seconds=time.time() - began)
+
+    def benchmarks(self):
+        bench = os.path.join(self.args.build, "bench", "timer_bench")
+        if not os.path.exists(bench):
+            self.add("timer_bench", "fail", detail="bench/timer_bench was not built")
+            return
+        names = sorted({n for pair in BENCH_RATIOS for n in pair[:2]})
+        pattern = "^(" + "|".join(re.escape(n) for n in names) + ")$"
+        report = os.path.join(self.args.out, "timer_bench.json")
+        rc, output = self.sh([bench, f"--benchmark_filter={pattern}", "--benchmark_repetitions=5",
+                              "--benchmark_report_aggregates_only=true",
+                              f"--benchmark_out={report}", "--benchmark_out_format=json"], 600,
+                             log="timer_bench.log")
+        if rc != 0 or not os.path.exists(report):
+            self.add("timer_bench", "fail", detail=f"exit {rc}: {output[-1500:]}")
+            return
+        with open(report, encoding="utf-8") as f:
+            doc = json.load(f)
+        median, errors, counters = {}, {}, {}
+        for b in doc.get("benchmarks", []):
+            if b.get("error_occurred"):
+                errors[b.get("run_name", b["name"])] = b.get("error_message", "")
+            elif b.get("aggregate_name") == "median":
+                median[b["run_name"]] = b["real_time"]
+                for key in ("blocking_waits_in_loop",):
+                    if key in b:
+                        counters[f"{b['run_name']} {key}"] = b[key]
+        for name, baseline, target in BENCH_RATIOS:
+            if name not in median or baseline not in median:
+                why = errors.get(name) or errors.get(baseline) or "not measured"
+                self.add(f"bench {name} / {baseline}", "fail", detail=why)
+                continue
+            ratio = median[name] / median[baseline]
+            figures = {"ratio": round(ratio, 3), "ns": round(median[name], 2),
+                       "baseline_ns": round(median[baseline], 2), "target": target}
+            figures.update({k: v for k, v in counters.items() if k.startswith(name + " ")})
+            ok = target == 0 or ratio <= target
+            self.add(f"bench {name} / {baseline}", "pass" if ok else "fail", figures,
+                     f"ratio {ratio:.3f} > target {target}")
+
+    def pytest(self, name, files, timeout, extra=()):
+        junit = os.path.join(self.args.out, f"{name}.xml")
+        tests = os.path.join(self.args.repo, "tests", "python")
+        command = [self.args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                   f"--junitxml={junit}", *extra, *[os.path.join(tests, f) for f in files]]
+        rc, output = self.sh(command, timeout, log=f"{name}.log", env=self.env(),
+                             cwd=self.args.repo)
+        if not os.path.exists(junit):
+            self.add(name, "fail", detail=f"exit {rc}, no JUnit report:\n{output[-2000:]}")
+            return
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            full = f"{case.get('classname', '')}.{case.get('name')}".split("tests.python.")[-1]
+            figures = {p.get("name"): _number(p.get("value"))
+                       for p in case.iter("property")}
+            failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
+            skipped = case.find("skipped")
+            if failure is not None:
+                text = (failure.get("message") or "") + "\n" + (failure.text or "")
+                self.add(f"py {full}", "fail", figures, text.strip()[-1500:])
+            elif skipped is not None:
+                self.add(f"py {full}", "skip", figures, skipped.get("message", ""))
+            else:
+                self.add(f"py {full}", "pass", figures)
+        if rc == 124:
+            self.add(name, "fail", detail=f"timed out after {timeout} s")
+
+    def libtorch_example(self):
+        began = time.time()
+        rc, prefix = self.sh([self.args.python, "-c",
+                              "import torch.utils; print(torch.utils.cmake_prefix_path)"], 120)
+        if rc != 0:
+            self.add("LibTorch example", "skip", detail="this Python has no torch")
+            return
+        prefix = prefix.strip().splitlines()[-1]
+        build = os.path.join(os.path.dirname(self.args.build), "libtorch-example")
+        cmake_args = list(self.args.cmake_arg)
+        for i, arg in enumerate(cmake_args):
+            if arg.startswith("-DCMAKE_PREFIX_PATH="):
+                cmake_args[i] = arg + ";" + prefix if arg.split("=", 1)[1] else \
+                    "-DCMAKE_PREFIX_PATH=" + prefix
+        if not any(a.startswith("-DCMAKE_PREFIX_PATH=") for a in cmake_args):
+            cmake_args.append("-DCMAKE_PREFIX_PATH=" + prefix)
+        rc, output = self.sh(["cmake", "-S", self.args.repo, "-B", build,
+                              "-DCMAKE_BUILD_TYPE=Release", "-DTRAINSCOPE_WITH_CUDA=ON",
+                              "-DTRAINSCOPE_BUILD_TESTS=OFF", "-DTRAINSCOPE_BUILD_BENCHMARKS=OFF",
+                              "-DTRAINSCOPE_BUILD_CLI=OFF", "-DTRAINSCOPE_BUILD_EXAMPLES=ON",
+                              *cmake_args], 300, log="libtorch-configure.log")
+        if rc == 0:
+            if "libtorch_train with Torch" not in output:
+                self.add("LibTorch example", "fail",
+                         detail="Torch found no libtorch_train target: " + output[-1500:])
+                return
+            rc, output = self.sh(["cmake", "--build", build, "--target", "libtorch_train",
+                                  f"-j{self.args.jobs}"], 600, log="libtorch-build.log")
+        if rc != 0:
+            self.add("LibTorch example", "fail", detail=f"build: exit {rc}: {output[-2000:]}")
+            return
+        binary = os.path.join(build, "examples", "libtorch_train")
+        rc, output = self.sh([binary, "--epochs", "2"], 300, log="libtorch-run.log")
+        gpu_line = next((line for line in output.splitlines() if line.startswith("GPU timing:")),
+                        "")
+        figures = {"gpu_timing": gpu_line}
+        gpu_section = re.search(r"\nGPU\n(.*?)(\n\n|\Z)", output, re.S)
+        figures["gpu_keys_timed"] = len(re.findall(r"\nmin: ", "\n" + gpu_section.group(1))) \
+            if gpu_section else 0
+        ok = rc == 0 and "CUDA" in gpu_line and figures["gpu_keys_timed"] > 0
+        self.add("LibTorch example with gpu=true regions", "pass" if ok else "fail", figures,
+                 f"exit {rc}: {output[-1500:]}", seconds=time.time() - began)
+
+    def ctest_rest(self):
+        junit = os.path.join(self.args.out, "ctest.xml")
+        timeout = max(60, int(self.time_left()) - 120)
+        rc, output = self.sh(["ctest", "--test-dir", self.args.build, f"-j{self.args.jobs}",
+                              "-LE", "python|gpu", "--output-on-failure", "--timeout", "300",
+                              f"--output-junit={junit}"], timeout, log="ctest.log")
+        line = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", output)
+        failed = re.findall(r"^\s*\d+ - (\S+) \(Failed|Timeout|SEGFAULT|Subprocess aborted",
+                            output, re.M)
+        if not line:
+            self.add("all C++ tests on the GPU machine", "fail", detail=output[-2000:])
+            return
+        figures = {"failed": int(line.group(2)), "total": int(line.group(3))}
+        self.add("all C++ tests on the GPU machine", "pass" if figures["failed"] == 0 else "fail",
+                 figures, "failed: " + " ".join(f for f in failed if f))
+
+    def run(self):
+        self.machine_facts()
+        self.gtests()
+        self.benchmarks()
+        self.pytest("pytest-gpu", PYTHON_GPU_TESTS, 900)
+        self.libtorch_example()
+        if self.time_left() > 150:
+            self.ctest_rest()
+        else:
+            self.add("all C++ tests on the GPU machine", "skip",
+                     detail=f"only {self.time_left():.0f} s left before the deadline")
+        if self.time_left() > 150:
+            rest = sorted(os.path.basename(p) for p in glob.glob(
+                os.path.join(self.args.repo, "tests", "python", "test_*.py"))
+                if os.path.basename(p) not in PYTHON_GPU_TESTS)
+            self.pytest("pytest-rest", rest, max(60, int(self.time_left()) - 30),
+                        extra=["-x"] if self.args.stop_first else [])
+        else:
+            self.add("the other Python tests", "skip",
+                     detail=f"only {self.time_left():.0f} s left before the deadline")
+        return self.report()
+
+    def report(self):
+        counts = {s: sum(r["status"] == s for r in self.results) for s in ("pass", "fail", "skip")}
+        doc = {"facts": self.facts, "summary": counts, "seconds": round(self.elapsed(), 1),
+               "results": self.results}
+        with open(os.path.join(self.args.out, "report.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, default=str)
+        lines = ["trainscope GPU suite", ""]
+        lines += [f"  {k:9} {v}" for k, v in self.facts.items()]
+        lines += ["", "Figures:"]
+        for r in self.results:
+            if r["figures"]:
+                shown = ", ".join(f"{k}={_short(v)}" for k, v in r["figures"].items())
+                lines.append(f"  {r['name']}: {shown}")
+        lines += ["", "Failed and skipped:"]
+        for r in self.results:
+            if r["status"] != "pass":
+                detail = " ".join(str(r["detail"]).split())[:400]
+                lines.append(f"  {r['status'].upper()} {r['name']}: {detail}")
+        lines += ["", f"gpu-suite: {counts['pass']} passed, {counts['fail']} failed, "
+                  f"{counts['skip']} skipped in {self.elapsed():.0f} s "
+                  f"(report: {os.path.join(self.args.out, 'report.txt')})"]
+        text = "\n".join(lines) + "\n"
+        with open(os.path.join(self.args.out, "report.txt"), "w", encoding="utf-8") as f:
+            f.write(text)
+        print(text, flush=True)
+        return 1 if counts["fail"] else 0
+
+
+def _skip_reason(output, test):
+    # gtest prints the skip message just before "[  SKIPPED ] Suite.Test (N ms)".
+    marker = f"[  SKIPPED ] {test} ("
+    at = output.find(marker)
+    if at < 0:
+        return ""
+    before = output[:at].rstrip().splitlines()
+    return before[-1].strip() if before else ""
+
+
+def _number(text):
+    try:
+        return float(text) if "." in text or "e" in text.lower() else int(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _short(value):
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--build", required=True, help="the CUDA build tree")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--deadline", type=float, default=540,
+                        help="seconds after the suite started: no optional check starts later")
+    parser.add_argument("--cmake-arg", action="append", default=[],
+                        help="passed to the LibTorch example's configure")
+    parser.add_argument("--stop-first", action="store_true",
+                        help="stop the optional Python pass at its first failure")
+    args = parser.parse_args()
+    sys.exit(Suite(args).run())
+
+
+if __name__ == "__main__":
+    main()
