@@ -4,10 +4,13 @@
     python3 bench/model_extrapolation.py --trainscope BUILD/tools/trainscope
                                          [--extrap VENV/bin/extrap] [--quick] [--seeds 1]
 
-A set of one-parameter cases with known functions (weak scaling: growing with p; strong
-scaling: shrinking with p, plus communication terms), measured with multiplicative noise
-(5 repetitions, 3 % unless --noise) at p = 2, 4, 8, 16, 32 (the fit) and at the held-out
-p = 64, 128, 256. Each mode fits the five small points and predicts the held-out ones:
+Cases with known functions in five families: weak scaling (growing with p), strong scaling
+(shrinking with p, plus communication terms), constant, near-constant (a drift of a few percent
+over the fit range) and additive two-parameter (p and q, each with its own term), measured
+with multiplicative noise (5 repetitions; each noise level of --noise, by default 1 %, 3 % and
+15 %) at p = 2, 4, 8, 16, 32 (two parameters: x q = 16 .. 256, the fit) and at the held-out
+p = 64, 128, 256 (two parameters: at q = 512). Each mode fits the small points and predicts
+the held-out ones:
 
   trainscope --modeler extrap   Extra-P's default modeler, reimplemented
   trainscope                    the default modeler (negative exponents; rejects
@@ -20,7 +23,8 @@ p = 64, 128, 256. Each mode fits the five small points and predicts the held-out
 The error of a prediction is |predicted - measured| / measured, where measured is the mean of
 the held-out repetitions. Reported per mode and family: the median and 90th percentile error
 (over cases x held-out points), per held-out point, and how often a prediction is negative
-(a time or a byte count cannot be). Stdlib only.
+(a time or a byte count cannot be); then one row per family and noise level with each mode's
+median error. Stdlib only.
 """
 
 import argparse
@@ -39,6 +43,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "tests" / "python" / "extrap_reference.py"
 FIT_POINTS = (2, 4, 8, 16, 32)
 HELD_OUT = (64, 128, 256)
+FIT_Q = (16, 32, 64, 128, 256)
+HELD_OUT_Q = 512
+FAMILIES = ("weak", "strong", "constant", "near-constant", "additive-2p")
 log2 = math.log2
 
 
@@ -75,36 +82,89 @@ def _strong():
     return [(f"strong_{name}_{i}", shape(a, b)) for name, shape in shapes for i, (a, b) in enumerate(coefficients)]
 
 
+def _constant():
+    return [(f"constant_{i}", (lambda a: lambda p: a)(a)) for i, a in enumerate((1.0, 20.0, 0.003, 5e6))]
+
+
+def _near_constant():
+    shapes = [
+        ("drift_log", lambda a: lambda p: a * (1 + 0.01 * log2(p))),
+        ("drift_linear", lambda a: lambda p: a * (1 + 0.0005 * p)),
+        ("drift_inverse", lambda a: lambda p: a * (1 + 0.05 / p)),
+        ("drift_sqrt", lambda a: lambda p: a * (1 + 0.004 * math.sqrt(p))),
+    ]
+    return [(f"near_{name}_{i}", shape(a)) for name, shape in shapes for i, a in enumerate((1.0, 30.0))]
+
+
+def _additive_2p():
+    s = math.sqrt
+    shapes = [
+        ("p_q", lambda a, b: lambda p, q: a + b * p + 0.01 * b * q),
+        ("logp_sqrtq", lambda a, b: lambda p, q: a + b * log2(p) + 0.2 * b * s(q)),
+        ("plogp_logq", lambda a, b: lambda p, q: a + 0.1 * b * p * log2(p) + b * log2(q)),
+        ("inverse_q", lambda a, b: lambda p, q: a + 100 * b / p + 0.01 * b * q),
+    ]
+    return [(f"add2_{name}_{i}", shape(a, b)) for name, shape in shapes for i, (a, b) in
+            enumerate(((1.0, 0.5), (10.0, 0.2)))]
+
+
 def make_cases(quick):
-    weak, strong = _weak(), _strong()
-    if quick:
-        weak, strong = weak[:2], strong[:2]
-    return [("weak", n, f) for n, f in weak] + [("strong", n, f) for n, f in strong]
+    groups = [("weak", _weak()), ("strong", _strong()), ("constant", _constant()),
+              ("near-constant", _near_constant()), ("additive-2p", _additive_2p())]
+    cases = []
+    for family, members in groups:
+        for name, function in (members[:2] if quick else members):
+            cases.append((family, name, function))
+    return cases
 
 
-def _measure(function, p, reps, noise, rng):
-    return [function(p) * (1.0 + rng.uniform(-noise, noise)) for _ in range(reps)]
+def _measure(function, point, reps, noise, rng):
+    return [function(*point) * (1.0 + rng.uniform(-noise, noise)) for _ in range(reps)]
 
 
-def write_inputs(cases, directory, seeds, reps, noise):
-    """One text file (fit points only) per seed, a REGION per case; returns (paths, held-out truth)."""
+def _noise_tag(noise):
+    return f"n{round(noise * 1000):03d}"
+
+
+def write_inputs(cases, directory, seeds, reps, noise_levels):
+    """Text files (fit points only): per seed and noise level one file per parameter count, a
+    REGION per case (NAME_nNNN_sSEED); returns (paths, held-out truth {(region, p): (family,
+    noise, value)})."""
     paths, truth = [], {}
     for seed in range(seeds):
-        rng = random.Random(1000 + seed)
-        lines = ["PARAMETER p", "POINTS " + " ".join(map(str, FIT_POINTS)), ""]
-        for family, name, function in cases:
-            region = f"{name}_s{seed}"
-            lines += [f"REGION {region}", "METRIC time"]
-            for p in FIT_POINTS:
-                lines.append("DATA " + " ".join(repr(v) for v in _measure(function, p, reps, noise, rng)))
-            lines.append("")
-            for p in HELD_OUT:
-                truth[(region, p)] = (family, statistics.fmean(_measure(function, p, reps, noise, rng)))
-        path = os.path.join(directory, f"extrapolation_s{seed}.txt")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines))
-        paths.append(path)
+        for noise in noise_levels:
+            rng = random.Random(1000 + seed + round(noise * 1e6))
+            for two in (False, True):
+                members = [c for c in cases if (c[0] == "additive-2p") == two]
+                if not members:
+                    continue
+                if two:
+                    fit = [(p, q) for p in FIT_POINTS for q in FIT_Q]
+                    lines = ["PARAMETER p", "PARAMETER q",
+                             "POINTS " + " ".join(f"( {p} {q} )" for p, q in fit), ""]
+                else:
+                    fit = [(p,) for p in FIT_POINTS]
+                    lines = ["PARAMETER p", "POINTS " + " ".join(map(str, FIT_POINTS)), ""]
+                for family, name, function in members:
+                    region = f"{name}_{_noise_tag(noise)}_s{seed}"
+                    lines += [f"REGION {region}", "METRIC time"]
+                    for point in fit:
+                        lines.append("DATA " + " ".join(repr(v) for v in _measure(function, point, reps, noise, rng)))
+                    lines.append("")
+                    for p in HELD_OUT:
+                        point = (p, HELD_OUT_Q) if two else (p,)
+                        truth[(region, p)] = (family, noise,
+                                              statistics.fmean(_measure(function, point, reps, noise, rng)))
+                path = os.path.join(directory, f"extrapolation_{'2p' if two else '1p'}_{_noise_tag(noise)}_s{seed}.txt")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("\n".join(lines))
+                paths.append(path)
     return paths, truth
+
+
+def _predict_args(path):
+    two = "_2p_" in os.path.basename(path)
+    return [f"p={p},q={HELD_OUT_Q}" if two else f"p={p}" for p in HELD_OUT]
 
 
 def _predictions(document):
@@ -123,8 +183,8 @@ def run_trainscope(cli, path, modeler):
     args = [cli, "model", "--json"]
     if modeler:
         args += ["--modeler", modeler]
-    for p in HELD_OUT:
-        args += ["--predict", f"p={p}"]
+    for point in _predict_args(path):
+        args += ["--predict", point]
     done = subprocess.run(args + [path], capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args + [path])} exited {done.returncode}:\n{done.stderr[-2000:]}")
@@ -147,7 +207,7 @@ def extrap_python(extrap):
 
 
 def run_extrap(python, paths, tmp, options=()):
-    jobs = [{"input": p, "options": list(options), "predict": [f"p={x}" for x in HELD_OUT]} for p in paths]
+    jobs = [{"input": p, "options": list(options), "predict": _predict_args(p)} for p in paths]
     jobs_path = os.path.join(tmp, "jobs.json")
     with open(jobs_path, "w", encoding="utf-8") as f:
         json.dump(jobs, f)
@@ -177,7 +237,7 @@ def summarize(mode_predictions, truth):
     summary = {}
     for mode, predictions in mode_predictions.items():
         families = {}
-        for (region, p), (family, actual) in truth.items():
+        for (region, p), (family, _noise, actual) in truth.items():
             for key in (family, "all"):
                 stats = families.setdefault(key, {"errors": [], "by_point": {}, "negative": 0, "missing": 0,
                                                   "n": 0})
@@ -202,7 +262,7 @@ def print_summary(summary, cases, seeds):
     headers = ["mode", "family", "median", "p90"] + [f"median@{p}" for p in HELD_OUT] + ["negative", "missing"]
     table = [headers]
     for mode, families in summary.items():
-        for family in ("weak", "strong", "all"):
+        for family in FAMILIES + ("all",):
             stats = families.get(family)
             if stats is None:
                 continue
@@ -216,14 +276,43 @@ def print_summary(summary, cases, seeds):
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
 
 
+def family_table(modes, truth, noise_levels):
+    """Rows (family, noise, {mode: median error}) over cases x held-out points."""
+    rows = []
+    for family in FAMILIES:
+        for noise in noise_levels:
+            keys = [k for k, (f, n, _) in truth.items() if f == family and n == noise]
+            if not keys:
+                continue
+            medians = {}
+            for mode, predictions in modes.items():
+                errors = [abs(predictions[k] - truth[k][2]) / abs(truth[k][2]) for k in keys
+                          if predictions.get(k) is not None and not math.isnan(predictions[k])]
+                medians[mode] = _percentile(errors, 0.5)
+            rows.append((family, noise, medians))
+    return rows
+
+
+def print_family_table(rows, modes):
+    print("median held-out error per family and noise level")
+    headers = ["family", "noise"] + list(modes)
+    table = [headers]
+    for family, noise, medians in rows:
+        table.append([family, f"{noise:.0%}"] + [f"{medians[m]:.2%}" for m in modes])
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    for r in table:
+        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trainscope", required=True, help="the trainscope CLI binary")
     parser.add_argument("--extrap", help="Extra-P's extrap command or its venv's python (optional)")
     parser.add_argument("--seeds", type=int, default=1, help="noise draws per function")
-    parser.add_argument("--noise", type=float, default=0.03, help="relative half-width of the noise")
+    parser.add_argument("--noise", default="0.01,0.03,0.15",
+                        help="relative half-widths of the noise, comma-separated (default 0.01,0.03,0.15)")
     parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="4 cases, 1 seed (a smoke test)")
+    parser.add_argument("--quick", action="store_true", help="2 cases per family, 1 seed (a smoke test)")
     parser.add_argument("--json-out", help="also write the per-prediction results here")
     parser.add_argument("--show-worst", type=int, default=0, metavar="N",
                         help="list the N worst predictions of each mode")
@@ -231,9 +320,13 @@ def main(argv=None):
     if args.quick:
         args.seeds = 1
     cases = make_cases(args.quick)
+    try:
+        noise_levels = [float(x) for x in str(args.noise).split(",") if x.strip()]
+    except ValueError:
+        parser.error(f"--noise {args.noise!r}: comma-separated numbers, e.g. 0.01,0.03")
 
     with tempfile.TemporaryDirectory(prefix="model-extrapolation-") as tmp:
-        paths, truth = write_inputs(cases, tmp, args.seeds, args.repetitions, args.noise)
+        paths, truth = write_inputs(cases, tmp, args.seeds, args.repetitions, noise_levels)
         modes = {}
         for label, modeler in (("trainscope --modeler extrap", "extrap"), ("trainscope", None)):
             merged = {}
@@ -248,6 +341,10 @@ def main(argv=None):
 
     summary = summarize(modes, truth)
     print_summary(summary, cases, args.seeds)
+    print()
+    order = [m for m in ("Extra-P 4.2.5", "Extra-P, negative exponents", "trainscope",
+                         "trainscope --modeler extrap") if m in modes]
+    print_family_table(family_table(modes, truth, noise_levels), order)
     if "Extra-P 4.2.5" in modes:
         ours, theirs = modes["trainscope --modeler extrap"], modes["Extra-P 4.2.5"]
         differences = [abs(ours[k] - v) / max(abs(v), 1e-300) for k, v in theirs.items()
@@ -258,7 +355,7 @@ def main(argv=None):
     if args.show_worst:
         for mode, predictions in modes.items():
             scored = []
-            for key, (family, actual) in truth.items():
+            for key, (family, _noise, actual) in truth.items():
                 predicted = predictions.get(key)
                 if predicted is not None:
                     scored.append((abs(predicted - actual) / abs(actual), key, predicted, actual))
@@ -267,7 +364,7 @@ def main(argv=None):
                 print(f"  {region} p={p}: predicted {predicted:.4g}, measured {actual:.4g} ({error:.0%})")
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
-            json.dump({"truth": {f"{r}@{p}": v for (r, p), v in truth.items()},
+            json.dump({"truth": {f"{r}@{p}": v[2] for (r, p), v in truth.items()},
                        "predictions": {m: {f"{r}@{p}": v for (r, p), v in preds.items()}
                                        for m, preds in modes.items()}}, f, indent=1)
     return 0

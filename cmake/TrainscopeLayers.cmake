@@ -20,6 +20,8 @@ set(TRAINSCOPE_LAYERS
   launch          # trainscope run: spawn, environment, profilers, sampling
   scaling         # scaling models (Extra-P inputs, modelers, bands, views, plots)
   sweep           # trainscope sweep: plans (radT CSV/YAML, Furcate JSON, grids), scheduler
+  stalls          # trainscope stalls: data-wait shares, page cache, differential analysis, what-ifs
+  report          # trainscope report: one self-contained HTML page for runs, sweeps, scaling
 )
 
 set(_ts_layer_root "${CMAKE_CURRENT_BINARY_DIR}/trainscope-layers")

@@ -1,11 +1,28 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the main demo: a C++ training loop timed with
-# trainscope on the embedded defaults (no server, no GPU needed).
+# trainscope on the embedded defaults (no server, no GPU needed), then a small
+# PyTorch training under `trainscope run` and its report: one HTML page with
+# the whole picture, which opens offline in any browser.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${TRAINSCOPE_BUILD_DIR:-$repo/build}
+out=${1:-$repo/trainscope-demo}
 bash "$repo/scripts/setup.sh"
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTRAINSCOPE_BUILD_TESTS=OFF \
-  -DTRAINSCOPE_BUILD_BENCHMARKS=OFF -DTRAINSCOPE_BUILD_EXAMPLES=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" --target basic_loop
-"$build/examples/basic_loop" "${1:-$repo/trainscope-demo}"
+  -DTRAINSCOPE_BUILD_BENCHMARKS=OFF -DTRAINSCOPE_BUILD_EXAMPLES=ON \
+  -DTRAINSCOPE_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
+cmake --build "$build" -j"$(nproc)" --target basic_loop trainscope_cli _core
+"$build/examples/basic_loop" "$out"
+
+# A training run recorded by `trainscope run` (regions, hardware, output,
+# environment), then its report.
+echo
+echo "=== a PyTorch training under trainscope run"
+run_dir="$out/run"
+rm -rf "$run_dir"
+PYTHONPATH="$build/python" "$build/tools/trainscope" run --run-dir "$run_dir" --interval 0.2 -- \
+  /usr/bin/python3 "$repo/examples/python_train.py" --epochs 4 || true  # the report shows a failure too
+"$build/tools/trainscope" report "$run_dir" -o "$out/report.html"
+echo
+echo "demo: the report of the run is $out/report.html"
+echo "      (one self-contained page: open it in any browser, no network needed)"

@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev clang-format
   sysstat  # iostat, for the radT baseline of bench/sampler_bench.cpp
   slurm-wlm munge  # a one-node Slurm for the tests (scripts/slurm-local.sh)
+  libjs-chart.js  # Chart.js, which `trainscope report` embeds in its pages
+  chromium  # headless, opens the report pages in tests/python/test_report.py
 )
 
 missing=()

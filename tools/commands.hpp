@@ -16,6 +16,8 @@ int sync_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int model_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);
+int report_command(const std::vector<std::string>& args);
+int stalls_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

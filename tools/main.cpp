@@ -28,6 +28,10 @@ constexpr Command kCommands[] = {
      trainscope::cli::model_command},
     {"sweep", "run many configurations (radT CSV/YAML, Furcate JSON, --grid) as runs on all slots",
      trainscope::cli::sweep_command},
+    {"stalls", "how long training waits for data: a run, or DS-Analyzer's differential analysis",
+     trainscope::cli::stalls_command},
+    {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
+     trainscope::cli::report_command},
 };
 
 void print_usage(std::FILE* out) {

@@ -129,6 +129,18 @@ void add_modeling_options(CommandLine* line, ModelArgs* out) {
         out->options.reject_nonphysical = factor > 0;
         out->options.extrapolation_factor = factor;
       });
+  line->add_value(
+      "--significance", "A",
+      "trainscope modeler: keep a term only when an F-test against the\n"
+      "constant (noise from the repetitions) rejects at level A\n"
+      "(default 0.05; 0 turns the test off)",
+      [out](const std::string& value) {
+        double level = 0;
+        if (!parse_double(value, &level) || level < 0 || level >= 1) {
+          bad_value(fmt::format("--significance '{}': a level in [0, 1), e.g. 0.05", value));
+        }
+        out->options.significance = level;
+      });
   line->add_value("--measure", "M", "mean (default) | median | minimum | maximum of repetitions",
                   [out](const std::string& value) {
                     const sc::Measure measure = named_value("--measure", sc::parse_measure(value));
@@ -480,10 +492,9 @@ void add_scaling_views(const ModelArgs& args, const Selection& selection, Series
 
 // The series' model, predictions and views; nullopt (after saying why) when
 // it cannot be modeled.
-std::optional<SeriesResult> model_series(const sc::Series& series,
-                                         const std::vector<std::string>& parameters,
+std::optional<SeriesResult> model_series(const sc::Series& series, const sc::MeasurementSet& set,
                                          const ModelArgs& args, const Selection& selection) {
-  absl::StatusOr<sc::Model> model = sc::fit(parameters, series, args.options);
+  absl::StatusOr<sc::Model> model = sc::fit_series(set, series, args.options);
   if (!model.ok()) {
     std::fprintf(stderr, "trainscope model: %s\n", std::string(model.status().message()).c_str());
     return std::nullopt;
@@ -503,6 +514,30 @@ std::optional<SeriesResult> model_series(const sc::Series& series,
   }
   if (selection.scaling_index >= 0) add_scaling_views(args, selection, &r);
   return r;
+}
+
+// Extra-P refuses an input where a series lacks some of the input's
+// coordinates; --modeler extrap does too, naming every such series (the
+// default modeler models the points it has: fit_series warns). Returns false
+// after printing the refusal.
+bool check_complete(const sc::MeasurementSet& set, const ModelArgs& args) {
+  if (args.options.modeler != sc::Modeler::kExtrap) return true;
+  std::vector<std::string> refusals;
+  for (const sc::Series& series : set.series) {
+    const absl::Status complete = sc::check_coordinates(set, series);
+    if (!complete.ok()) refusals.emplace_back(complete.message());
+  }
+  if (refusals.empty()) return true;
+  const std::string file = args.inputs.empty() ? std::string("input") : args.inputs.front();
+  std::fprintf(stderr,
+               "trainscope model: %s: Extra-P refuses this input (InvalidExperimentError: the "
+               "number of measurements does not match the number of coordinates):\n",
+               file.c_str());
+  for (const std::string& r : refusals) std::fprintf(stderr, "  %s\n", r.c_str());
+  std::fprintf(stderr,
+               "trainscope model: the default modeler (without --modeler extrap) models the "
+               "points measured\n");
+  return false;
 }
 
 bool selected(const std::vector<std::string>& filter, const std::string& name) {
@@ -564,13 +599,15 @@ int model_command(const std::vector<std::string>& raw_args) {
     return line.usage_error(*error);
   }
 
+  if (!check_complete(*set, args)) return kExitFailed;
+
   std::vector<SeriesResult> results;
   int failures = 0;
   for (const sc::Series& series : set->series) {
     if (!selected(args.callpaths, series.callpath) || !selected(args.metrics, series.metric)) {
       continue;
     }
-    std::optional<SeriesResult> r = model_series(series, set->parameters, args, selection);
+    std::optional<SeriesResult> r = model_series(series, *set, args, selection);
     if (r) {
       results.push_back(*std::move(r));
     } else {

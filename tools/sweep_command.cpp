@@ -21,6 +21,7 @@
 #include "fmt/format.h"
 #include "trainscope/sweep/inputs.hpp"
 #include "trainscope/sweep/scheduler.hpp"
+#include "trainscope/sweep/slurm.hpp"
 
 namespace trainscope::cli {
 namespace {
@@ -38,13 +39,24 @@ constexpr char kSweepDescription[] =
     "examples:\n"
     "  trainscope sweep --grid batch_size=32,64,128 --grid lr=0.1,0.01 -- python train.py\n"
     "  trainscope sweep config.json --slots 2 -- python train.py\n"
-    "  trainscope sweep experiment.csv\n";
+    "  trainscope sweep experiment.csv\n"
+    "  trainscope sweep --grid lr=0.1,0.01 --slurm --gpus-per-job 1 -- python train.py\n"
+    "  trainscope sweep --resume trainscope-sweeps/grid\n";
 
 constexpr char kSweepFooter[] =
     "Ctrl-C/SIGTERM stop every job (their runs end KILLED) and leave the sweep\n"
     "resumable. Editing INPUT while the sweep runs queues new configurations and\n"
-    "drops queued ones that are gone. Exit status: 0 when every job finished, 1\n"
-    "when one failed or the sweep stopped, 2 bad usage.\n";
+    "drops queued ones that are gone. Without --devices or --slots the jobs run\n"
+    "on every GPU NVML lists (CUDA_VISIBLE_DEVICES applies), or on one CPU slot\n"
+    "when there is none.\n"
+    "\n"
+    "--slurm submits the jobs as one Slurm job array (sbatch --array; array index =\n"
+    "the job's index in the plan), each task one trainscope run in DIR/runs (DIR\n"
+    "must be on a filesystem the nodes share), and follows it with squeue and\n"
+    "scontrol; Ctrl-C scancels it. Resuming submits only what did not finish.\n"
+    "\n"
+    "Exit status: 0 when every job finished, 1 when one failed or the sweep\n"
+    "stopped, 2 bad usage.\n";
 
 struct SweepArgs {
   std::vector<std::string> words;  // [INPUT] and, after `--`, the program
@@ -61,6 +73,9 @@ struct SweepArgs {
   bool retry_failed = false;
   bool dry_run = false;
   bool no_sample = false;
+  bool slurm = false;
+  sweep::SlurmOptions slurm_options;
+  std::optional<std::string> slurm_task;  // internal: what each array task runs
 };
 
 int positive_int(const std::string& flag, const std::string& value, int min) {
@@ -85,7 +100,9 @@ void add_sweep_options(CommandLine* line, SweepArgs* a) {
   line->add_value("--dir", "DIR", "the sweep directory (default ./trainscope-sweeps/<name>)",
                   &a->dir);
   line->add_value("--resume", "DIR", "continue the sweep in DIR (its stored plan)", &a->resume);
-  line->add_value("--slots", "N", "N CPU slots (no GPU)",
+  line->add_value("--slots", "N",
+                  "N CPU slots, no GPU; they stand in for GPUs 0..N-1, so radT's\n"
+                  "Devices place jobs on them (--per-gpu: jobs per slot)",
                   [a](const std::string& v) { a->slots = positive_int("--slots", v, 1); });
   line->add_value(
       "--devices", "0,1", "only these GPUs (default: CUDA_VISIBLE_DEVICES)",
@@ -115,6 +132,27 @@ void add_sweep_options(CommandLine* line, SweepArgs* a) {
   line->add_flag("--retry-failed", "on resume, run FAILED jobs again", &a->retry_failed);
   line->add_flag("--dry-run", "print the expanded plan and exit", &a->dry_run);
   line->add_flag("--no-sample", "do not sample the hardware of the jobs", &a->no_sample);
+  line->group("Slurm");
+  line->add_flag("--slurm", "submit the plan as one Slurm job array and follow it", &a->slurm);
+  line->add_value("--partition", "P", "the partition of the array", &a->slurm_options.partition);
+  line->add_value("--gpus-per-job", "N", "GPUs of each task (--gres=gpu:N)",
+                  [a](const std::string& v) {
+                    a->slurm_options.gpus_per_job = positive_int("--gpus-per-job", v, 0);
+                  });
+  line->add_value("--cpus-per-job", "N", "CPUs of each task (default 1)",
+                  [a](const std::string& v) {
+                    a->slurm_options.cpus_per_job = positive_int("--cpus-per-job", v, 1);
+                  });
+  line->add_value("--time", "T", "time limit of each task (Slurm's format, e.g. 2:00:00)",
+                  &a->slurm_options.time);
+  line->add_value("--array-parallel", "K", "at most K tasks at once (--array=...%K)",
+                  [a](const std::string& v) {
+                    a->slurm_options.array_parallel = positive_int("--array-parallel", v, 1);
+                  });
+  line->add_value("--sbatch", "ARG", "one more sbatch argument (repeatable)",
+                  [a](const std::string& v) { a->slurm_options.extra_args.push_back(v); });
+  line->add_value("--slurm-task", "FILE",
+                  "(internal) run this array task's job of a submission file", &a->slurm_task);
   line->add_positionals("input-and-program", &a->words, false);
 }
 
@@ -167,6 +205,45 @@ void write_back_radt(const std::string& input, const sweep::SweepResult& result)
   }
 }
 
+void print_summary(const sweep::SweepResult& result, const std::string& dir) {
+  std::fprintf(stderr, "trainscope sweep: %d finished, %d failed, %d not run; %s/results.csv\n",
+               result.finished, result.failed, result.unfinished, dir.c_str());
+}
+
+int exit_code_of(const sweep::SweepResult& result) {
+  return result.failed == 0 && result.unfinished == 0 && !result.stopped ? kExitOk : kExitFailed;
+}
+
+int fail(const absl::Status& status) {
+  std::fprintf(stderr, "trainscope sweep: %s\n", std::string(status.message()).c_str());
+  return kExitFailed;
+}
+
+// An array task (`sbatch` runs `trainscope sweep --slurm-task FILE`): the
+// exit code of its job, as `trainscope run` would return it.
+int slurm_task(const std::string& submit_file) {
+  absl::StatusOr<LaunchResult> result = sweep::run_slurm_task(submit_file);
+  if (!result.ok()) return fail(result.status());
+  if (!result->spawn_error.ok()) fail(result->spawn_error);
+  std::fprintf(stderr, "trainscope sweep: task ended with exit code %d, run %s %s\n",
+               result->exit_code, result->run_dir.c_str(),
+               std::string(run_status_name(result->status)).c_str());
+  return result->exit_code;
+}
+
+int run_on_slurm(const std::string& input, const sweep::Plan& plan, sweep::SweepOptions options,
+                 sweep::SlurmOptions slurm) {
+  const std::string dir = options.dir;
+  absl::StatusOr<std::unique_ptr<sweep::SlurmSweep>> sweep =
+      sweep::SlurmSweep::Open(plan, std::move(options), std::move(slurm));
+  if (!sweep.ok()) return fail(sweep.status());
+  absl::StatusOr<sweep::SweepResult> result = (*sweep)->run();
+  if (!result.ok()) return fail(result.status());
+  write_back_radt(input, *result);
+  print_summary(*result, dir);
+  return exit_code_of(*result);
+}
+
 }  // namespace
 
 int sweep_command(const std::vector<std::string>& args) {
@@ -176,18 +253,24 @@ int sweep_command(const std::vector<std::string>& args) {
                     kSweepDescription, kSweepFooter});
   add_sweep_options(&line, &a);
   if (std::optional<int> exit_code = line.parse(args)) return *exit_code;
+  if (a.slurm_task) return slurm_task(*a.slurm_task);
   std::string input;
   std::vector<std::string> program;
   split_words(args, a, &input, &program);
   if (a.resume && a.dir.empty()) a.dir = *a.resume;
+  if (a.slurm && (a.slots > 0 || !a.devices.empty() || a.per_gpu != 1 || a.timeout_s > 0)) {
+    return line.usage_error(
+        "--slots, --devices, --per-gpu and --timeout are for local sweeps: under --slurm, "
+        "Slurm places the jobs (--gpus-per-job, --cpus-per-job, --time)");
+  }
 
+  // The plan: the input, the grid, or (--resume DIR alone) the one the sweep stored.
   absl::StatusOr<sweep::Plan> plan =
-      !input.empty() ? sweep::read_plan(input, program)
-      : !a.grid.empty()
-          ? sweep::grid_plan(a.grid, a.repeat, program)
-          : absl::StatusOr<sweep::Plan>(absl::InvalidArgumentError(
-                a.resume ? "--resume needs the sweep's INPUT or --grid again (the plan)"
-                         : "no INPUT and no --grid: nothing to sweep"));
+      !input.empty()    ? sweep::read_plan(input, program)
+      : !a.grid.empty() ? sweep::grid_plan(a.grid, a.repeat, program)
+      : a.resume        ? sweep::saved_plan(*a.resume)
+                        : absl::StatusOr<sweep::Plan>(
+                       absl::InvalidArgumentError("no INPUT and no --grid: nothing to sweep"));
   if (!plan.ok()) return line.usage_error(std::string(plan.status().message()));
   if (a.dry_run) {
     print_plan(*plan);
@@ -197,15 +280,6 @@ int sweep_command(const std::vector<std::string>& args) {
 
   sweep::SweepOptions options;
   options.dir = a.dir;
-  absl::StatusOr<std::vector<sweep::Slot>> slots =
-      a.slots > 0 || a.devices.empty() ? sweep::cpu_slots(a.slots > 0 ? a.slots : 1)
-                                       : sweep::gpu_slots(a.devices, a.per_gpu, true);
-  if (!slots.ok()) return line.usage_error(std::string(slots.status().message()));
-  options.slots = *std::move(slots);
-  if (plan->max_parallel > 0 && static_cast<int>(options.slots.size()) > plan->max_parallel) {
-    options.slots.resize(static_cast<std::size_t>(plan->max_parallel));
-  }
-  if (a.timeout_s > 0) options.timeout = absl::Seconds(a.timeout_s);
   options.retries = a.retries;
   options.max_failures = a.max_failures;
   options.retry_failed = a.retry_failed;
@@ -215,15 +289,23 @@ int sweep_command(const std::vector<std::string>& args) {
   options.stop = g_stop;
   ::signal(SIGINT, on_stop);
   ::signal(SIGTERM, on_stop);
+  if (a.slurm) return run_on_slurm(input, *plan, std::move(options), a.slurm_options);
+
+  std::string note;
+  absl::StatusOr<std::vector<sweep::Slot>> slots =
+      sweep::choose_slots({a.slots, a.devices, a.per_gpu}, &note);
+  if (!slots.ok()) return line.usage_error(std::string(slots.status().message()));
+  std::fprintf(stderr, "trainscope sweep: %s\n", note.c_str());
+  options.slots = *std::move(slots);
+  if (plan->max_parallel > 0 && static_cast<int>(options.slots.size()) > plan->max_parallel) {
+    options.slots.resize(static_cast<std::size_t>(plan->max_parallel));
+  }
+  if (a.timeout_s > 0) options.timeout = absl::Seconds(a.timeout_s);
 
   absl::StatusOr<std::unique_ptr<sweep::Scheduler>> scheduler =
       sweep::Scheduler::Open(*plan, std::move(options));
-  if (!scheduler.ok()) {
-    std::fprintf(stderr, "trainscope sweep: %s\n",
-                 std::string(scheduler.status().message()).c_str());
-    return kExitFailed;
-  }
-  // Live update: the input re-read when it changes (checked once a second).
+  if (!scheduler.ok()) return fail(scheduler.status());
+  // Live update: the input re-read when it changes (checked five times a second).
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     if (input.empty()) return;
@@ -245,14 +327,10 @@ int sweep_command(const std::vector<std::string>& args) {
   absl::StatusOr<sweep::SweepResult> result = (*scheduler)->run();
   done.store(true);
   watcher.join();
-  if (!result.ok()) {
-    std::fprintf(stderr, "trainscope sweep: %s\n", std::string(result.status().message()).c_str());
-    return kExitFailed;
-  }
+  if (!result.ok()) return fail(result.status());
   write_back_radt(input, *result);
-  std::fprintf(stderr, "trainscope sweep: %d finished, %d failed, %d not run; %s/results.csv\n",
-               result->finished, result->failed, result->unfinished, a.dir.c_str());
-  return result->failed == 0 && result->unfinished == 0 && !result->stopped ? kExitOk : kExitFailed;
+  print_summary(*result, a.dir);
+  return exit_code_of(*result);
 }
 
 }  // namespace trainscope::cli

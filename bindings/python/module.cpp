@@ -465,4 +465,5 @@ PYBIND11_MODULE(_core, m) {
   InstallFastPath(timer, cpu_gpu_timer);
   RegisterRun(m);
   RegisterScaling(m);
+  RegisterReport(m);
 }

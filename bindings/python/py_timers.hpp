@@ -68,6 +68,8 @@ void InstallWarningHandler(pybind11::module_& module);
 void RegisterRun(pybind11::module_& module);
 // trainscope.scaling (scaling_bindings.cpp).
 void RegisterScaling(pybind11::module_& core);
+// trainscope._core._render_report (report_bindings.cpp).
+void RegisterReport(pybind11::module_& core);
 
 // Replaces pybind11's start/end of the two classes with METH_FASTCALL
 // methods (see fast_path.cpp for why).

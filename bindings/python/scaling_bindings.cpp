@@ -290,7 +290,10 @@ void BindMeasurements(py::module_& m) {
       "Named parameters and, per (callpath, metric), a Series.\n\n"
       "MeasurementSet(parameters=[], series=[]). The lists are copies: assign new ones.")
       .def(py::init([](std::vector<std::string> parameters, std::vector<sc::Series> series) {
-             return sc::MeasurementSet{std::move(parameters), std::move(series)};
+             sc::MeasurementSet set;
+             set.parameters = std::move(parameters);
+             set.series = std::move(series);
+             return set;
            }),
            py::arg("parameters") = std::vector<std::string>{},
            py::arg("series") = std::vector<sc::Series>{})
@@ -298,6 +301,18 @@ void BindMeasurements(py::module_& m) {
                      "Parameter names, in coordinate order.")
       .def_readwrite("series", &sc::MeasurementSet::series,
                      "The series (a copy), in the order first seen.")
+      .def_readwrite("coordinates", &sc::MeasurementSet::coordinates,
+                     "The coordinates of the experiment as Extra-P counts them (an Extra-P\n"
+                     "file's POINTS or legacy \"coordinates\", else every measured point); empty\n"
+                     "for run directories.")
+      .def(
+          "missing_coordinates",
+          [](const sc::MeasurementSet& set, const sc::Series& series) {
+            return sc::missing_coordinates(set, series);
+          },
+          py::arg("series"),
+          "The coordinates at which series has no measurement (Extra-P refuses such an\n"
+          "input; fit() models the points measured).")
       .def(
           "find",
           [](const sc::MeasurementSet& set, const std::string& callpath,
@@ -552,10 +567,13 @@ ExtrapOptions, so options.extrap.set(...) changes them.)doc")
           "the smallest measured point to extrapolation_factor times the largest.")
       .def_readwrite("extrapolation_factor", &sc::ModelOptions::extrapolation_factor,
                      "See reject_nonphysical.")
+      .def_readwrite("significance", &sc::ModelOptions::significance,
+                     "TRAINSCOPE: a term stays only when an F-test against the constant (noise\n"
+                     "from the spread of the repetitions) rejects at this level; 0: no test.")
       .def("__repr__", [](py::handle self) {
         return FieldsRepr(self, "ModelOptions",
                           {"modeler", "extrap", "negative_exponents", "reject_nonphysical",
-                           "extrapolation_factor"});
+                           "extrapolation_factor", "significance"});
       });
 
   py::class_<sc::BandOptions>(m, "BandOptions",
@@ -745,13 +763,22 @@ void BindModeling(py::module_& m) {
 fit(measurements, callpath=None, metric=None, options=ModelOptions()).
 
 With a MeasurementSet, callpath and metric pick the series; either may be left
-out when that leaves one. ValueError with the reason: no points, dimension
-mismatch, non-finite values, fewer than 3 distinct values of a parameter.)doc");
+out when that leaves one. Where the series lacks some of measurements.coordinates,
+modeler "extrap" raises ValueError (Extra-P refuses such an input) and the default
+models the points measured, the first of Model.warnings naming what is missing.
+ValueError with the reason: no points, dimension mismatch, non-finite values,
+fewer than 3 distinct values of a parameter.)doc");
   m.def(
       "fit",
-      [fit_series](const sc::MeasurementSet& set, const std::optional<std::string>& callpath,
-                   const std::optional<std::string>& metric, const sc::ModelOptions& options) {
-        return fit_series(set.parameters, SelectSeries(set, callpath, metric), options);
+      [](const sc::MeasurementSet& set, const std::optional<std::string>& callpath,
+         const std::optional<std::string>& metric, const sc::ModelOptions& options) {
+        const sc::Series series = SelectSeries(set, callpath, metric);
+        absl::StatusOr<sc::Model> model;
+        {
+          py::gil_scoped_release release;
+          model = sc::fit_series(set, series, options);  // refuses/warns on missing coordinates
+        }
+        return Value(std::move(model));
       },
       py::arg("measurements"), py::arg("callpath") = py::none(), py::arg("metric") = py::none(),
       py::arg_v("options", sc::ModelOptions{}, "ModelOptions()"));

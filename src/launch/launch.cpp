@@ -25,6 +25,7 @@
 
 #include "common/files.hpp"
 #include "fmt/format.h"
+#include "launch/run_tool.hpp"
 #include "nlohmann/json.hpp"
 #include "run/run_format.hpp"
 #include "trainscope/common/errors.hpp"
@@ -277,39 +278,10 @@ bool wait_exited(pid_t pid, int* wait_status, std::chrono::steady_clock::time_po
 // The stdout of a helper tool (git, pip, nvidia-smi), or nothing when it is
 // missing, fails or runs past `timeout` (then it is killed).
 std::optional<std::string> capture(std::vector<std::string> argv, std::chrono::seconds timeout) {
-  absl::StatusOr<Pipe> out = make_pipe();
-  if (!out.ok()) return std::nullopt;
-  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  pid_t pid = 0;
-  const int error = spawn(std::move(argv), environment_copy(), out->write, null_fd, false, &pid);
-  close_fd(&out->write);
-  if (null_fd >= 0) ::close(null_fd);
-  if (error != 0) {
-    close_fd(&out->read);
-    return std::nullopt;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd fd{out->read, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&fd, 1, static_cast<int>(left.count())) == 0) break;
-    const ssize_t n = ::read(out->read, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  close_fd(&out->read);
-  int wait_status = 0;
-  if (!wait_exited(pid, &wait_status, deadline)) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &wait_status, 0);
-    return std::nullopt;
-  }
-  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) return std::nullopt;
-  return text;
+  absl::StatusOr<detail::ToolOutput> done =
+      detail::run_tool(std::move(argv), absl::FromChrono(timeout));
+  if (!done.ok() || done->exit_code != 0) return std::nullopt;
+  return std::move(done->out);
 }
 
 bool on_path(const std::string& name) {
@@ -788,3 +760,71 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
 }
 
 }  // namespace trainscope
+
+namespace trainscope::detail {
+
+absl::StatusOr<ToolOutput> run_tool(std::vector<std::string> argv, absl::Duration timeout,
+                                    bool own_group) {
+  if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("no tool to run");
+  const std::string name = argv[0];
+  absl::StatusOr<Pipe> out = make_pipe();
+  if (!out.ok()) return out.status();
+  absl::StatusOr<Pipe> err = make_pipe();
+  if (!err.ok()) {
+    close_fd(&out->read);
+    close_fd(&out->write);
+    return err.status();
+  }
+  pid_t pid = 0;
+  const int error =
+      spawn(std::move(argv), environment_copy(), out->write, err->write, own_group, &pid);
+  close_fd(&out->write);
+  close_fd(&err->write);
+  if (error != 0) {
+    close_fd(&out->read);
+    close_fd(&err->read);
+    return absl::NotFoundError(fmt::format("cannot run {}: {}", name, std::strerror(error)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
+  ToolOutput result;
+  char buffer[65536];
+  bool late = false;
+  while (out->read >= 0 || err->read >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      late = true;
+      break;
+    }
+    pollfd fds[2] = {{out->read, POLLIN, 0}, {err->read, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        close_fd(i == 0 ? &out->read : &err->read);
+        continue;
+      }
+      (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  close_fd(&out->read);
+  close_fd(&err->read);
+  int wait_status = 0;
+  if (late || !wait_exited(pid, &wait_status, deadline)) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    return absl::DeadlineExceededError(
+        fmt::format("{} did not end within {}", name, absl::FormatDuration(timeout)));
+  }
+  result.exit_code = WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
+                     : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
+                                                : 1;
+  return result;
+}
+
+}  // namespace trainscope::detail

@@ -345,10 +345,14 @@ std::optional<std::string> job_run_id(std::string* source) {
                     ? fmt::format("{}={} {}={}", job.first, first, job.second, second)
                     : fmt::format("{}={}", job.first, first);
     }
-    return fmt::format("{:016x}{:016x}", fnv1a(key, 0xcbf29ce484222325ULL),
-                       fnv1a(key, 0x84222325cbf29ce4ULL));
+    return run_id_from_key(key);
   }
   return std::nullopt;
+}
+
+std::string run_id_from_key(std::string_view key) {
+  return fmt::format("{:016x}{:016x}", fnv1a(key, 0xcbf29ce484222325ULL),
+                     fnv1a(key, 0x84222325cbf29ce4ULL));
 }
 
 absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {

@@ -267,8 +267,12 @@ std::size_t field_count(std::string_view header) {
   return static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')) + 1;
 }
 
-// Everything from `offset` to the end of the file.
-absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset) {
+inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
+
+// Everything from `offset` to the end of the file, or at most `max_bytes` of
+// it (*at_end: the data reaches the end of the file).
+absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset,
+                                      std::uint64_t max_bytes = kNoLimit, bool* at_end = nullptr) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return detail::file_error(errno, "open", path);
   struct stat st;
@@ -283,7 +287,9 @@ absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t off
     return absl::OutOfRangeError(fmt::format("{}: offset {} is past the end ({} bytes)",
                                              absl::Utf8SafeCHexEscape(path), offset, size));
   }
-  std::string data(static_cast<std::size_t>(size - offset), '\0');
+  const std::uint64_t wanted = std::min(size - offset, max_bytes);
+  if (at_end != nullptr) *at_end = wanted == size - offset;
+  std::string data(static_cast<std::size_t>(wanted), '\0');
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n =
@@ -301,38 +307,50 @@ absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t off
 // record must be `header`.
 template <typename Row, typename ParseRow>
 absl::StatusOr<Chunk<Row>> read_csv(const std::string& path, std::string_view header,
-                                    std::uint64_t offset, ParseRow parse_row) {
-  absl::StatusOr<std::string> data = read_from(path, offset);
-  if (!data.ok()) return data.status();
+                                    std::uint64_t offset, ParseRow parse_row,
+                                    std::uint64_t max_bytes = kNoLimit) {
   const std::size_t columns = field_count(header);
-  Chunk<Row> chunk;
-  CsvScanner scanner(*data);
-  std::vector<std::string> fields;
-  for (bool first = offset == 0;; first = false) {
-    const RowSource source{path, offset, scanner.lines_before()};
-    const CsvScanner::Result result = scanner.next(&fields);
-    if (result == CsvScanner::Result::kIncomplete) break;
-    if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
-    if (fields.size() != columns) {
-      return row_error(source, fmt::format("{} fields, expected {}", fields.size(), columns));
-    }
-    if (first) {
-      std::string expected(header.substr(0, header.size() - 1));
-      std::string found = fields[0];
-      for (std::size_t i = 1; i < fields.size(); ++i) found += "," + fields[i];
-      if (found != expected) {
-        return row_error(source, fmt::format("header \"{}\", expected \"{}\"",
-                                             absl::CHexEscape(found), expected));
+  for (;;) {
+    bool at_end = true;
+    absl::StatusOr<std::string> data = read_from(path, offset, max_bytes, &at_end);
+    if (!data.ok()) return data.status();
+    Chunk<Row> chunk;
+    CsvScanner scanner(*data);
+    std::vector<std::string> fields;
+    for (bool first = offset == 0;; first = false) {
+      const RowSource source{path, offset, scanner.lines_before()};
+      const CsvScanner::Result result = scanner.next(&fields);
+      if (result == CsvScanner::Result::kIncomplete) break;
+      if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
+      if (fields.size() != columns) {
+        return row_error(source, fmt::format("{} fields, expected {}", fields.size(), columns));
       }
+      if (first) {
+        std::string expected(header.substr(0, header.size() - 1));
+        std::string found = fields[0];
+        for (std::size_t i = 1; i < fields.size(); ++i) found += "," + fields[i];
+        if (found != expected) {
+          return row_error(source, fmt::format("header \"{}\", expected \"{}\"",
+                                               absl::CHexEscape(found), expected));
+        }
+        continue;
+      }
+      absl::StatusOr<Row> row = parse_row(fields, source);
+      if (!row.ok()) return row.status();
+      chunk.rows.push_back(*std::move(row));
+    }
+    if (scanner.consumed() == 0 && !at_end) {
+      // A window that holds no whole record: widen it until one fits.
+      max_bytes =
+          max_bytes > kNoLimit / 2 ? kNoLimit : std::max<std::uint64_t>(max_bytes * 2, 4096);
       continue;
     }
-    absl::StatusOr<Row> row = parse_row(fields, source);
-    if (!row.ok()) return row.status();
-    chunk.rows.push_back(*std::move(row));
+    chunk.next_offset = offset + scanner.consumed();
+    // Only a cut at the end of the file is an incomplete record; the end of a
+    // smaller window is just where the next read starts.
+    chunk.truncated = at_end && scanner.consumed() < data->size();
+    return chunk;
   }
-  chunk.next_offset = offset + scanner.consumed();
-  chunk.truncated = scanner.consumed() < data->size();
-  return chunk;
 }
 
 }  // namespace
@@ -427,6 +445,22 @@ absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::strin
   const std::string path = fmt::format("{}/{}", dir_, detail::host_metrics_file_name(host));
   absl::StatusOr<Chunk<MetricPoint>> chunk =
       read_csv<MetricPoint>(path, detail::kMetricsHeader, offset, parse_metric);
+  if (absl::IsNotFound(chunk.status())) return Chunk<MetricPoint>{{}, offset, false};
+  return chunk;
+}
+
+absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank, std::uint64_t offset,
+                                                         std::uint64_t max_bytes) const {
+  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, detail::regions_file_name(rank)),
+                             detail::kRegionsHeader, offset, parse_region, max_bytes);
+}
+
+absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::string& host,
+                                                                std::uint64_t offset,
+                                                                std::uint64_t max_bytes) const {
+  const std::string path = fmt::format("{}/{}", dir_, detail::host_metrics_file_name(host));
+  absl::StatusOr<Chunk<MetricPoint>> chunk =
+      read_csv<MetricPoint>(path, detail::kMetricsHeader, offset, parse_metric, max_bytes);
   if (absl::IsNotFound(chunk.status())) return Chunk<MetricPoint>{{}, offset, false};
   return chunk;
 }

@@ -165,8 +165,11 @@ class Builder {
  public:
   MeasurementSet& set() { return set_; }
 
+  // twice_is_two: Extra-P counts a point given again as a second measurement
+  // (text, current JSON) rather than more repetitions (JSON Lines, legacy JSON).
   void add(const std::string& callpath, const std::string& metric,
-           const std::vector<double>& coordinate, const std::vector<double>& values) {
+           const std::vector<double>& coordinate, const std::vector<double>& values,
+           bool twice_is_two = false) {
     auto [series_it, new_series] =
         series_index_.try_emplace({callpath, metric}, set_.series.size());
     if (new_series) {
@@ -174,15 +177,27 @@ class Builder {
       point_index_.emplace_back();
     }
     Series& series = set_.series[series_it->second];
+    declare(coordinate);
     auto [point_it, new_point] =
         point_index_[series_it->second].try_emplace(coordinate, series.points.size());
-    if (new_point) series.points.push_back(Point{coordinate, {}});
+    if (new_point) {
+      series.points.push_back(Point{coordinate, {}});
+    } else if (twice_is_two && repeated_.insert({callpath, metric, coordinate}).second) {
+      set_.repeated.push_back(RepeatedPoint{callpath, metric, coordinate});
+    }
     std::vector<double>& out = series.points[point_it->second].values;
     out.insert(out.end(), values.begin(), values.end());
   }
 
+  // A coordinate of the experiment (MeasurementSet::coordinates), measured or not.
+  void declare(const std::vector<double>& coordinate) {
+    if (declared_.insert(coordinate).second) set_.coordinates.push_back(coordinate);
+  }
+
  private:
   MeasurementSet set_;
+  std::set<std::vector<double>> declared_;
+  std::set<std::tuple<std::string, std::string, std::vector<double>>> repeated_;
   std::map<std::pair<std::string, std::string>, std::size_t> series_index_;
   std::vector<std::map<std::vector<double>, std::size_t>> point_index_;
 };
@@ -295,6 +310,7 @@ class TextParser {
       const std::string problem = number_problem(tokens[i], &point[i]);
       if (!problem.empty()) return error(fmt::format("POINTS: coordinate value {}", problem));
     }
+    builder_.declare(point);
     points_.push_back(std::move(point));
     return absl::OkStatus();
   }
@@ -361,7 +377,7 @@ class TextParser {
       const std::string problem = number_problem(tokens[i], &values[i]);
       if (!problem.empty()) return error(fmt::format("DATA: {}", problem));
     }
-    builder_.add(callpath_, metric_, points_[point_index_++], values);
+    builder_.add(callpath_, metric_, points_[point_index_++], values, true);
     return absl::OkStatus();
   }
 
@@ -588,7 +604,7 @@ class JsonDocument {
         return error(path + ".values", "missing (expected a non-empty list of numbers)");
       const std::string problem = json_values(*found, &values);
       if (!problem.empty()) return values_error(path + ".values", problem);
-      builder_.add(callpath, metric, coordinate, values);
+      builder_.add(callpath, metric, coordinate, values, true);
     }
     return absl::OkStatus();
   }
@@ -715,6 +731,7 @@ class JsonDocument {
     if (status.ok()) status = named_list("metrics", &ids.metrics, &ids.metric_ids);
     if (status.ok()) status = read_coordinates(&ids);
     if (!status.ok()) return status;
+    for (const auto& [id, coordinate] : ids.coordinates) builder_.declare(coordinate);
     return read_legacy_measurements(ids);
   }
 

@@ -20,6 +20,13 @@ struct PointStats {
   double median = 0;
   double minimum = 0;
   double maximum = 0;
+  // The spread of the repetitions, for trainscope's parsimony test: the sum of
+  // squared deviations from the mean, its degrees of freedom, and
+  // Var(mean) / Var(one repetition) (1 / repetitions; for points averaged
+  // over several lines, the sum of theirs over the number squared).
+  double pure_error_ss = 0;
+  double pure_error_df = 0;
+  double variance_factor = 1;
 
   static PointStats Of(std::vector<double> coordinate, absl::Span<const double> values);
   double value(Measure measure) const noexcept;
@@ -46,11 +53,38 @@ std::vector<Factor> building_blocks(const ExtrapOptions& options);
 // x <= 1, all log terms where x < 1.
 enum class LogRule { kExtrap, kExact };
 
+// How least squares are solved. kNumpy: LAPACK's dgelsd as numpy.linalg.lstsq
+// does it (what Extra-P computes, digits lost to bad column scaling
+// included); kAccurate: the Jacobi SVD (svd_solve.hpp).
+enum class Numerics { kNumpy, kAccurate };
+
+// Extra-P compares costs with a strict "<" and keeps the earlier hypothesis
+// on equality. Two hypotheses whose fitted values agree on every point (a
+// cross of points makes c + a*t1 + b*t2, c + a*t1 + b*t1*t2 and
+// c + a*t2 + b*t1*t2 the same function there) have equal costs in exact
+// arithmetic; numpy's rounding then picks one, differently per BLAS kernel.
+// Costs within this relative difference (plus kCostTieFloor times `scale`)
+// are equal, so the earlier hypothesis stays, on every machine.
+inline constexpr double kCostTieRelative = 1e-9;
+inline constexpr double kCostTieFloor = 1e-12;
+bool clearly_lower(double candidate, double best, double scale = 1.0);
+
 // Extra-P's Basic single-parameter modeler on points' coordinate[parameter].
 SingleResult model_single(const std::vector<PointStats>& points, int parameter,
                           const ExtrapOptions& options, std::vector<std::string>& warnings,
                           const HypothesisFilter& filter = nullptr,
-                          LogRule log_rule = LogRule::kExtrap);
+                          LogRule log_rule = LogRule::kExtrap, Numerics numerics = Numerics::kNumpy,
+                          double significance = 0.0);
+
+// trainscope's parsimony rule: the p-value of the F-test of c0 + c1 * f(x)
+// (residual sum of squares rss_term) against the constant (rss_constant) on
+// `points`, the noise estimated from the spread of the repetitions (pure
+// error; without repetitions, from the term model's residuals). NaN when
+// there is nothing to estimate the noise from.
+double term_p_value(const std::vector<PointStats>& points, double rss_constant, double rss_term);
+
+// P(F >= f) for F ~ F(d1, d2).
+double f_distribution_upper(double f, double d1, double d2);
 
 // Extra-P's multi-parameter modeler; `single` models one parameter's line.
 // `accept`, when set, vetoes candidate combinations (after Extra-P's checks).
@@ -59,7 +93,8 @@ using SingleModeler =
 using ModelFilter = std::function<bool(const Model& candidate)>;
 Model model_multi(const std::vector<std::string>& parameters, const std::vector<PointStats>& points,
                   const ExtrapOptions& options, const SingleModeler& single,
-                  std::vector<std::string>& warnings, const ModelFilter& accept = nullptr);
+                  std::vector<std::string>& warnings, const ModelFilter& accept = nullptr,
+                  Numerics numerics = Numerics::kNumpy);
 
 // Checks a series and turns it into points; errors name what is wrong.
 absl::StatusOr<std::vector<PointStats>> prepare_points(const std::vector<std::string>& parameters,

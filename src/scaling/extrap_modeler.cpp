@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "scaling/extrap_internal.hpp"
+#include "scaling/lapack_lstsq.hpp"
 #include "scaling/svd_solve.hpp"
 
 namespace trainscope::scaling {
@@ -122,6 +123,9 @@ PointStats PointStats::Of(std::vector<double> coordinate, absl::Span<const doubl
   s.median = measure_of(values, Measure::kMedian);
   s.minimum = measure_of(values, Measure::kMinimum);
   s.maximum = measure_of(values, Measure::kMaximum);
+  for (double v : values) s.pure_error_ss += (v - s.mean) * (v - s.mean);
+  s.pure_error_df = static_cast<double>(values.size()) - 1;
+  s.variance_factor = 1.0 / static_cast<double>(values.size());
   return s;
 }
 
@@ -238,10 +242,16 @@ std::vector<Factor> building_blocks(const ExtrapOptions& options) {
 
 namespace {
 
+LeastSquares least_squares(Numerics numerics, const std::vector<double>& a, std::size_t rows,
+                           std::size_t cols, const std::vector<double>& b, double rcond = 0.0) {
+  return numerics == Numerics::kNumpy ? lapack_least_squares(a, rows, cols, b, rcond)
+                                      : solve_least_squares(a, rows, cols, b, rcond);
+}
+
 // numpy.linalg.lstsq(A, b) for A = [1, f(x)] (or [1] when f is absent).
 std::pair<double, double> fit_constant_and_term(const std::vector<double>& xs,
-                                                const std::vector<double>& ys,
-                                                const Factor* factor) {
+                                                const std::vector<double>& ys, const Factor* factor,
+                                                Numerics numerics) {
   const std::size_t n = xs.size();
   const std::size_t cols = factor != nullptr ? 2 : 1;
   std::vector<double> a(n * cols);
@@ -249,7 +259,7 @@ std::pair<double, double> fit_constant_and_term(const std::vector<double>& xs,
     a[i * cols] = 1.0;
     if (factor != nullptr) a[i * cols + 1] = factor->evaluate(xs[i]);
   }
-  LeastSquares solution = solve_least_squares(a, n, cols, ys);
+  LeastSquares solution = least_squares(numerics, a, n, cols, ys);
   return {solution.x[0], cols == 2 ? solution.x[1] : 0.0};
 }
 
@@ -308,9 +318,80 @@ double term_contribution(double coefficient, const std::vector<std::vector<doubl
 
 }  // namespace
 
+namespace {
+
+// The regularized incomplete beta function I_x(a, b) (continued fraction,
+// modified Lentz).
+double incomplete_beta(double x, double a, double b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  if (x > (a + 1) / (a + b + 2)) return 1 - incomplete_beta(1 - x, b, a);
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x)) /
+                       a;
+  constexpr double kTiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::abs(d) < kTiny ? kTiny : d);
+  double f = d;
+  for (int m = 1; m <= 300; ++m) {
+    for (int step = 0; step < 2; ++step) {
+      const double numerator = step == 0
+                                   ? m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+                                   : -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+      d = 1 + numerator * d;
+      d = 1 / (std::abs(d) < kTiny ? kTiny : d);
+      c = 1 + numerator / c;
+      if (std::abs(c) < kTiny) c = kTiny;
+      f *= c * d;
+      if (step == 1 && std::abs(c * d - 1) < 1e-15) return front * f;
+    }
+  }
+  return front * f;
+}
+
+}  // namespace
+
+double f_distribution_upper(double f, double d1, double d2) {
+  if (!(f > 0)) return 1;
+  if (std::isinf(f)) return 0;
+  return incomplete_beta(d2 / (d2 + d1 * f), d2 / 2, d1 / 2);
+}
+
+double term_p_value(const std::vector<PointStats>& points, double rss_constant, double rss_term) {
+  double pure_ss = 0, pure_df = 0, factor = 0;
+  for (const PointStats& p : points) {
+    pure_ss += p.pure_error_ss;
+    pure_df += p.pure_error_df;
+    factor += p.variance_factor;
+  }
+  const double n = static_cast<double>(points.size());
+  double noise = 0, df = 0;  // variance of one point's value, and its degrees of freedom
+  if (pure_df >= 2) {
+    noise = pure_ss / pure_df * (factor / n);
+    df = pure_df;
+  } else if (n > 2) {
+    noise = rss_term / (n - 2);
+    df = n - 2;
+  } else {
+    return std::nan("");
+  }
+  const double reduction = rss_constant - rss_term;
+  if (!(reduction > 0)) return 1;
+  if (noise <= 0) return 0;
+  return f_distribution_upper(reduction / noise, 1, df);
+}
+
+bool clearly_lower(double candidate, double best, double scale) {
+  if (!(candidate < best)) return false;
+  const double tolerance = kCostTieRelative * std::max(std::abs(candidate), std::abs(best)) +
+                           kCostTieFloor * std::abs(scale);
+  return best - candidate > tolerance || std::isinf(best);
+}
+
 SingleResult model_single(const std::vector<PointStats>& points, int parameter,
                           const ExtrapOptions& options, std::vector<std::string>& warnings,
-                          const HypothesisFilter& filter, LogRule log_rule) {
+                          const HypothesisFilter& filter, LogRule log_rule, Numerics numerics,
+                          double significance) {
   const std::size_t n = points.size();
   std::vector<double> xs(n), ys(n);
   std::vector<std::vector<double>> coordinates(n);
@@ -332,6 +413,7 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter,
   best.costs = constant_costs(best.constant, ys);
   const double constant_cost = best.costs.rss;
   if (constant_cost == 0) return best;
+  const SingleResult constant_model = best;
 
   std::vector<Factor> blocks = building_blocks(options);
   const double smallest = *std::min_element(xs.begin(), xs.end());
@@ -379,7 +461,7 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter,
           train_x.push_back(xs[i]);
           train_y.push_back(ys[i]);
         }
-        auto [c0, c1] = fit_constant_and_term(train_x, train_y, &factor);
+        auto [c0, c1] = fit_constant_and_term(train_x, train_y, &factor, numerics);
         c0 = clean_constant(c0, 0.0005, train_y);
         const double predicted = evaluate_single(c0, c1, factor, xs[held]);
         const double actual = ys[held];
@@ -395,7 +477,7 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter,
         if (abssum != 0) costs.smape += (std::abs(difference) / abssum * 2) / count * 100;
       }
     }
-    auto [c0, c1] = fit_constant_and_term(xs, ys, &factor);
+    auto [c0, c1] = fit_constant_and_term(xs, ys, &factor, numerics);
     if (!options.use_crossvalidation) {
       c0 = clean_constant(c0, 1e-3, ys);
       double smape_sum = 0, re_sum = 0, actual_sum = 0;
@@ -429,14 +511,25 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter,
     if (term_contribution(c1, coordinates, {located}, ys) < options.minimum_term_contribution)
       continue;
     if (filter && !filter(c0, c1, located)) continue;
-    const bool better =
-        options.compare_with_RSS ? costs.rss < best.costs.rss : costs.smape < best.costs.smape;
+    const bool better = options.compare_with_RSS
+                            ? clearly_lower(costs.rss, best.costs.rss, constant_cost)
+                            : clearly_lower(costs.smape, best.costs.smape);
     if (!better) continue;
     best.term = factor;
     best.term->parameter = parameter;
     best.constant = c0;
     best.coefficient = c1;
     best.costs = costs;
+  }
+  if (significance > 0 && best.term) {
+    double rss_term = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double residual =
+          ys[i] - evaluate_single(best.constant, best.coefficient, *best.term, xs[i]);
+      rss_term += residual * residual;
+    }
+    const double p_value = term_p_value(points, constant_cost, rss_term);
+    if (p_value >= significance) return constant_model;
   }
   return best;
 }
@@ -463,7 +556,7 @@ struct MultiHypothesis {
 // MultiParameterHypothesis.compute_coefficients: lstsq, retried with
 // rcond = eps when the rank collapses.
 void fit_multi(MultiHypothesis& h, const std::vector<PointStats>& points,
-               const std::vector<double>& ys) {
+               const std::vector<double>& ys, Numerics numerics) {
   const std::size_t n = points.size();
   const std::size_t cols = h.terms.size() + 1;
   std::vector<double> a(n * cols);
@@ -472,8 +565,8 @@ void fit_multi(MultiHypothesis& h, const std::vector<PointStats>& points,
     for (std::size_t t = 0; t < h.terms.size(); ++t)
       a[i * cols + t + 1] = evaluate_shape(h.terms[t], points[i].coordinate);
   }
-  LeastSquares solution = solve_least_squares(a, n, cols, ys);
-  if (solution.rank < cols) solution = solve_least_squares(a, n, cols, ys, -1);
+  LeastSquares solution = least_squares(numerics, a, n, cols, ys);
+  if (solution.rank < cols) solution = least_squares(numerics, a, n, cols, ys, -1);
   h.constant = solution.x[0];
   h.coefficients.assign(solution.x.begin() + 1, solution.x.end());
 }
@@ -613,6 +706,16 @@ std::vector<std::vector<PointStats>> best_lines(const std::vector<PointStats>& p
       if (members.size() == 1) {
         combined = points[members.front()];
       } else {
+        combined.pure_error_ss = 0;
+        combined.pure_error_df = 0;
+        combined.variance_factor = 0;
+        for (std::size_t i : members) {
+          combined.pure_error_ss += points[i].pure_error_ss;
+          combined.pure_error_df += points[i].pure_error_df;
+          combined.variance_factor += points[i].variance_factor;
+        }
+        const double m = static_cast<double>(members.size());
+        combined.variance_factor /= m * m;
         double sum = 0;
         for (std::size_t i : members) sum += points[i].value(measure);
         const double value = sum / static_cast<double>(members.size());
@@ -695,7 +798,8 @@ Model to_model(const std::vector<std::string>& parameters, const MultiHypothesis
 
 Model model_multi(const std::vector<std::string>& parameters, const std::vector<PointStats>& points,
                   const ExtrapOptions& options, const SingleModeler& single,
-                  std::vector<std::string>& warnings, const ModelFilter& accept) {
+                  std::vector<std::string>& warnings, const ModelFilter& accept,
+                  Numerics numerics) {
   const std::vector<std::vector<PointStats>> lines =
       options.single_parameter_point_selection == "smallest"
           ? first_lines(points)
@@ -741,12 +845,13 @@ Model model_multi(const std::vector<std::string>& parameters, const std::vector<
     cost_multi(reused, points, ys, constant_cost);
     MultiHypothesis refit;
     refit.terms = {{factor}};
-    fit_multi(refit, points, ys);
+    fit_multi(refit, points, ys, numerics);
     cost_multi(refit, points, ys, constant_cost);
     MultiHypothesis* chosen = &reused;
-    if (options.compare_with_RSS && refit.costs.rss < reused.costs.rss) {
+    if (options.compare_with_RSS &&
+        clearly_lower(refit.costs.rss, reused.costs.rss, constant_cost)) {
       chosen = &refit;
-    } else if (refit.costs.smape < reused.costs.smape) {
+    } else if (clearly_lower(refit.costs.smape, reused.costs.smape)) {
       chosen = &refit;
     }
     return to_model(parameters, *chosen);
@@ -798,17 +903,18 @@ Model model_multi(const std::vector<std::string>& parameters, const std::vector<
 
   MultiHypothesis best;
   best.terms = functions.front();
-  fit_multi(best, points, ys);
+  fit_multi(best, points, ys, numerics);
   cost_multi(best, points, ys, constant_cost);
   for (const auto& terms : functions) {
     MultiHypothesis h;
     h.terms = terms;
-    fit_multi(h, points, ys);
+    fit_multi(h, points, ys, numerics);
     cost_multi(h, points, ys, constant_cost);
     if (!contributions_big_enough(h, points, ys)) continue;
     if (accept && !accept(to_model(parameters, h))) continue;
-    const bool better =
-        options.compare_with_RSS ? h.costs.rss < best.costs.rss : h.costs.smape < best.costs.smape;
+    const bool better = options.compare_with_RSS
+                            ? clearly_lower(h.costs.rss, best.costs.rss, constant_cost)
+                            : clearly_lower(h.costs.smape, best.costs.smape);
     if (better) best = h;
   }
   return to_model(parameters, best);

@@ -82,6 +82,10 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
     detail::HypothesisFilter filter;
     if (check) {
       filter = [&, parameter](double c0, double c1, const Factor& f) {
+        // A term with a negative exponent is a share that shrinks as the
+        // parameter grows (work divided among p ranks): its coefficient is
+        // positive. c - d/p (a rise towards a ceiling) is what fits noise.
+        if ((f.poly.value < 0 || f.log.value < 0) && c1 < 0) return false;
         for (double x : axes[static_cast<std::size_t>(parameter)]) {
           const double value = c0 + c1 * f.evaluate(x);
           if (!(value > 0) || !std::isfinite(value)) return false;
@@ -89,7 +93,8 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
         return true;
       };
     }
-    return detail::model_single(line, parameter, base, warnings, filter, detail::LogRule::kExact);
+    return detail::model_single(line, parameter, base, warnings, filter, detail::LogRule::kExact,
+                                detail::Numerics::kAccurate, options.significance);
   };
   Model model;
   if (parameters.size() == 1) {
@@ -98,7 +103,8 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
     detail::ModelFilter accept;
     if (check)
       accept = [&](const Model& candidate) { return positive_everywhere(candidate, axes); };
-    model = detail::model_multi(parameters, *points, base, single, warnings, accept);
+    model = detail::model_multi(parameters, *points, base, single, warnings, accept,
+                                detail::Numerics::kAccurate);
   }
   if (check && !positive_everywhere(model, axes)) {
     warnings.push_back(
@@ -108,6 +114,25 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
                     options.extrapolation_factor));
   }
   model.warnings = std::move(warnings);
+  return model;
+}
+
+absl::StatusOr<Model> fit_series(const MeasurementSet& set, const Series& series,
+                                 const ModelOptions& options) {
+  const absl::Status complete = check_coordinates(set, series);
+  if (!complete.ok() && options.modeler == Modeler::kExtrap) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}; Extra-P refuses such an input (InvalidExperimentError: the number of measurements "
+        "does not match the number of coordinates)",
+        std::string(complete.message())));
+  }
+  absl::StatusOr<Model> model = fit(set.parameters, series, options);
+  if (model.ok() && !complete.ok()) {
+    model->warnings.insert(
+        model->warnings.begin(),
+        fmt::format("{}; modeled on what was measured (Extra-P refuses such an input)",
+                    std::string(complete.message())));
+  }
   return model;
 }
 

@@ -1,4 +1,5 @@
 #include "trainscope/scaling/svg_plot.hpp"
+#include "common/markup.hpp"
 
 #include <fmt/format.h>
 
@@ -28,35 +29,7 @@ constexpr double kMarginBottom = 52;
 constexpr const char* kCurveColor = "#1f5fa8";
 constexpr const char* kPointColor = "#c2410c";
 
-// Text content and attribute values: &, <, >, " escaped; characters XML 1.0
-// forbids (control characters other than tab, newline, carriage return) replaced.
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view text) { return detail::escape_markup(text); }
 
 bool same_value(double a, double b) {
   return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));

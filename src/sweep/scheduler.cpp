@@ -21,7 +21,10 @@
 #include <utility>
 
 #include "common/files.hpp"
+#include "common/progress_line.hpp"
 #include "fmt/format.h"
+#include "sweep/collocation.hpp"
+#include "sweep/job_launch.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -70,6 +73,12 @@ absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
       return absl::InvalidArgumentError(
           fmt::format("job '{}' has no command ({})", job.id, job.source));
     }
+    if (absl::StatusOr<detail::ListenerPlan> listeners =
+            detail::plan_listeners(job.listeners, job.source);
+        !listeners.ok()) {
+      return listeners.status();
+    }
+    if (absl::Status found = detail::check_command(job); !found.ok()) return found;
     if (job.group >= 0) ++group_sizes[job.group];
     for (int device : job.devices) {
       const bool on_gpus = !slots.empty() && !slots[0].devices.empty();
@@ -78,8 +87,14 @@ absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
       });
       if (on_gpus && !found) {
         return absl::InvalidArgumentError(
-            fmt::format("job '{}' pins GPU {}, which is not one of the sweep's devices ({})",
-                        job.id, device, job.source));
+            slots[0].stand_in
+                ? fmt::format("{}: job '{}' pins device {}, which does not exist: under --slots "
+                              "{} the CPU slots stand in for devices 0-{}",
+                              job.source, job.id, device, slots.back().devices[0] + 1,
+                              slots.back().devices[0])
+                : fmt::format("{}: job '{}' pins GPU {}, which is not one of the sweep's "
+                              "devices",
+                              job.source, job.id, device));
       }
     }
   }
@@ -95,40 +110,6 @@ absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
     }
   }
   return absl::OkStatus();
-}
-
-// The argv of a job: its command, `--key value` per param, behind `env` when
-// it has a config file to point to.
-std::vector<std::string> job_argv(const Job& job, const std::string& config_path) {
-  std::vector<std::string> argv;
-  if (!config_path.empty()) {
-    argv = {"env", "TRAINSCOPE_SWEEP_CONFIG=" + config_path};
-  }
-  argv.insert(argv.end(), job.command.begin(), job.command.end());
-  for (const auto& [key, value] : job.params) {
-    argv.push_back("--" + key);
-    argv.push_back(value);
-  }
-  return argv;
-}
-
-// Means of the BATCH and EPOCH regions the job's first timing rank stored.
-void read_region_means(const std::string& run_dir, JobRecord* record) {
-  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
-  if (!reader.ok()) return;
-  for (const RankState& rank : reader->ranks()) {
-    absl::StatusOr<Summary> summary = reader->read_summary(rank.rank.rank);
-    if (!summary.ok()) continue;
-    for (const SummaryEntry& entry : summary->entries) {
-      if (entry.device != Device::kCPU || entry.stats.count == 0) continue;
-      if (entry.key == "BATCH" && std::isnan(record->batch_mean_s)) {
-        record->batch_mean_s = entry.stats.mean;
-      } else if (entry.key == "EPOCH" && std::isnan(record->epoch_mean_s)) {
-        record->epoch_mean_s = entry.stats.mean;
-      }
-    }
-    if (!std::isnan(record->batch_mean_s) || !std::isnan(record->epoch_mean_s)) return;
-  }
 }
 
 }  // namespace
@@ -161,6 +142,18 @@ absl::StatusOr<JobStatus> parse_job_status(std::string_view name) {
 absl::StatusOr<std::vector<Slot>> cpu_slots(int n) {
   if (n < 1) return absl::InvalidArgumentError(fmt::format("--slots {} is not at least 1", n));
   return std::vector<Slot>(static_cast<std::size_t>(n));
+}
+
+absl::StatusOr<std::vector<Slot>> stand_in_slots(int n, int per_slot) {
+  if (n < 1) return absl::InvalidArgumentError(fmt::format("--slots {} is not at least 1", n));
+  if (per_slot < 1) {
+    return absl::InvalidArgumentError(fmt::format("--per-gpu {} is not at least 1", per_slot));
+  }
+  std::vector<Slot> slots;
+  for (int device = 0; device < n; ++device) {
+    for (int i = 0; i < per_slot; ++i) slots.push_back(Slot{{device}, true});
+  }
+  return slots;
 }
 
 absl::StatusOr<std::vector<Slot>> gpu_slots(const std::vector<int>& devices, int per_gpu,
@@ -216,16 +209,16 @@ std::string format_progress(const Progress& p) {
 }
 
 std::function<void(const Progress&)> progress_printer(std::FILE* out, bool terminal) {
-  return [out, terminal](const Progress& p) {
-    if (terminal) {
-      // \33[K clears what a longer previous line left.
-      std::fprintf(out, "\r%s\33[K", format_progress(p).c_str());
-      if (p.running == 0 && p.queued == 0) std::fputc('\n', out);
+  auto line = std::make_shared<trainscope::detail::ProgressLine>(out, terminal, "sweep");
+  return [line](const Progress& p) {
+    const std::string text = format_progress(p);
+    if (!line->terminal()) {
+      line->print(p.event.empty() ? text : p.event + ": " + text);
+    } else if (p.running == 0 && p.queued == 0) {
+      line->print(text);
     } else {
-      std::fprintf(out, "sweep: %s%s%s\n", p.event.c_str(), p.event.empty() ? "" : ": ",
-                   format_progress(p).c_str());
+      line->show(text);
     }
-    std::fflush(out);
   };
 }
 
@@ -235,7 +228,6 @@ struct Scheduler::State {
   SweepOptions options;
   int lock_fd = -1;
   std::string state_path;
-  std::string results_path;
   std::string runs_dir;
 
   mutable std::mutex mutex;
@@ -249,8 +241,9 @@ struct Scheduler::State {
     std::vector<int> slots;
     std::string id;
   };
-  std::map<std::string, Running> running;  // by job id
-  std::vector<std::thread> done_threads;   // to join
+  std::unique_ptr<detail::Collocation> collocation;  // on GPU slots
+  std::map<std::string, Running> running;            // by job id
+  std::vector<std::thread> done_threads;             // to join
   int failures = 0;
   bool stopping = false;
   bool max_failures_reached = false;
@@ -274,14 +267,7 @@ struct Scheduler::State {
   }
 
   // Called with the mutex held after every change.
-  absl::Status save() {
-    absl::Status status = trainscope::detail::write_file_atomically(
-        state_path, detail::state_to_json(sweep), ".sweep-");
-    absl::Status results = trainscope::detail::write_file_atomically(
-        results_path, detail::results_csv(sweep.jobs), ".results-");
-    if (status.ok()) status = results;
-    return status;
-  }
+  absl::Status save() { return detail::save_sweep(options.dir, sweep); }
 
   void save_or_warn() {
     if (absl::Status status = save(); !status.ok()) {
@@ -290,32 +276,7 @@ struct Scheduler::State {
   }
 
   Progress progress_locked() const {
-    Progress p;
-    double finished_s = 0;
-    for (const JobRecord& record : sweep.jobs) {
-      ++p.total;
-      switch (record.status) {
-        case JobStatus::kFinished:
-          ++p.done;
-          finished_s += static_cast<double>(record.end_ms - record.start_ms) / 1000.0;
-          break;
-        case JobStatus::kRunning:
-          ++p.running;
-          break;
-        case JobStatus::kFailed:
-          ++p.failed;
-          break;
-        default:
-          ++p.queued;
-      }
-    }
-    if (p.done > 0) {
-      const double mean_s = finished_s / p.done;
-      const double width = static_cast<double>(std::max<std::size_t>(slot_job.size(), 1));
-      p.eta = absl::Seconds(mean_s * (p.queued + p.running) / width);
-    }
-    p.event = event;
-    return p;
+    return detail::progress_of(sweep, static_cast<int>(slot_job.size()), event);
   }
 
   void report(std::string what) {
@@ -327,39 +288,8 @@ struct Scheduler::State {
   // Merges a new plan: new jobs queued, dropped ones gone unless they started.
   absl::Status merge(Plan plan) {
     if (absl::Status status = check_plan(plan, options.slots); !status.ok()) return status;
-    std::vector<JobRecord> jobs;
-    std::set<std::string> in_plan;
-    int added = 0;
-    for (Job& job : plan.jobs) {
-      in_plan.insert(job.id);
-      const int index = index_of(job.id);
-      if (index == kNoJob) {
-        JobRecord record;
-        record.job = std::move(job);
-        jobs.push_back(std::move(record));
-        ++added;
-      } else {
-        JobRecord record = sweep.jobs[static_cast<std::size_t>(index)];
-        // A job that never started takes the new definition.
-        if (record.status == JobStatus::kQueued && record.attempts == 0)
-          record.job = std::move(job);
-        jobs.push_back(std::move(record));
-      }
-    }
-    int dropped = 0;
-    for (JobRecord& record : sweep.jobs) {
-      if (in_plan.count(record.job.id) != 0) continue;
-      if (record.status == JobStatus::kQueued && record.attempts == 0) {
-        ++dropped;
-      } else {
-        jobs.push_back(std::move(record));
-      }
-    }
-    sweep.jobs = std::move(jobs);
-    sweep.name = plan.name;
-    sweep.max_parallel = plan.max_parallel;
-    sweep.allow_cpu = plan.allow_cpu;
-    report(fmt::format("plan: {} new, {} dropped", added, dropped));
+    const detail::MergeCounts counts = detail::merge_plan(&sweep, std::move(plan));
+    report(fmt::format("plan: {} new, {} dropped", counts.added, counts.dropped));
     changed.notify_all();
     return absl::OkStatus();
   }
@@ -395,7 +325,7 @@ struct Scheduler::State {
     // It ended before the scheduler could record it.
     record.exit_code = launcher.exit_code;
     record.end_ms = launcher.end_time_ms;
-    read_region_means(record.run_dir, &record);
+    detail::read_region_means(record.run_dir, &record);
     record.status = reader->info().status == RunStatus::kFinished ? JobStatus::kFinished
                     : reader->info().status == RunStatus::kKilled ? JobStatus::kKilled
                                                                   : JobStatus::kFailed;
@@ -416,6 +346,13 @@ struct Scheduler::State {
     if (!loaded.ok()) return loaded.status();
     sweep = std::move(*loaded);
     for (JobRecord& record : sweep.jobs) {
+      if (!record.slurm_job_id.empty() && !ended(record.status) &&
+          record.status != JobStatus::kKilled) {
+        return absl::FailedPreconditionError(fmt::format(
+            "job '{}' of the sweep in \"{}\" was submitted to Slurm (job {}): resume the "
+            "sweep with --slurm",
+            record.job.id, options.dir, record.slurm_job_id));
+      }
       if (record.status == JobStatus::kRunning) {
         if (absl::Status status = recover(record); !status.ok()) return status;
       }
@@ -465,7 +402,7 @@ struct Scheduler::State {
     return chosen;
   }
 
-  void start(std::size_t index, std::vector<int> slots) {
+  void start(std::size_t index, std::vector<int> slots, const std::vector<std::string>& env = {}) {
     JobRecord& record = sweep.jobs[index];
     record.status = JobStatus::kRunning;
     ++record.attempts;
@@ -485,33 +422,25 @@ struct Scheduler::State {
     }
     for (int slot : slots) slot_job[static_cast<std::size_t>(slot)] = static_cast<int>(index);
 
-    LaunchOptions launch_options;
-    std::string config_path;
-    if (!record.job.config_json.empty()) {
-      config_path = fmt::format("{}/configs/{}.json", options.dir, record.job.id);
-      std::error_code ignored;
-      fs::create_directories(fs::path(config_path).parent_path(), ignored);
-      if (absl::Status status = trainscope::detail::write_file_atomically(
-              config_path, record.job.config_json, ".config-");
-          !status.ok()) {
-        warn(fmt::format("sweep: job {}: {}", record.job.id, std::string(status.message())));
-      }
+    absl::StatusOr<std::string> config_path = detail::write_job_config(options.dir, record.job);
+    if (!config_path.ok()) {
+      warn(fmt::format("sweep: job {}: {}", record.job.id,
+                       std::string(config_path.status().message())));
     }
-    launch_options.command = job_argv(record.job, config_path);
-    launch_options.run.root = runs_dir;
-    launch_options.run.id = record.run_id;
-    launch_options.run.name = record.job.id;
-    launch_options.run.params.insert(record.job.params.begin(), record.job.params.end());
-    launch_options.run.tags["trainscope.sweep"] = sweep.name;
-    launch_options.run.tags["trainscope.sweep.job"] = record.job.id;
-    launch_options.devices = record.devices;
-    launch_options.sample_hardware = options.sample_hardware;
-    launch_options.sample_interval = options.sample_interval;
-    launch_options.make_sources = options.make_sources;
-    launch_options.record_environment = options.record_environment;
-    launch_options.tee = options.tee;
+    detail::JobLaunchSettings settings;
+    settings.sweep_name = sweep.name;
+    settings.runs_dir = runs_dir;
+    settings.sample_hardware = options.sample_hardware;
+    settings.sample_interval = options.sample_interval;
+    settings.make_sources = options.make_sources;
+    settings.record_environment = options.record_environment;
+    settings.tee = options.tee;
+    // check_plan accepted the job's listeners, so this cannot fail.
+    LaunchOptions launch_options = *detail::job_launch_options(
+        record.job, record.run_id, config_path.ok() ? *config_path : std::string(), settings, {},
+        env);
+    if (!options.slots[0].stand_in) launch_options.devices = record.devices;
     launch_options.forward_signals = false;  // the scheduler stops its jobs itself
-    launch_options.join_job_from_environment = false;
     launch_options.die_with_parent = true;
     auto cancel = std::make_shared<LaunchCancel>();
     launch_options.cancel = cancel;
@@ -553,7 +482,7 @@ struct Scheduler::State {
       record.exit_code = result->exit_code;
       record.run_dir = result->run_dir;
       if (!result->spawn_error.ok()) record.error = std::string(result->spawn_error.message());
-      read_region_means(record.run_dir, &record);
+      detail::read_region_means(record.run_dir, &record);
       record.status = result->status == RunStatus::kFinished             ? JobStatus::kFinished
                       : result->status == RunStatus::kKilled && stopping ? JobStatus::kKilled
                                                                          : JobStatus::kFailed;
@@ -573,8 +502,64 @@ struct Scheduler::State {
         what += fmt::format(", retry {} of {}", record.attempts, options.retries);
       }
     }
+    uncollocate(record);
     report(std::move(what));
     changed.notify_all();
+  }
+
+  // radT's Collocation for a group about to start on GPU slots: each member's
+  // environment (none on CPU slots).
+  absl::StatusOr<std::vector<std::vector<std::string>>> collocate(
+      int group, const std::vector<std::size_t>& members,
+      const std::vector<std::vector<int>>& places) {
+    if (!collocation) return std::vector<std::vector<std::string>>(members.size());
+    std::vector<const Job*> jobs;
+    std::vector<std::vector<int>> devices;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const Job& job = sweep.jobs[members[k]].job;
+      jobs.push_back(&job);
+      std::vector<int> on = job.devices;
+      if (on.empty()) {
+        for (int slot : places[k]) {
+          const std::vector<int>& of = options.slots[static_cast<std::size_t>(slot)].devices;
+          on.insert(on.end(), of.begin(), of.end());
+        }
+      }
+      devices.push_back(on);
+    }
+    return collocation->begin(group, jobs, devices);
+  }
+
+  // A group whose Collocation could not be set up: its queued jobs fail with why.
+  void fail_group(const std::vector<std::size_t>& members, const absl::Status& why) {
+    for (std::size_t i : members) {
+      JobRecord& record = sweep.jobs[i];
+      record.status = JobStatus::kFailed;
+      record.error = std::string(why.message());
+      ++failures;
+    }
+    if (options.max_failures > 0 && failures >= options.max_failures) max_failures_reached = true;
+    report(fmt::format("workload of {} not started: {}", sweep.jobs[members[0]].job.id,
+                       std::string(why.message())));
+    changed.notify_all();
+  }
+
+  // A job of a collocated group ended (or waits for a retry): its instance is
+  // free; when none of the group runs or waits, the group's setup goes.
+  void uncollocate(const JobRecord& ended_record) {
+    const int group = ended_record.job.group;
+    if (!collocation || group < 0 || !collocation->active(group)) return;
+    collocation->release(group, ended_record.job);
+    for (const JobRecord& record : sweep.jobs) {
+      if (record.job.group == group &&
+          (record.status == JobStatus::kRunning || record.status == JobStatus::kQueued)) {
+        return;
+      }
+    }
+    if (absl::Status status = collocation->end(group); !status.ok()) {
+      warn(fmt::format("sweep: cleaning up after {}'s workload: {}", ended_record.job.id,
+                       std::string(status.message())));
+    }
   }
 
   // Starts the queued jobs that fit in the free slots.
@@ -606,7 +591,13 @@ struct Scheduler::State {
           places.push_back(*slots);
         }
         if (places.size() == members.size() && static_cast<int>(members.size()) <= budget) {
-          for (std::size_t k = 0; k < members.size(); ++k) start(members[k], places[k]);
+          absl::StatusOr<std::vector<std::vector<std::string>>> env =
+              collocate(*group, members, places);
+          if (!env.ok()) {
+            fail_group(members, env.status());
+            return;
+          }
+          for (std::size_t k = 0; k < members.size(); ++k) start(members[k], places[k], (*env)[k]);
           budget -= static_cast<int>(members.size());
         } else {
           group_waits = true;  // free jobs leave it the slots it waits for
@@ -643,7 +634,6 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Open(Plan plan, SweepOptio
   state->options = std::move(options);
   const std::string& dir = state->options.dir;
   state->state_path = fmt::format("{}/{}", dir, detail::kStateFileName);
-  state->results_path = fmt::format("{}/{}", dir, detail::kResultsFileName);
   state->runs_dir = fmt::format("{}/{}", dir, detail::kRunsDirName);
   std::error_code error;
   fs::create_directories(state->runs_dir, error);
@@ -651,17 +641,26 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Open(Plan plan, SweepOptio
     return trainscope::detail::file_error(error.value(), "create the sweep directory",
                                           state->runs_dir);
   }
-  const std::string lock_path = fmt::format("{}/sweep.lock", dir);
-  state->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (state->lock_fd < 0) return trainscope::detail::file_error(errno, "open", lock_path);
-  if (::flock(state->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    return errno == EWOULDBLOCK
-               ? absl::FailedPreconditionError(fmt::format(
-                     "another scheduler runs the sweep in \"{}\" (it holds {})", dir, lock_path))
-               : trainscope::detail::file_error(errno, "lock", lock_path);
-  }
+  absl::StatusOr<int> lock = detail::lock_sweep_dir(dir);
+  if (!lock.ok()) return lock.status();
+  state->lock_fd = *lock;
   state->slot_job.assign(state->options.slots.size(), kNoJob);
-  std::lock_guard<std::mutex> lock(state->mutex);
+  const bool on_gpus =
+      !state->options.slots[0].devices.empty() && !state->options.slots[0].stand_in;
+  if (on_gpus) {
+    state->collocation = std::make_unique<detail::Collocation>(
+        dir, state->options.gpu_tools ? state->options.gpu_tools : system_gpu_tools());
+  } else {
+    for (const Job& job : plan.jobs) {
+      if (job.collocation != "-" && !job.collocation.empty()) {
+        warn(
+            fmt::format("sweep: {}: Collocation '{}' is not set up on CPU slots (--slots); "
+                        "the jobs of its workload still start together",
+                        job.source, job.collocation));
+      }
+    }
+  }
+  std::lock_guard<std::mutex> guard(state->mutex);
   if (absl::Status status = state->resume(); !status.ok()) return status;
   if (absl::Status status = state->merge(std::move(plan)); !status.ok()) return status;
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(state)));
@@ -714,6 +713,11 @@ absl::StatusOr<SweepResult> Scheduler::run() {
     }
     s.changed.wait_until(lock, wake);
   }
+  if (s.collocation) {
+    if (absl::Status status = s.collocation->end_all(); !status.ok()) {
+      warn(fmt::format("sweep: cleaning up MPS/MIG: {}", std::string(status.message())));
+    }
+  }
   if (!error.ok()) return error;
   SweepResult result;
   result.stopped = s.stopping;
@@ -729,6 +733,20 @@ absl::StatusOr<SweepResult> Scheduler::run() {
     }
   }
   return result;
+}
+
+absl::StatusOr<Plan> saved_plan(const std::string& dir) {
+  const std::string path = fmt::format("{}/{}", dir, detail::kStateFileName);
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
+  if (!text.ok()) {
+    if (absl::IsNotFound(text.status())) {
+      return absl::NotFoundError(fmt::format("\"{}\" holds no sweep (no {})", dir, path));
+    }
+    return text.status();
+  }
+  absl::StatusOr<detail::SweepState> state = detail::state_from_json(*text, path);
+  if (!state.ok()) return state.status();
+  return detail::plan_of(*state);
 }
 
 absl::StatusOr<SweepResult> run_sweep(const Plan& plan, SweepOptions options) {

@@ -1,10 +1,17 @@
 #include "sweep/state_file.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <set>
 #include <utility>
 
 #include "common/csv.hpp"
+#include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -14,6 +21,20 @@ namespace {
 using nlohmann::json;
 
 constexpr int kStateVersion = 1;
+
+json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+double number_from(const json& in, const char* key) {
+  const auto it = in.find(key);
+  if (it == in.end() || !it->is_number()) return std::nan("");
+  return it->get<double>();
+}
+
+std::string format_number(double value) {
+  return std::isfinite(value) ? fmt::format("{:.9g}", value) : std::string();
+}
+
+}  // namespace
 
 json job_to_json(const Job& job) {
   json params = json::array();
@@ -47,20 +68,6 @@ Job job_from_json(const json& in) {
   return job;
 }
 
-json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
-
-double number_from(const json& in, const char* key) {
-  const auto it = in.find(key);
-  if (it == in.end() || !it->is_number()) return std::nan("");
-  return it->get<double>();
-}
-
-std::string format_number(double value) {
-  return std::isfinite(value) ? fmt::format("{:.9g}", value) : std::string();
-}
-
-}  // namespace
-
 std::string state_to_json(const SweepState& state) {
   json jobs = json::array();
   for (const JobRecord& record : state.jobs) {
@@ -76,7 +83,9 @@ std::string state_to_json(const SweepState& state) {
                         {"devices", record.devices},
                         {"error", record.error},
                         {"batch_mean_s", number_or_null(record.batch_mean_s)},
-                        {"epoch_mean_s", number_or_null(record.epoch_mean_s)}});
+                        {"epoch_mean_s", number_or_null(record.epoch_mean_s)},
+                        {"slurm_job_id", record.slurm_job_id},
+                        {"slurm_index", record.slurm_index}});
   }
   const json out{{"version", kStateVersion},
                  {"name", state.name},
@@ -122,6 +131,8 @@ absl::StatusOr<SweepState> state_from_json(const std::string& text, const std::s
       record.error = job.value("error", std::string());
       record.batch_mean_s = number_from(job, "batch_mean_s");
       record.epoch_mean_s = number_from(job, "epoch_mean_s");
+      record.slurm_job_id = job.value("slurm_job_id", std::string());
+      record.slurm_index = job.value("slurm_index", -1);
       state.jobs.push_back(std::move(record));
       ++index;
     }
@@ -130,6 +141,103 @@ absl::StatusOr<SweepState> state_from_json(const std::string& text, const std::s
         fmt::format("{}: jobs[{}]: {} (a corrupt sweep state)", path, index, error.what()));
   }
   return state;
+}
+
+Plan plan_of(const SweepState& state) {
+  Plan plan;
+  plan.name = state.name;
+  plan.max_parallel = state.max_parallel;
+  plan.allow_cpu = state.allow_cpu;
+  for (const JobRecord& record : state.jobs) plan.jobs.push_back(record.job);
+  return plan;
+}
+
+MergeCounts merge_plan(SweepState* state, Plan plan) {
+  MergeCounts counts;
+  const auto never_started = [](const JobRecord& record) {
+    return record.status == JobStatus::kQueued && record.attempts == 0;
+  };
+  std::vector<JobRecord> jobs;
+  std::set<std::string> in_plan;
+  for (Job& job : plan.jobs) {
+    in_plan.insert(job.id);
+    const auto it = std::find_if(state->jobs.begin(), state->jobs.end(),
+                                 [&](const JobRecord& record) { return record.job.id == job.id; });
+    if (it == state->jobs.end()) {
+      JobRecord record;
+      record.job = std::move(job);
+      jobs.push_back(std::move(record));
+      ++counts.added;
+    } else {
+      JobRecord record = *it;
+      if (never_started(record)) record.job = std::move(job);  // takes the new definition
+      jobs.push_back(std::move(record));
+    }
+  }
+  for (JobRecord& record : state->jobs) {
+    if (in_plan.count(record.job.id) != 0) continue;
+    if (never_started(record)) {
+      ++counts.dropped;
+    } else {
+      jobs.push_back(std::move(record));
+    }
+  }
+  state->jobs = std::move(jobs);
+  state->name = plan.name;
+  state->max_parallel = plan.max_parallel;
+  state->allow_cpu = plan.allow_cpu;
+  return counts;
+}
+
+Progress progress_of(const SweepState& state, int width, std::string event) {
+  Progress p;
+  double finished_s = 0;
+  for (const JobRecord& record : state.jobs) {
+    ++p.total;
+    switch (record.status) {
+      case JobStatus::kFinished:
+        ++p.done;
+        finished_s += static_cast<double>(record.end_ms - record.start_ms) / 1000.0;
+        break;
+      case JobStatus::kRunning:
+        ++p.running;
+        break;
+      case JobStatus::kFailed:
+        ++p.failed;
+        break;
+      default:
+        ++p.queued;
+    }
+  }
+  if (p.done > 0) {
+    const double mean_s = finished_s / p.done;
+    p.eta = absl::Seconds(mean_s * (p.queued + p.running) / std::max(width, 1));
+  }
+  p.event = std::move(event);
+  return p;
+}
+
+absl::StatusOr<int> lock_sweep_dir(const std::string& dir) {
+  const std::string lock_path = fmt::format("{}/sweep.lock", dir);
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return trainscope::detail::file_error(errno, "open", lock_path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return error == EWOULDBLOCK
+               ? absl::FailedPreconditionError(fmt::format(
+                     "another scheduler runs the sweep in \"{}\" (it holds {})", dir, lock_path))
+               : trainscope::detail::file_error(error, "lock", lock_path);
+  }
+  return fd;
+}
+
+absl::Status save_sweep(const std::string& dir, const SweepState& state) {
+  absl::Status status = trainscope::detail::write_file_atomically(
+      fmt::format("{}/{}", dir, kStateFileName), state_to_json(state), ".sweep-");
+  absl::Status results = trainscope::detail::write_file_atomically(
+      fmt::format("{}/{}", dir, kResultsFileName), results_csv(state.jobs), ".results-");
+  return status.ok() ? results : status;
 }
 
 std::string results_csv(const std::vector<JobRecord>& jobs) {

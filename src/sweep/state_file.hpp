@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "trainscope/sweep/plan.hpp"
 #include "trainscope/sweep/scheduler.hpp"
 
@@ -28,6 +29,37 @@ struct SweepState {
 std::string state_to_json(const SweepState& state);
 // Errors name `path` and what is wrong in it.
 absl::StatusOr<SweepState> state_from_json(const std::string& text, const std::string& path);
+
+// A job as sweep.json stores it; job_from_json throws nlohmann::json::exception
+// on a malformed entry.
+nlohmann::json job_to_json(const Job& job);
+Job job_from_json(const nlohmann::json& in);
+
+// The plan of a stored sweep: every job of `state` in its order, so that
+// merging it back (merge_plan) keeps the queued jobs (`trainscope sweep
+// --resume DIR` without the input).
+Plan plan_of(const SweepState& state);
+
+// Merges a new plan into `state` (live update, resume): its new jobs are
+// queued, jobs that never started take its definition, queued jobs that never
+// started and are not in it are dropped; started and ended jobs are kept.
+struct MergeCounts {
+  int added = 0;
+  int dropped = 0;
+};
+MergeCounts merge_plan(SweepState* state, Plan plan);
+
+// Counts of `state`'s jobs; the ETA spreads the queued and running jobs over
+// `width` parallel slots at the mean time of the finished ones.
+Progress progress_of(const SweepState& state, int width, std::string event);
+
+// Locks `dir`'s sweep.lock (created) so that one scheduler at a time runs
+// the sweep: its descriptor (close it to unlock), FailedPrecondition when
+// another process holds it.
+absl::StatusOr<int> lock_sweep_dir(const std::string& dir);
+
+// Writes sweep.json and results.csv of `state` into `dir`, each atomically.
+absl::Status save_sweep(const std::string& dir, const SweepState& state);
 
 // The rows of results.csv for the jobs that ended (FINISHED, FAILED, KILLED):
 // job, its params (the union of all jobs' keys, in first-seen order), status,

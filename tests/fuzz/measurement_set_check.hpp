@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,10 +26,17 @@ inline void check(const absl::StatusOr<trainscope::scaling::MeasurementSet>& set
   }
   const std::size_t n = set->parameters.size();
   if (n == 0 || n > max_parameters || set->series.empty()) __builtin_trap();
+  // the experiment's coordinates: distinct, of n values, and every measured point among them
+  const std::set<std::vector<double>> coordinates(set->coordinates.begin(), set->coordinates.end());
+  if (coordinates.size() != set->coordinates.size()) __builtin_trap();
+  for (const std::vector<double>& c : set->coordinates) {
+    if (c.size() != n) __builtin_trap();
+  }
   for (const trainscope::scaling::Series& series : set->series) {
     if (series.points.empty()) __builtin_trap();
     for (const trainscope::scaling::Point& point : series.points) {
       if (point.coordinate.size() != n || point.values.empty()) __builtin_trap();
+      if (coordinates.count(point.coordinate) == 0) __builtin_trap();
       for (double v : point.coordinate) {
         if (!std::isfinite(v)) __builtin_trap();
       }

@@ -50,7 +50,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)options.extrap.set("allow_log_terms", (flags & 8) != 0 ? "False" : "True");
   if ((flags & 16) != 0) (void)options.extrap.set("poly_exponents", "-1,0.5,2");
   if ((flags & 32) != 0) options.extrap.measure = sc::Measure::kMedian;
+  if ((flags & 64) != 0) options.significance = 0;
   for (const sc::Series& series : set->series) {
+    (void)sc::missing_coordinates(*set, series);
     absl::StatusOr<sc::Model> model = sc::fit(set->parameters, series, options);
     if (!model.ok()) continue;
     (void)model->formula();

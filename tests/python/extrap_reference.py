@@ -25,6 +25,15 @@ Costs are the hypothesis' fields (_RSS, _rRSS, _nRSS, _SMAPE, _AR2, _RE) as Extr
 (for one parameter: the leave-one-out sums of the cross-validation). NaN and infinities are
 written as JSON NaN / Infinity.
 
+Each model also lists its "ties": the other hypotheses Extra-P fitted for it (same keys:
+formula, constant, terms, costs, predictions) that passed its term-contribution check and whose
+compared cost (SMAPE, or RSS with compare_with_RSS) equals the chosen one's to 1e-9 relative.
+They are the same function on the measured points (a cross of points makes c + a*t1 + b*t2,
+c + a*t1 + b*t1*t2 and c + a*t2 + b*t1*t2 agree there): which one Extra-P keeps is decided by
+the last bits of numpy's least squares and differs between BLAS kernels (try
+OPENBLAS_CORETYPE=Haswell and =Sandybridge); trainscope keeps the first, as Extra-P's "<" does
+in exact arithmetic.
+
 --measure: Extra-P 4.2.5's command line ignores --measure for single-parameter experiments
 (ModelGenerator only passes use_measure to multi-parameter modelers), so this script sets the
 measure on the modeler in every case; --cli-measure-quirk reproduces the command line instead.
@@ -158,6 +167,79 @@ def _parse_point(text, parameters):
     return point
 
 
+TIE_RELATIVE = 1e-9   # as kCostTieRelative in src/scaling/extrap_internal.hpp
+TIE_FLOOR = 1e-12
+
+
+def _tied(a, b):
+    import math
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b
+    return abs(a - b) <= TIE_RELATIVE * max(abs(a), abs(b)) + TIE_FLOOR
+
+
+class _Candidates:
+    """Records every top-level hypothesis Extra-P fits, per model (the tracker's index)."""
+
+    def __init__(self, tracker, multi):
+        self.tracker, self.multi, self.by_model, self._patched = tracker, multi, {}, []
+
+    def _record(self, hypothesis, measurements):
+        import copy
+        import numpy
+        contribution_ok = True
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            for term in hypothesis.function.compound_terms:
+                if term.coefficient == 0 or hypothesis.calc_term_contribution(term, measurements) < 0.0005:
+                    contribution_ok = False
+                    break
+        self.by_model.setdefault(self.tracker.index, []).append(
+            {"id": id(hypothesis), "function": copy.deepcopy(hypothesis.function),
+             "costs": _costs(hypothesis), "ok": contribution_ok})
+
+    def __enter__(self):
+        from extrap.entities import hypotheses as h
+        recorder = self
+        if self.multi:
+            cost, ar2 = h.MultiParameterHypothesis.compute_cost, h.MultiParameterHypothesis.compute_adjusted_rsquared
+
+            def compute_cost(hyp, measurements):
+                cost(hyp, measurements)
+                recorder._record(hyp, measurements)
+
+            def compute_adjusted_rsquared(hyp, tss, measurements):
+                ar2(hyp, tss, measurements)
+                for entry in reversed(recorder.by_model.get(recorder.tracker.index, [])):
+                    if entry["id"] == id(hyp):
+                        entry["costs"]["ar2"] = _number(hyp._AR2)
+                        break
+
+            self._patched = [(h.MultiParameterHypothesis, "compute_cost", cost),
+                             (h.MultiParameterHypothesis, "compute_adjusted_rsquared", ar2)]
+            h.MultiParameterHypothesis.compute_cost = compute_cost
+            h.MultiParameterHypothesis.compute_adjusted_rsquared = compute_adjusted_rsquared
+        else:
+            ar2 = h.SingleParameterHypothesis.compute_adjusted_rsquared
+
+            def single_ar2(hyp, tss, measurements):
+                ar2(hyp, tss, measurements)
+                recorder._record(hyp, measurements)
+
+            self._patched = [(h.SingleParameterHypothesis, "compute_adjusted_rsquared", ar2)]
+            h.SingleParameterHypothesis.compute_adjusted_rsquared = single_ar2
+        return self
+
+    def __exit__(self, *exc):
+        for cls, name, original in self._patched:
+            setattr(cls, name, original)
+        return False
+
+    def ties(self, index, chosen, compare_with_rss):
+        key = "rss" if compare_with_rss else "smape"
+        target = _costs(chosen)[key]
+        return [e for e in self.by_model.get(index, []) if e["ok"] and _tied(e["costs"][key], target)]
+
+
 class _Tracker:
     """A progress bar for model_all that remembers which model is being made (to attribute warnings)."""
 
@@ -201,6 +283,8 @@ def reference(path, options=(), measure="mean", predict=(), cli_measure_quirk=Fa
 
     points = [_parse_point(text, parameters) for text in predict]
     tracker = _Tracker()
+    candidates = _Candidates(tracker, multi=len(parameters) > 1)
+    compare_with_rss = bool(getattr(generator.modeler, "compare_with_RSS", False))
     recorded = {}
 
     def show(message, category, filename, lineno, file=None, line=None):
@@ -214,12 +298,10 @@ def reference(path, options=(), measure="mean", predict=(), cli_measure_quirk=Fa
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = show
-        generator.model_all(tracker)
+        with candidates:
+            generator.model_all(tracker)
 
-    models = []
-    for index, ((callpath, metric), model) in enumerate(generator.models.items()):
-        hypothesis = model.hypothesis
-        function = hypothesis.function
+    def predictions_of(function):
         predictions = []
         for point in points:
             coordinate = [point[p] for p in parameters]
@@ -228,17 +310,34 @@ def reference(path, options=(), measure="mean", predict=(), cli_measure_quirk=Fa
             else:
                 value = function.evaluate({i: v for i, v in enumerate(coordinate)})
             predictions.append({"point": point, "value": float(value)})
+        return predictions
+
+    models = []
+    for index, ((callpath, metric), model) in enumerate(generator.models.items()):
+        hypothesis = model.hypothesis
+        function = hypothesis.function
+        chosen = function.to_string(*parameters)
+        ties, seen = [], {chosen}
+        for entry in candidates.ties(index, hypothesis, compare_with_rss):
+            formula = entry["function"].to_string(*parameters)
+            if formula in seen:
+                continue
+            seen.add(formula)
+            ties.append({"formula": formula, "constant": float(entry["function"].constant_coefficient),
+                         "terms": _terms(entry["function"], parameters), "costs": entry["costs"],
+                         "predictions": predictions_of(entry["function"])})
         models.append({
             "callpath": callpath.name,
             "metric": metric.name,
-            "formula": function.to_string(*parameters),
+            "formula": chosen,
             "python": function.to_string(*parameters, format=FunctionFormats.PYTHON),
             "cpp": None,
             "constant": float(function.constant_coefficient),
             "terms": _terms(function, parameters),
             "costs": _costs(hypothesis),
             "warnings": recorded.get(index, []),
-            "predictions": predictions,
+            "predictions": predictions_of(function),
+            "ties": ties,
         })
     return {"parameters": parameters, "modeler": "extrap", "extrap_version": extrap.__version__,
             "models": models}

@@ -118,6 +118,34 @@ def render_json(case: Case) -> str:
     return json.dumps({"parameters": case.parameters, "measurements": measurements}, indent=1)
 
 
+def render_legacy_json(case: Case, missing=()) -> str:
+    """The measurements in Extra-P's legacy JSON layout (ids; one measurement per repetition).
+
+    missing: (block index, point index) pairs left out, which Extra-P refuses
+    (InvalidExperimentError): every callpath/metric must be measured at every coordinate.
+    """
+    regions = list(dict.fromkeys(b.region for b in case.blocks))
+    metrics = list(dict.fromkeys(b.metric for b in case.blocks))
+    document = {
+        "parameters": [{"id": i + 1, "name": p} for i, p in enumerate(case.parameters)],
+        "callpaths": [{"id": i + 1, "name": r} for i, r in enumerate(regions)],
+        "metrics": [{"id": i + 1, "name": m} for i, m in enumerate(metrics)],
+        "coordinates": [{"id": i + 1, "parameter_value_pairs": [{"parameter_id": k + 1, "parameter_value": v}
+                                                                 for k, v in enumerate(pt)]}
+                        for i, pt in enumerate(case.points)],
+        "measurements": [],
+    }
+    for b, (block, rows) in enumerate(zip(case.blocks, sample(case))):
+        for i, values in enumerate(rows):
+            if (b, i) in missing:
+                continue
+            for v in values:
+                document["measurements"].append({"id": len(document["measurements"]) + 1, "coordinate_id": i + 1,
+                                                 "callpath_id": regions.index(block.region) + 1,
+                                                 "metric_id": metrics.index(block.metric) + 1, "value": v})
+    return json.dumps(document, indent=1)
+
+
 def render_jsonl(case: Case) -> str:
     """The same measurements in Extra-P's JSON Lines format (one line per repetition)."""
     lines = []
@@ -282,8 +310,89 @@ def multi_block_cases() -> List[Case]:
     ]
 
 
+# --- the point layouts of Extra-P's own tests (its tests/data), generated -----------------
+#
+# Where a multi-parameter modeler differs is in which points each fit uses: the single-parameter
+# fits use the longest lines of points (find_best_measurement_points), the combined fit all
+# points. These layouts exercise every branch of that selection: complete grids, a cross (one
+# line per parameter; there c + a*t1 + b*t2, c + a*t1 + b*t1*t2 and c + a*t2 + b*t1*t2 are the
+# same function, an exact tie), a band (a cross and a parallel line), a sparse diagonal band,
+# an incomplete matrix (an L), 3 and 4 parameters on lines through a base point, with additive
+# and multiplicative functions; and one-parameter data with a break (Extra-P's segmented
+# examples, which its default modeler fits with one function).
+
+def _shape(name, parameters, points, fn, reps=3, noise=0.02, **kw):
+    seed = (sum(map(ord, name)) * 7907) % 100003
+    return Case(name=name, parameters=list(parameters), points=[tuple(float(c) for c in pt) for pt in points],
+                blocks=[Block("main", "time", fn)], repetitions=reps, noise=noise, seed=seed, **kw)
+
+
+def _lines(base, axes):
+    """Points on one line per parameter through `base` (axes[i]: the values of parameter i)."""
+    points = [tuple(base)]
+    for i, values in enumerate(axes):
+        for v in values:
+            pt = list(base)
+            pt[i] = v
+            if tuple(pt) not in points:
+                points.append(tuple(pt))
+    return points
+
+
+P6 = (2, 4, 8, 16, 32, 64)
+Q6 = (16, 32, 64, 128, 256, 512)
+
+
+def layout_points():
+    """name -> points of the two-parameter layouts (p, q)."""
+    cross = _lines((8, 64), (P6, Q6))
+    band = cross + [(16, q) for q in Q6[1:] if (16, q) not in cross]
+    sparse = [(P6[i], Q6[j]) for i in range(6) for j in range(6) if abs(i - j) <= 1]
+    incomplete = [(2, q) for q in Q6] + [(p, 16) for p in P6[1:3]]
+    holes = [(p, q) for p in P6[:5] for q in Q6[:5] if (p, q) not in ((4, 32), (16, 64), (32, 256))]
+    return {"cross": cross, "band": band, "sparse": sparse, "incomplete": incomplete, "holes": holes}
+
+
+def layout_cases() -> List[Case]:
+    s = math.sqrt
+    functions = {
+        "add": lambda d: 5 + 2 * log2(d["p"]) + 0.05 * d["q"],
+        "mult": lambda d: 3 + 0.01 * d["p"] * d["q"],
+        "mixed": lambda d: 1 + 0.2 * d["p"] * log2(d["q"]) + 0.5 * d["q"] ** 0.5,
+        "strong": lambda d: 0.5 + 40 * s(d["q"]) / d["p"],
+    }
+    cases = []
+    for layout, points in layout_points().items():
+        for fname, fn in functions.items():
+            cases.append(_shape(f"layout_{layout}_{fname}", "pq", points, fn))
+    three = _lines((2, 2, 10), ((2, 4, 8, 16, 32), (2, 4, 8, 16, 32), (10, 20, 30, 40, 50)))
+    three_band = three + [(4, q, 10) for q in (4, 8, 16, 32)]
+    three_gap = [pt for pt in three_band if pt != (4, 2, 10)]
+    for name, points in (("lines", three), ("band", three_band), ("band_gap", three_gap)):
+        cases.append(_shape(f"layout3_{name}_xy_z", "pqr", points,
+                            lambda d: 1 + 0.1 * d["p"] * log2(d["q"]) + 0.05 * d["r"]))
+        cases.append(_shape(f"layout3_{name}_xyz", "pqr", points,
+                            lambda d: 2 + 0.001 * d["p"] * d["q"] * d["r"]))
+    cases.append(_shape("layout3_grid_xyz_x", "pqr",
+                        [(p, q, r) for p in (2, 4, 8, 16) for q in (2, 4, 8, 16) for r in (10, 20, 30, 40)],
+                        lambda d: 1 + 0.002 * d["p"] * d["q"] * d["r"] + 0.3 * d["p"]))
+    four = _lines((2, 2, 2, 10), ((2, 4, 8, 16, 32),) * 3 + ((10, 20, 30, 40, 50),))
+    cases.append(_shape("layout4_lines_add", "pqrs", four,
+                        lambda d: 1 + 0.3 * d["p"] + 0.5 * log2(d["q"]) + 0.02 * d["r"] ** 2 + 0.1 * d["s"]))
+    cases.append(_shape("layout4_lines_mult", "pqrs", four,
+                        lambda d: 1 + 0.001 * d["p"] * d["q"] * log2(d["r"]) * d["s"]))
+    cases.append(_shape("layout4_grid_mult", "pqrs",
+                        [(p, q, r, t) for p in (2, 4, 8) for q in (2, 4, 8) for r in (2, 4, 8) for t in (10, 20, 30)],
+                        lambda d: 1 + 0.01 * d["p"] * d["q"] * d["r"] + 0.1 * d["s"], reps=2))
+    cases.append(_one("segmented_linear_then_flat", lambda d: 2 * d["p"] if d["p"] <= 16 else 32 + 0.1 * (d["p"] - 16),
+                      points=(2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24)))
+    cases.append(_one("segmented_flat_then_log", lambda d: 10 if d["p"] <= 8 else 10 + 4 * log2(d["p"] / 8),
+                      points=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)))
+    return cases
+
+
 def all_cases() -> List[Case]:
-    return single_cases() + multi_cases() + multi_block_cases() + option_cases()
+    return single_cases() + multi_cases() + multi_block_cases() + option_cases() + layout_cases()
 
 
 # --- bench inputs ---------------------------------------------------------------------------

@@ -24,3 +24,90 @@ def trainscope_cli():
     if not cli:
         pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
     return cli
+
+
+# ---- Run directories written in the documented format (docs/run-format.md) ----------------------
+
+HARDWARE_KEYS = (
+    ("system/cpu.util_pct", None), ("system/mem.used_mb", None), ("system/disk.read_mb_s", None),
+    ("system/gpu.0.util_pct", None), ("system/gpu.0.mem_used_mb", None), ("system/proc.cpu_pct", 0))
+
+
+def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", params=None,
+              world_size=1, keys=(("BATCH", "CPU"), ("BATCH", "GPU"), ("data", "CPU")),
+              rows_per_key=100, hardware_samples=0, state="FINISHED", start_ms=1761000000000,
+              seed=0, command=("python", "train.py")):
+    """Writes a run directory by hand: run.json, per rank its rank file, regions (rows_per_key rows
+    of each (key, device) per rank, lognormal times with a 10x spike every 97th row, one step per
+    row) and metrics (loss), and, with hardware_samples, a launcher file and host-<host>.csv with
+    that many readings in all (spread over HARDWARE_KEYS).
+
+    state: FINISHED; RUNNING (in progress: this host, this process's pid, a fresh heartbeat);
+    CRASHED (RUNNING on another host whose heartbeat is long past). Returns the path.
+    Needs numpy and pandas (the Python tests' environment has both).
+    """
+    import socket
+    import time
+
+    import numpy as np
+    import pandas as pd
+
+    os.makedirs(path, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    running = state != "FINISHED"
+    host = socket.gethostname() if state != "CRASHED" else "elsewhere"
+    now_ms = int(time.time() * 1000)
+    if state == "RUNNING":
+        start_ms = now_ms - 600_000
+    step_s = 0.012
+    end_ms = start_ms + int(rows_per_key * step_s * 1000) + 1000
+    heartbeat_ms = now_ms if state == "RUNNING" else end_ms
+    with open(os.path.join(path, "run.json"), "w", encoding="utf-8") as f:
+        json.dump({"format": "trainscope.run", "version": 2, "id": run_id, "name": name,
+                   "experiment": "Default", "start_time_ms": start_ms, "params": params or {},
+                   "tags": {}}, f)
+    for rank in range(world_size):
+        with open(os.path.join(path, f"rank-{rank}.json"), "w", encoding="utf-8") as f:
+            json.dump({"format": "trainscope.rank", "version": 2, "rank": rank, "local_rank": rank,
+                       "world_size": world_size, "host": host,
+                       "pid": os.getpid() if state == "RUNNING" else 999999,
+                       "status": "RUNNING" if running else "FINISHED", "start_time_ms": start_ms,
+                       "end_time_ms": 0 if running else end_ms, "heartbeat_ms": heartbeat_ms,
+                       "flush_interval_ms": 1000}, f)
+        frames = []
+        for key, device in keys:
+            n = rows_per_key
+            seconds = rng.lognormal(np.log(0.01 * (1 + 0.2 * rank)), 0.15, n)
+            seconds[96::97] *= 10.0
+            frames.append(pd.DataFrame({
+                "key": key, "device": device, "rank": rank, "thread": 0,
+                "start_unix_ns": start_ms * 1_000_000 + (np.arange(n) * step_s * 1e9).astype(np.int64),
+                "duration_ns": (seconds * 1e9).astype(np.int64),
+                "step": np.arange(n, dtype=np.int64), "epoch": np.arange(n, dtype=np.int64) // 1000}))
+        regions = pd.concat(frames) if frames else pd.DataFrame(
+            columns=["key", "device", "rank", "thread", "start_unix_ns", "duration_ns", "step",
+                     "epoch"])
+        regions.to_csv(os.path.join(path, f"regions-{rank}.csv"), index=False)
+        steps = max(rows_per_key // 10, 1) if keys else 0
+        pd.DataFrame({"key": "train/loss", "value": np.exp(-np.arange(steps) / 50.0) + 0.1,
+                      "step": np.arange(steps) * 10, "timestamp_ms": start_ms + np.arange(steps) * 120,
+                      "rank": rank}).to_csv(os.path.join(path, f"metrics-{rank}.csv"), index=False)
+    if hardware_samples:
+        pid = os.getpid() if state == "RUNNING" else 4200
+        with open(os.path.join(path, f"launcher-{host}-{pid}.json"), "w", encoding="utf-8") as f:
+            json.dump({"format": "trainscope.launcher", "version": 2, "host": host, "pid": pid,
+                       "command": list(command), "status": "RUNNING" if running else "FINISHED",
+                       "exit_code": -1 if running else 0, "term_signal": 0,
+                       "start_time_ms": start_ms, "end_time_ms": 0 if running else end_ms,
+                       "heartbeat_ms": heartbeat_ms, "flush_interval_ms": 1000}, f)
+        per_key = hardware_samples // len(HARDWARE_KEYS)
+        frames = []
+        for i, (key, rank) in enumerate(HARDWARE_KEYS):
+            t = start_ms + np.linspace(0, end_ms - start_ms, per_key).astype(np.int64)
+            value = 50 + 30 * np.sin(np.arange(per_key) / 40.0 + i) + rng.normal(0, 3, per_key)
+            value[per_key // 2] = 500.0  # one spike, which every view must keep
+            frames.append(pd.DataFrame({"key": key, "value": value, "step": 0, "timestamp_ms": t,
+                                        "rank": "" if rank is None else str(rank)}))
+        pd.concat(frames).sort_values("timestamp_ms", kind="stable").to_csv(
+            os.path.join(path, f"host-{host}.csv"), index=False)
+    return path

@@ -43,8 +43,13 @@ def test_extrapolation_bench_runs_without_extrap():
     result = _run(BENCH / "model_extrapolation.py", "--quick", "--trainscope", CLI)
     assert result.returncode == 0, result.stderr
     for mode in ("trainscope", "trainscope --modeler extrap"):
-        for family in ("weak", "strong"):
+        for family in ("weak", "strong", "constant", "near-constant", "additive-2p"):
             assert re.search(rf"^{mode}\s+{family}\s+[0-9.]+%", result.stdout, re.M), result.stdout
+    # the per family and noise level table: a row per family and level, a column per mode
+    table = result.stdout.split("median held-out error per family and noise level", 1)[1]
+    for family in ("weak", "strong", "constant", "near-constant", "additive-2p"):
+        for noise in ("1%", "3%", "15%"):
+            assert re.search(rf"^{family}\s+{noise}\s+[0-9.]+%\s+[0-9.]+%\s*$", table, re.M), table
     assert "Extra-P" not in result.stdout
 
 
@@ -53,3 +58,5 @@ def test_extrapolation_bench_compares_with_extrap():
     result = _run(BENCH / "model_extrapolation.py", "--quick", "--trainscope", CLI, "--extrap", EXTRAP_PYTHON)
     assert result.returncode == 0, result.stderr
     assert "Extra-P 4.2.5" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if line.startswith("family"))
+    assert "Extra-P, negative exponents" in header and "trainscope" in header, header

@@ -6,7 +6,14 @@ modeled by Extra-P itself (extrap_reference.py, run with the Extra-P venv's pyth
 by `trainscope model --modeler extrap --json`; both must give the same terms (exponents
 per parameter), the same coefficients and constant (1e-6 relative, 1e-9 absolute near
 zero), the same costs (Extra-P's RSS, rRSS, nRSS, SMAPE, AR2, RE; 1e-6 relative) and the
-same predictions.
+same predictions. The cases include the point layouts of Extra-P's own tests (complete, cross,
+band, sparse and incomplete matrices; 3 and 4 parameters; data with a break), generated.
+
+Where Extra-P's choice is an exact tie (hypotheses with equal costs in exact arithmetic, e.g.
+on a cross), its pick depends on numpy's last bits and the BLAS kernel; extrap_reference.py
+lists the tied hypotheses and a model equal to one of them counts as the same. Extra-P runs
+with OpenBLAS pinned to its baseline kernel (reference_env) so the reference is the same on
+every machine. Inputs Extra-P refuses (a series missing a coordinate) are refused too.
 
 Needs TRAINSCOPE_CLI=<build>/tools/trainscope, and for the comparisons
 TRAINSCOPE_EXTRAP_PYTHON=<venv with tests/python/requirements-extrap.txt>/bin/python
@@ -47,7 +54,9 @@ EXPONENT_TOL = 1e-9
 CASES = gen.all_cases()
 CASES_BY_NAME = {c.name: c for c in CASES}
 # the cases also written as Extra-P JSON and JSON Lines
-FORMAT_CASES = ["sp_linear", "sp_strong_inverse", "blocks_sp", "mp_p_logq", "mp_sparse", "blocks_mp"]
+FORMAT_CASES = ["sp_linear", "sp_strong_inverse", "blocks_sp", "mp_p_logq", "mp_sparse", "blocks_mp",
+                "layout_cross_mixed", "layout_band_add", "layout_incomplete_add", "layout_sparse_mult",
+                "layout3_band_gap_xy_z", "layout4_lines_add"]
 
 
 def _predict_points(case):
@@ -55,7 +64,7 @@ def _predict_points(case):
         return ["p=64", "p=128", "p=256"]
     if len(case.parameters) == 2:
         return ["p=64,q=512", "p=128,q=16"]
-    return [",".join(f"{name}={value}" for name, value in zip(case.parameters, (64, 64, 100)))]
+    return [",".join(f"{name}={value}" for name, value in zip(case.parameters, (64, 64, 100, 100)))]
 
 
 def _options(case):
@@ -71,9 +80,25 @@ def _cli_args(case, path, *extra):
     return args + [str(path)]
 
 
-def _run(args, timeout=120):
+def _run(args, timeout=120, env=None):
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
-                          check=False, stdin=subprocess.DEVNULL)
+                          check=False, stdin=subprocess.DEVNULL, env=env)
+
+
+def reference_env():
+    """The environment Extra-P runs in: numpy's OpenBLAS pinned to its baseline x86-64 kernel.
+
+    numpy.linalg.lstsq's last digits depend on the BLAS kernel the CPU selects; on an
+    ill-conditioned fit (Extra-P's relearn_data.txt: c + a*log2(p) + b*n^3*log2(n), condition
+    number 3e13) the AVX-512 kernel's b differs from every other kernel's in the 4th digit.
+    trainscope reproduces LAPACK's dgelsd as the other kernels run it; pinning the kernel makes
+    the reference the same on every CI machine. An OPENBLAS_CORETYPE already set is kept.
+    """
+    import platform
+    env = dict(os.environ)
+    if platform.machine() in ("x86_64", "AMD64"):
+        env.setdefault("OPENBLAS_CORETYPE", "Prescott")
+    return env
 
 
 def _trainscope_json(case, path):
@@ -115,7 +140,7 @@ def reference(inputs, tmp_path_factory):
             keys.append((name, fmt))
     jobs_path = tmp_path_factory.mktemp("extrap-jobs") / "jobs.json"
     jobs_path.write_text(json.dumps(jobs), encoding="utf-8")
-    done = _run([EXTRAP_PYTHON, REFERENCE, "--batch", jobs_path], timeout=900)
+    done = _run([EXTRAP_PYTHON, REFERENCE, "--batch", jobs_path], timeout=900, env=reference_env())
     assert done.returncode == 0, f"extrap_reference.py failed:\n{done.stderr[-4000:]}"
     results = dict(zip(keys, json.loads(done.stdout)))
     for key, result in results.items():
@@ -161,8 +186,18 @@ def _describe(model):
     return f"{model.get('formula')}\n      costs {json.dumps(model.get('costs'))}"
 
 
-def compare_documents(expected, actual):
-    """Differences between Extra-P's document and trainscope's, as a list of lines (empty: equal)."""
+def _same_terms(e, a):
+    return sorted(map(_term_key, e["terms"])) == sorted(map(_term_key, a.get("terms", [])))
+
+
+def compare_documents(expected, actual, ties_taken=None):
+    """Differences between Extra-P's document and trainscope's, as a list of lines (empty: equal).
+
+    Where Extra-P's chosen hypothesis ties exactly with others (its "ties", see
+    extrap_reference.py: the same function on the measured points, equal costs, Extra-P's pick
+    decided by numpy's last bits) and trainscope chose one of those, the model is compared with
+    Extra-P's fit of that hypothesis instead, and (callpath, metric) is appended to ties_taken.
+    """
     problems = []
     if list(expected["parameters"]) != list(actual.get("parameters", [])):
         problems.append(f"parameters: Extra-P {expected['parameters']}, trainscope {actual.get('parameters')}")
@@ -175,6 +210,13 @@ def compare_documents(expected, actual):
         if a is None:
             continue
         where = f"{key[0]} / {key[1]}"
+        if not _same_terms(e, a):
+            tie = next((t for t in e.get("ties", []) if _same_terms(t, a)), None)
+            if tie is not None:
+                e = dict(e, formula=tie["formula"], constant=tie["constant"], terms=tie["terms"],
+                         costs=tie["costs"], predictions=tie["predictions"])
+                if ties_taken is not None:
+                    ties_taken.append(key)
         model_problems = []
         e_terms = sorted(e["terms"], key=_term_key)
         a_terms = sorted(a.get("terms", []), key=_term_key)
@@ -334,3 +376,78 @@ def test_an_unknown_option_is_an_error(inputs):
     done = _run([CLI, "model", "--modeler", "extrap", "--option", "no_such_option=1", inputs["sp_linear"]["txt"]])
     assert 0 < done.returncode < 128
     assert "no_such_option" in done.stderr
+
+
+# --- the layouts of Extra-P's own tests, exact ties, and inputs Extra-P refuses ----------------
+
+def test_the_layouts_of_extraps_tests_are_generated():
+    names = {c.name for c in CASES}
+    for layout in ("cross", "band", "sparse", "incomplete", "holes"):
+        for function in ("add", "mult", "mixed", "strong"):
+            assert f"layout_{layout}_{function}" in names
+    assert {c.name for c in CASES if len(c.parameters) == 3 and c.name.startswith("layout3_")} >= {
+        "layout3_lines_xy_z", "layout3_band_gap_xyz", "layout3_grid_xyz_x"}
+    assert sum(1 for c in CASES if len(c.parameters) == 4) >= 3
+    assert any(c.name.startswith("segmented_") for c in CASES)
+    points = gen.layout_points()
+    # a cross has exactly one line per parameter; an incomplete matrix lacks most of the grid
+    assert len(points["cross"]) == 11 and len(points["incomplete"]) == 8
+
+
+@needs_extrap
+def test_a_cross_is_an_exact_tie_and_trainscope_keeps_the_first(inputs, reference):
+    # On a cross, c + a*t1 + b*t2 (Extra-P's second hypothesis), c + a*t1 + b*t1*t2 and
+    # c + a*t2 + b*t1*t2 are the same function at every measured point: Extra-P reports them as
+    # ties, and trainscope keeps the earliest (the additive one) on every machine.
+    for function in ("add", "mult", "mixed"):
+        name = f"layout_cross_{function}"
+        expected = reference[(name, "txt")]["models"][0]
+        candidates = [expected] + expected["ties"]
+        assert len(candidates) >= 2, (name, expected["formula"])
+        actual, _ = _trainscope_json(CASES_BY_NAME[name], inputs[name]["txt"])
+        model = actual["models"][0]
+        assert len(model["terms"]) == 2 and all(len(t["factors"]) == 1 for t in model["terms"]), model["formula"]
+        assert any(_same_terms(c, model) for c in candidates), (model["formula"], [c["formula"] for c in candidates])
+    # and the comparison tells a tie from a difference
+    document = reference[("layout_cross_add", "txt")]
+    other = dict(document["models"][0], terms=[{"coefficient": 1.0, "factors": [
+        {"parameter": "p", "poly": "3", "poly_value": 3.0, "log": "0", "log_value": 0.0}]}])
+    assert compare_documents(document, dict(document, models=[other]))
+
+
+def _incomplete_case():
+    return gen.Case(name="incomplete", parameters=["p"], points=[(float(x),) for x in (4, 8, 16, 32, 64)],
+                    blocks=[gen.Block("sweep", "time", lambda d: 3 + 0.5 * d["p"]),
+                            gen.Block("sweep", "bytes", lambda d: 100 * d["p"])],
+                    repetitions=2, noise=0.02, seed=11)
+
+
+@needs_extrap
+@pytest.mark.parametrize("fmt", ["legacy.json", "jsonl"])
+def test_an_input_extrap_refuses_is_refused_naming_what_is_missing(fmt, tmp_path):
+    case = _incomplete_case()
+    path = tmp_path / f"incomplete.{fmt}"
+    if fmt == "legacy.json":
+        path.write_text(gen.render_legacy_json(case, missing={(0, 4)}), encoding="utf-8")
+    else:  # JSON Lines: the time series lacks p=64
+        lines = [line for line in gen.render_jsonl(case).splitlines()
+                 if not ('"p": 64.0' in line and '"metric": "time"' in line)]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{"input": str(path)}]), encoding="utf-8")
+    done = _run([EXTRAP_PYTHON, REFERENCE, "--batch", jobs], env=reference_env())
+    assert done.returncode == 0, done.stderr
+    assert "InvalidExperimentError" in json.loads(done.stdout)[0].get("error", ""), done.stdout
+
+    refused = _run([CLI, "model", "--modeler", "extrap", path])
+    assert 0 < refused.returncode < 128, refused.stdout
+    for needed in (str(path), "InvalidExperimentError", "callpath 'sweep'", "metric 'time'", "(p=64)",
+                   "4 of 5"):
+        assert needed in refused.stderr, (needed, refused.stderr)
+    assert "metric 'bytes'" not in refused.stderr
+
+    modeled = _run([CLI, "model", "--json", path])
+    assert modeled.returncode == 0, modeled.stderr
+    models = {m["metric"]: m for m in json.loads(modeled.stdout)["models"]}
+    assert any("(p=64)" in w and "time" in w for w in models["time"]["warnings"]), models["time"]["warnings"]
+    assert not any("no measurement" in w for w in models["bytes"]["warnings"])

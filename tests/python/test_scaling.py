@@ -354,3 +354,31 @@ def test_model_json_maps_parameters_to_identifiers(tmp_path):
     model = result["models"][0] if "models" in result else result[0]
     assert model["identifiers"] == {"batch-size": "batch_size"}
     assert "batch_size**(" in model["python"] and "batch-size" not in model["python"]
+
+
+def test_a_series_missing_a_coordinate_is_refused_by_extrap_and_modeled_by_default():
+    # the file's POINTS are 5 coordinates; the region "short" has DATA for 4
+    text = ("PARAMETER p\nPOINTS 2 4 8 16 32\nREGION full\nMETRIC time\n"
+            + "".join(f"DATA {3 + 0.5 * p} {3.01 + 0.5 * p}\n" for p in (2, 4, 8, 16, 32))
+            + "REGION short\nMETRIC time\n"
+            + "".join(f"DATA {3 + 0.5 * p} {3.01 + 0.5 * p}\n" for p in (2, 4, 8, 16)))
+    measurements = scaling.parse_extrap_text(text, "in.txt")
+    assert measurements.coordinates == [[2.0], [4.0], [8.0], [16.0], [32.0]]
+    short = measurements.find("short", "time")
+    assert measurements.missing_coordinates(short) == [[32.0]]
+    assert measurements.missing_coordinates(measurements.find("full", "time")) == []
+    with pytest.raises(ValueError, match=r"callpath 'short', metric 'time' has no measurement at \(p=32\)"):
+        scaling.fit(measurements, "short", "time", scaling.ModelOptions(modeler="extrap"))
+    model = scaling.fit(measurements, "short", "time")
+    assert "(p=32)" in model.warnings[0] and "4 of 5" in model.warnings[0]
+    assert not any("no measurement" in w for w in scaling.fit(measurements, "full", "time").warnings)
+
+
+def test_parsimony_keeps_a_noisy_constant_constant():
+    text = _extrap_text(lambda p: 7.0, ps=[2, 4, 8, 16, 32], reps=5, noise=0.01, seed=3)
+    measurements = scaling.parse_extrap_text(text, "in.txt")
+    assert scaling.fit(measurements).is_constant()
+    assert scaling.ModelOptions().significance == 0.05
+    strong = scaling.parse_extrap_text(_extrap_text(_strong, ps=[2, 4, 8, 16, 32], reps=5, noise=0.03),
+                                       "in.txt")
+    assert not scaling.fit(strong).is_constant()

@@ -44,6 +44,75 @@ std::vector<std::vector<double>> coordinates(const Series& series) {
 
 // --- text ------------------------------------------------------------------
 
+// Extra-P counts the coordinates of a file (its POINTS, a legacy file's
+// "coordinates", else every measured point) and refuses a file where a series
+// lacks one; the set records them so the modelers can refuse or warn.
+TEST(ExtrapCoordinates, EverySeriesIsCheckedAgainstTheFilesCoordinates) {
+  absl::StatusOr<MeasurementSet> text = parse_extrap_text(
+      "PARAMETER p\nPOINTS 4 8 16\nREGION a\nMETRIC t\nDATA 1\nDATA 2\nDATA 3\n"
+      "REGION b\nDATA 1\nDATA 2\n",
+      "in.txt");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->coordinates, (std::vector<std::vector<double>>{{4}, {8}, {16}}));
+  EXPECT_TRUE(missing_coordinates(*text, text->series[0]).empty());
+  EXPECT_EQ(missing_coordinates(*text, text->series[1]), (std::vector<std::vector<double>>{{16}}));
+
+  absl::StatusOr<MeasurementSet> legacy = parse_extrap_json(
+      R"({"parameters": [{"id": 1, "name": "x"}], "callpaths": [{"id": 1, "name": "sweep"}],
+          "metrics": [{"id": 1, "name": "time"}],
+          "coordinates": [{"id": 1, "parameter_value_pairs": [{"parameter_id": 1, "parameter_value": 4}]},
+                          {"id": 2, "parameter_value_pairs": [{"parameter_id": 1, "parameter_value": 8}]}],
+          "measurements": [{"coordinate_id": 1, "callpath_id": 1, "metric_id": 1, "value": 2.5}]})",
+      "legacy.json");
+  ASSERT_TRUE(legacy.ok()) << legacy.status();
+  EXPECT_EQ(missing_coordinates(*legacy, legacy->series[0]),
+            (std::vector<std::vector<double>>{{8}}));
+
+  absl::StatusOr<MeasurementSet> lines = parse_extrap_jsonl(
+      "{\"params\": {\"p\": 1, \"q\": 2}, \"value\": 1, \"metric\": \"a\"}\n"
+      "{\"params\": {\"p\": 2, \"q\": 2}, \"value\": 1, \"metric\": \"a\"}\n"
+      "{\"params\": {\"p\": 2, \"q\": 2}, \"value\": 1, \"metric\": \"b\"}\n",
+      "in.jsonl");
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_EQ(lines->coordinates.size(), 2u);
+  EXPECT_TRUE(missing_coordinates(*lines, *lines->find("<root>", "a")).empty());
+  EXPECT_EQ(missing_coordinates(*lines, *lines->find("<root>", "b")),
+            (std::vector<std::vector<double>>{{1, 2}}));
+  EXPECT_THAT(std::string(check_coordinates(*lines, *lines->find("<root>", "b")).message()),
+              HasSubstr("callpath '<root>', metric 'b' has no measurement at (p=1, q=2) (1 of 2"));
+}
+
+// Extra-P counts a text block given again, or a point listed twice in a JSON
+// series, as more measurements than coordinates (and refuses the file); JSON
+// Lines and legacy JSON repetitions are repetitions.
+TEST(ExtrapCoordinates, APointGivenTwiceWhereExtraPCountsItTwiceIsRecorded) {
+  absl::StatusOr<MeasurementSet> text = parse_extrap_text(
+      "PARAMETER p\nPOINTS 4 8\nREGION a\nDATA 1\nDATA 2\nREGION b\nDATA 1\nDATA 2\n"
+      "REGION a\nDATA 1.5\n",
+      "in.txt");
+  ASSERT_TRUE(text.ok()) << text.status();
+  ASSERT_EQ(text->repeated.size(), 1u);
+  EXPECT_EQ(text->repeated[0].callpath, "a");
+  EXPECT_EQ(text->repeated[0].coordinate, std::vector<double>{4});
+  EXPECT_THAT(text->find("a", "")->points[0].values, ElementsAre(1, 1.5));  // merged
+  EXPECT_THAT(std::string(check_coordinates(*text, *text->find("a", "")).message()),
+              HasSubstr("callpath 'a', metric '' is measured twice at (p=4)"));
+  EXPECT_TRUE(check_coordinates(*text, *text->find("b", "")).ok());
+
+  absl::StatusOr<MeasurementSet> json = parse_extrap_json(
+      R"({"parameters": ["p"], "measurements": {"m": {"t": [{"point": [2], "values": [1]},
+          {"point": [4], "values": [2]}, {"point": [2], "values": [3]}]}}})",
+      "in.json");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->repeated.size(), 1u);
+
+  absl::StatusOr<MeasurementSet> lines = parse_extrap_jsonl(
+      "{\"params\": {\"p\": 1}, \"value\": 1}\n{\"params\": {\"p\": 1}, \"value\": 2}\n",
+      "in.jsonl");
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_TRUE(lines->repeated.empty());
+}
+
 TEST(ExtrapText, ReadsRegionsMetricsAndRepetitions) {
   absl::StatusOr<MeasurementSet> set = parse_extrap_text(
       "# a comment\n"

@@ -27,12 +27,15 @@ from trainscope._core import TimeStats, TrainscopeWarning, built_with_cuda
 from trainscope.run import (ActiveRun, active_run, end_run, log_artifact, log_metric, log_metrics,
                             log_param, log_params, set_tag, set_tags, start_run)
 from trainscope._reading import read_run, search_runs
+from trainscope._stalls import TimedLoader as _TimedLoader
+from trainscope._report import Report, report
 
 __version__ = _core.__version__
 
 __all__ = [
     "ActiveRun",
     "CPUGPUTimer",
+    "Report",
     "TimeStats",
     "TimeType",
     "Timer",
@@ -46,6 +49,7 @@ __all__ = [
     "log_param",
     "log_params",
     "read_run",
+    "report",
     "search_runs",
     "set_tag",
     "set_tags",
@@ -142,6 +146,12 @@ class Timer(_core.Timer):
         """The region of `key` as a context manager or decorator."""
         return _Scope(self, key, {})
 
+    def timed(self, iterable, key=TimeType.IO, copy_to=None):
+        """`iterable` (a DataLoader or any iterable) with the wait for each item timed
+        as the region `key`; copy_to=device also times the host-to-device copy as
+        'h2d'. What the loop receives is unchanged (but copied to copy_to)."""
+        return _TimedLoader(self, iterable, key, copy_to=copy_to)
+
     def _means(self, prefix):
         return _mean_metrics([("", self.keys(), self.get_time_stats)], prefix)
 
@@ -170,6 +180,13 @@ class CPUGPUTimer(_core.CPUGPUTimer):
     def scope(self, key, gpu=False):
         """The region of `key` (timed on the GPU too if gpu) as a context manager or decorator."""
         return _Scope(self, key, {"gpu": gpu})
+
+    def timed(self, iterable, key=TimeType.IO, copy_to=None):
+        """`iterable` with the wait for each item timed as the region `key` (on the CPU);
+        copy_to=device also times the host-to-device copy as 'h2d' on the CPU and
+        the GPU. What the loop receives is unchanged (but copied to copy_to)."""
+        return _TimedLoader(self, iterable, key, copy_to=copy_to,
+                            gpu=copy_to is not None and self.gpu_available())
 
     def _means(self, prefix):
         return _mean_metrics(

@@ -70,6 +70,10 @@ struct RunOptions {
 // (srun), TORCHELASTIC_RUN_ID (torchrun), PMIX_NAMESPACE (Open MPI's mpirun).
 // nullopt outside such a job. `source` (optional) names the variables used.
 std::optional<std::string> job_run_id(std::string* source = nullptr);
+// A run id (32 lowercase hex digits) that is a stable hash of `key`: every
+// process that knows the key derives the same id (job_run_id(), the tasks of
+// a `trainscope sweep --slurm` array).
+std::string run_id_from_key(std::string_view key);
 
 class Run {
  public:

@@ -41,6 +41,15 @@ class RunReader final : public RunSource {
   absl::StatusOr<Summary> read_summary(std::uint32_t rank) const override;
   absl::StatusOr<Chunk<MetricPoint>> read_host_metrics(const std::string& host,
                                                        std::uint64_t offset = 0) const override;
+  // As above, but reading at most about `max_bytes` from `offset` (whole
+  // lines; one line at least, however long), for readers of large runs that
+  // show progress or keep memory flat: the rest is read by calling again
+  // from next_offset, until it reaches the file's size.
+  absl::StatusOr<Chunk<RegionRow>> read_regions(std::uint32_t rank, std::uint64_t offset,
+                                                std::uint64_t max_bytes) const;
+  absl::StatusOr<Chunk<MetricPoint>> read_host_metrics(const std::string& host,
+                                                       std::uint64_t offset,
+                                                       std::uint64_t max_bytes) const;
   // Paths of the files under artifacts/, relative to it.
   std::vector<std::string> artifacts() const;
 

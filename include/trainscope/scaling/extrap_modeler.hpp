@@ -2,7 +2,12 @@
 // "Basic" modeler (hypothesis search with leave-one-out cross-validated SMAPE)
 // and the multi-parameter modeler (single-parameter terms from the longest
 // lines of points, then products and sums chosen by in-sample SMAPE).
-// Same chosen terms, same coefficients (to rounding), same costs.
+// Same chosen terms, same coefficients (to rounding), same costs: least
+// squares as numpy's lstsq computes them (LAPACK's dgelsd, digits lost to bad
+// column scaling included). Where hypotheses tie exactly (equal costs in exact
+// arithmetic, e.g. additive and mixed forms on a cross of points), Extra-P's
+// pick depends on numpy's last bits and the BLAS kernel; the earlier
+// hypothesis is kept, as Extra-P's "<" does in exact arithmetic.
 #ifndef TRAINSCOPE_SCALING_EXTRAP_MODELER_HPP_
 #define TRAINSCOPE_SCALING_EXTRAP_MODELER_HPP_
 

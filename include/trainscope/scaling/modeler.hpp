@@ -1,5 +1,7 @@
 // trainscope's scaling modeler: Extra-P's search, plus negative exponents for
-// strong scaling, minus models that predict non-physical values. The exact
+// strong scaling (with a positive coefficient: a share that shrinks as p
+// grows), minus models that predict non-physical values, minus terms that fit
+// only the noise between repetitions (an F-test, `significance`). The exact
 // Extra-P modeler is one option away (Modeler::kExtrap).
 #ifndef TRAINSCOPE_SCALING_MODELER_HPP_
 #define TRAINSCOPE_SCALING_MODELER_HPP_
@@ -28,19 +30,34 @@ struct ModelOptions {
   // kExtrap: all of Extra-P's options. kTrainscope: the base of its search
   // (measure, exponents, cross-validation), with the changes below.
   ExtrapOptions extrap;
-  // kTrainscope: also search negative exponents (t = a + b/p, b/sqrt(p), ...).
+  // kTrainscope: also search negative exponents (t = a + b/p, b/sqrt(p), ...);
+  // with every value positive, only with b > 0.
   bool negative_exponents = true;
   // kTrainscope: when every measured value is positive, reject a hypothesis
   // that predicts a value <= 0 anywhere from the smallest measured point to
   // `extrapolation_factor` times the largest, per parameter.
   bool reject_nonphysical = true;
   double extrapolation_factor = 8.0;
+  // kTrainscope: parsimony. A parameter's term stays only when an F-test
+  // against the constant rejects at this level: its reduction of the residual
+  // sum of squares, over the noise of a point's value estimated from the
+  // spread of the repetitions (without repetitions: from the residuals), is
+  // F(1, df)-distributed if the term only fits noise. 0 turns the test off.
+  double significance = 0.05;
 };
 
 // Fits one series. Errors (with the reason): no points, dimension mismatch,
 // non-finite values, fewer distinct values of a parameter than a model needs.
 absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
                           const ModelOptions& options = {});
+
+// Fits `series` of `set`, with the check Extra-P makes on a whole input: where
+// the series lacks some of set.coordinates (check_coordinates), kExtrap
+// refuses with that error and "Extra-P refuses such an input
+// (InvalidExperimentError)", kTrainscope models the points measured with the
+// error's text as the model's first warning.
+absl::StatusOr<Model> fit_series(const MeasurementSet& set, const Series& series,
+                                 const ModelOptions& options = {});
 
 }  // namespace trainscope::scaling
 

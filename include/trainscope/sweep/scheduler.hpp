@@ -27,22 +27,44 @@
 #include "absl/time/time.h"
 #include "trainscope/hardware/hardware_source.hpp"
 #include "trainscope/launch/launch.hpp"
+#include "trainscope/sweep/gpu_tools.hpp"
 #include "trainscope/sweep/plan.hpp"
 
 namespace trainscope::sweep {
 
 // Where one job runs: its GPUs (CUDA_VISIBLE_DEVICES), none for a CPU slot.
+// A stand-in is a CPU slot that plays GPU devices[0] (the --slots test
+// mode): jobs that pin devices (radT's Devices) are placed by it, but the job
+// gets no CUDA_VISIBLE_DEVICES and no collocation (MPS, MIG) is set up.
 struct Slot {
   std::vector<int> devices;
+  bool stand_in = false;
 };
 
 // Slot discovery. `n` CPU slots (n >= 1).
 absl::StatusOr<std::vector<Slot>> cpu_slots(int n);
+// The --slots test mode: `n` CPU slots standing in for GPUs 0..n-1,
+// `per_slot` jobs each (as --per-gpu).
+absl::StatusOr<std::vector<Slot>> stand_in_slots(int n, int per_slot = 1);
 // `per_gpu` slots on each of `devices` (physical indices, e.g. from NVML),
 // restricted to those CUDA_VISIBLE_DEVICES lists when `restrict_to_visible`
 // and it is set to indices (UUIDs keep the list as it is).
 absl::StatusOr<std::vector<Slot>> gpu_slots(const std::vector<int>& devices, int per_gpu,
                                             bool restrict_to_visible = true);
+
+// What `trainscope sweep` asks for: --slots N CPU slots, or GPU slots on
+// --devices (physical indices), per_gpu jobs each.
+struct SlotRequest {
+  int cpu_slots = 0;         // > 0: this many stand-in CPU slots (stand_in_slots), no GPU
+  std::vector<int> devices;  // empty: every GPU NVML lists (CUDA_VISIBLE_DEVICES applies)
+  int per_gpu = 1;
+};
+// The slots of a request, GPUs discovered through NVML: each --devices index
+// must exist (else an error naming it and the GPUs there are); with no GPU
+// (no driver, none visible) and no --devices, one CPU slot, and `note` says
+// so and why. `note` (optional) also gets what was found ("2 GPUs: 0, 1").
+absl::StatusOr<std::vector<Slot>> choose_slots(const SlotRequest& request,
+                                               std::string* note = nullptr);
 
 // QUEUED: waits (also again after a failed attempt with retries left);
 // KILLED: stopped by the caller (runs again when the sweep resumes).
@@ -65,6 +87,10 @@ struct JobRecord {
   // Means of the job's BATCH and EPOCH regions (seconds; NaN: not timed).
   double batch_mean_s = std::numeric_limits<double>::quiet_NaN();
   double epoch_mean_s = std::numeric_limits<double>::quiet_NaN();
+  // Under --slurm (slurm.hpp): the array job the last attempt was submitted
+  // in and the job's index in it (empty / -1: not submitted to Slurm).
+  std::string slurm_job_id;
+  int slurm_index = -1;
 };
 
 struct Progress {
@@ -101,6 +127,9 @@ struct SweepOptions {
   std::function<std::vector<std::unique_ptr<HardwareSource>>()> make_sources;
   bool record_environment = true;
   bool tee = false;  // copy the jobs' output to this process's stdout/stderr
+  // radT's Collocation (MPS, MIG profiles) on GPU slots goes through these
+  // tools (gpu_tools.hpp); default: system_gpu_tools(). Not used on CPU slots.
+  std::shared_ptr<GpuTools> gpu_tools;
 };
 
 struct SweepResult {
@@ -137,6 +166,10 @@ class Scheduler {
   explicit Scheduler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
+
+// The plan stored in a sweep directory's sweep.json, every job in its order
+// (queued ones included): `trainscope sweep --resume DIR` without the input.
+absl::StatusOr<Plan> saved_plan(const std::string& dir);
 
 // Open(plan, options) and run().
 absl::StatusOr<SweepResult> run_sweep(const Plan& plan, SweepOptions options);

@@ -1,0 +1,41 @@
+// trainscope._core._render_report: `trainscope report` for Python
+// (include/trainscope/report/report.hpp); trainscope/report.py wraps it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "py_timers.hpp"
+#include "trainscope/report/report.hpp"
+
+namespace py = pybind11;
+
+namespace trainscope::python {
+
+void RegisterReport(py::module_& core) {
+  core.def(
+      "_render_report",
+      [](const std::vector<std::string>& inputs, const std::string& title,
+         const std::string& scaling, std::size_t max_points, bool progress) {
+        report::ReportOptions options;
+        options.inputs = inputs;
+        options.title = title;
+        options.scaling_parameter = scaling;
+        options.max_points = max_points;
+        if (progress) options.progress = report::progress_printer(stderr, /*terminal=*/false);
+        absl::StatusOr<std::string> html;
+        {
+          py::gil_scoped_release release;  // reading a large run takes seconds
+          html = report::render_report(options);
+        }
+        ThrowIfError(html.status());
+        return py::bytes(*html);
+      },
+      py::arg("inputs"), py::arg("title") = "", py::arg("scaling") = "",
+      py::arg("max_points") = report::ReportOptions{}.max_points, py::arg("progress") = false,
+      "The report page's HTML (UTF-8 bytes); see trainscope.report().");
+  core.def("_chart_library", &report::chart_library);
+}
+
+}  // namespace trainscope::python

@@ -1,0 +1,98 @@
+"""trainscope.report: one self-contained HTML page for a run, a sweep or a scaling study.
+
+The same page as ``trainscope report`` (C++: trainscope/report/report.hpp)::
+
+    import trainscope
+
+    page = trainscope.report("trainscope-runs/<run-id>", output="run.html")
+    page                       # in Jupyter: the page inline
+    trainscope.report(["sweeps/lr"], output="sweep.html", scaling="batch_size")
+
+Inputs are run directories, sweep directories (sweep.json), directories that
+hold runs, or runs from trainscope.read_run. Errors are exceptions with the C++
+message (naming the input and what is wrong): FileNotFoundError for a missing
+path, ValueError for one that is no run, RuntimeError otherwise.
+"""
+
+import html as _html
+import os as _os
+import tempfile as _tempfile
+
+from trainscope import _core
+
+__all__ = ["Report", "report"]
+
+
+class Report:
+    """A report page: ``html`` (str), ``path`` (where it was written, or None).
+
+    Jupyter shows it inline (an iframe holding the whole page, so its script and
+    style stay apart from the notebook's); ``show()`` does the same explicitly.
+    """
+
+    def __init__(self, html, path=None, height=900):
+        self.html = html
+        self.path = path
+        self.height = height
+
+    def _repr_html_(self):
+        return ('<iframe srcdoc="{}" style="width: 100%; height: {}px; border: 1px solid #ddd" '
+                'sandbox="allow-scripts allow-popups"></iframe>').format(
+                    _html.escape(self.html, quote=True), int(self.height))
+
+    def show(self):
+        """Displays the page inline in Jupyter/IPython (IPython.display)."""
+        from IPython.display import HTML, display  # imported only when used
+        display(HTML(self._repr_html_()))
+
+    def __fspath__(self):
+        if self.path is None:
+            raise TypeError("this report was not written to a file (pass output=...)")
+        return self.path
+
+    def __repr__(self):
+        where = self.path if self.path is not None else "not written"
+        return f"<trainscope.Report {where}, {len(self.html.encode('utf-8')) / 1e6:.2f} MB>"
+
+
+def _input_path(item):
+    path = getattr(item, "dir", item)  # a trainscope.read_run() Run
+    return _os.fspath(path)
+
+
+def report(inputs, output=None, *, title=None, scaling=None, max_points=2000, progress=False,
+           height=900):
+    """Builds the report page of ``inputs`` and writes it to ``output`` (if given).
+
+    inputs: a run directory, a sweep directory, a directory of runs or a Run
+        (trainscope.read_run), or a list of them; one run gives a run page,
+        anything else a study page.
+    output: the HTML file to write (replaced atomically); None keeps it in memory.
+    title: default: the run's or sweep's name.
+    scaling: the run param of the scaling study; default: the one numeric
+        param that varies across the runs; "none" turns it off.
+    max_points: points per time series on the page (statistics use every row).
+    progress: print progress lines to stderr while reading.
+    height: the inline frame's height in Jupyter, in pixels.
+
+    Returns a Report (``.html``, ``.path``; shown inline by Jupyter).
+    """
+    if isinstance(inputs, (str, bytes, _os.PathLike)) or hasattr(inputs, "dir"):
+        inputs = [inputs]
+    paths = [_input_path(item) for item in inputs]
+    page = _core._render_report(paths, title or "", scaling or "", int(max_points),
+                                bool(progress)).decode("utf-8")
+    path = None
+    if output is not None:
+        path = _os.fspath(output)
+        directory = _os.path.dirname(_os.path.abspath(path))
+        fd, tmp = _tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=directory)
+        try:
+            with _os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(page)
+            _os.replace(tmp, path)
+        except BaseException:
+            if _os.path.exists(tmp):
+                _os.unlink(tmp)
+            raise
+    return Report(page, path, height)

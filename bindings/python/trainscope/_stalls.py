@@ -1,0 +1,284 @@
+"""The timed loader: ``for batch in tmr.timed(loader):`` times the wait for each
+batch (the time spent in the loader's ``__next__``) as a region of `key`
+(TimeType.IO by default), and hands on exactly what the loader yields.
+
+Besides `key` it records, on the same timer:
+  ``loader_epoch``  one region per pass over the loader (iter() to exhaustion),
+  ``iteration``     from one batch handed out to the next (compute + wait),
+  ``h2d``           the host-to-device copy, when ``copy_to`` is given.
+At the end of each pass it logs the pass's data-wait share and its spread as
+metrics of the active run (``stalls/...``, step = pass number), so they reach
+the run's exporters (MLflow, W&B) as the run goes.
+
+Under ``trainscope stalls`` the environment selects a mode (see
+docs/stalls.md): TRAINSCOPE_STALLS_MODE=synthetic hands out the first batch
+again and again (pure compute); TRAINSCOPE_STALLS_ITERATIONS=N with
+TRAINSCOPE_STALLS_WARMUP=W ends the process cleanly (run FINISHED) once W + N
+batches were handed out, whatever epoch loop surrounds the loader.
+"""
+
+import os
+import sys
+import time
+import weakref
+
+MODE_ENV = "TRAINSCOPE_STALLS_MODE"
+ITERATIONS_ENV = "TRAINSCOPE_STALLS_ITERATIONS"
+WARMUP_ENV = "TRAINSCOPE_STALLS_WARMUP"
+
+EPOCH_KEY = "loader_epoch"
+ITERATION_KEY = "iteration"
+COPY_KEY = "h2d"
+
+# TensorFlow's input-pipeline analyzer classes.
+MODERATE_SHARE = 0.05
+HIGH_SHARE = 0.20
+# Waits in the first batches of a pass (worker start-up, prefetch fill, cold
+# caches) are "bunched at the start" when they hold this share of the pass's wait.
+BUNCHED_SHARE = 0.5
+
+
+def classify(share):
+    """TensorFlow's classes of input-bound %: 'not', 'moderately' or 'highly'."""
+    if share < MODERATE_SHARE:
+        return "not"
+    return "moderately" if share < HIGH_SHARE else "highly"
+
+
+class _Budget:
+    """Batches handed out across every pass of one process (the stop rule)."""
+
+    def __init__(self):
+        self.handed_out = 0
+        self.mode = os.environ.get(MODE_ENV, "")
+        self.limit = None
+        iterations = os.environ.get(ITERATIONS_ENV)
+        if iterations:
+            warmup = int(os.environ.get(WARMUP_ENV, "0") or 0)
+            self.limit = warmup + int(iterations)
+        self.first_batch = None
+        self.logged_for = None  # the run whose stalls params were logged
+        self.passes = weakref.WeakKeyDictionary()  # timer -> passes it timed (metric steps)
+
+
+_budget = None
+
+
+def _process_budget():
+    global _budget
+    if _budget is None:
+        _budget = _Budget()
+    return _budget
+
+
+def _batch_size(batch):
+    """The leading dimension of the first tensor-like in `batch`, else None."""
+    seen = 0
+    while seen < 8:
+        seen += 1
+        if isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        elif isinstance(batch, (list, tuple)) and batch and not hasattr(batch, "shape"):
+            first = batch[0]
+            if hasattr(first, "shape") or isinstance(first, (dict, list, tuple)):
+                batch = first
+            else:
+                return len(batch)
+        else:
+            break
+    shape = getattr(batch, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else None
+
+
+def _copy(batch, device):
+    if hasattr(batch, "to"):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {k: _copy(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        copied = [_copy(v, device) for v in batch]
+        return type(batch)(copied) if isinstance(batch, list) else tuple(copied)
+    return batch
+
+
+def _quantile(sorted_values, q):
+    if not sorted_values:
+        return 0.0
+    position = q * (len(sorted_values) - 1)
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def pass_metrics(waits, wall_s, startup_batches):
+    """The stalls/ metrics of one pass: waits (seconds per batch) over wall seconds."""
+    total = sum(waits)
+    ordered = sorted(waits)
+    startup = sum(waits[:startup_batches])
+    share = total / wall_s if wall_s > 0 else 0.0
+    return {
+        "stalls/data_wait_share": share,
+        "stalls/input_bound_class": {"not": 0, "moderately": 1, "highly": 2}[classify(share)],
+        "stalls/wait_p50_ms": _quantile(ordered, 0.5) * 1e3,
+        "stalls/wait_p95_ms": _quantile(ordered, 0.95) * 1e3,
+        "stalls/wait_max_ms": (ordered[-1] if ordered else 0.0) * 1e3,
+        "stalls/startup_wait_share": startup / total if total > 0 else 0.0,
+        "stalls/batches": len(waits),
+    }
+
+
+def _startup_batches(count):
+    """How many first batches count as the pass's start: a tenth, at least 2
+    (as src/stalls/analysis.cpp's startup_batches)."""
+    return min(count, max(2, count // 10))
+
+
+class TimedLoader:
+    """What ``Timer.timed(iterable, ...)`` returns: iterate it like `iterable`."""
+
+    def __init__(self, timer, iterable, key, copy_to=None, gpu=None):
+        self._pass_done = None
+        self._pass = 0
+        self._timer = timer
+        self._iterable = iterable
+        self._key = key
+        self._copy_to = copy_to
+        self._gpu_kwargs = {} if gpu is None else {"gpu": gpu}
+
+    def __len__(self):
+        return len(self._iterable)
+
+    def __iter__(self):
+        budget = _process_budget()
+        self._pass = budget.passes.get(self._timer, 0) + 1
+        budget.passes[self._timer] = self._pass
+        if budget.mode == "synthetic":
+            return self._synthetic(budget)
+        return self._timed(budget)
+
+    def _timed(self, budget):
+        timer = self._timer
+        began = time.perf_counter()
+        timer.start(EPOCH_KEY)
+        waits = []
+        iterator = iter(self._iterable)
+        last_handed_out = None
+        try:
+            while True:
+                timer.start(self._key)
+                t0 = time.perf_counter()
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    timer.end(self._key)  # waiting to learn the pass is over is waiting too
+                    waits.append(time.perf_counter() - t0)
+                    break
+                timer.end(self._key)
+                waits.append(time.perf_counter() - t0)
+                if self._copy_to is not None:
+                    timer.start(COPY_KEY, **self._gpu_kwargs)
+                    batch = _copy(batch, self._copy_to)
+                    timer.end(COPY_KEY, **self._gpu_kwargs)
+                if last_handed_out is not None:
+                    timer.end(ITERATION_KEY)
+                    last_handed_out = None
+                if budget.limit is not None and budget.handed_out >= budget.limit:
+                    # The W + N measured iterations are done (this batch is
+                    # not handed out): end the run, then the process.
+                    self._finish_pass(budget, waits, began, stopping=True)
+                    _stop_process()
+                self._note_batch(budget, batch)
+                timer.start(ITERATION_KEY)
+                last_handed_out = True
+                yield batch
+        finally:
+            if last_handed_out is not None:
+                timer.end(ITERATION_KEY)
+            self._finish_pass(budget, waits, began, stopping=False)
+
+    def _synthetic(self, budget):
+        """The first batch again and again (on the device when copy_to is set):
+        pure compute, the ingestion rate."""
+        timer = self._timer
+        if budget.first_batch is None:
+            batch = next(iter(self._iterable))
+            if self._copy_to is not None:
+                batch = _copy(batch, self._copy_to)
+            budget.first_batch = batch
+        try:
+            count = len(self._iterable)
+        except TypeError:
+            count = None
+        began = time.perf_counter()
+        timer.start(EPOCH_KEY)
+        waits = []
+        opened = False
+        try:
+            handed = 0
+            while count is None or handed < count:
+                timer.start(self._key)
+                t0 = time.perf_counter()
+                batch = budget.first_batch
+                timer.end(self._key)
+                waits.append(time.perf_counter() - t0)
+                if opened:
+                    timer.end(ITERATION_KEY)
+                    opened = False
+                if budget.limit is not None and budget.handed_out >= budget.limit:
+                    self._finish_pass(budget, waits, began, stopping=True)
+                    _stop_process()
+                self._note_batch(budget, batch)
+                timer.start(ITERATION_KEY)
+                opened = True
+                handed += 1
+                yield batch
+        finally:
+            if opened:
+                timer.end(ITERATION_KEY)
+            self._finish_pass(budget, waits, began, stopping=False)
+
+    def _note_batch(self, budget, batch):
+        budget.handed_out += 1
+        run = _active_run()
+        if run is not None and budget.logged_for != run.id:
+            budget.logged_for = run.id
+            size = _batch_size(batch)
+            if size is not None:
+                run.log_param("stalls.batch_size", size)
+            if budget.mode:
+                run.log_param("stalls.mode", budget.mode)
+
+    def _finish_pass(self, budget, waits, began, stopping):
+        timer = self._timer
+        if self._pass_done == self._pass:
+            return
+        self._pass_done = self._pass
+        try:
+            timer.end(EPOCH_KEY)
+        except RuntimeError:
+            pass  # already ended (a stop, then the generator's finally)
+        wall = time.perf_counter() - began
+        run = _active_run()
+        if run is not None and waits:
+            metrics = pass_metrics(waits, wall, _startup_batches(len(waits)))
+            for name, value in metrics.items():
+                run.log_metric(name, value, step=self._pass)
+        if stopping and run is not None:
+            run.log_metric("stalls/handed_out", budget.handed_out, step=self._pass)
+
+
+def _active_run():
+    from trainscope import run as run_api  # pylint: disable=import-outside-toplevel
+
+    return run_api.active_run()
+
+
+def _stop_process():
+    """W + N iterations done: end the run (everything flushed, FINISHED) and the
+    process, with status 0, as DS-Analyzer's instrumented script does."""
+    from trainscope import run as run_api  # pylint: disable=import-outside-toplevel
+
+    run_api.end_run("FINISHED")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    raise SystemExit(0)

@@ -1,0 +1,70 @@
+// `trainscope report`: one self-contained HTML page (Chart.js and the data
+// embedded, no server, no network when opened) for a run, for several runs
+// or a sweep, and for a scaling study across runs.
+//
+//   trainscope::report::ReportOptions options;
+//   options.inputs = {"trainscope-runs/5378fc5b2fff80241b02fae439831f4e"};
+//   absl::Status written = trainscope::report::write_report(options, "run.html");
+//
+// One run directory gives a run page: status, command, params, environment,
+// the statistics of every key (CPU and GPU, medians with their confidence
+// intervals), distributions, region times over time with a rolling median and
+// p95, hardware metrics on the same time axis, per-rank comparison and the
+// slowest rank per step, user metrics. Several inputs, a sweep directory
+// (sweep.json) or a directory of runs give a study page: one row per run,
+// each key against each parameter, runs side by side, and the scaling model
+// of every key against a numeric parameter (trainscope/scaling/).
+//
+// Statistics are computed on every row. Time series are shown downsampled to
+// at most `max_points` points per series by an envelope (min and max of each
+// bucket of consecutive rows, so no spike is lost) and the page says so.
+#ifndef TRAINSCOPE_REPORT_REPORT_HPP_
+#define TRAINSCOPE_REPORT_REPORT_HPP_
+
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace trainscope::report {
+
+struct ReportOptions {
+  // Run directories (run.json), sweep directories (sweep.json) and
+  // directories holding runs one level down. One run: a run page; else a
+  // study page.
+  std::vector<std::string> inputs;
+  std::string title;  // default: the run's name, the sweep's name or "trainscope study"
+  // The x parameter of the scaling study (a run param with numeric values).
+  // Empty: the one param that varies across the finished runs, if exactly one
+  // does, with at least 3 numeric values; "none": no scaling study.
+  std::string scaling_parameter;
+  // Points per time series shown (at least 16); statistics use every row.
+  std::size_t max_points = 2000;
+  // Called from the calling thread while inputs are read: `transient` lines
+  // are passing states (a live percentage), the others are worth keeping.
+  std::function<void(const std::string& text, bool transient)> progress;
+};
+
+// The page, as HTML text. Errors name the input and what is wrong with it
+// (not a run, a sweep or a directory of runs; a damaged file and its line).
+absl::StatusOr<std::string> render_report(const ReportOptions& options);
+
+// render_report() written to `path`, replaced atomically.
+absl::Status write_report(const ReportOptions& options, const std::string& path);
+
+// A ReportOptions::progress that prints to `out`: one line rewritten in
+// place when `terminal`, else plain lines ("report: ...") for kept lines only.
+std::function<void(const std::string& text, bool transient)> progress_printer(std::FILE* out,
+                                                                              bool terminal);
+
+// The charting library the page embeds: "Chart.js 3.9.1", or empty when this
+// build has none (render_report then fails with what to install).
+std::string chart_library();
+
+}  // namespace trainscope::report
+
+#endif  // TRAINSCOPE_REPORT_REPORT_HPP_

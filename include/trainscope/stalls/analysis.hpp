@@ -1,0 +1,129 @@
+// Data stalls: how long a training loop waits for its data, from a run's
+// region rows (the live method), and DS-Analyzer's differential method over
+// three runs (synthetic, cold cache, warm cache), with what-ifs on cache size,
+// loader workers and GPU count. docs/stalls.md describes the method.
+#ifndef TRAINSCOPE_STALLS_ANALYSIS_HPP_
+#define TRAINSCOPE_STALLS_ANALYSIS_HPP_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace trainscope::stalls {
+
+// The region keys the timed loader records (bindings/python/trainscope/_stalls.py).
+inline constexpr char kPassKey[] = "loader_epoch";
+inline constexpr char kIterationKey[] = "iteration";
+inline constexpr char kWaitKey[] = "IO";
+
+// TensorFlow's input-pipeline classes of the data-wait share.
+std::string input_bound_class(double share);  // "not", "moderately", "highly"
+
+// One pass over the loader (an epoch), or the whole run.
+struct PassStalls {
+  int index = 0;      // 1-based; 0 for the run
+  double wall_s = 0;  // the pass's time
+  double wait_s = 0;  // time in the loader's __next__
+  double share = 0;   // wait_s / wall_s
+  std::size_t batches = 0;
+  double wait_p50_s = 0, wait_p95_s = 0, wait_max_s = 0;
+  double startup_wait_share = 0;  // of wait_s, in the pass's first batches
+  bool bunched = false;           // waits bunched at the start rather than spread out
+};
+
+// How many first batches of a pass count as its start: a tenth, at least 2.
+std::size_t startup_batches(std::size_t batches);
+// A pass's figures from its per-batch waits and its wall time.
+PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s);
+
+struct RunStalls {
+  std::string run_dir;
+  std::string status;  // the run's
+  std::vector<PassStalls> passes;
+  PassStalls total;
+  std::vector<double> iteration_s;  // "iteration" rows, in order (the timed loader's)
+  std::vector<std::int64_t> iteration_start_ns;
+  std::vector<double> wait_s;  // every wait, in order
+  std::vector<std::int64_t> wait_start_ns;
+  std::optional<int> batch_size;  // param stalls.batch_size
+  std::string pattern;            // "none", "spread" or "bunched at pass starts"
+};
+
+// The live analysis of a run directory (rank 0, or the lowest rank). Passes
+// come from the timed loader's loader_epoch rows, else EPOCH rows, else the
+// run is one pass. NotFound when the run has no IO rows at all.
+absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
+
+// Time of `iterations` iterations after `warmup` from per-iteration times,
+// with a 95% confidence interval (normal, from their spread).
+struct Timing {
+  double total_s = 0;
+  double ci_half_s = 0;  // total_s +- this
+  std::size_t iterations = 0;
+  double mean_s() const { return iterations ? total_s / iterations : 0; }
+};
+absl::StatusOr<Timing> measured_time(const std::vector<double>& iteration_s, std::size_t warmup,
+                                     std::size_t iterations);
+
+// The live data-wait share over the iterations measured_time() counts: the
+// waits inside them over their time. 0 without iterations.
+double measured_wait_share(const RunStalls& run, std::size_t warmup, std::size_t iterations);
+
+// DS-Analyzer's arithmetic on T1 (synthetic), T2 (cold) and T3 (warm).
+struct Differential {
+  Timing synthetic, cold, warm;
+  int batch_size = 0;
+  double ingestion_rate = 0;  // samples/s: N B / T1
+  double prep_rate = 0;       // N B / T3
+  double fetch_rate = 0;      // N B / (T2 - T3); 0 when T2 <= T3 (no fetch stall measurable)
+  double prep_stall_s = 0, fetch_stall_s = 0;  // T3 - T1, T2 - T3
+  double prep_share = 0, fetch_share = 0;      // of T2
+  double prep_share_ci = 0, fetch_share_ci = 0;
+  // The live method on the cold run, over the same iterations, against the
+  // differential prep + fetch share: they measure one stall two ways.
+  double live_wait_share = 0;
+  bool agree = true;      // within 5 points
+  std::string reconcile;  // which to trust and why, when they do not agree
+};
+Differential differential(const Timing& synthetic, const Timing& cold, const Timing& warm,
+                          int batch_size, double cold_live_wait_share);
+
+// Throughput (samples/s) when `cached` (0..1) of the dataset is in the page
+// cache: the slowest of ingestion, prep and fetching a sample (the uncached
+// part from disk, the cached part from memory).
+struct CachePoint {
+  double cached = 0;
+  double samples_per_s = 0;
+};
+std::vector<CachePoint> cache_what_if(const Differential& d, double bytes_per_sample,
+                                      double disk_mb_s, double memory_mb_s);
+
+// Prep rate against loader workers, from warm runs at several worker counts.
+struct WorkerRun {
+  int workers = 0;
+  double samples_per_s = 0;  // N B / T3 of that warm run
+  double wait_share = 0;     // its live data-wait share
+};
+struct WorkerFit {
+  double per_worker_rate = 0;  // samples/s each worker adds while prep-bound
+  int cores = 0;               // workers beyond this add nothing
+  int fitted_runs = 0;         // the prep-bound runs the fit used
+  int workers_to_keep_up = 0;  // fewest workers whose prep rate reaches ingestion; 0: none <= cores
+  std::vector<std::pair<int, double>> predicted;  // workers -> samples/s, 1..cores
+};
+// NotFound when no run was prep-bound (nothing to fit).
+absl::StatusOr<WorkerFit> worker_what_if(const std::vector<WorkerRun>& runs, double ingestion_rate,
+                                         int cores);
+// Predicted throughput with `workers` loader workers.
+double predict_throughput(const WorkerFit& fit, int workers, double ingestion_rate);
+
+// With k GPUs per node the ingestion rate scales k-fold while prep and fetch
+// are shared: the k at which the job becomes data-bound.
+double gpus_until_data_bound(const Differential& d);
+
+}  // namespace trainscope::stalls
+
+#endif  // TRAINSCOPE_STALLS_ANALYSIS_HPP_

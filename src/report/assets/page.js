@@ -1,0 +1,714 @@
+// trainscope report: draws the page from the JSON in #trainscope-data with
+// Chart.js (embedded above). Every chart is a <canvas class="ts-chart">; once
+// all are drawn, <body data-charts="N" data-ready="1"> says how many.
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("trainscope-data").textContent);
+  var app = document.getElementById("app");
+  var charts = [];
+  var COLORS = ["#4269d0", "#ef6a4a", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5", "#9c6b4e",
+                "#6cc5b0", "#ff725c", "#9498a0", "#efb118", "#38a3a5"];
+  var Y_AXIS_WIDTH = 74;  // equal on every time chart, so that their x axes line up
+
+  // ---- helpers --------------------------------------------------------------
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (k === "text") node.textContent = attrs[k];
+        else if (k === "class") node.className = attrs[k];
+        else node.setAttribute(k, attrs[k]);
+      });
+    }
+    (children || []).forEach(function (c) {
+      if (c !== null && c !== undefined) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return node;
+  }
+  function add(parent, node) { parent.appendChild(node); return node; }
+  function isNum(v) { return typeof v === "number" && isFinite(v); }
+  function sig(v, digits) {
+    if (!isNum(v)) return "–";
+    if (v === 0) return "0";
+    return Number(v.toPrecision(digits || 4)).toString();
+  }
+  function seconds(v) {
+    if (!isNum(v)) return "–";
+    var a = Math.abs(v);
+    if (a === 0) return "0";
+    if (a >= 1) return sig(v) + " s";
+    if (a >= 1e-3) return sig(v * 1e3) + " ms";
+    if (a >= 1e-6) return sig(v * 1e6) + " µs";
+    return sig(v * 1e9) + " ns";
+  }
+  function duration(s) {
+    if (!isNum(s)) return "–";
+    if (s < 120) return sig(s, 3) + " s";
+    if (s < 7200) return sig(s / 60, 3) + " min";
+    return sig(s / 3600, 3) + " h";
+  }
+  function count(n) { return isNum(n) ? n.toLocaleString("en-US") : "–"; }
+  function time(ms) { return ms ? new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : "–"; }
+  function badge(status) { return el("span", { class: "badge " + status, text: status }); }
+  function color(i, alpha) {
+    var c = COLORS[i % COLORS.length];
+    if (alpha === undefined) return c;
+    var n = parseInt(c.slice(1), 16);
+    return "rgba(" + (n >> 16 & 255) + "," + (n >> 8 & 255) + "," + (n & 255) + "," + alpha + ")";
+  }
+  function points(xs, ys) {
+    var out = new Array(xs.length);
+    for (var i = 0; i < xs.length; i++) out[i] = { x: xs[i], y: ys[i] };
+    return out;
+  }
+  function section(title, id) {
+    var s = add(app, el("section", { id: id }));
+    add(s, el("h2", { text: title }));
+    return s;
+  }
+  function card(parent, title, caption, size) {
+    var c = add(parent, el("div", { class: "card" }));
+    if (title) add(c, el("div", { class: "title", text: title }));
+    var box = add(c, el("div", { class: "chart-box" + (size === true ? " tall" : size ? " " + size : "") }));
+    var canvas = add(box, el("canvas", { class: "ts-chart" }));
+    var cap = add(c, el("div", { class: "caption" }));
+    if (caption) cap.textContent = caption;
+    return { canvas: canvas, caption: cap, card: c };
+  }
+  function makeChart(canvas, config) {
+    config.options = config.options || {};
+    var o = config.options;
+    o.animation = false;
+    o.responsive = true;
+    o.maintainAspectRatio = false;
+    o.normalized = true;
+    o.plugins = o.plugins || {};
+    // The lower edge of a band has no legend entry of its own (its upper edge names the band).
+    o.plugins.legend = o.plugins.legend || { labels: { boxWidth: 12, font: { size: 11 },
+      filter: function (item) { return !/ min$|^band low$/.test(item.text); } } };
+    var chart = new Chart(canvas, config);
+    canvas.setAttribute("data-chart", String(charts.length));
+    charts.push(chart);
+    return chart;
+  }
+  function secondsTicks(v) { return seconds(v); }
+  // Whole counts only; on a log axis only 1, 10, 100, ...
+  function countTick(v) {
+    if (!Number.isInteger(v)) return "";
+    if (this.type === "logarithmic" && !/^10*$/.test(String(v))) return "";
+    return count(v);
+  }
+  function fixedWidth(axis) { axis.width = Y_AXIS_WIDTH; }
+  function spread(values) {
+    var lo = Infinity, hi = -Infinity;
+    values.forEach(function (v) { if (isNum(v) && v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    return lo === Infinity ? 1 : hi / lo;
+  }
+  function kv(parent, pairs) {
+    var dl = add(parent, el("dl", { class: "kv" }));
+    pairs.forEach(function (p) {
+      add(dl, el("dt", { text: p[0] }));
+      var dd = add(dl, el("dd"));
+      if (p[1] instanceof Node) dd.appendChild(p[1]); else dd.textContent = p[1] === undefined || p[1] === null ? "–" : String(p[1]);
+    });
+    return dl;
+  }
+  function quoteArg(a) { return /^[\w@%+=:,./-]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'"; }
+
+  // A sortable table: columns [{label, get(row) -> value, fmt(value) -> text, text?: bool, title?}].
+  function table(parent, columns, rows, opts) {
+    opts = opts || {};
+    var wrap = add(parent, el("div", { class: "scroll" }));
+    var t = add(wrap, el("table", { class: "data" + (opts.cls ? " " + opts.cls : "") }));
+    var thead = add(t, el("thead"));
+    var hr = add(thead, el("tr"));
+    var tbody = add(t, el("tbody"));
+    var sortCol = -1, sortDir = 1;
+    columns.forEach(function (c, i) {
+      var th = add(hr, el("th", { class: (c.text ? "text " : "") + (c.nosort ? "" : "sortable"), text: c.label }));
+      if (c.title) th.title = c.title;
+      if (c.nosort) return;
+      th.addEventListener("click", function () {
+        sortDir = sortCol === i ? -sortDir : 1;
+        sortCol = i;
+        Array.prototype.forEach.call(hr.children, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
+        th.classList.add(sortDir > 0 ? "sorted-asc" : "sorted-desc");
+        render();
+      });
+    });
+    var filter = null;
+    function render() {
+      var list = rows.filter(function (r) { return !filter || filter(r); });
+      if (sortCol >= 0) {
+        var get = columns[sortCol].get;
+        list.sort(function (a, b) {
+          var x = get(a), y = get(b);
+          var xn = isNum(x), yn = isNum(y);
+          if (xn && yn) return (x - y) * sortDir;
+          if (xn !== yn) return xn ? -1 : 1;
+          return String(x === undefined || x === null ? "" : x).localeCompare(String(y === undefined || y === null ? "" : y)) * sortDir;
+        });
+      }
+      tbody.textContent = "";
+      list.forEach(function (r) {
+        var tr = add(tbody, el("tr"));
+        if (opts.rowAttrs) opts.rowAttrs(r, tr);
+        columns.forEach(function (c) {
+          var v = c.get(r);
+          var td = add(tr, el("td", { class: c.text ? "text" : "" }));
+          if (c.cell) { c.cell(r, td); return; }
+          td.textContent = c.fmt ? c.fmt(v, r) : (v === undefined || v === null ? "–" : String(v));
+          if (isNum(v)) td.setAttribute("data-value", String(v));
+          if (c.field) td.setAttribute("data-field", c.field);
+          if (c.tip) td.title = c.tip(r);
+        });
+      });
+    }
+    render();
+    return { setFilter: function (f) { filter = f; render(); }, render: render, table: t };
+  }
+
+  // Min/max band, rolling median and p95 of an envelope (x in seconds or steps).
+  function envelopeDatasets(s, ci, label) {
+    var ds = [];
+    if (s.bucket > 1) {
+      ds.push({ label: label + " min", data: points(s.x, s.lo), borderWidth: 0, pointRadius: 0,
+                borderColor: color(ci, 0.25), backgroundColor: color(ci, 0.18), fill: false });
+      ds.push({ label: label + " max (envelope)", data: points(s.x, s.hi), borderWidth: 0.6, pointRadius: 0,
+                borderColor: color(ci, 0.5), backgroundColor: color(ci, 0.18), fill: "-1" });
+    } else {
+      ds.push({ label: label, data: points(s.x, s.hi), borderWidth: 0.8, pointRadius: s.rows < 300 ? 1.5 : 0,
+                borderColor: color(ci, 0.55), backgroundColor: color(ci, 0.55), fill: false });
+    }
+    ds.push({ label: "rolling median", data: points(s.x, s.median), borderWidth: 1.6, pointRadius: 0,
+              borderColor: "#1d2330", fill: false });
+    ds.push({ label: "rolling p95", data: points(s.x, s.p95), borderWidth: 1.2, pointRadius: 0,
+              borderColor: "#c0362c", borderDash: [5, 3], fill: false });
+    return ds;
+  }
+  function envelopeCaption(s, unit) {
+    if (s.bucket > 1) {
+      return count(s.rows) + " " + unit + " shown as " + s.x.length + " buckets of up to " + count(s.bucket) +
+        " (shaded: min–max of each bucket, so every spike is kept); rolling median and p95 over " +
+        count(s.window) + " rows";
+    }
+    return count(s.rows) + " " + unit + ", every one shown; rolling median and p95 over " + count(s.window) + " rows";
+  }
+
+  // ---- run page -------------------------------------------------------------
+  function runHeader(run) {
+    var head = add(app, el("header", { class: "top" }));
+    add(head, el("h1", { text: DATA.title }));
+    add(head, badge(run.status));
+    add(head, el("span", { class: "sub", text: "run " + run.id + (run.experiment ? " · experiment " + run.experiment : "") }));
+    if (run.in_progress) {
+      add(app, el("div", { class: "banner running", id: "in-progress",
+        text: "This run is in progress: the page shows what was recorded up to " + time(run.heartbeat_ms) +
+              " (the latest heartbeat). Write the report again for newer data." }));
+    }
+    if (run.crashed) {
+      add(app, el("div", { class: "banner crashed", id: "crashed",
+        text: "This run crashed: a rank or launcher stopped recording without ending the run (its process is gone " +
+              "or its heartbeat is stale; recorded status " + run.recorded_status + "). The data up to its last " +
+              "flush is shown." }));
+    } else if (run.status === "FAILED" || run.status === "KILLED") {
+      add(app, el("div", { class: "banner crashed", text: "This run ended " + run.status + "." }));
+    }
+    (run.notes || []).forEach(function (n) { add(app, el("div", { class: "banner note", text: n })); });
+    var s = section("Run", "overview");
+    var launcher = (run.launchers || [])[0];
+    var pairs = [
+      ["directory", run.dir], ["status", badge(run.status)],
+      ["started", time(run.start_ms)], ["ended", run.end_ms ? time(run.end_ms) : (run.in_progress ? "running" : "–")],
+      ["duration", duration(run.duration_s)], ["world size", run.world_size], ["hosts", (run.hosts || []).join(", ") || "–"],
+      ["records", count(run.region_rows) + " regions · " + count(run.hardware_rows) + " hardware readings · " +
+                  count(run.metric_rows) + " metric points"]];
+    if (run.command && run.command.length) pairs.splice(1, 0, ["command", run.command.map(quoteArg).join(" ")]);
+    if (launcher && launcher.exit_code >= 0) pairs.push(["exit code", launcher.exit_code + (launcher.term_signal ? " (signal " + launcher.term_signal + ")" : "")]);
+    kv(s, pairs);
+    var params = Object.keys(run.params || {});
+    if (params.length) {
+      add(s, el("h3", { text: "Params" }));
+      kv(s, params.map(function (k) { return [k, run.params[k]]; }));
+    }
+    var tags = Object.keys(run.tags || {});
+    if (tags.length) {
+      add(s, el("h3", { text: "Tags" }));
+      kv(s, tags.map(function (k) { return [k, run.tags[k]]; }));
+    }
+    if (run.environment) {
+      var d = add(s, el("details"));
+      add(d, el("summary", { text: "Environment" }));
+      kv(d, Object.keys(run.environment).map(function (k) {
+        var v = run.environment[k];
+        return [k, typeof v === "object" ? JSON.stringify(v) : v];
+      }));
+    }
+    if ((run.ranks || []).length > 1 || (run.launchers || []).length > 1) {
+      var d2 = add(s, el("details"));
+      add(d2, el("summary", { text: "Ranks and launchers" }));
+      table(d2, [
+        { label: "rank", get: function (r) { return r.rank; } },
+        { label: "host", text: true, get: function (r) { return r.host; } },
+        { label: "pid", get: function (r) { return r.pid; } },
+        { label: "status", text: true, get: function (r) { return r.crashed ? "CRASHED" : r.status; } },
+        { label: "heartbeat", text: true, get: function (r) { return time(r.heartbeat_ms); } }], run.ranks);
+    }
+    if (run.stderr_tail && (run.status !== "FINISHED")) {
+      var d3 = add(s, el("details", { open: "" }));
+      add(d3, el("summary", { text: "End of stderr.log" }));
+      add(d3, el("pre", { text: run.stderr_tail }));
+    } else if (run.stdout_tail || run.stderr_tail) {
+      var d4 = add(s, el("details"));
+      add(d4, el("summary", { text: "End of the output (stdout.log, stderr.log)" }));
+      if (run.stdout_tail) add(d4, el("pre", { text: run.stdout_tail }));
+      if (run.stderr_tail) add(d4, el("pre", { text: run.stderr_tail }));
+    }
+  }
+
+  var STAT_COLUMNS = [
+    ["count", "count", count], ["median", "median", seconds], ["median_ci_low", "CI low", seconds],
+    ["median_ci_high", "CI high", seconds], ["mean", "mean", seconds], ["stdev", "stdev", seconds],
+    ["min", "min", seconds], ["p5", "p5", seconds], ["p25", "p25", seconds], ["p75", "p75", seconds],
+    ["p95", "p95", seconds], ["p99", "p99", seconds], ["max", "max", seconds], ["total", "total", seconds],
+    ["cv", "CV", function (v) { return sig(v, 3); }]];
+
+  function statsTable(parent, stats) {
+    // One row per key, CPU and GPU side by side.
+    var byKey = {};
+    var order = [];
+    stats.forEach(function (s) {
+      if (!byKey[s.key]) { byKey[s.key] = {}; order.push(s.key); }
+      byKey[s.key][s.device] = s;
+    });
+    var devices = ["CPU", "GPU"].filter(function (d) { return stats.some(function (s) { return s.device === d; }); });
+    var cols = [{ label: "key", text: true, get: function (k) { return k; } }];
+    var shown = STAT_COLUMNS.filter(function (c) {
+      return c[0] !== "median_ci_low" && c[0] !== "median_ci_high" &&
+        (devices.length === 1 || ["count", "median", "mean", "p95", "max"].indexOf(c[0]) >= 0);
+    });
+    devices.forEach(function (d) {
+      shown.forEach(function (c) {
+        var col = { label: (devices.length > 1 ? d + " " : "") + c[1] + (c[0] === "median" ? " [95% CI]" : ""), field: d + "." + c[0],
+                    get: function (k) { var s = byKey[k][d]; return s ? s[c[0]] : null; },
+                    fmt: function (v, k) {
+                      var s = byKey[k][d];
+                      if (c[0] !== "median" || !s) return c[2](v);
+                      return c[2](v) + (isNum(s.median_ci_low) ? " [" + seconds(s.median_ci_low) + ", " + seconds(s.median_ci_high) + "]" : "");
+                    } };
+        cols.push(col);
+      });
+    });
+    var t = table(parent, cols, order, { cls: "stats", rowAttrs: function (k, tr) { tr.setAttribute("data-key", k); } });
+    add(parent, el("div", { class: "muted",
+      text: "Seconds, over every recorded region of every rank. CI: the distribution-free 95% confidence interval of " +
+            "the median (– below 6 samples)." + (devices.length > 1 ? " Every statistic of each device: below." : "") }));
+    if (devices.length > 1) {
+      var all = add(parent, el("details"));
+      add(all, el("summary", { text: "Every statistic, one row per key and device" }));
+      table(all, [{ label: "key", text: true, get: function (s) { return s.key; } },
+                  { label: "device", text: true, get: function (s) { return s.device; } }].concat(STAT_COLUMNS.map(function (c) {
+        return { label: c[1], field: c[0], get: function (s) { return s[c[0]]; }, fmt: c[2] };
+      })), stats, { cls: "all-stats" });
+    }
+    return t;
+  }
+
+  function histogramCharts(parent, histograms) {
+    var grid = add(parent, el("div", { class: "grid" }));
+    histograms.forEach(function (h, i) {
+      var c = card(grid, h.key + " · " + h.device,
+        count(h.counts.reduce(function (a, b) { return a + b; }, 0)) + " regions in " + h.counts.length +
+        (h.log ? " log-spaced bins (log x)" : " bins"));
+      var logY = spread(h.counts) > 200;
+      var bars = h.counts.map(function (n, j) {
+        var mid = h.log ? Math.sqrt(h.edges[j] * h.edges[j + 1]) : (h.edges[j] + h.edges[j + 1]) / 2;
+        return { x: mid, y: n > 0 || !logY ? n : null };
+      });
+      makeChart(c.canvas, {
+        type: "bar",
+        data: { datasets: [{ label: "regions", data: bars, backgroundColor: color(h.device === "GPU" ? 1 : 0, 0.75),
+          barPercentage: 1.0, categoryPercentage: 1.0 }] },
+        options: { parsing: false, plugins: { legend: { display: false }, tooltip: { callbacks: {
+            title: function (items) { var j = items[0].dataIndex; return seconds(h.edges[j]) + " – " + seconds(h.edges[j + 1]); } } } },
+          scales: { x: { type: h.log ? "logarithmic" : "linear", min: h.edges[0], max: h.edges[h.edges.length - 1],
+                         ticks: { maxTicksLimit: 7, maxRotation: 0, autoSkipPadding: 14, callback: function (v) {
+                           if (!h.log) return seconds(v);
+                           var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+                           return Math.abs(m - 1) < 1e-6 || Math.abs(m - 2) < 1e-6 || Math.abs(m - 5) < 1e-6 ? seconds(v) : "";
+                         } },
+                         title: { display: true, text: "duration" + (h.log ? " (log)" : "") } },
+                    y: { type: logY ? "logarithmic" : "linear", min: logY ? 0.7 : 0, title: { display: true, text: "regions" },
+                         ticks: { callback: countTick } } } }
+      });
+    });
+  }
+
+  function timeRange() {
+    var hi = 0;
+    (DATA.series || []).forEach(function (s) { if (s.x.length) hi = Math.max(hi, s.x[s.x.length - 1]); });
+    (DATA.hardware || []).forEach(function (h) { h.datasets.forEach(function (d) { if (d.x.length) hi = Math.max(hi, d.x[d.x.length - 1]); }); });
+    return { min: 0, max: hi > 0 ? hi : 1 };
+  }
+
+  function seriesCharts(parent, series, range) {
+    var grid = add(parent, el("div", { class: "grid wide" }));
+    series.forEach(function (s, i) {
+      var c = card(grid, s.key + " · " + s.device, envelopeCaption(s, "regions"));
+      var all = s.hi.concat(s.lo);
+      makeChart(c.canvas, {
+        type: "line",
+        data: { datasets: envelopeDatasets(s, s.device === "GPU" ? 1 : 0, s.key) },
+        options: { parsing: false, spanGaps: true, interaction: { mode: "nearest", axis: "x", intersect: false },
+          plugins: { tooltip: { callbacks: { label: function (it) { return it.dataset.label + ": " + seconds(it.parsed.y); },
+                                             title: function (items) { return "t = " + sig(items[0].parsed.x, 6) + " s"; } } } },
+          scales: { x: { type: "linear", min: range.min, max: range.max, title: { display: true, text: "time since the run started (s)" } },
+                    y: { type: spread(all) > 50 ? "logarithmic" : "linear", afterFit: fixedWidth,
+                         ticks: { callback: secondsTicks }, title: { display: true, text: "duration" } } } }
+      });
+    });
+  }
+
+  function hardwareCharts(parent, hardware, range) {
+    if (!hardware.length) { add(parent, el("p", { class: "muted", text: "No hardware readings in this run (they come with `trainscope run`)." })); return; }
+    var primary = hardware.filter(function (h) { return h.primary; });
+    var rest = hardware.filter(function (h) { return !h.primary; });
+    function draw(container, list) {
+      var grid = add(container, el("div", { class: "grid wide" }));
+      list.forEach(function (h) {
+        var rows = count(h.rows) + " readings" + (h.downsampled ? ", shown min–max decimated (each bucket's minimum and maximum, so every spike is kept)" : ", every one shown");
+        if (h.series_total > h.datasets.length) rows += "; " + h.datasets.length + " of " + h.series_total + " series shown";
+        var c = card(grid, h.chart + (h.unit ? " (" + h.unit + ")" : ""), rows, "short");
+        makeChart(c.canvas, {
+          type: "line",
+          data: { datasets: h.datasets.map(function (d, i) {
+            return { label: d.label, data: points(d.x, d.y), borderWidth: 1.1, pointRadius: d.x.length < 60 ? 2 : 0,
+                     borderColor: color(i), backgroundColor: color(i), fill: false };
+          }) },
+          options: { parsing: false, interaction: { mode: "nearest", axis: "x", intersect: false },
+            scales: { x: { type: "linear", min: range.min, max: range.max, title: { display: true, text: "time since the run started (s)" } },
+                      y: { afterFit: fixedWidth, title: { display: !!h.unit, text: h.unit } } } }
+        });
+      });
+    }
+    draw(parent, primary.length ? primary : rest);
+    if (primary.length && rest.length) {
+      var d = add(parent, el("details"));
+      add(d, el("summary", { text: "All other hardware metrics (" + rest.length + ")" }));
+      draw(d, rest);
+    }
+  }
+
+  function rankCharts(parent, rankStats) {
+    var groups = {};
+    var order = [];
+    rankStats.forEach(function (r) {
+      var id = r.key + " · " + r.device;
+      if (!groups[id]) { groups[id] = []; order.push(id); }
+      groups[id].push(r);
+    });
+    var grid = add(parent, el("div", { class: "grid" }));
+    order.forEach(function (id) {
+      var list = groups[id];
+      var c = card(grid, id, "median per rank (dot) with its 95% confidence interval (bar) and p25–p75 (thin bar)");
+      makeChart(c.canvas, {
+        type: "bar",
+        data: { labels: list.map(function (r) { return "rank " + r.rank; }), datasets: [
+          { type: "line", label: "median", data: list.map(function (r) { return r.median; }), showLine: false,
+            pointRadius: 4, borderColor: "#1d2330", backgroundColor: "#1d2330" },
+          { label: "95% CI of the median", data: list.map(function (r) { return isNum(r.median_ci_low) ? [r.median_ci_low, r.median_ci_high] : null; }),
+            backgroundColor: color(0, 0.55), barPercentage: 0.35 },
+          { label: "p25–p75", data: list.map(function (r) { return [r.p25, r.p75]; }), backgroundColor: color(0, 0.18), barPercentage: 0.8 }] },
+        options: { plugins: { tooltip: { callbacks: { label: function (it) {
+            var v = it.raw; return it.dataset.label + ": " + (Array.isArray(v) ? seconds(v[0]) + " – " + seconds(v[1]) : seconds(v)); } } } },
+          scales: { x: { stacked: true }, y: { ticks: { callback: secondsTicks } } } }
+      });
+    });
+    var t = add(parent, el("details"));
+    add(t, el("summary", { text: "Per-rank statistics" }));
+    table(t, [
+      { label: "key", text: true, get: function (r) { return r.key; } },
+      { label: "device", text: true, get: function (r) { return r.device; } },
+      { label: "rank", get: function (r) { return r.rank; } }].concat(STAT_COLUMNS.map(function (c) {
+        return { label: c[1], field: c[0], get: function (r) { return r[c[0]]; }, fmt: c[2] };
+      })), rankStats, { cls: "rank-stats" });
+  }
+
+  function stragglerCharts(parent, s) {
+    add(parent, el("p", { class: "muted", text: "Per step (BATCH regions a rank completed), each rank's total " + s.key + " time on the " +
+      s.device + "; the slowest rank's lag behind the median rank (the lower median with an even number of ranks). " +
+      count(s.steps) + " steps recorded by at least two ranks; total lag " + seconds(s.lag_total_s) + "." }));
+    var grid = add(parent, el("div", { class: "grid" }));
+    var c1 = card(grid, "lag of the slowest rank per step", envelopeCaption(s.lag, "steps"));
+    makeChart(c1.canvas, {
+      type: "line", data: { datasets: envelopeDatasets(s.lag, 4, "lag") },
+      options: { parsing: false, interaction: { mode: "nearest", axis: "x", intersect: false },
+        scales: { x: { type: "linear", title: { display: true, text: "step" } }, y: { ticks: { callback: secondsTicks } } } }
+    });
+    var c2 = card(grid, "steps on which each rank was the slowest", "");
+    makeChart(c2.canvas, {
+      type: "bar", data: { labels: s.ranks.map(function (r) { return "rank " + r; }),
+        datasets: [{ label: "slowest in steps", data: s.slowest_count, backgroundColor: color(1, 0.75) }] },
+      options: { plugins: { legend: { display: false } } }
+    });
+  }
+
+  function metricCharts(parent, metrics) {
+    var grid = add(parent, el("div", { class: "grid" }));
+    metrics.forEach(function (m) {
+      var rows = m.datasets.reduce(function (a, d) { return a + d.rows; }, 0);
+      var down = m.datasets.some(function (d) { return d.downsampled; });
+      var c = card(grid, m.key, count(rows) + " points" + (down ? ", min–max decimated" : ""));
+      makeChart(c.canvas, {
+        type: "line",
+        data: { datasets: m.datasets.map(function (d, i) {
+          return { label: d.label, data: points(d.x, d.y), borderWidth: 1.2, pointRadius: d.x.length < 60 ? 2 : 0,
+                   borderColor: color(i + 2), backgroundColor: color(i + 2), fill: false };
+        }) },
+        options: { parsing: false, scales: { x: { type: "linear", title: { display: true, text: "step" } } } }
+      });
+    });
+  }
+
+  function runPage() {
+    var run = DATA.run;
+    runHeader(run);
+    var s = section("Statistics", "statistics");
+    if (!DATA.stats.length) {
+      add(s, el("p", { class: "muted", id: "no-regions", text: "No regions were recorded in this run" + (run.in_progress ? " yet." : ".") }));
+    } else {
+      statsTable(s, DATA.stats);
+      histogramCharts(section("Distributions", "distributions"), DATA.histograms);
+    }
+    var range = timeRange();
+    if (DATA.series.length) {
+      var ts = section("Region times over the run", "series");
+      add(ts, el("p", { class: "muted", text: "Each region at its start time, on the same time axis as the hardware metrics below: warm-up, drift and spikes." }));
+      seriesCharts(ts, DATA.series, range);
+    }
+    hardwareCharts(section("Hardware", "hardware"), DATA.hardware, range);
+    if (DATA.rank_stats.length) rankCharts(section("Ranks", "ranks"), DATA.rank_stats);
+    if (DATA.stragglers) stragglerCharts(section("Slowest rank per step", "stragglers"), DATA.stragglers);
+    if (DATA.metrics.length) metricCharts(section("Metrics", "metrics"), DATA.metrics);
+  }
+
+  // ---- study page (several runs, a sweep, a scaling study) -----------------
+  function studyPage() {
+    var runs = DATA.runs;
+    var head = add(app, el("header", { class: "top" }));
+    add(head, el("h1", { text: DATA.title }));
+    var counts = {};
+    runs.forEach(function (r) { counts[r.status] = (counts[r.status] || 0) + 1; });
+    add(head, el("span", { class: "sub", text: runs.length + " runs: " + Object.keys(counts).map(function (k) { return counts[k] + " " + k; }).join(", ") +
+      (DATA.sweeps.length ? " · sweep " + DATA.sweeps.join(", ") : "") }));
+    var keys = DATA.keys.map(function (k) { return k.key + " · " + k.device; });
+    function statOf(run, keyIndex, field) {
+      if (keyIndex < 0) return null;
+      var k = DATA.keys[keyIndex];
+      var s = (run.stats || []).filter(function (x) { return x.key === k.key && x.device === k.device; })[0];
+      return s ? s[field] : null;
+    }
+    var state = { key: Math.max(0, DATA.keys.findIndex(function (k) { return k.key === "BATCH" && k.device === "CPU"; })), stat: "median" };
+    if (!DATA.keys.length) state.key = -1;
+    var sRuns = section("Runs", "runs");
+    var controls = add(sRuns, el("div", { class: "controls" }));
+    add(controls, el("label", { text: "key" }));
+    var keySel = add(controls, el("select", { id: "key-select" }));
+    keys.forEach(function (k, i) { var o = add(keySel, el("option", { value: String(i), text: k })); if (i === state.key) o.selected = true; });
+    add(controls, el("label", { text: "statistic" }));
+    var statSel = add(controls, el("select", { id: "stat-select" }));
+    ["median", "mean", "p95", "p99", "min", "max", "total", "count"].forEach(function (k) { add(statSel, el("option", { value: k, text: k })); });
+    add(controls, el("label", { text: "filter" }));
+    var filterBox = add(controls, el("input", { id: "filter", type: "search", placeholder: "text, or param=value" }));
+    var selected = {};
+    runs.slice(0, 4).forEach(function (r, i) { if (r.stats && r.stats.length) selected[i] = true; });
+    runs.forEach(function (r, i) { r._i = i; });
+    function fmtStat(v) { return state.stat === "count" ? count(v) : seconds(v); }
+    var cols = [
+      { label: "compare", nosort: true, get: function () { return null; }, cell: function (r, td) {
+          var box = add(td, el("input", { type: "checkbox" }));
+          box.checked = !!selected[r._i];
+          box.addEventListener("change", function () { selected[r._i] = box.checked; drawCompare(); });
+        } },
+      { label: "run", text: true, get: function (r) { return r.name || r.job || r.id; }, tip: function (r) { return r.dir || ""; } },
+      { label: "status", text: true, get: function (r) { return r.status; }, cell: function (r, td) { td.appendChild(badge(r.status)); if (r.error) td.title = r.error; } },
+      { label: "duration", field: "duration_s", get: function (r) { return r.duration_s; }, fmt: duration }]
+      .concat(DATA.params.map(function (p) {
+        return { label: p, text: true, get: function (r) { var v = (r.params || {})[p]; var n = Number(v); return v !== undefined && v !== "" && isFinite(n) ? n : v; },
+                 fmt: function (v, r) { var x = (r.params || {})[p]; return x === undefined ? "–" : x; } };
+      }))
+      .concat(DATA.keys.map(function (k, i) {
+        return { label: k.key + " " + k.device, title: "the chosen statistic of " + k.key + " on the " + k.device + " (all rows of all ranks)",
+                 field: k.key + "." + k.device, get: function (r) { return statOf(r, i, state.stat); }, fmt: fmtStat,
+                 tip: function (r) { var lo = statOf(r, i, "median_ci_low"), hi = statOf(r, i, "median_ci_high");
+                   return "n = " + count(statOf(r, i, "count")) + "; median " + seconds(statOf(r, i, "median")) + ", 95% CI " + seconds(lo) + " – " + seconds(hi); } };
+      }));
+    var runTable = table(sRuns, cols, runs, { cls: "runs", rowAttrs: function (r, tr) { tr.setAttribute("data-run", r.id || r.job || ""); } });
+    add(sRuns, el("div", { class: "muted", text: "Click a header to sort. Statistics in seconds over every region row of every rank; hover a cell for n and the 95% CI of the median." }));
+    function applyFilter() {
+      var q = filterBox.value.trim().toLowerCase();
+      if (!q) { runTable.setFilter(null); return; }
+      var m = q.match(/^([^=<>]+)=(.*)$/);
+      runTable.setFilter(function (r) {
+        if (m) { var v = (r.params || {})[m[1].trim()]; return v !== undefined && String(v).toLowerCase() === m[2].trim(); }
+        return JSON.stringify([r.name, r.job, r.status, r.params, r.id]).toLowerCase().indexOf(q) >= 0;
+      });
+    }
+    filterBox.addEventListener("input", applyFilter);
+
+    // The chosen key against each parameter.
+    var sParam = section("Key against each parameter", "by-param");
+    var paramGrid = add(sParam, el("div", { class: "grid" }));
+    var paramCharts = [];
+    DATA.params.forEach(function (p, pi) {
+      var c = card(paramGrid, p, "");
+      var values = runs.map(function (r) { return (r.params || {})[p]; });
+      var numeric = values.every(function (v) { return v !== undefined && v !== "" && isFinite(Number(v)); });
+      var cats = [];
+      values.forEach(function (v) { v = v === undefined ? "(none)" : v; if (cats.indexOf(v) < 0) cats.push(v); });
+      if (!numeric) cats.sort();
+      var logX = numeric && values.every(function (v) { return Number(v) > 0; }) && spread(values.map(Number)) >= 8;
+      var chart = makeChart(c.canvas, {
+        type: "scatter", data: { datasets: [] },
+        options: { parsing: false, plugins: { tooltip: { callbacks: { label: function (it) { return (it.raw.run || "") + ": " + fmtStat(it.parsed.y); } } } },
+          scales: { x: numeric ? { type: logX ? "logarithmic" : "linear", title: { display: true, text: p } }
+                               : { type: "category", labels: cats, offset: true, title: { display: true, text: p } },
+                    y: { ticks: { callback: function (v) { return fmtStat(v); } } } } }
+      });
+      paramCharts.push({ chart: chart, param: p, numeric: numeric, caption: c.caption });
+    });
+    if (!DATA.params.length) add(sParam, el("p", { class: "muted", text: "The runs have no params." }));
+    function drawParams() {
+      paramCharts.forEach(function (pc) {
+        var pts = [], ci = [], n = 0;
+        runs.forEach(function (r) {
+          var v = statOf(r, state.key, state.stat);
+          var raw = (r.params || {})[pc.param];
+          if (!isNum(v)) return;
+          var x = pc.numeric ? Number(raw) : (raw === undefined ? "(none)" : raw);
+          pts.push({ x: x, y: v, run: r.name || r.job });
+          n++;
+          if (state.stat === "median") {
+            var lo = statOf(r, state.key, "median_ci_low"), hi = statOf(r, state.key, "median_ci_high");
+            if (isNum(lo) && isNum(hi)) { ci.push({ x: x, y: lo }, { x: x, y: hi }, { x: x, y: null }); }
+          }
+        });
+        pc.chart.data.datasets = [
+          { label: keys[state.key] + " " + state.stat, data: pts, pointRadius: 4, backgroundColor: color(0, 0.8), borderColor: color(0) },
+          { type: "line", label: "95% CI of the median", data: ci, borderColor: color(0, 0.5), borderWidth: 2, pointRadius: 0, spanGaps: false, fill: false }];
+        pc.chart.update();
+        pc.caption.textContent = n + " runs with " + (keys[state.key] || "the key");
+      });
+    }
+
+    // Runs side by side.
+    var sCmp = section("Runs side by side", "compare");
+    add(sCmp, el("p", { class: "muted", text: "The runs ticked in the table: the median of every key (with its 95% CI), and the chosen key over each run (rolling median, by position in the run)." }));
+    var cmpGrid = add(sCmp, el("div", { class: "grid" }));
+    var cmpBars = card(cmpGrid, "median of every key", "", true);
+    var cmpTrend = card(cmpGrid, "chosen key over each run", "", true);
+    var barChart = makeChart(cmpBars.canvas, { type: "bar", data: { labels: keys, datasets: [] },
+      options: { plugins: { tooltip: { callbacks: { label: function (it) { return it.dataset.label + ": " + seconds(it.raw); } } } },
+        scales: { y: { type: "logarithmic", ticks: { callback: secondsTicks } } } } });
+    var trendChart = makeChart(cmpTrend.canvas, { type: "line", data: { datasets: [] },
+      options: { parsing: false, scales: { x: { type: "linear", min: 0, max: 100, title: { display: true, text: "% of the run's regions" } },
+        y: { ticks: { callback: secondsTicks } } } } });
+    function drawCompare() {
+      var chosen = runs.filter(function (r) { return selected[r._i]; });
+      barChart.data.datasets = chosen.map(function (r, i) {
+        return { label: r.name || r.job, data: DATA.keys.map(function (_, ki) { return statOf(r, ki, "median"); }), backgroundColor: color(i, 0.75) };
+      });
+      barChart.update();
+      trendChart.data.datasets = chosen.map(function (r, i) {
+        var k = DATA.keys[state.key];
+        var s = k && (r.stats || []).filter(function (x) { return x.key === k.key && x.device === k.device; })[0];
+        if (!s) return { label: r.name || r.job, data: [] };
+        var n = Math.max(1, s.count - 1);
+        return { label: r.name || r.job, data: s.trend.x.map(function (x, j) { return { x: 100 * x / n, y: s.trend.median[j] }; }),
+                 borderColor: color(i), backgroundColor: color(i), pointRadius: 0, borderWidth: 1.4, fill: false };
+      });
+      trendChart.update();
+      cmpBars.caption.textContent = chosen.length + " runs ticked";
+      cmpTrend.caption.textContent = keys[state.key] ? keys[state.key] + ", rolling median" : "";
+    }
+
+    keySel.addEventListener("change", function () { state.key = Number(keySel.value); runTable.render(); drawParams(); drawCompare(); });
+    statSel.addEventListener("change", function () { state.stat = statSel.value; runTable.render(); drawParams(); });
+    drawParams();
+    drawCompare();
+    scalingSection(DATA.scaling);
+  }
+
+  function scalingSection(sc) {
+    var s = section("Scaling study", "scaling");
+    if (!sc.parameter) {
+      add(s, el("p", { class: "muted", id: "no-scaling", text: "No scaling study: " + (sc.why_none || "no parameter") +
+        ". `trainscope report --scaling PARAM` chooses the parameter." }));
+      return;
+    }
+    var p = sc.parameter;
+    add(s, el("p", { class: "muted", text: "Each key's mean time per run against " + p + " (runs with equal " + p +
+      " are repetitions; ranks averaged), fitted with trainscope's scaling modeler (Extra-P's PMNF, as `trainscope model`). " +
+      "The band is the bootstrap 90% prediction band; dashed: extrapolated past the largest measured " + p + "." }));
+    sc.models.forEach(function (m) {
+      var box = add(s, el("div", { class: "card scaling-model" }));
+      add(box, el("div", { class: "title", text: m.key + " · " + m.device }));
+      if (m.error) { add(box, el("p", { class: "muted", text: "No model: " + m.error })); return; }
+      add(box, el("div", { class: "formula", text: m.key + "(" + p + ") = " + m.formula }));
+      add(box, el("div", { class: "caption", text: "SMAPE " + sig(m.costs.smape, 3) + "%, adjusted R² " + sig(m.costs.ar2, 4) +
+        ", RSS " + sig(m.costs.rss, 3) + ((m.model_warnings || []).length ? " · " + m.model_warnings.join("; ") : "") }));
+      var grid = add(box, el("div", { class: "grid" }));
+      var c = card(grid, "model and measurements", "", true);
+      var measured = [], spreadLines = [];
+      m.points.forEach(function (pt) {
+        pt.values.forEach(function (v) { measured.push({ x: pt.x, y: v }); });
+        var lo = Math.min.apply(null, pt.values), hi = Math.max.apply(null, pt.values);
+        spreadLines.push({ x: pt.x, y: lo }, { x: pt.x, y: hi }, { x: pt.x, y: null });
+      });
+      var ds = [];
+      if (m.curve) {
+        ds.push({ type: "line", label: "band low", data: points(m.curve.x, m.curve.lower), borderWidth: 0, pointRadius: 0, fill: false, backgroundColor: color(0, 0.15) });
+        ds.push({ type: "line", label: "90% band", data: points(m.curve.x, m.curve.upper), borderWidth: 0, pointRadius: 0, fill: "-1", backgroundColor: color(0, 0.15) });
+        ds.push({ type: "line", label: "model", data: points(m.curve.x, m.curve.y), borderColor: color(0), borderWidth: 2, pointRadius: 0, fill: false,
+                  segment: { borderDash: function (ctx) { return ctx.p0.parsed.x >= m.max_measured ? [6, 4] : undefined; } } });
+      }
+      ds.push({ type: "line", label: "repetition spread", data: spreadLines, borderColor: "#1d2330", borderWidth: 1.5, pointRadius: 0, spanGaps: false, fill: false });
+      ds.push({ type: "scatter", label: "measured", data: measured, pointRadius: 3.5, backgroundColor: color(1), borderColor: color(1) });
+      makeChart(c.canvas, { type: "scatter", data: { datasets: ds },
+        options: { parsing: false,
+          scales: { x: { type: "logarithmic", title: { display: true, text: p } }, y: { ticks: { callback: secondsTicks }, title: { display: true, text: "mean " + m.key } } } } });
+      var ms = m.measured_scaling, md = m.modeled_scaling;
+      var c2 = card(grid, "speedup and efficiency against " + p, ms && ms.error ? "measured: " + ms.error : "", true);
+      var ds2 = [];
+      if (md && !md.error) {
+        ds2.push({ type: "line", label: "speedup (model)", data: points(md.resource, md.speedup), borderColor: color(2), pointRadius: 0, yAxisID: "y", fill: false });
+        ds2.push({ type: "line", label: "efficiency (model)", data: points(md.resource, md.efficiency), borderColor: color(4), borderDash: [4, 3], pointRadius: 0, yAxisID: "y1", fill: false });
+      }
+      if (ms && !ms.error) {
+        ds2.push({ type: "scatter", label: "speedup (measured)", data: points(ms.resource, ms.speedup), backgroundColor: color(2), yAxisID: "y", pointRadius: 4 });
+        ds2.push({ type: "scatter", label: "efficiency (measured)", data: points(ms.resource, ms.efficiency), backgroundColor: color(4), yAxisID: "y1", pointRadius: 4, pointStyle: "rect" });
+      }
+      makeChart(c2.canvas, { type: "scatter", data: { datasets: ds2 },
+        options: { parsing: false, scales: { x: { type: "logarithmic", title: { display: true, text: p } },
+          y: { position: "left", title: { display: true, text: "speedup" } },
+          y1: { position: "right", min: 0, grid: { drawOnChartArea: false }, title: { display: true, text: "efficiency" } } } } });
+      var c3 = card(grid, "cost (time × " + p + ")", "", true);
+      var ds3 = [];
+      if (md && !md.error) ds3.push({ type: "line", label: "cost (model)", data: points(md.resource, md.cost), borderColor: color(5), pointRadius: 0, fill: false });
+      if (ms && !ms.error) ds3.push({ type: "scatter", label: "cost (measured)", data: points(ms.resource, ms.cost), backgroundColor: color(5), pointRadius: 4 });
+      makeChart(c3.canvas, { type: "scatter", data: { datasets: ds3 },
+        options: { parsing: false, scales: { x: { type: "logarithmic", title: { display: true, text: p } }, y: { title: { display: true, text: "cost (s × " + p + ")" } } } } });
+    });
+  }
+
+  // ---- main -------------------------------------------------------------------
+  document.title = DATA.title;
+  if (DATA.kind === "run") runPage(); else studyPage();
+  var foot = add(app, el("footer"));
+  foot.textContent = "Written by " + DATA.generator + " with " + (DATA.chart_library || "Chart.js") +
+    " (embedded; this page needs no network). Inputs: " + DATA.inputs.join(", ") +
+    ". Time series show at most " + DATA.max_points + " points each; every statistic uses every row.";
+  window.trainscopeCharts = charts;
+  document.body.setAttribute("data-charts", String(charts.length));
+  document.body.setAttribute("data-ready", "1");
+})();

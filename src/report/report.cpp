@@ -1,0 +1,148 @@
+#include "trainscope/report/report.hpp"
+#include "common/markup.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "common/files.hpp"
+#include "common/progress_line.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "report/assets.hpp"
+#include "report/run_data.hpp"
+#include "report/study.hpp"
+#include "trainscope/version.hpp"
+
+namespace trainscope::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMinPoints = 16;
+
+std::string html_escape(std::string_view text) { return detail::escape_markup(text); }
+
+// JSON inside <script type="application/json">: no "</script" or "<!--" can
+// occur once every '<' (only ever inside a string) is written as \u003c.
+std::string script_json(const json& data) {
+  const std::string text =
+      data.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (char c : text) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string page(const std::string& title, const json& data) {
+  std::string out;
+  const std::string body = script_json(data);
+  out.reserve(body.size() + std::char_traits<char>::length(detail::kChartJs) + 65536);
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += "<meta name=\"generator\" content=\"trainscope " TRAINSCOPE_VERSION_STRING "\">\n";
+  out += "<title>" + html_escape(title) + "</title>\n<style>\n";
+  out += detail::kPageCss;
+  out += "\n</style>\n<script>\n";
+  out += detail::kChartJs;
+  out +=
+      "\n</script>\n</head>\n<body>\n<div id=\"app\"><noscript>This page draws its charts "
+      "and tables with JavaScript.</noscript></div>\n";
+  out += "<script type=\"application/json\" id=\"trainscope-data\">";
+  out += body;
+  out += "</script>\n<script>\n";
+  out += detail::kPageJs;
+  out += "\n</script>\n</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string chart_library() {
+  const std::string version = detail::kChartJsVersion;
+  if (std::string_view(detail::kChartJs).empty()) return {};
+  return version.empty() ? std::string("Chart.js") : "Chart.js " + version;
+}
+
+absl::StatusOr<std::string> render_report(const ReportOptions& options) {
+  if (std::string_view(detail::kChartJs).empty()) {
+    return absl::FailedPreconditionError(
+        "this trainscope was built without Chart.js, which the report page embeds: install "
+        "Debian's libjs-chart.js (scripts/setup.sh does) and rebuild, or configure with "
+        "-DTRAINSCOPE_CHARTJS=/path/to/chart.min.js");
+  }
+  const std::size_t max_points = std::max(options.max_points, kMinPoints);
+  const auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs(options.inputs);
+  if (!inputs.ok()) return inputs.status();
+
+  json data;
+  std::string title = options.title;
+  data["generator"] = "trainscope " TRAINSCOPE_VERSION_STRING;
+  data["chart_library"] = chart_library();
+  data["max_points"] = max_points;
+  data["inputs"] = options.inputs;
+  if (inputs->single_run) {
+    absl::StatusOr<detail::RunData> run =
+        detail::read_run_data(inputs->runs.front().dir, detail::ReadOptions{}, options.progress);
+    if (!run.ok()) return run.status();
+    if (options.progress) {
+      options.progress(
+          fmt::format(
+              "read {}: {} region rows, {} hardware readings, {} metric points in {:.1f} s",
+              run->dir, run->region_rows, run->hardware_rows, run->metric_rows,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()),
+          /*transient=*/false);
+    }
+    data["kind"] = "run";
+    data.update(detail::run_page_json(*run, max_points));
+    if (title.empty()) title = run->info.name.empty() ? run->info.id : run->info.name;
+  } else {
+    absl::StatusOr<json> study =
+        detail::study_json(*inputs, options.scaling_parameter, options.progress);
+    if (!study.ok()) return study.status();
+    data["kind"] = "study";
+    data.update(*study);
+    if (options.progress) {
+      options.progress(
+          fmt::format(
+              "read {} runs in {:.1f} s", inputs->runs.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()),
+          /*transient=*/false);
+    }
+    if (title.empty()) {
+      title = inputs->sweep_name.empty() ? std::string("trainscope study")
+                                         : "sweep " + inputs->sweep_name;
+    }
+  }
+  data["title"] = title;
+  return page(title, data);
+}
+
+absl::Status write_report(const ReportOptions& options, const std::string& path) {
+  absl::StatusOr<std::string> html = render_report(options);
+  if (!html.ok()) return html.status();
+  return trainscope::detail::write_file_atomically(path, *html, ".report-");
+}
+
+std::function<void(const std::string&, bool)> progress_printer(std::FILE* out, bool terminal) {
+  auto line = std::make_shared<trainscope::detail::ProgressLine>(out, terminal, "report");
+  return [line](const std::string& text, bool transient) {
+    if (transient) {
+      line->show(text);
+    } else {
+      line->print(text);
+    }
+  };
+}
+
+}  // namespace trainscope::report

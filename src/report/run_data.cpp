@@ -1,0 +1,606 @@
+#include "report/run_data.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "report/downsample.hpp"
+#include "run/run_format.hpp"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope::report::detail {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uint64_t kChunkBytes = std::uint64_t{16} << 20;
+constexpr std::string_view kSystemPrefix = "system/";
+constexpr std::size_t kMaxDatasetsPerChart = 16;
+constexpr std::size_t kLogTailBytes = 6000;
+
+std::uint64_t file_size(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+std::string megabytes(std::uint64_t bytes) {
+  return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6);
+}
+
+// Reads bytes of several files and reports how far it is, at most every 0.2 s.
+class ReadProgress {
+ public:
+  ReadProgress(const ProgressFn& progress, std::string what, std::uint64_t total)
+      : progress_(progress), what_(std::move(what)), total_(std::max<std::uint64_t>(total, 1)) {}
+  void add(std::uint64_t bytes, std::uint64_t rows) {
+    done_ += bytes;
+    rows_ += rows;
+    const auto now = std::chrono::steady_clock::now();
+    if (!progress_ || now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    progress_(fmt::format("reading {}: {:3.0f}% of {}, {} rows", what_,
+                          100.0 * static_cast<double>(done_) / static_cast<double>(total_),
+                          megabytes(total_), rows_),
+              /*transient=*/true);
+  }
+
+ private:
+  const ProgressFn& progress_;
+  std::string what_;
+  std::uint64_t total_;
+  std::uint64_t done_ = 0;
+  std::uint64_t rows_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+// Appends one metric file's points to `out`, grouped by key, host and rank.
+void add_points(const std::vector<MetricPoint>& points, const std::string& host,
+                std::vector<MetricColumns>* out,
+                absl::flat_hash_map<std::string, std::size_t>* index) {
+  for (const MetricPoint& p : points) {
+    std::string id = fmt::format("{}\x1f{}\x1f{}", p.key, host, p.rank);
+    auto [it, inserted] = index->try_emplace(std::move(id), out->size());
+    if (inserted) {
+      MetricColumns& c = out->emplace_back();
+      c.key = p.key;
+      c.host = host;
+      c.rank = p.rank;
+    }
+    MetricColumns& c = (*out)[it->second];
+    c.timestamp_ms.push_back(p.timestamp_ms);
+    c.step.push_back(static_cast<double>(p.step));
+    c.value.push_back(p.value);
+  }
+}
+
+std::string tail_of_file(const std::string& path) {
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
+  if (!text.ok()) return {};
+  if (text->size() <= kLogTailBytes) return *text;
+  std::string tail = text->substr(text->size() - kLogTailBytes);
+  const std::size_t newline = tail.find('\n');
+  if (newline != std::string::npos) tail.erase(0, newline + 1);
+  return tail;
+}
+
+json rounded(const std::vector<double>& values, int digits) {
+  json out = json::array();
+  for (double v : values) out.push_back(round_significant(v, digits));
+  return out;
+}
+
+// Seconds since the run's start, to the millisecond.
+json seconds_axis(const std::vector<double>& seconds) {
+  json out = json::array();
+  for (double v : seconds) out.push_back(std::round(v * 1000.0) / 1000.0);
+  return out;
+}
+
+json envelope_json(const Envelope& e, bool x_is_time) {
+  return json{{"rows", e.rows},
+              {"bucket", e.bucket},
+              {"window", e.window},
+              {"x", x_is_time ? seconds_axis(e.x) : rounded(e.x, 9)},
+              {"lo", rounded(e.lo, 5)},
+              {"hi", rounded(e.hi, 5)},
+              {"median", rounded(e.median, 5)},
+              {"p95", rounded(e.p95, 5)}};
+}
+
+json line_json(const Line& line, bool x_is_time) {
+  return json{{"rows", line.rows},
+              {"downsampled", line.downsampled},
+              {"x", x_is_time ? seconds_axis(line.x) : rounded(line.x, 9)},
+              {"y", rounded(line.y, 6)}};
+}
+
+std::string device_string(Device device) { return std::string(device_name(device)); }
+
+// The rows of `c` by start time (indices), without sorting when they are.
+std::vector<std::size_t> time_order(const RegionColumns& c) {
+  std::vector<std::size_t> order(c.start_ns.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (!std::is_sorted(c.start_ns.begin(), c.start_ns.end())) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return c.start_ns[a] < c.start_ns[b]; });
+  }
+  return order;
+}
+
+// "gpu.0.util_pct" -> family "gpu", instance "0", quantity "util_pct".
+struct MetricName {
+  std::string family;
+  std::string instance;
+  std::string quantity;
+};
+MetricName split_metric(std::string_view key) {
+  if (key.substr(0, kSystemPrefix.size()) == kSystemPrefix) key.remove_prefix(kSystemPrefix.size());
+  MetricName name;
+  const std::size_t first = key.find('.');
+  const std::size_t last = key.rfind('.');
+  if (first == std::string_view::npos) {
+    name.quantity = std::string(key);
+    return name;
+  }
+  name.family = std::string(key.substr(0, first));
+  name.quantity = std::string(key.substr(last + 1));
+  if (last > first) name.instance = std::string(key.substr(first + 1, last - first - 1));
+  return name;
+}
+
+// Charts shown first, in this order (the rest follow by name).
+int chart_priority(const std::string& chart) {
+  static const char* const kOrder[] = {
+      "gpu.util_pct", "gpu.mem_used_mb", "proc.cpu_pct",    "proc.rss_mb",      "gpu.proc.util_pct",
+      "cpu.util_pct", "disk.read_mb_s",  "disk.write_mb_s", "mem.used_mb",      "net.rx_mb_s",
+      "net.tx_mb_s",  "gpu.power_w",     "gpu.temp_c",      "gpu.sm_active_pct"};
+  for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
+    if (chart == kOrder[i]) return i;
+  }
+  return 1000;
+}
+
+std::string unit_of(const std::string& quantity) {
+  if (absl::EndsWith(quantity, "_pct")) return "%";
+  if (absl::EndsWith(quantity, "_mb_s")) return "MB/s";
+  if (absl::EndsWith(quantity, "_mb")) return "MB";
+  if (absl::EndsWith(quantity, "_iops")) return "IO/s";
+  if (absl::EndsWith(quantity, "_w")) return "W";
+  if (absl::EndsWith(quantity, "_j")) return "J";
+  if (absl::EndsWith(quantity, "_c")) return "°C";
+  if (absl::EndsWith(quantity, "_mhz")) return "MHz";
+  return "";
+}
+
+// Natural order of instance names ("2" before "10").
+bool natural_less(const std::string& a, const std::string& b) {
+  const bool a_num = !a.empty() && std::all_of(a.begin(), a.end(), ::isdigit);
+  const bool b_num = !b.empty() && std::all_of(b.begin(), b.end(), ::isdigit);
+  if (a_num && b_num && a.size() != b.size()) return a.size() < b.size();
+  return a < b;
+}
+
+json hardware_json(const RunData& run, std::size_t max_points) {
+  // chart -> its series (index into run.hardware).
+  std::map<std::string, std::vector<std::size_t>> charts;
+  for (std::size_t i = 0; i < run.hardware.size(); ++i) {
+    const MetricName name = split_metric(run.hardware[i].key);
+    std::string chart = name.family.empty() ? name.quantity : name.family + "." + name.quantity;
+    // Per-process GPU readings are a chart of their own ("gpu.proc.util_pct").
+    if (name.family == "gpu" && absl::EndsWith(name.instance, ".proc")) {
+      chart = "gpu.proc." + name.quantity;
+    }
+    charts[chart].push_back(i);
+  }
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> ordered(charts.begin(),
+                                                                        charts.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    return chart_priority(a.first) < chart_priority(b.first);
+  });
+  const double t0_ms = static_cast<double>(run.info.start_time_ms);
+  const bool several_hosts = run.hosts.size() > 1;
+  json out = json::array();
+  for (auto& [chart, members] : ordered) {
+    std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+      const MetricColumns& x = run.hardware[a];
+      const MetricColumns& y = run.hardware[b];
+      const std::string xi = split_metric(x.key).instance;
+      const std::string yi = split_metric(y.key).instance;
+      if (xi != yi) return natural_less(xi, yi);
+      return std::tie(x.host, x.rank) < std::tie(y.host, y.rank);
+    });
+    const std::size_t total = members.size();
+    if (members.size() > kMaxDatasetsPerChart) members.resize(kMaxDatasetsPerChart);
+    json datasets = json::array();
+    std::uint64_t rows = 0;
+    bool downsampled = false;
+    for (std::size_t i : members) {
+      const MetricColumns& c = run.hardware[i];
+      std::vector<double> x(c.timestamp_ms.size());
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        x[j] = (static_cast<double>(c.timestamp_ms[j]) - t0_ms) / 1000.0;
+      }
+      const Line line = minmax_line(x, c.value, max_points);
+      rows += line.rows;
+      downsampled = downsampled || line.downsampled;
+      std::string label = split_metric(c.key).instance;
+      if (label.empty()) label = "total";
+      if (c.rank != kNoRank) label += fmt::format(" rank {}", c.rank);
+      if (several_hosts) label += " @" + c.host;
+      json d = line_json(line, /*x_is_time=*/true);
+      d["label"] = label;
+      d["key"] = c.key;
+      datasets.push_back(std::move(d));
+    }
+    const MetricName name = split_metric(run.hardware[members.front()].key);
+    out.push_back(json{{"chart", chart},
+                       {"unit", unit_of(name.quantity)},
+                       {"rows", rows},
+                       {"downsampled", downsampled},
+                       {"series_total", total},
+                       {"primary", chart_priority(chart) < 1000},
+                       {"datasets", std::move(datasets)}});
+  }
+  return out;
+}
+
+json metrics_json(const RunData& run, std::size_t max_points) {
+  std::map<std::string, std::vector<const MetricColumns*>> by_key;
+  for (const MetricColumns& c : run.metrics) by_key[c.key].push_back(&c);
+  json out = json::array();
+  for (const auto& [key, members] : by_key) {
+    json datasets = json::array();
+    for (const MetricColumns* c : members) {
+      json d = line_json(minmax_line(c->step, c->value, max_points), /*x_is_time=*/false);
+      d["label"] = c->rank == kNoRank ? std::string("all") : fmt::format("rank {}", c->rank);
+      datasets.push_back(std::move(d));
+    }
+    out.push_back(json{{"key", key}, {"datasets", std::move(datasets)}});
+  }
+  return out;
+}
+
+// Per step, each rank's total time of `c`'s key; the slowest rank and its lag
+// behind the (lower) median rank, as trainscope.read_run's stragglers().
+json stragglers_json(const RegionColumns& c, std::size_t max_points) {
+  std::map<std::uint32_t, absl::flat_hash_map<std::int64_t, double>> per_rank;
+  for (std::size_t i = 0; i < c.seconds.size(); ++i) per_rank[c.rank[i]][c.step[i]] += c.seconds[i];
+  std::vector<std::uint32_t> ranks;
+  for (const auto& entry : per_rank) ranks.push_back(entry.first);
+  std::map<std::int64_t, std::vector<std::pair<double, std::uint32_t>>> steps;
+  for (const auto& [rank, times] : per_rank) {
+    for (const auto& [step, seconds] : times) steps[step].emplace_back(seconds, rank);
+  }
+  std::vector<double> x;
+  std::vector<double> lag;
+  std::map<std::uint32_t, std::uint64_t> slowest_count;
+  double lag_total = 0;
+  for (auto& [step, times] : steps) {
+    if (times.size() < 2) continue;
+    std::sort(times.begin(), times.end());
+    const double median = times[(times.size() - 1) / 2].first;
+    const double slowest = times.back().first;
+    x.push_back(static_cast<double>(step));
+    lag.push_back(slowest - median);
+    lag_total += slowest - median;
+    ++slowest_count[times.back().second];
+  }
+  json counts = json::array();
+  for (std::uint32_t rank : ranks) counts.push_back(slowest_count[rank]);
+  return json{{"key", c.key},
+              {"device", device_string(c.device)},
+              {"ranks", ranks},
+              {"steps", x.size()},
+              {"slowest_count", counts},
+              {"lag_total_s", lag_total},
+              {"lag", envelope_json(envelope(x, lag, max_points), /*x_is_time=*/false)}};
+}
+
+}  // namespace
+
+absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions& options,
+                                      const ProgressFn& progress) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+  if (!reader.ok()) return reader.status();
+  RunData run;
+  run.dir = reader->dir();
+  run.info = reader->info();
+  run.ranks = reader->ranks();
+  run.launchers = reader->launchers();
+  run.hosts = reader->hosts();
+  run.world_size = reader->world_size();
+  run.crashed = reader->crashed();
+  for (const RankState& r : run.ranks) {
+    run.last_heartbeat_ms = std::max(run.last_heartbeat_ms, r.heartbeat_ms);
+  }
+  for (const LauncherState& l : run.launchers) {
+    run.last_heartbeat_ms = std::max(run.last_heartbeat_ms, l.heartbeat_ms);
+  }
+
+  std::uint64_t total = 0;
+  for (const RankState& r : run.ranks) {
+    total += file_size(
+        trainscope::detail::join_path(run.dir, trainscope::detail::regions_file_name(r.rank.rank)));
+    if (options.metrics || options.hardware) {
+      total += file_size(trainscope::detail::join_path(
+          run.dir, trainscope::detail::metrics_file_name(r.rank.rank)));
+    }
+  }
+  if (options.hardware) {
+    for (const std::string& host : run.hosts) {
+      total += file_size(
+          trainscope::detail::join_path(run.dir, trainscope::detail::host_metrics_file_name(host)));
+    }
+  }
+  const std::string what = run.info.name.empty() ? run.dir : run.info.name;
+  ReadProgress read_progress(progress, what, total);
+
+  absl::flat_hash_map<std::string, std::size_t> region_index;
+  absl::flat_hash_map<std::string, std::size_t> metric_index;
+  absl::flat_hash_map<std::string, std::size_t> hardware_index;
+  for (const RankState& r : run.ranks) {
+    const std::uint32_t rank = r.rank.rank;
+    std::uint64_t offset = 0;
+    for (;;) {
+      absl::StatusOr<Chunk<RegionRow>> chunk = reader->read_regions(rank, offset, kChunkBytes);
+      if (absl::IsNotFound(chunk.status())) {
+        run.notes.push_back(fmt::format("rank {} has no {} yet", rank,
+                                        trainscope::detail::regions_file_name(rank)));
+        break;
+      }
+      if (!chunk.ok()) return chunk.status();
+      for (RegionRow& row : chunk->rows) {
+        std::string id = row.key;
+        id.push_back(row.device == Device::kGPU ? '\x01' : '\x00');
+        auto [it, inserted] = region_index.try_emplace(std::move(id), run.regions.size());
+        if (inserted) {
+          RegionColumns& c = run.regions.emplace_back();
+          c.key = row.key;
+          c.device = row.device;
+        }
+        RegionColumns& c = run.regions[it->second];
+        c.seconds.push_back(static_cast<double>(row.duration_ns) * 1e-9);
+        c.start_ns.push_back(row.start_unix_ns);
+        c.step.push_back(row.step);
+        c.rank.push_back(row.rank);
+      }
+      run.region_rows += chunk->rows.size();
+      read_progress.add(chunk->next_offset - offset, chunk->rows.size());
+      if (chunk->next_offset == offset) break;  // nothing more, or a cut last line
+      offset = chunk->next_offset;
+    }
+    if (options.metrics || options.hardware) {
+      absl::StatusOr<Chunk<MetricPoint>> chunk = reader->read_metrics(rank);
+      if (!chunk.ok() && !absl::IsNotFound(chunk.status())) return chunk.status();
+      if (chunk.ok()) {
+        std::vector<MetricPoint> user;
+        std::vector<MetricPoint> system;
+        for (MetricPoint& p : chunk->rows) {
+          (p.key.rfind(kSystemPrefix, 0) == 0 ? system : user).push_back(std::move(p));
+        }
+        if (options.metrics) {
+          add_points(user, r.host, &run.metrics, &metric_index);
+          run.metric_rows += user.size();
+        }
+        if (options.hardware) {  // format 1: hardware readings in the rank's metrics
+          add_points(system, r.host, &run.hardware, &hardware_index);
+          run.hardware_rows += system.size();
+        }
+        read_progress.add(chunk->next_offset, 0);
+      }
+    }
+  }
+  std::sort(run.regions.begin(), run.regions.end(),
+            [](const RegionColumns& a, const RegionColumns& b) {
+              return std::tie(a.key, a.device) < std::tie(b.key, b.device);
+            });
+
+  if (options.hardware) {
+    for (const std::string& host : run.hosts) {
+      std::uint64_t offset = 0;
+      for (;;) {
+        absl::StatusOr<Chunk<MetricPoint>> chunk =
+            reader->read_host_metrics(host, offset, kChunkBytes);
+        if (!chunk.ok()) return chunk.status();
+        add_points(chunk->rows, host, &run.hardware, &hardware_index);
+        run.hardware_rows += chunk->rows.size();
+        read_progress.add(chunk->next_offset - offset, chunk->rows.size());
+        if (chunk->next_offset == offset) break;
+        offset = chunk->next_offset;
+      }
+    }
+  }
+  return run;
+}
+
+std::string display_status(const RunData& run) {
+  if (run.crashed) return "CRASHED";
+  return std::string(run_status_name(run.info.status));
+}
+
+double duration_s(const RunData& run) {
+  std::int64_t end = run.info.end_time_ms;
+  if (end == 0 || run.info.status == RunStatus::kRunning) end = run.last_heartbeat_ms;
+  if (end < run.info.start_time_ms) return 0.0;
+  return static_cast<double>(end - run.info.start_time_ms) / 1000.0;
+}
+
+json stats_json(const TimeStats& s) {
+  return json{{"count", s.count},
+              {"total", s.total},
+              {"min", s.min},
+              {"mean", s.mean},
+              {"median", s.median},
+              {"max", s.max},
+              {"stdev", s.stdev},
+              {"p5", s.p5},
+              {"p25", s.p25},
+              {"p75", s.p75},
+              {"p95", s.p95},
+              {"p99", s.p99},
+              {"cv", s.cv},
+              {"median_ci_low", s.median_ci_low},
+              {"median_ci_high", s.median_ci_high}};
+}
+
+json run_meta_json(const RunData& run) {
+  json ranks = json::array();
+  for (const RankState& r : run.ranks) {
+    ranks.push_back(json{{"rank", r.rank.rank},
+                         {"host", r.host},
+                         {"pid", r.pid},
+                         {"status", std::string(run_status_name(r.status))},
+                         {"crashed", r.crashed},
+                         {"start_ms", r.start_time_ms},
+                         {"end_ms", r.end_time_ms},
+                         {"heartbeat_ms", r.heartbeat_ms}});
+  }
+  json launchers = json::array();
+  std::vector<std::string> command;
+  for (const LauncherState& l : run.launchers) {
+    if (command.empty()) command = l.command;
+    launchers.push_back(json{{"host", l.host},
+                             {"pid", l.pid},
+                             {"status", std::string(run_status_name(l.status))},
+                             {"crashed", l.crashed},
+                             {"command", l.command},
+                             {"exit_code", l.exit_code},
+                             {"term_signal", l.term_signal}});
+  }
+  json meta{{"id", run.info.id},
+            {"name", run.info.name},
+            {"experiment", run.info.experiment},
+            {"dir", run.dir},
+            {"status", display_status(run)},
+            {"recorded_status", std::string(run_status_name(run.info.status))},
+            {"crashed", run.crashed},
+            {"in_progress", run.info.status == RunStatus::kRunning && !run.crashed},
+            {"start_ms", run.info.start_time_ms},
+            {"end_ms", run.info.end_time_ms},
+            {"heartbeat_ms", run.last_heartbeat_ms},
+            {"duration_s", duration_s(run)},
+            {"params", run.info.params},
+            {"tags", run.info.tags},
+            {"world_size", run.world_size},
+            {"hosts", run.hosts},
+            {"ranks", std::move(ranks)},
+            {"launchers", std::move(launchers)},
+            {"command", command},
+            {"region_rows", run.region_rows},
+            {"hardware_rows", run.hardware_rows},
+            {"metric_rows", run.metric_rows},
+            {"notes", run.notes}};
+  return meta;
+}
+
+json run_page_json(const RunData& run, std::size_t max_points) {
+  json out;
+  json meta = run_meta_json(run);
+  absl::StatusOr<std::string> environment = trainscope::detail::read_whole_file(
+      trainscope::detail::join_path(run.dir, "environment.json"));
+  if (environment.ok()) {
+    json parsed = json::parse(*environment, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) meta["environment"] = std::move(parsed);
+  }
+  meta["stdout_tail"] = tail_of_file(trainscope::detail::join_path(run.dir, "stdout.log"));
+  meta["stderr_tail"] = tail_of_file(trainscope::detail::join_path(run.dir, "stderr.log"));
+  out["run"] = std::move(meta);
+
+  const double t0_ns = static_cast<double>(run.info.start_time_ms) * 1e6;
+  json stats = json::array();
+  json rank_stats = json::array();
+  json histograms = json::array();
+  json series = json::array();
+  const RegionColumns* straggler_key = nullptr;
+  for (const RegionColumns& c : run.regions) {
+    const std::string device = device_string(c.device);
+    json entry = stats_json(compute_time_stats(c.seconds));
+    entry["key"] = c.key;
+    entry["device"] = device;
+    stats.push_back(std::move(entry));
+
+    std::map<std::uint32_t, std::vector<double>> by_rank;
+    for (std::size_t i = 0; i < c.seconds.size(); ++i) by_rank[c.rank[i]].push_back(c.seconds[i]);
+    if (by_rank.size() > 1 || run.world_size > 1) {
+      for (const auto& [rank, seconds] : by_rank) {
+        json r = stats_json(compute_time_stats(seconds));
+        r["key"] = c.key;
+        r["device"] = device;
+        r["rank"] = rank;
+        rank_stats.push_back(std::move(r));
+      }
+    }
+    if (by_rank.size() > 1 && c.device == Device::kCPU &&
+        (straggler_key == nullptr || c.key == "BATCH" ||
+         (straggler_key->key != "BATCH" && c.seconds.size() > straggler_key->seconds.size()))) {
+      straggler_key = &c;
+    }
+
+    const Histogram h = histogram(c.seconds, 60);
+    json counts = json::array();
+    for (std::uint64_t n : h.counts) counts.push_back(n);
+    histograms.push_back(json{{"key", c.key},
+                              {"device", device},
+                              {"log", h.log},
+                              {"edges", rounded(h.edges, 6)},
+                              {"counts", std::move(counts)}});
+
+    const std::vector<std::size_t> order = time_order(c);
+    std::vector<double> x(order.size());
+    std::vector<double> y(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      x[i] = (static_cast<double>(c.start_ns[order[i]]) - t0_ns) * 1e-9;
+      y[i] = c.seconds[order[i]];
+    }
+    json s = envelope_json(envelope(x, y, max_points), /*x_is_time=*/true);
+    s["key"] = c.key;
+    s["device"] = device;
+    series.push_back(std::move(s));
+  }
+  out["stats"] = std::move(stats);
+  out["rank_stats"] = std::move(rank_stats);
+  out["histograms"] = std::move(histograms);
+  out["series"] = std::move(series);
+  out["stragglers"] =
+      straggler_key != nullptr ? stragglers_json(*straggler_key, max_points) : json(nullptr);
+  out["hardware"] = hardware_json(run, max_points);
+  out["metrics"] = metrics_json(run, max_points);
+  return out;
+}
+
+json run_row_json(const RunData& run, std::size_t trend_points) {
+  json row = run_meta_json(run);
+  json stats = json::array();
+  for (const RegionColumns& c : run.regions) {
+    json entry = stats_json(compute_time_stats(c.seconds));
+    entry["key"] = c.key;
+    entry["device"] = device_string(c.device);
+    const std::vector<std::size_t> order = time_order(c);
+    std::vector<double> x(order.size());
+    std::vector<double> y(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      x[i] = static_cast<double>(i);
+      y[i] = c.seconds[order[i]];
+    }
+    const Envelope e = envelope(x, y, trend_points);
+    entry["trend"] = json{{"x", rounded(e.x, 9)}, {"median", rounded(e.median, 5)}};
+    stats.push_back(std::move(entry));
+  }
+  row["stats"] = std::move(stats);
+  return row;
+}
+
+}  // namespace trainscope::report::detail

@@ -1,0 +1,351 @@
+#include "report/study.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "sweep/state_file.hpp"
+#include "trainscope/scaling/derived.hpp"
+#include "trainscope/scaling/modeler.hpp"
+#include "trainscope/scaling/run_input.hpp"
+#include "trainscope/scaling/uncertainty.hpp"
+
+namespace trainscope::report::detail {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::size_t kTrendPoints = 120;
+constexpr int kCurvePoints = 48;
+constexpr double kExtrapolation = 4.0;  // the model is drawn up to 4x the largest x
+constexpr int kMinScalingPoints = 3;
+
+bool is_file(const fs::path& path) {
+  std::error_code error;
+  return fs::is_regular_file(path, error);
+}
+
+std::string shown_path(const std::string& path) { return absl::Utf8SafeCHexEscape(path); }
+
+absl::Status add_sweep(const fs::path& dir, Inputs* inputs) {
+  const std::string path = (dir / sweep::detail::kStateFileName).string();
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<sweep::detail::SweepState> state = sweep::detail::state_from_json(*text, path);
+  if (!state.ok()) return state.status();
+  if (inputs->sweep_name.empty()) inputs->sweep_name = state->name;
+  inputs->sweep_dirs.push_back(dir.string());
+  for (const sweep::JobRecord& record : state->jobs) {
+    StudyRun run;
+    run.job = record.job.id;
+    run.status = std::string(sweep::job_status_name(record.status));
+    run.params = record.job.params;
+    // The recorded path, else the run under this sweep directory (a sweep
+    // copied off a cluster, or started from another working directory).
+    for (const fs::path& candidate :
+         {fs::path(record.run_dir), dir / sweep::detail::kRunsDirName / record.run_id}) {
+      if (!record.run_id.empty() && !candidate.empty() && is_file(candidate / "run.json")) {
+        run.dir = candidate.string();
+        break;
+      }
+    }
+    inputs->runs.push_back(std::move(run));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<double> number_of(const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || ptr != end || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The param to model against: the requested one, or the one param with
+// numeric values that varies across the finished runs (3 values at least).
+std::string choose_parameter(const json& rows, const std::string& requested,
+                             std::string* why_none) {
+  if (requested == "none") {
+    *why_none = "turned off (--scaling none)";
+    return {};
+  }
+  std::map<std::string, std::set<std::string>> values;
+  std::map<std::string, bool> numeric;
+  int finished = 0;
+  for (const json& row : rows) {
+    if (row.value("status", "") != "FINISHED") continue;
+    ++finished;
+    for (const auto& [key, value] : row.at("params").items()) {
+      const std::string text = value.get<std::string>();
+      values[key].insert(text);
+      const bool is_number = number_of(text).has_value() && *number_of(text) > 0;
+      numeric.try_emplace(key, true);
+      numeric[key] = numeric[key] && is_number;
+    }
+  }
+  if (!requested.empty()) {
+    if (values.find(requested) == values.end()) {
+      *why_none = fmt::format("no finished run has the param \"{}\"", requested);
+      return {};
+    }
+    return requested;
+  }
+  std::vector<std::string> varying;
+  for (const auto& [key, set] : values) {
+    if (set.size() > 1) varying.push_back(key);
+  }
+  if (varying.size() != 1) {
+    *why_none = varying.empty()
+                    ? std::string("no param varies across the finished runs")
+                    : fmt::format("several params vary ({}): choose one with --scaling PARAM",
+                                  fmt::join(varying, ", "));
+    return {};
+  }
+  const std::string& p = varying.front();
+  if (!numeric[p] || values[p].size() < static_cast<std::size_t>(kMinScalingPoints)) {
+    *why_none =
+        fmt::format("the varying param \"{}\" needs at least {} positive numeric values (has {})",
+                    p, kMinScalingPoints, values[p].size());
+    return {};
+  }
+  return p;
+}
+
+json views_json(const absl::StatusOr<std::vector<scaling::ScalingView>>& views) {
+  if (!views.ok()) return json{{"error", std::string(views.status().message())}};
+  json r = json::array(), t = json::array(), s = json::array(), e = json::array(),
+       c = json::array();
+  for (const scaling::ScalingView& v : *views) {
+    r.push_back(v.resource);
+    t.push_back(v.time);
+    s.push_back(v.speedup);
+    e.push_back(v.efficiency);
+    c.push_back(v.cost);
+  }
+  return json{{"resource", r}, {"time", t}, {"speedup", s}, {"efficiency", e}, {"cost", c}};
+}
+
+json scaling_model_json(const std::vector<std::string>& dirs, const std::string& parameter,
+                        const std::string& key, const std::string& device) {
+  json out{{"key", key}, {"device", device}};
+  scaling::RunSelection selection;
+  selection.parameters = {parameter};
+  selection.what = key;
+  selection.stat = "mean";
+  selection.device = absl::AsciiStrToLower(device);
+  std::vector<std::string> warnings;
+  absl::StatusOr<scaling::MeasurementSet> set = scaling::read_runs(dirs, selection, &warnings);
+  out["warnings"] = warnings;
+  if (!set.ok()) {
+    out["error"] = std::string(set.status().message());
+    return out;
+  }
+  if (set->series.empty()) {
+    out["error"] = "no measurements";
+    return out;
+  }
+  const scaling::Series& series = set->series.front();
+  json points = json::array();
+  double max_x = 0;
+  double min_x = std::numeric_limits<double>::infinity();
+  for (const scaling::Point& p : series.points) {
+    points.push_back(json{{"x", p.coordinate.at(0)}, {"values", p.values}});
+    max_x = std::max(max_x, p.coordinate.at(0));
+    min_x = std::min(min_x, p.coordinate.at(0));
+  }
+  out["points"] = std::move(points);
+  out["max_measured"] = max_x;
+  absl::StatusOr<scaling::Model> model = scaling::fit(set->parameters, series);
+  if (!model.ok()) {
+    out["error"] = std::string(model.status().message());
+    return out;
+  }
+  out["formula"] = model->formula();
+  out["python"] = model->python();
+  out["model_warnings"] = model->warnings;
+  out["costs"] = json{{"rss", model->costs.rss},
+                      {"rrss", model->costs.rrss},
+                      {"smape", model->costs.smape},
+                      {"ar2", model->costs.ar2},
+                      {"re", model->costs.re}};
+  std::vector<std::vector<double>> grid;
+  std::vector<double> resources;
+  const double hi = max_x * kExtrapolation;
+  for (int i = 0; i < kCurvePoints; ++i) {
+    const double t = static_cast<double>(i) / (kCurvePoints - 1);
+    const double x = min_x > 0 ? std::exp(std::log(min_x) + t * (std::log(hi) - std::log(min_x)))
+                               : min_x + t * (hi - min_x);
+    grid.push_back({x});
+    resources.push_back(x);
+  }
+  absl::StatusOr<std::vector<scaling::Prediction>> band =
+      scaling::predict_with_band(*model, series, grid);
+  if (band.ok()) {
+    json x = json::array(), y = json::array(), lo = json::array(), up = json::array();
+    for (const scaling::Prediction& p : *band) {
+      x.push_back(p.coordinate.at(0));
+      y.push_back(p.value);
+      lo.push_back(p.lower);
+      up.push_back(p.upper);
+    }
+    out["curve"] = json{{"x", x}, {"y", y}, {"lower", lo}, {"upper", up}};
+  } else {
+    out["band_error"] = std::string(band.status().message());
+  }
+  const std::vector<double> fixed{0.0};
+  out["measured_scaling"] = views_json(scaling::measured_scaling(series, 0, fixed));
+  out["modeled_scaling"] = views_json(scaling::modeled_scaling(*model, 0, fixed, resources));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs) {
+  Inputs out;
+  if (inputs.empty()) return absl::InvalidArgumentError("no input: give run or sweep directories");
+  std::set<std::string> seen;
+  for (std::string input : inputs) {
+    while (input.size() > 1 && input.back() == '/') input.pop_back();
+    const fs::path dir(input);
+    std::error_code error;
+    if (!fs::exists(dir, error)) {
+      return absl::NotFoundError(fmt::format("{}: no such file or directory", shown_path(input)));
+    }
+    if (!fs::is_directory(dir, error)) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: a file, not a run directory, a sweep directory or a directory of runs",
+                      shown_path(input)));
+    }
+    const std::size_t before = out.runs.size();
+    if (is_file(dir / "run.json")) {
+      out.runs.push_back(StudyRun{input, "", "", {}});
+      out.single_run = inputs.size() == 1;
+    } else if (is_file(dir / sweep::detail::kStateFileName)) {
+      if (absl::Status status = add_sweep(dir, &out); !status.ok()) return status;
+    } else {
+      std::vector<std::string> found;
+      for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+        if (is_file(it->path() / "run.json")) found.push_back(it->path().string());
+      }
+      if (error) {
+        return absl::PermissionDeniedError(
+            fmt::format("{}: cannot list the directory: {}", shown_path(input), error.message()));
+      }
+      if (found.empty()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: not a trainscope run (no run.json), sweep (no sweep.json) or directory of "
+            "runs (no subdirectory has a run.json)",
+            shown_path(input)));
+      }
+      std::sort(found.begin(), found.end());
+      for (std::string& run : found) out.runs.push_back(StudyRun{std::move(run), "", "", {}});
+    }
+    // The same run given twice (directly and through its sweep) is one row.
+    out.runs.erase(
+        std::remove_if(out.runs.begin() + static_cast<std::ptrdiff_t>(before), out.runs.end(),
+                       [&](const StudyRun& run) {
+                         if (run.dir.empty()) return false;
+                         std::error_code e;
+                         const fs::path canonical = fs::weakly_canonical(run.dir, e);
+                         return !seen.insert(e ? run.dir : canonical.string()).second;
+                       }),
+        out.runs.end());
+  }
+  return out;
+}
+
+absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling_parameter,
+                                const ProgressFn& progress) {
+  json rows = json::array();
+  std::vector<std::string> param_names;
+  std::set<std::string> param_seen;
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::set<std::pair<std::string, std::string>> key_seen;
+  const std::size_t n = inputs.runs.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const StudyRun& item = inputs.runs[i];
+    json row;
+    if (item.dir.empty()) {
+      json params = json::object();
+      for (const auto& [key, value] : item.params) params[key] = value;
+      row = json{{"name", item.job},
+                 {"status", item.status},
+                 {"params", params},
+                 {"stats", json::array()},
+                 {"duration_s", nullptr}};
+    } else {
+      if (progress) {
+        progress(fmt::format("reading run {}/{}: {}", i + 1, n, item.dir), /*transient=*/true);
+      }
+      absl::StatusOr<RunData> run = read_run_data(item.dir, ReadOptions{false, false}, progress);
+      if (!run.ok()) {
+        // One damaged run does not hide the others: its row says what is wrong.
+        row = json{{"name", item.job.empty() ? item.dir : item.job},
+                   {"dir", item.dir},
+                   {"status", "UNREADABLE"},
+                   {"error", run.status().ToString()},
+                   {"params", json::object()},
+                   {"stats", json::array()},
+                   {"duration_s", nullptr}};
+      } else {
+        row = run_row_json(*run, kTrendPoints);
+      }
+    }
+    row["job"] = item.job;
+    for (const auto& [key, value] : row.at("params").items()) {
+      if (param_seen.insert(key).second) param_names.push_back(key);
+    }
+    for (const json& s : row.at("stats")) {
+      std::pair<std::string, std::string> k{s.at("key").get<std::string>(),
+                                            s.at("device").get<std::string>()};
+      if (key_seen.insert(k).second) keys.push_back(k);
+    }
+    rows.push_back(std::move(row));
+  }
+  json key_list = json::array();
+  for (const auto& [key, device] : keys) key_list.push_back(json{{"key", key}, {"device", device}});
+
+  json scaling{{"parameter", nullptr}, {"models", json::array()}};
+  std::string why_none;
+  const std::string parameter = choose_parameter(rows, scaling_parameter, &why_none);
+  if (!parameter.empty()) {
+    std::vector<std::string> dirs;
+    for (const json& row : rows) {
+      if (row.value("status", "") == "FINISHED" && row.contains("dir")) {
+        dirs.push_back(row.at("dir").get<std::string>());
+      }
+    }
+    scaling["parameter"] = parameter;
+    std::size_t done = 0;
+    for (const auto& [key, device] : keys) {
+      if (progress) {
+        progress(fmt::format("scaling study: {} {} ({}/{})", key, device, ++done, keys.size()),
+                 /*transient=*/true);
+      }
+      scaling["models"].push_back(scaling_model_json(dirs, parameter, key, device));
+    }
+  } else {
+    scaling["why_none"] = why_none;
+  }
+  return json{{"runs", std::move(rows)},
+              {"params", param_names},
+              {"keys", std::move(key_list)},
+              {"sweeps", inputs.sweep_dirs},
+              {"scaling", std::move(scaling)}};
+}
+
+}  // namespace trainscope::report::detail

@@ -1,0 +1,283 @@
+#include "trainscope/stalls/analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope::stalls {
+namespace {
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double position = q * static_cast<double>(values.size() - 1);
+  const auto low = static_cast<std::size_t>(position);
+  const std::size_t high = std::min(low + 1, values.size() - 1);
+  return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
+}
+
+struct Window {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+constexpr double kZ95 = 1.959963984540054;
+
+}  // namespace
+
+std::string input_bound_class(double share) {
+  if (share < 0.05) return "not";
+  return share < 0.20 ? "moderately" : "highly";
+}
+
+std::size_t startup_batches(std::size_t batches) {
+  return std::min(batches, std::max<std::size_t>(2, batches / 10));
+}
+
+PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s) {
+  PassStalls p;
+  p.wall_s = wall_s;
+  p.batches = waits_s.size();
+  p.wait_s = std::accumulate(waits_s.begin(), waits_s.end(), 0.0);
+  p.share = wall_s > 0 ? p.wait_s / wall_s : 0;
+  p.wait_p50_s = quantile(waits_s, 0.5);
+  p.wait_p95_s = quantile(waits_s, 0.95);
+  p.wait_max_s = waits_s.empty() ? 0 : *std::max_element(waits_s.begin(), waits_s.end());
+  const std::size_t first = startup_batches(waits_s.size());
+  const double startup = std::accumulate(waits_s.begin(), waits_s.begin() + first, 0.0);
+  p.startup_wait_share = p.wait_s > 0 ? startup / p.wait_s : 0;
+  // Bunched: most of the wait in a tenth of the batches, and enough of it to matter.
+  p.bunched = p.share >= 0.05 && p.startup_wait_share >= 0.5 && first < waits_s.size();
+  return p;
+}
+
+absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return reader.status();
+  RunStalls out;
+  out.run_dir = run_dir;
+  out.status = std::string(run_status_name(reader->info().status));
+  if (auto it = reader->info().params.find("stalls.batch_size");
+      it != reader->info().params.end()) {
+    int size = 0;
+    if (absl::SimpleAtoi(it->second, &size) && size > 0) out.batch_size = size;
+  }
+  if (reader->ranks().empty()) {
+    return absl::NotFoundError(run_dir + ": no rank recorded anything (no IO regions to analyze)");
+  }
+  const std::uint32_t rank = reader->ranks().front().rank.rank;
+  absl::StatusOr<Chunk<RegionRow>> rows = reader->read_regions(rank);
+  if (!rows.ok()) return rows.status();
+  std::vector<Window> passes, epochs;
+  std::vector<std::pair<std::int64_t, double>> iterations;
+  std::vector<std::pair<std::int64_t, double>> waits;  // start, seconds
+  for (const RegionRow& row : rows->rows) {
+    if (row.device != Device::kCPU) continue;
+    const double seconds = static_cast<double>(row.duration_ns) * 1e-9;
+    if (row.key == kWaitKey) {
+      waits.emplace_back(row.start_unix_ns, seconds);
+    } else if (row.key == kIterationKey) {
+      iterations.emplace_back(row.start_unix_ns, seconds);
+    } else if (row.key == kPassKey) {
+      passes.push_back({row.start_unix_ns, row.start_unix_ns + row.duration_ns});
+    } else if (row.key == "EPOCH") {
+      epochs.push_back({row.start_unix_ns, row.start_unix_ns + row.duration_ns});
+    }
+  }
+  if (waits.empty()) {
+    return absl::NotFoundError(
+        run_dir +
+        ": no IO regions: time the loader with `for batch in tmr.timed(loader):` "
+        "(Python) or IO regions around each batch's fetch (C++)");
+  }
+  std::sort(waits.begin(), waits.end());
+  for (const auto& w : waits) {
+    out.wait_start_ns.push_back(w.first);
+    out.wait_s.push_back(w.second);
+  }
+  std::sort(iterations.begin(), iterations.end());
+  for (const auto& it : iterations) {
+    out.iteration_start_ns.push_back(it.first);
+    out.iteration_s.push_back(it.second);
+  }
+  std::vector<Window>& windows = passes.empty() ? epochs : passes;
+  std::sort(windows.begin(), windows.end(),
+            [](const Window& a, const Window& b) { return a.start_ns < b.start_ns; });
+  if (windows.empty()) {
+    // One pass: from the first wait to the end of the last wait or iteration.
+    Window all{waits.front().first, waits.back().first};
+    all.end_ns += static_cast<std::int64_t>(waits.back().second * 1e9);
+    windows.push_back(all);
+  }
+  double wall = 0, wait = 0;
+  std::vector<double> all_waits;
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    std::vector<double> in_pass;
+    for (const auto& [start, seconds] : waits) {
+      if (start >= windows[i].start_ns && start < windows[i].end_ns) in_pass.push_back(seconds);
+    }
+    PassStalls p =
+        pass_stalls(in_pass, static_cast<double>(windows[i].end_ns - windows[i].start_ns) * 1e-9);
+    p.index = static_cast<int>(i + 1);
+    wall += p.wall_s;
+    wait += p.wait_s;
+    all_waits.insert(all_waits.end(), in_pass.begin(), in_pass.end());
+    out.passes.push_back(p);
+  }
+  out.total = pass_stalls(all_waits, wall);
+  out.total.wait_s = wait;
+  // Bunched when most passes' waits are: a run-wide startup share means little.
+  std::size_t bunched = 0;
+  for (const PassStalls& p : out.passes) bunched += p.bunched ? 1 : 0;
+  out.total.bunched = bunched * 2 > out.passes.size();
+  out.pattern = out.total.share < 0.05 ? "none"
+                : out.total.bunched    ? "bunched at pass starts"
+                                       : "spread";
+  return out;
+}
+
+absl::StatusOr<Timing> measured_time(const std::vector<double>& iteration_s, std::size_t warmup,
+                                     std::size_t iterations) {
+  if (iterations == 0) return absl::InvalidArgumentError("no iterations to measure");
+  if (iteration_s.size() < warmup + iterations) {
+    return absl::FailedPreconditionError("the run has " + std::to_string(iteration_s.size()) +
+                                         " iterations, " + std::to_string(warmup + iterations) +
+                                         " needed (warm-up " + std::to_string(warmup) + " + " +
+                                         std::to_string(iterations) + ")");
+  }
+  const auto begin = iteration_s.begin() + static_cast<std::ptrdiff_t>(warmup);
+  const auto end = begin + static_cast<std::ptrdiff_t>(iterations);
+  Timing t;
+  t.iterations = iterations;
+  t.total_s = std::accumulate(begin, end, 0.0);
+  const double mean = t.total_s / static_cast<double>(iterations);
+  double ss = 0;
+  for (auto it = begin; it != end; ++it) ss += (*it - mean) * (*it - mean);
+  const double sd = iterations > 1 ? std::sqrt(ss / static_cast<double>(iterations - 1)) : 0;
+  t.ci_half_s = kZ95 * sd * std::sqrt(static_cast<double>(iterations));
+  return t;
+}
+
+double measured_wait_share(const RunStalls& run, std::size_t warmup, std::size_t iterations) {
+  if (iterations == 0 || run.iteration_s.size() < warmup + iterations) return 0;
+  double time = 0, wait = 0;
+  for (std::size_t i = warmup; i < warmup + iterations; ++i) {
+    const std::int64_t begin = run.iteration_start_ns[i];
+    const auto end = begin + static_cast<std::int64_t>(run.iteration_s[i] * 1e9);
+    time += run.iteration_s[i];
+    for (std::size_t w = 0; w < run.wait_s.size(); ++w) {
+      if (run.wait_start_ns[w] >= begin && run.wait_start_ns[w] < end) wait += run.wait_s[w];
+    }
+  }
+  return time > 0 ? wait / time : 0;
+}
+
+Differential differential(const Timing& synthetic, const Timing& cold, const Timing& warm,
+                          int batch_size, double cold_live_wait_share) {
+  Differential d;
+  d.synthetic = synthetic;
+  d.cold = cold;
+  d.warm = warm;
+  d.batch_size = batch_size;
+  const double samples = static_cast<double>(cold.iterations) * batch_size;
+  const double t1 = synthetic.total_s, t2 = cold.total_s, t3 = warm.total_s;
+  d.ingestion_rate = t1 > 0 ? samples / t1 : 0;
+  d.prep_rate = t3 > 0 ? samples / t3 : 0;
+  d.fetch_rate = t2 > t3 ? samples / (t2 - t3) : 0;
+  d.prep_stall_s = std::max(0.0, t3 - t1);
+  d.fetch_stall_s = std::max(0.0, t2 - t3);
+  if (t2 > 0) {
+    d.prep_share = d.prep_stall_s / t2;
+    d.fetch_share = d.fetch_stall_s / t2;
+    d.prep_share_ci = std::hypot(warm.ci_half_s, synthetic.ci_half_s) / t2;
+    d.fetch_share_ci = std::hypot(cold.ci_half_s, warm.ci_half_s) / t2;
+  }
+  d.live_wait_share = cold_live_wait_share;
+  const double differential_share = d.prep_share + d.fetch_share;
+  d.agree = std::abs(differential_share - cold_live_wait_share) <= 0.05;
+  if (!d.agree) {
+    if (differential_share > cold_live_wait_share) {
+      d.reconcile =
+          "the differential share is larger: loading slows the training step itself (loader "
+          "workers compete with it for CPU or memory bandwidth), which the time spent waiting "
+          "in the loader cannot show; trust the differential share for what removing the data "
+          "cost would gain, the live share for time blocked in the loader";
+    } else {
+      d.reconcile =
+          "the live share is larger: the loop waits for batches that the synthetic run's "
+          "compute would have overlapped (waits bunched at pass starts, or a step shorter than "
+          "its variation); trust the live share for this run, the differential share for the "
+          "steady state";
+    }
+  }
+  return d;
+}
+
+std::vector<CachePoint> cache_what_if(const Differential& d, double bytes_per_sample,
+                                      double disk_mb_s, double memory_mb_s) {
+  std::vector<CachePoint> out;
+  if (d.ingestion_rate <= 0 || d.prep_rate <= 0) return out;
+  for (int i = 0; i <= 10; ++i) {
+    const double cached = i / 10.0;
+    double fetch_s = 0;  // per sample
+    if (bytes_per_sample > 0 && disk_mb_s > 0)
+      fetch_s += (1 - cached) * bytes_per_sample / (disk_mb_s * 1e6);
+    if (bytes_per_sample > 0 && memory_mb_s > 0)
+      fetch_s += cached * bytes_per_sample / (memory_mb_s * 1e6);
+    const double per_sample = std::max({1 / d.ingestion_rate, 1 / d.prep_rate, fetch_s});
+    out.push_back({cached, 1 / per_sample});
+  }
+  return out;
+}
+
+absl::StatusOr<WorkerFit> worker_what_if(const std::vector<WorkerRun>& runs, double ingestion_rate,
+                                         int cores) {
+  WorkerFit fit;
+  fit.cores = std::max(1, cores);
+  // Prep-bound runs (waiting >= 5%) deliver what their workers can prepare:
+  // rate = a * workers, least squares through the origin.
+  double sxy = 0, sxx = 0;
+  for (const WorkerRun& r : runs) {
+    if (r.workers < 1 || r.wait_share < 0.05 || r.samples_per_s <= 0) continue;
+    const double w = std::min(r.workers, fit.cores);
+    sxy += w * r.samples_per_s;
+    sxx += w * w;
+    ++fit.fitted_runs;
+  }
+  if (fit.fitted_runs == 0) {
+    return absl::NotFoundError(
+        "no warm run with loader workers was prep-bound (data-wait share >= 5%): the loader "
+        "keeps up at the worker counts measured, so more workers cannot help");
+  }
+  fit.per_worker_rate = sxy / sxx;
+  for (int w = 1; w <= fit.cores; ++w) {
+    const double rate = fit.per_worker_rate * w;
+    fit.predicted.emplace_back(w, std::min(rate, ingestion_rate > 0 ? ingestion_rate : rate));
+    if (fit.workers_to_keep_up == 0 && ingestion_rate > 0 && rate >= ingestion_rate) {
+      fit.workers_to_keep_up = w;
+    }
+  }
+  return fit;
+}
+
+double predict_throughput(const WorkerFit& fit, int workers, double ingestion_rate) {
+  const double rate = fit.per_worker_rate * std::min(std::max(workers, 0), fit.cores);
+  return ingestion_rate > 0 ? std::min(rate, ingestion_rate) : rate;
+}
+
+double gpus_until_data_bound(const Differential& d) {
+  if (d.ingestion_rate <= 0) return 0;
+  double supply = d.prep_rate > 0 ? d.prep_rate : std::numeric_limits<double>::infinity();
+  // prep_rate is measured with the compute in the loop: the loader's own rate
+  // is at least that; with a fetch stall, fetching bounds it too.
+  if (d.fetch_rate > 0) supply = std::min(supply, d.fetch_rate);
+  return supply / d.ingestion_rate;
+}
+
+}  // namespace trainscope::stalls

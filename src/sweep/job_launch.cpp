@@ -1,0 +1,169 @@
+#include "sweep/job_launch.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_split.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/hardware/gpu/gpu_sources.hpp"
+#include "trainscope/hardware/host/host_sources.hpp"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope::sweep::detail {
+
+absl::StatusOr<ListenerPlan> plan_listeners(const std::vector<std::string>& listeners,
+                                            const std::string& source) {
+  static const std::map<std::string, std::vector<std::string>> kSources = {
+      {"smi", {"nvml"}},
+      {"dcgmi", {"nvml", "dcgm"}},
+      {"top", {"host.cpu", "host.memory", "host.proc"}},
+      {"iostat", {"host.disk"}},
+      {"free", {"host.memory"}},
+      {"ps", {"host.cpu", "host.proc"}},
+      {"macmon", {}}};
+  ListenerPlan plan;
+  plan.all_sources = listeners.empty();
+  for (const std::string& listener : listeners) {
+    if (listener == "nsys" || listener == "nsysraw" || listener == "ncu" || listener == "ncuraw") {
+      const Profiler profiler = listener[1] == 's' ? Profiler::kNsys : Profiler::kNcu;
+      if (plan.profiler != Profiler::kNone && plan.profiler != profiler) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: listeners nsys and ncu together: a job runs under one profiler", source));
+      }
+      plan.profiler = profiler;
+      continue;
+    }
+    const auto it = kSources.find(listener);
+    if (it == kSources.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: unknown listener '{}' (smi, dcgmi, top, iostat, free, ps, nsys, ncu)",
+                      source, listener));
+    }
+    if (listener == "macmon") {
+      warn(fmt::format("{}: listener macmon (macOS) has no equivalent here; ignored", source));
+    }
+    plan.sources.insert(it->second.begin(), it->second.end());
+  }
+  return plan;
+}
+
+absl::StatusOr<LaunchOptions> job_launch_options(
+    const Job& job, const std::string& run_id, const std::string& config_path,
+    const JobLaunchSettings& settings, const std::map<std::string, std::string>& extra_tags,
+    const std::vector<std::string>& extra_env) {
+  absl::StatusOr<ListenerPlan> listeners = plan_listeners(job.listeners, job.source);
+  if (!listeners.ok()) return listeners.status();
+  LaunchOptions options;
+  if (!config_path.empty()) {
+    options.command = {"env", fmt::format("{}={}", kConfigEnv, config_path)};
+  }
+  if (!extra_env.empty()) {
+    if (options.command.empty()) options.command = {"env"};
+    options.command.insert(options.command.end(), extra_env.begin(), extra_env.end());
+  }
+  options.command.insert(options.command.end(), job.command.begin(), job.command.end());
+  for (const auto& [key, value] : job.params) {
+    options.command.push_back("--" + key);
+    options.command.push_back(value);
+  }
+  options.run.root = settings.runs_dir;
+  options.run.id = run_id;
+  options.run.name = job.id;
+  options.run.params.insert(job.params.begin(), job.params.end());
+  options.run.tags["trainscope.sweep"] = settings.sweep_name;
+  options.run.tags["trainscope.sweep.job"] = job.id;
+  for (const auto& [key, value] : extra_tags) options.run.tags[key] = value;
+  options.profiler = listeners->profiler;
+  options.sample_hardware =
+      settings.sample_hardware && (listeners->all_sources || !listeners->sources.empty());
+  options.sample_interval = settings.sample_interval;
+  if (settings.make_sources) {
+    options.make_sources = settings.make_sources;
+  } else if (!listeners->all_sources) {
+    options.make_sources = [wanted = listeners->sources] {
+      std::vector<std::unique_ptr<HardwareSource>> chosen;
+      for (auto* make : {&host_sources, &gpu_sources}) {
+        for (std::unique_ptr<HardwareSource>& source : (*make)()) {
+          if (wanted.count(source->name()) != 0) chosen.push_back(std::move(source));
+        }
+      }
+      return chosen;
+    };
+  }
+  options.record_environment = settings.record_environment;
+  options.tee = settings.tee;
+  options.join_job_from_environment = false;
+  return options;
+}
+
+// Means of the BATCH and EPOCH regions the job's first timing rank stored.
+void read_region_means(const std::string& run_dir, JobRecord* record) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return;
+  for (const RankState& rank : reader->ranks()) {
+    absl::StatusOr<Summary> summary = reader->read_summary(rank.rank.rank);
+    if (!summary.ok()) continue;
+    for (const SummaryEntry& entry : summary->entries) {
+      if (entry.device != Device::kCPU || entry.stats.count == 0) continue;
+      if (entry.key == "BATCH" && std::isnan(record->batch_mean_s)) {
+        record->batch_mean_s = entry.stats.mean;
+      } else if (entry.key == "EPOCH" && std::isnan(record->epoch_mean_s)) {
+        record->epoch_mean_s = entry.stats.mean;
+      }
+    }
+    if (!std::isnan(record->batch_mean_s) || !std::isnan(record->epoch_mean_s)) return;
+  }
+}
+
+absl::Status check_command(const Job& job) {
+  const std::string& program = job.command.at(0);
+  bool found = false;
+  if (program.find('/') != std::string::npos) {
+    found = ::access(program.c_str(), X_OK) == 0;
+  } else {
+    const char* path = std::getenv("PATH");
+    for (absl::string_view dir : absl::StrSplit(path == nullptr ? "" : path, ':')) {
+      const std::string candidate =
+          fmt::format("{}/{}", dir.empty() ? "." : std::string(dir), program);
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        found = true;
+        break;
+      }
+    }
+  }
+  if (!found) {
+    return absl::NotFoundError(
+        fmt::format("{}: job '{}': command '{}' not found{}", job.source, job.id, program,
+                    program.find('/') == std::string::npos ? " on PATH" : ""));
+  }
+  const std::string name = std::filesystem::path(program).filename().string();
+  if (name.rfind("python", 0) == 0 && job.command.size() > 1) {
+    const std::string& script = job.command[1];
+    const bool is_script = script.size() > 3 && script.compare(script.size() - 3, 3, ".py") == 0;
+    std::error_code ignored;
+    if (is_script && !std::filesystem::exists(script, ignored)) {
+      return absl::NotFoundError(
+          fmt::format("{}: job '{}': script '{}' does not exist", job.source, job.id, script));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> write_job_config(const std::string& sweep_dir, const Job& job) {
+  if (job.config_json.empty()) return std::string();
+  const std::string path = fmt::format("{}/configs/{}.json", sweep_dir, job.id);
+  std::error_code ignored;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+  absl::Status status =
+      trainscope::detail::write_file_atomically(path, job.config_json, ".config-");
+  if (!status.ok()) return status;
+  return path;
+}
+
+}  // namespace trainscope::sweep::detail

@@ -1,0 +1,352 @@
+"""`trainscope report` and trainscope.report(): the page opened in a real headless Chromium
+(Debian's `chromium`, no network): no console message, every chart drawn, the table's numbers
+equal to what read_run gives. Screenshots go to TRAINSCOPE_REPORT_SCREENSHOTS when it is set."""
+
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import trainscope
+from run_files import trainscope_cli, write_run
+
+np = pytest.importorskip("numpy")
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no headless Chromium (Debian: apt-get install chromium; scripts/setup.sh does)")
+
+
+def browse(page, tmp_path, screenshot=None, height=2400):
+    """Opens `page` in headless Chromium with every network request refused; returns the DOM
+    after the scripts ran and the console messages (each a line of Chromium's log)."""
+    args = [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--no-first-run", "--disable-extensions", f"--user-data-dir={tmp_path / 'chromium'}",
+            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000",
+            f"--window-size=1280,{height}"]
+    url = "file://" + os.path.abspath(page)
+    dom = subprocess.run(args + ["--dump-dom", url], capture_output=True, text=True, timeout=120)
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    if screenshot:
+        shot = subprocess.run(args + [f"--screenshot={screenshot}", url], capture_output=True,
+                              text=True, timeout=120)
+        console += [line for line in shot.stderr.splitlines() if ":CONSOLE" in line]
+        assert os.path.getsize(screenshot) > 10000, shot.stderr[-2000:]
+    return dom.stdout, console
+
+
+def screenshot_path(tmp_path, name):
+    folder = os.environ.get("TRAINSCOPE_REPORT_SCREENSHOTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        return os.path.join(folder, name)
+    return str(tmp_path / name)
+
+
+def page_data(path):
+    """The JSON the page draws from (its <script id="trainscope-data">)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r'<script type="application/json" id="trainscope-data">(.*?)</script>', text,
+                  re.S)
+    assert m, "no data block in the page"
+    return json.loads(m.group(1)), text
+
+
+class Dom(html.parser.HTMLParser):
+    """What the tests read back from the rendered DOM: canvases, table cells, ids, body attrs."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.canvases = []
+        self.body = {}
+        self.ids = set()
+        self.cells = []  # (table class, row attrs, cell attrs, text)
+        self.badges = []
+        self._table = None
+        self._row = None
+        self._cell = None
+        self._badge = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "body":
+            self.body = a
+        elif tag == "canvas":
+            self.canvases.append(a)
+        elif tag == "table":
+            self._table = a.get("class", "")
+        elif tag == "tr":
+            self._row = a
+        elif tag == "td":
+            self._cell = [self._table, self._row, a, ""]
+        elif tag == "span" and "badge" in a.get("class", ""):
+            self._badge = True
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell:
+            self.cells.append(tuple(self._cell))
+            self._cell = None
+        elif tag == "span":
+            self._badge = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[3] += data
+        if self._badge:
+            self.badges.append(data)
+
+
+def check_rendered(dom_text, console, expected_charts):
+    assert not console, "console messages:\n" + "\n".join(console)
+    dom = Dom(dom_text)
+    assert dom.body.get("data-ready") == "1", "the page's script did not finish"
+    assert int(dom.body["data-charts"]) == expected_charts
+    assert len(dom.canvases) == expected_charts
+    for canvas in dom.canvases:  # Chart.js sized and drew every one
+        assert "data-chart" in canvas
+        assert int(canvas.get("height", "0")) > 0 and int(canvas.get("width", "0")) > 0, canvas
+    return dom
+
+
+def run_charts(data):
+    ranks = {(r["key"], r["device"]) for r in data["rank_stats"]}
+    return (len(data["histograms"]) + len(data["series"]) + len(data["hardware"]) + len(ranks)
+            + (2 if data["stragglers"] else 0) + len(data["metrics"]))
+
+
+def write_page(inputs, out, *extra):
+    cli = trainscope_cli()
+    done = subprocess.run([cli, "report", *inputs, "-o", str(out), *extra], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out}" in done.stdout
+    return done
+
+
+def percentile(values, q):
+    return float(np.percentile(values, q))  # linear interpolation, as TimeStats
+
+
+# ---- a run ----------------------------------------------------------------------------------------
+
+def test_run_page_two_ranks_gpu_and_cpu_hardware(tmp_path):
+    run_dir = write_run(str(tmp_path / "run"), name="resnet-demo", params={"lr": "0.1"},
+                        world_size=2, rows_per_key=3000, hardware_samples=6000)
+    out = tmp_path / "run.html"
+    write_page([run_dir], out)
+    data, text = page_data(out)
+    assert data["kind"] == "run"
+    # Offline: nothing in the page is fetched (Chart.js and the data are inline).
+    assert not re.search(r"<(script|img|iframe)[^>]+src=|<link[^>]+href=", text)
+    dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-run.png"), 5200)
+    dom = check_rendered(dom_text, console, run_charts(data))
+    assert "FINISHED" in dom.badges
+
+    run = trainscope.read_run(run_dir)
+    regions = run.regions
+    table = {}
+    for table_class, row, cell, _ in dom.cells:
+        if "stats" in (table_class or "") and "data-value" in cell and "data-key" in row:
+            table[(row["data-key"], cell["data-field"])] = float(cell["data-value"])
+    checked = 0
+    for (key, device), group in regions.groupby(["key", "device"], observed=True):
+        seconds = group["duration_ns"].to_numpy() / 1e9
+        expected = {"count": len(seconds), "median": percentile(seconds, 50),
+                    "mean": float(np.mean(seconds)), "max": float(np.max(seconds)),
+                    "p95": percentile(seconds, 95)}
+        for field, value in expected.items():
+            got = table[(str(key), f"{device}.{field}")]
+            assert got == pytest.approx(value, rel=1e-9), (key, device, field)
+            checked += 1
+    assert checked == 3 * 5
+    # The spikes survive downsampling: each series' envelope reaches the largest region.
+    for series in data["series"]:
+        group = regions[(regions["key"] == series["key"]) & (regions["device"] == series["device"])]
+        assert series["rows"] == len(group)
+        assert max(series["hi"]) == pytest.approx(group["duration_ns"].max() / 1e9, rel=1e-4)
+    # Two ranks: per-rank statistics and the slowest rank per step.
+    assert {r["rank"] for r in data["rank_stats"]} == {0, 1}
+    assert data["stragglers"]["key"] == "BATCH" and data["stragglers"]["steps"] == 3000
+    assert sum(data["stragglers"]["slowest_count"]) == 3000
+    hardware = {c["chart"] for c in data["hardware"]}
+    assert {"gpu.util_pct", "proc.cpu_pct", "cpu.util_pct", "disk.read_mb_s"} <= hardware
+    for chart in data["hardware"]:  # the 500 spike of every hardware series is on the page
+        assert max(max(d["y"]) for d in chart["datasets"]) == pytest.approx(500.0)
+
+
+def test_long_run_is_downsampled_with_every_spike(tmp_path):
+    run_dir = write_run(str(tmp_path / "long"), keys=(("BATCH", "CPU"),), rows_per_key=200_000,
+                        hardware_samples=60_000)
+    out = tmp_path / "long.html"
+    write_page([run_dir], out, "--max-points", "500", "--quiet")
+    data, _ = page_data(out)
+    (series,) = data["series"]
+    assert series["rows"] == 200_000 and len(series["x"]) == 500 and series["bucket"] == 400
+    durations = trainscope.read_run(run_dir).regions["duration_ns"] / 1e9
+    assert max(series["hi"]) == pytest.approx(durations.max(), rel=1e-4)
+    assert min(series["lo"]) == pytest.approx(durations.min(), rel=1e-4)
+    stats = data["stats"][0]
+    assert stats["count"] == 200_000  # statistics use every row
+    assert stats["median"] == pytest.approx(percentile(durations, 50), rel=1e-12)
+    for chart in data["hardware"]:
+        for d in chart["datasets"]:
+            assert d["downsampled"] and len(d["x"]) <= 500
+
+
+def test_empty_run(tmp_path):
+    run_dir = write_run(str(tmp_path / "empty"), keys=())
+    out = tmp_path / "empty.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["stats"] == [] and data["series"] == []
+    dom = check_rendered(*browse(out, tmp_path), run_charts(data))
+    assert "no-regions" in dom.ids
+
+
+def test_crashed_run_is_shown_as_crashed(tmp_path):
+    run_dir = write_run(str(tmp_path / "crashed"), state="CRASHED", hardware_samples=600)
+    out = tmp_path / "crashed.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["run"]["status"] == "CRASHED" and data["run"]["crashed"]
+    dom = check_rendered(*browse(out, tmp_path), run_charts(data))
+    assert "CRASHED" in dom.badges and "crashed" in dom.ids and "in-progress" not in dom.ids
+
+
+def test_run_in_progress_says_so(tmp_path):
+    run_dir = write_run(str(tmp_path / "live"), state="RUNNING", hardware_samples=600)
+    out = tmp_path / "live.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["run"]["status"] == "RUNNING" and data["run"]["in_progress"]
+    dom = check_rendered(*browse(out, tmp_path), run_charts(data))
+    assert "in-progress" in dom.ids and "crashed" not in dom.ids
+
+
+# ---- a sweep and its scaling study ------------------------------------------------------------
+
+TRAIN = """
+import argparse, time
+import trainscope
+ap = argparse.ArgumentParser()
+ap.add_argument("--p", type=float)
+a = ap.parse_args()
+tmr = trainscope.Timer()
+for epoch in range(2):
+    tmr.start(trainscope.TimeType.EPOCH)
+    for step in range(12):
+        tmr.start(trainscope.TimeType.BATCH)
+        time.sleep(0.001 + 0.016 / a.p)
+        tmr.end(trainscope.TimeType.BATCH)
+    tmr.end(trainscope.TimeType.EPOCH)
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    """A real sweep of 6 runs (`trainscope sweep --grid p=...`), the time per batch ~ 1/p."""
+    cli = trainscope_cli()
+    root = tmp_path_factory.mktemp("sweep")
+    (root / "train.py").write_text(TRAIN)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([cli, "sweep", "--grid", "p=1,2,4,8,16,32", "--slots", "2", "--dir",
+                           str(root / "sweep"), "--", sys.executable, str(root / "train.py")],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return root / "sweep"
+
+
+def test_sweep_page_and_scaling_study(sweep_dir, tmp_path):
+    out = tmp_path / "sweep.html"
+    write_page([str(sweep_dir)], out)
+    data, _ = page_data(out)
+    assert data["kind"] == "study" and len(data["runs"]) == 6
+    assert {r["status"] for r in data["runs"]} == {"FINISHED"}
+    scaling = data["scaling"]
+    assert scaling["parameter"] == "p"
+    models = {(m["key"], m["device"]): m for m in scaling["models"]}
+    assert set(models) == {("BATCH", "CPU"), ("EPOCH", "CPU")}
+    # The same model as trainscope.scaling fits to the same runs.
+    from trainscope import scaling as sc
+    runs = [r["dir"] for r in data["runs"]]
+    measured = sc.read_runs(runs, sc.RunSelection(parameters=["p"], what="BATCH"))
+    assert models[("BATCH", "CPU")]["formula"] == sc.fit(measured).formula()
+
+    expected = len(data["params"]) + 2 + sum(3 for m in scaling["models"] if "error" not in m)
+    dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-sweep.png"), 3000)
+    dom = check_rendered(dom_text, console, expected)
+    rows = {}
+    for table_class, row, cell, _ in dom.cells:
+        if "runs" in (table_class or "") and cell.get("data-field") == "BATCH.CPU":
+            rows[row["data-run"]] = float(cell["data-value"])
+    assert len(rows) == 6
+    for r in data["runs"]:  # the table's medians are read_run's
+        regions = trainscope.read_run(r["dir"]).regions
+        batch = regions[(regions["key"] == "BATCH") & (regions["device"] == "CPU")]
+        assert rows[r["id"]] == pytest.approx(percentile(batch["duration_ns"] / 1e9, 50), rel=1e-9)
+
+
+def test_several_runs_without_a_scaling_param(tmp_path):
+    dirs = [write_run(str(tmp_path / f"r{i}"), run_id=f"{i:032x}", name=f"r{i}",
+                      params={"opt": ["sgd", "adam"][i % 2], "lr": str(0.1 * (i + 1))},
+                      rows_per_key=50) for i in range(3)]
+    out = tmp_path / "runs.html"
+    write_page(dirs, out)
+    data, _ = page_data(out)
+    assert len(data["runs"]) == 3 and data["scaling"]["parameter"] is None
+    assert "several params vary" in data["scaling"]["why_none"]
+    dom = check_rendered(*browse(out, tmp_path), len(data["params"]) + 2)
+    assert "no-scaling" in dom.ids
+
+
+# ---- errors and the Python API --------------------------------------------------------------------
+
+def test_errors_name_the_input(tmp_path):
+    cli = trainscope_cli()
+    missing = tmp_path / "nope"
+    done = subprocess.run([cli, "report", str(missing), "-o", str(tmp_path / "x.html")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and f"{missing}: no such file or directory" in done.stderr
+    (tmp_path / "plain").mkdir()
+    done = subprocess.run([cli, "report", str(tmp_path / "plain"), "-o", str(tmp_path / "x.html")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "not a trainscope run (no run.json)" in done.stderr
+    done = subprocess.run([cli, "report", str(tmp_path / "plain")], capture_output=True, text=True)
+    assert done.returncode == 2 and "missing -o FILE" in done.stderr
+    bad = write_run(str(tmp_path / "bad"), rows_per_key=5)
+    with open(os.path.join(bad, "regions-0.csv"), "a", encoding="utf-8") as f:
+        f.write("BATCH,TPU,0,0,1,1,0,0\n")
+    done = subprocess.run([cli, "report", bad, "-o", str(tmp_path / "x.html")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "regions-0.csv:17: device" in done.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_python_report_writes_the_page_and_shows_inline(tmp_path):
+    run_dir = write_run(str(tmp_path / "run"), name="py", rows_per_key=100)
+    page = trainscope.report(trainscope.read_run(run_dir), output=tmp_path / "py.html",
+                             title="from Python")
+    assert page.path == str(tmp_path / "py.html") and os.fspath(page) == page.path
+    with open(page.path, encoding="utf-8") as f:
+        assert f.read() == page.html
+    assert "<title>from Python</title>" in page.html
+    inline = page._repr_html_()
+    assert inline.startswith("<iframe srcdoc=") and "&lt;title&gt;from Python" in inline
+    in_memory = trainscope.report([run_dir])
+    assert in_memory.path is None and "trainscope-data" in in_memory.html
+    with pytest.raises(FileNotFoundError, match="no such file or directory"):
+        trainscope.report(str(tmp_path / "missing"))

@@ -1,0 +1,194 @@
+// The live and differential analyses on recorded timings (the arithmetic of
+// DS-Analyzer on known inputs; fetch stalls need a slow device, which CI
+// cannot make, so they are tested here on recorded numbers).
+#include "trainscope/stalls/analysis.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
+
+namespace trainscope::stalls {
+namespace {
+
+TEST(StallsAnalysis, ClassesAreTensorFlows) {
+  EXPECT_EQ(input_bound_class(0.0), "not");
+  EXPECT_EQ(input_bound_class(0.0499), "not");
+  EXPECT_EQ(input_bound_class(0.05), "moderately");
+  EXPECT_EQ(input_bound_class(0.1999), "moderately");
+  EXPECT_EQ(input_bound_class(0.20), "highly");
+}
+
+TEST(StallsAnalysis, PassSharesSpreadAndBunchedWaits) {
+  // 40 batches of 10 ms; waits of 1 ms each: spread, 10% of 0.44 s.
+  std::vector<double> spread(40, 0.001);
+  const PassStalls s = pass_stalls(spread, 0.44);
+  EXPECT_NEAR(s.share, 0.04 / 0.44, 1e-12);
+  EXPECT_EQ(s.batches, 40u);
+  EXPECT_NEAR(s.wait_p50_s, 0.001, 1e-12);
+  EXPECT_FALSE(s.bunched);
+  // The same wait, all in the first 2 batches (worker start-up).
+  std::vector<double> bunched(40, 0.0);
+  bunched[0] = 0.03;
+  bunched[1] = 0.01;
+  const PassStalls b = pass_stalls(bunched, 0.44);
+  EXPECT_NEAR(b.share, s.share, 1e-12);
+  EXPECT_TRUE(b.bunched);
+  EXPECT_NEAR(b.startup_wait_share, 1.0, 1e-12);
+  EXPECT_EQ(startup_batches(40), 4u);
+  EXPECT_EQ(startup_batches(5), 2u);
+  EXPECT_EQ(startup_batches(1), 1u);
+}
+
+TEST(StallsAnalysis, MeasuredTimeSkipsTheWarmUpAndGivesAnInterval) {
+  std::vector<double> its = {9, 9, 9, 1, 2, 3, 4, 5};  // the first 3 are warm-up
+  absl::StatusOr<Timing> t = measured_time(its, 3, 5);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_DOUBLE_EQ(t->total_s, 15);
+  // sd of 1..5 = sqrt(2.5); CI of the total = 1.96 * sd * sqrt(5).
+  EXPECT_NEAR(t->ci_half_s, 1.959963984540054 * std::sqrt(2.5) * std::sqrt(5.0), 1e-9);
+  absl::StatusOr<Timing> short_run = measured_time(its, 5, 5);
+  ASSERT_FALSE(short_run.ok());
+  EXPECT_NE(short_run.status().message().find("8 iterations, 10 needed"), std::string::npos)
+      << short_run.status();
+}
+
+Timing timing(double total, std::size_t n = 100, double ci = 0.0) {
+  Timing t;
+  t.total_s = total;
+  t.iterations = n;
+  t.ci_half_s = ci;
+  return t;
+}
+
+TEST(StallsAnalysis, DifferentialArithmeticIsDsAnalyzers) {
+  // 100 iterations of 32 samples: T1 = 10 s, T2 = 25 s, T3 = 16 s.
+  const Differential d =
+      differential(timing(10, 100, 0.3), timing(25, 100, 0.4), timing(16, 100, 0.3), 32, 0.58);
+  EXPECT_DOUBLE_EQ(d.ingestion_rate, 3200.0 / 10);
+  EXPECT_DOUBLE_EQ(d.prep_rate, 3200.0 / 16);
+  EXPECT_DOUBLE_EQ(d.fetch_rate, 3200.0 / 9);
+  EXPECT_DOUBLE_EQ(d.prep_stall_s, 6);
+  EXPECT_DOUBLE_EQ(d.fetch_stall_s, 9);
+  EXPECT_DOUBLE_EQ(d.prep_share, 6.0 / 25);
+  EXPECT_DOUBLE_EQ(d.fetch_share, 9.0 / 25);
+  EXPECT_NEAR(d.prep_share_ci, std::hypot(0.3, 0.3) / 25, 1e-12);
+  EXPECT_NEAR(d.fetch_share_ci, std::hypot(0.4, 0.3) / 25, 1e-12);
+  // Differential 60%, live 58%: the methods agree.
+  EXPECT_TRUE(d.agree);
+  EXPECT_TRUE(d.reconcile.empty());
+  const Differential off = differential(timing(10), timing(25), timing(16), 32, 0.40);
+  EXPECT_FALSE(off.agree);
+  EXPECT_NE(off.reconcile.find("differential share is larger"), std::string::npos);
+  const Differential live = differential(timing(10), timing(25), timing(16), 32, 0.75);
+  EXPECT_NE(live.reconcile.find("live share is larger"), std::string::npos);
+  // A warm run slower than the cold one (noise): no fetch stall, no negative share.
+  const Differential noisy = differential(timing(10), timing(15), timing(15.5), 32, 0.3);
+  EXPECT_EQ(noisy.fetch_rate, 0);
+  EXPECT_EQ(noisy.fetch_share, 0);
+}
+
+TEST(StallsAnalysis, CacheWhatIfUsesTheMeasuredBandwidths) {
+  // Ingestion 320/s, prep 200/s; 1 MB samples from a 100 MB/s disk: 100/s uncached.
+  const Differential d = differential(timing(10), timing(32), timing(16), 32, 0.7);
+  const std::vector<CachePoint> points = cache_what_if(d, 1e6, 100, 10000);
+  ASSERT_EQ(points.size(), 11u);
+  EXPECT_NEAR(points[0].samples_per_s, 100, 1e-9);  // disk-bound
+  // Half cached: 0.5 * 10 ms + 0.5 * 0.1 ms per sample.
+  EXPECT_NEAR(points[5].samples_per_s, 1 / (0.005 + 0.00005), 1e-6);
+  EXPECT_NEAR(points[10].samples_per_s, 200, 1e-9);  // all cached: prep-bound
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    EXPECT_GE(points[i].samples_per_s, points[i - 1].samples_per_s);
+  }
+}
+
+TEST(StallsAnalysis, WorkerWhatIfFitsPrepBoundRunsAndFindsTheCountThatKeepsUp) {
+  // 60 samples/s per worker while prep-bound; ingestion 200/s; 8 cores.
+  const std::vector<WorkerRun> runs = {{1, 60, 0.7}, {2, 120, 0.4}};
+  absl::StatusOr<WorkerFit> fit = worker_what_if(runs, 200, 8);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->per_worker_rate, 60, 1e-9);
+  EXPECT_EQ(fit->fitted_runs, 2);
+  EXPECT_EQ(fit->workers_to_keep_up, 4);  // 240 >= 200
+  EXPECT_NEAR(predict_throughput(*fit, 3, 200), 180, 1e-9);
+  EXPECT_NEAR(predict_throughput(*fit, 6, 200), 200, 1e-9);
+  EXPECT_NEAR(predict_throughput(*fit, 16, 0), 480, 1e-9);  // capped at the cores
+  // A run that kept up (no wait) says nothing about prep capacity.
+  absl::StatusOr<WorkerFit> none = worker_what_if({{4, 200, 0.01}}, 200, 8);
+  EXPECT_FALSE(none.ok());
+}
+
+TEST(StallsAnalysis, GpusUntilDataBound) {
+  // Ingestion 320/s per node's GPUs, prep 400/s, fetch 800/s: 1.25x.
+  Differential d;
+  d.ingestion_rate = 320;
+  d.prep_rate = 400;
+  d.fetch_rate = 800;
+  EXPECT_NEAR(gpus_until_data_bound(d), 1.25, 1e-12);
+  d.fetch_rate = 0;  // no fetch stall
+  EXPECT_NEAR(gpus_until_data_bound(d), 1.25, 1e-12);
+}
+
+// A run as the timed loader writes it: two passes of 10 batches; pass 1
+// waits 50 ms for its first batch (worker start-up) and 1 ms after, pass 2
+// waits 4 ms for every batch; each iteration is 10 ms of compute + the wait.
+TEST(StallsAnalysis, AnalyzeRunReadsTheTimedLoadersRows) {
+  testing::TempDir tmp;
+  testing::RunJson run;
+  run.params = {{"stalls.batch_size", "16"}};
+  testing::RankJson rank;
+  rank.status = "FINISHED";
+  const auto dir = testing::write_run_dir(tmp.path() / "run", run, {rank});
+  std::string rows;
+  std::int64_t t = 1'700'000'000'000'000'000;
+  const auto row = [&](const char* key, std::int64_t start, std::int64_t ns) {
+    rows += std::string(key) + ",CPU,0,0," + std::to_string(start) + "," + std::to_string(ns) +
+            ",0,0\n";
+  };
+  constexpr std::int64_t kMs = 1'000'000;
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::int64_t pass_start = t;
+    for (int b = 0; b < 10; ++b) {
+      const std::int64_t wait = pass == 0 ? (b == 0 ? 50 : 1) * kMs : 4 * kMs;
+      row("IO", t, wait);
+      t += wait;
+      if (b > 0) row("iteration", t - wait - 10 * kMs, 10 * kMs + wait);
+      t += 10 * kMs;
+    }
+    row("iteration", t - 10 * kMs, 10 * kMs);
+    row("loader_epoch", pass_start, t - pass_start);
+  }
+  testing::write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  absl::StatusOr<RunStalls> stalls = analyze_run(dir.string());
+  ASSERT_TRUE(stalls.ok()) << stalls.status();
+  ASSERT_EQ(stalls->passes.size(), 2u);
+  EXPECT_EQ(stalls->batch_size, 16);
+  EXPECT_EQ(stalls->status, "FINISHED");
+  EXPECT_EQ(stalls->passes[0].batches, 10u);
+  EXPECT_NEAR(stalls->passes[0].wait_s, 0.059, 1e-9);
+  EXPECT_NEAR(stalls->passes[0].wall_s, 0.159, 1e-9);
+  EXPECT_TRUE(stalls->passes[0].bunched);
+  EXPECT_NEAR(stalls->passes[1].share, 0.04 / 0.14, 1e-9);
+  EXPECT_FALSE(stalls->passes[1].bunched);
+  EXPECT_NEAR(stalls->total.share, 0.099 / 0.299, 1e-9);
+  EXPECT_EQ(stalls->iteration_s.size(), 20u);
+  EXPECT_EQ(input_bound_class(stalls->total.share), "highly");
+  // Iterations 11..18 (pass 2, but its last, which waits for nothing): 4 ms of every 14.
+  EXPECT_NEAR(measured_wait_share(*stalls, 11, 8), 4.0 / 14, 1e-9);
+}
+
+TEST(StallsAnalysis, ARunWithoutIoRowsSaysHowToTimeTheLoader) {
+  testing::TempDir tmp;
+  testing::RankJson rank;
+  const auto dir = testing::write_run_dir(tmp.path() / "run", {}, {rank});
+  absl::StatusOr<RunStalls> stalls = analyze_run(dir.string());
+  ASSERT_FALSE(stalls.ok());
+  EXPECT_NE(stalls.status().message().find("tmr.timed(loader)"), std::string::npos)
+      << stalls.status();
+}
+
+}  // namespace
+}  // namespace trainscope::stalls

@@ -1,0 +1,86 @@
+// `trainscope report <run-dir or sweep-dir>... -o page.html`: one
+// self-contained HTML page (trainscope/report/report.hpp).
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "fmt/format.h"
+#include "trainscope/report/report.hpp"
+
+namespace trainscope::cli {
+namespace {
+
+constexpr char kReportDescription[] =
+    "Writes one HTML file that opens offline in any browser (the charting library and the\n"
+    "data are embedded). One run directory gives a run page: status, command, params,\n"
+    "environment, statistics of every key (CPU and GPU, medians with 95% CIs), distributions,\n"
+    "region times and hardware metrics over the run, ranks and the slowest rank per step,\n"
+    "metrics. Several runs, a sweep directory (sweep.json) or a directory of runs give a study\n"
+    "page: one sortable, filterable row per run, each key against each param, runs side by\n"
+    "side, and a scaling model of every key against a numeric param.\n";
+
+constexpr char kReportFooter[] =
+    "Statistics use every row; time series are drawn from at most --max-points points each\n"
+    "(min and max per bucket, so no spike is lost).\n"
+    "Exit status: 0 written, 1 an input could not be read or the page not written, 2 bad usage.\n";
+
+}  // namespace
+
+int report_command(const std::vector<std::string>& argv) {
+  CommandLine line({"report",
+                    "trainscope report <run-dir | sweep-dir | dir of runs>... -o page.html "
+                    "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]",
+                    kReportDescription, kReportFooter});
+  std::optional<std::string> output;
+  std::optional<std::string> title;
+  std::optional<std::string> scaling;
+  std::size_t max_points = report::ReportOptions{}.max_points;
+  bool quiet = false;
+  std::vector<std::string> inputs;
+  line.add_value("-o,--output", "FILE", "the page to write (replaced atomically)", &output);
+  line.add_value("--title", "TEXT", "default: the run's or sweep's name", &title);
+  line.add_value("--scaling", "PARAM",
+                 "the param of the scaling study (default: the one numeric param\n"
+                 "that varies across the runs); none: no scaling study",
+                 &scaling);
+  line.add_value(
+      "--max-points", "N",
+      fmt::format("points per time series on the page (default {})", max_points),
+      [&](const std::string& value) {
+        std::size_t n = 0;
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (value.empty() || error != std::errc() || end != value.data() + value.size() || n < 16) {
+          bad_value(fmt::format("--max-points is \"{}\", not an integer >= 16", value));
+        }
+        max_points = n;
+      });
+  line.add_flag("-q,--quiet", "no progress on stderr", &quiet);
+  line.add_positionals("input", &inputs, /*options_end_at_first=*/false);
+  if (std::optional<int> done = line.parse(argv)) return *done;
+  if (inputs.empty()) return line.usage_error("missing a run directory or sweep directory");
+  if (!output) return line.usage_error("missing -o FILE: where to write the page");
+
+  report::ReportOptions options;
+  options.inputs = inputs;
+  options.title = title.value_or("");
+  options.scaling_parameter = scaling.value_or("");
+  options.max_points = max_points;
+  if (!quiet) options.progress = report::progress_printer(stderr, ::isatty(STDERR_FILENO) != 0);
+  const absl::Status status = report::write_report(options, *output);
+  if (!status.ok()) {
+    if (!quiet && ::isatty(STDERR_FILENO) != 0) std::fputc('\n', stderr);
+    std::fprintf(stderr, "trainscope report: %s\n", std::string(status.message()).c_str());
+    return kExitFailed;
+  }
+  std::printf("wrote %s\n", output->c_str());
+  return kExitOk;
+}
+
+}  // namespace trainscope::cli
