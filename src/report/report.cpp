@@ -24,7 +24,7 @@ using nlohmann::json;
 
 constexpr std::size_t kMinPoints = 16;
 
-std::string html_escape(std::string_view text) { return detail::escape_markup(text); }
+std::string html_escape(std::string_view text) { return ::trainscope::detail::escape_markup(text); }
 
 // JSON inside <script type="application/json">: no "</script" or "<!--" can
 // occur once every '<' (only ever inside a string) is written as \u003c.

@@ -29,7 +29,7 @@ constexpr double kMarginBottom = 52;
 constexpr const char* kCurveColor = "#1f5fa8";
 constexpr const char* kPointColor = "#c2410c";
 
-std::string escape(std::string_view text) { return detail::escape_markup(text); }
+std::string escape(std::string_view text) { return ::trainscope::detail::escape_markup(text); }
 
 bool same_value(double a, double b) {
   return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
