@@ -99,18 +99,15 @@ def _known_prep_share(workers, prep_s, step_s):
 
 def _measured_prep_per_batch(log, workers):
     """Seconds the warm run's loader took per batch, from the decodes' own clocks
-    (CPU contention included): in the loop, the sum of the decodes; with
-    workers, which stay busy when prep-bound, batch / (their summed rates)."""
-    spans = []
+    (CPU contention included): a batch of decodes, one after the other in the
+    loop, or spread over the workers (which stay busy while prep-bound)."""
+    decodes = []
     for path in glob.glob(str(log / "decode-warm-*.txt")):
         with open(path, encoding="utf-8") as f:
-            spans.append([tuple(map(float, line.split())) for line in f if line.strip()])
-    assert spans, "no decode log of the warm run"
-    if workers == 0:
-        decodes = [end - start for worker in spans for start, end in worker]
-        return BATCH * statistics.mean(decodes)
-    rate = sum(len(w) / (w[-1][1] - w[0][0]) for w in spans if len(w) > 1)
-    return BATCH / rate
+            decodes += [end - start for start, end in
+                        (map(float, line.split()) for line in f if line.strip())]
+    assert decodes, "no decode log of the warm run"
+    return BATCH * statistics.mean(decodes) / max(workers, 1)
 
 
 @pytest.mark.parametrize("workers", [0, 1, 2])
