@@ -2,6 +2,7 @@
 #ifndef TRAINSCOPE_SRC_SWEEP_INPUTS_UTIL_HPP_
 #define TRAINSCOPE_SRC_SWEEP_INPUTS_UTIL_HPP_
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -57,12 +58,17 @@ inline std::string params_id(const std::vector<std::pair<std::string, std::strin
   return safe_id(text);
 }
 
-// Makes ids unique in input order: a repeated id gets "-2", "-3", ...
+// Makes ids unique in input order: a repeated id gets "-2", "-3", ... (the
+// base shortened so that the id stays within safe_id's 120 bytes).
 class UniqueIds {
  public:
   std::string take(const std::string& base) {
+    constexpr std::size_t kMaxId = 120;
     std::string id = base;
-    for (int n = 2; !used_.insert(id).second; ++n) id = absl::StrCat(base, "-", n);
+    for (int n = 2; !used_.insert(id).second; ++n) {
+      const std::string suffix = absl::StrCat("-", n);
+      id = absl::StrCat(base.substr(0, std::min(base.size(), kMaxId - suffix.size())), suffix);
+    }
     return id;
   }
 

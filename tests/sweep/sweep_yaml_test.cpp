@@ -147,5 +147,23 @@ TEST(SweepYaml, BadInput) {
                    .ok());  // no program anywhere
 }
 
+// Found by sweep_yaml_fuzz: random draws of the same values repeat a long
+// id, and the "-2" that makes it unique must not take it
+// past the 120 bytes ids are kept to.
+TEST(SweepYaml, RepeatedLongIdsStayUniqueAndShort) {
+  const std::string key(118, 'k');  // "k...k=a": 120 bytes, not shortened
+  absl::StatusOr<Plan> plan = parse_sweep_yaml(
+      "method: random\nrun_cap: 12\nparameters:\n  " + key + ":\n    values: [a]\n", "w.yaml",
+      {"python", "t.py"}, 7);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->jobs.size(), 12u);
+  std::set<std::string> ids;
+  for (const Job& job : plan->jobs) {
+    EXPECT_LE(job.id.size(), 120u) << job.id;
+    ids.insert(job.id);
+  }
+  EXPECT_EQ(ids.size(), 12u);
+}
+
 }  // namespace
 }  // namespace trainscope::sweep
