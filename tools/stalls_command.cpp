@@ -504,9 +504,9 @@ int analyze_differential(const Args& args) {
   out["findings"] = findings;
   out["notes"] = notes;
   const std::string text_json = out.dump(1);
-  if (FILE* f = std::fopen((dir + "/stalls.json").c_str(), "w")) {
-    std::fputs(text_json.c_str(), f);
-    std::fclose(f);
+  if (absl::Status stored = store_analysis(dir, text_json); !stored.ok()) {
+    std::fprintf(stderr, "trainscope stalls: %s\n", std::string(stored.message()).c_str());
+    return kExitFailed;
   }
   if (args.json) {
     std::printf("%s\n", text_json.c_str());

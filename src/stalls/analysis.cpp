@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "common/files.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::stalls {
@@ -171,8 +172,10 @@ double measured_wait_share(const RunStalls& run, std::size_t warmup, std::size_t
     const std::int64_t begin = run.iteration_start_ns[i];
     const auto end = begin + static_cast<std::int64_t>(run.iteration_s[i] * 1e9);
     time += run.iteration_s[i];
-    for (std::size_t w = 0; w < run.wait_s.size(); ++w) {
-      if (run.wait_start_ns[w] >= begin && run.wait_start_ns[w] < end) wait += run.wait_s[w];
+    // Waits are in start order: those starting inside the iteration.
+    auto w = std::lower_bound(run.wait_start_ns.begin(), run.wait_start_ns.end(), begin);
+    for (; w != run.wait_start_ns.end() && *w < end; ++w) {
+      wait += run.wait_s[static_cast<std::size_t>(w - run.wait_start_ns.begin())];
     }
   }
   return time > 0 ? wait / time : 0;
@@ -278,6 +281,10 @@ double gpus_until_data_bound(const Differential& d) {
   // is at least that; with a fetch stall, fetching bounds it too.
   if (d.fetch_rate > 0) supply = std::min(supply, d.fetch_rate);
   return supply / d.ingestion_rate;
+}
+
+absl::Status store_analysis(const std::string& analysis_dir, const std::string& json_text) {
+  return detail::write_file_atomically(analysis_dir + "/stalls.json", json_text);
 }
 
 }  // namespace trainscope::stalls

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_split.h"
@@ -119,6 +120,27 @@ void read_region_means(const std::string& run_dir, JobRecord* record) {
     }
     if (!std::isnan(record->batch_mean_s) || !std::isnan(record->epoch_mean_s)) return;
   }
+}
+
+absl::Status check_jobs(const Plan& plan) {
+  std::set<std::string> ids;
+  for (const Job& job : plan.jobs) {
+    if (job.id.empty()) return absl::InvalidArgumentError("a job of the plan has no id");
+    if (!ids.insert(job.id).second) {
+      return absl::InvalidArgumentError(
+          fmt::format("job id '{}' appears twice in the plan ({})", job.id, job.source));
+    }
+    if (job.command.empty() || job.command[0].empty()) {
+      return absl::InvalidArgumentError(
+          fmt::format("job '{}' has no command ({})", job.id, job.source));
+    }
+    if (absl::StatusOr<ListenerPlan> listeners = plan_listeners(job.listeners, job.source);
+        !listeners.ok()) {
+      return listeners.status();
+    }
+    if (absl::Status found = check_command(job); !found.ok()) return found;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status check_command(const Job& job) {

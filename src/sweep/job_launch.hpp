@@ -73,6 +73,10 @@ absl::StatusOr<std::string> write_job_config(const std::string& sweep_dir, const
 // (file and line or key) and the missing file.
 absl::Status check_command(const Job& job);
 
+// What every scheduler checks of every job before anything runs: an id, unique
+// in the plan, a command that can start (check_command) and known listeners.
+absl::Status check_jobs(const Plan& plan);
+
 // Means of the BATCH and EPOCH regions (CPU) the job's first timing rank
 // stored, into record->batch_mean_s / epoch_mean_s; nothing when none.
 void read_region_means(const std::string& run_dir, JobRecord* record);

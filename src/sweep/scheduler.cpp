@@ -61,24 +61,9 @@ bool ended(JobStatus status) {
 // A group needs one slot per job; a job with pinned devices one per device on
 // GPU slots.
 absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
-  std::set<std::string> ids;
+  if (absl::Status jobs = detail::check_jobs(plan); !jobs.ok()) return jobs;
   std::map<int, int> group_sizes;
   for (const Job& job : plan.jobs) {
-    if (job.id.empty()) return absl::InvalidArgumentError("a job of the plan has no id");
-    if (!ids.insert(job.id).second) {
-      return absl::InvalidArgumentError(
-          fmt::format("job id '{}' appears twice in the plan ({})", job.id, job.source));
-    }
-    if (job.command.empty() || job.command[0].empty()) {
-      return absl::InvalidArgumentError(
-          fmt::format("job '{}' has no command ({})", job.id, job.source));
-    }
-    if (absl::StatusOr<detail::ListenerPlan> listeners =
-            detail::plan_listeners(job.listeners, job.source);
-        !listeners.ok()) {
-      return listeners.status();
-    }
-    if (absl::Status found = detail::check_command(job); !found.ok()) return found;
     if (job.group >= 0) ++group_sizes[job.group];
     for (int device : job.devices) {
       const bool on_gpus = !slots.empty() && !slots[0].devices.empty();

@@ -76,24 +76,9 @@ std::string shell_quote(const std::string& word) {
 }
 
 absl::Status check_slurm_plan(const Plan& plan) {
-  std::set<std::string> ids;
+  if (absl::Status jobs = detail::check_jobs(plan); !jobs.ok()) return jobs;
   std::map<int, int> group_sizes;
   for (const Job& job : plan.jobs) {
-    if (job.id.empty()) return absl::InvalidArgumentError("a job of the plan has no id");
-    if (!ids.insert(job.id).second) {
-      return absl::InvalidArgumentError(
-          fmt::format("job id '{}' appears twice in the plan ({})", job.id, job.source));
-    }
-    if (job.command.empty() || job.command[0].empty()) {
-      return absl::InvalidArgumentError(
-          fmt::format("job '{}' has no command ({})", job.id, job.source));
-    }
-    if (absl::StatusOr<detail::ListenerPlan> listeners =
-            detail::plan_listeners(job.listeners, job.source);
-        !listeners.ok()) {
-      return listeners.status();
-    }
-    if (absl::Status found = detail::check_command(job); !found.ok()) return found;
     if (!job.devices.empty()) {
       return absl::InvalidArgumentError(fmt::format(
           "{}: job '{}' pins GPUs, which Slurm assigns under --slurm (use --gpus-per-job)",

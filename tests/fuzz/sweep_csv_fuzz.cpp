@@ -10,21 +10,10 @@
 #include <string_view>
 
 #include "support/temp_dir.hpp"
+#include "sweep_plan_check.hpp"
 #include "trainscope/sweep/inputs.hpp"
 
-namespace {
-
-bool safe(const std::string& id) {
-  if (id.empty() || id.size() > 120) return false;
-  for (char c : id) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '=' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainscope::sweep;
@@ -35,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!plan.ok()) return 0;
   std::set<std::string> ids;
   for (const Job& job : plan->jobs) {
-    if (!safe(job.id) || !ids.insert(job.id).second) std::abort();
+    if (!trainscope::fuzz::safe_job_id(job.id) || !ids.insert(job.id).second) std::abort();
     if (job.command.size() < 2 || job.group < 0) std::abort();
     if (!radt_line(job).ok()) std::abort();
   }

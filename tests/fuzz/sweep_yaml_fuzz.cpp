@@ -10,22 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "sweep_plan_check.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/sweep/inputs.hpp"
 
-namespace {
-
-bool safe(const std::string& id) {
-  if (id.empty() || id.size() > 120) return false;
-  for (char c : id) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '=' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainscope::sweep;
@@ -41,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (plan->jobs.size() > kMaxPlanJobs) std::abort();
   std::set<std::string> ids;
   for (const Job& job : plan->jobs) {
-    if (!safe(job.id) || !ids.insert(job.id).second) std::abort();
+    if (!trainscope::fuzz::safe_job_id(job.id) || !ids.insert(job.id).second) std::abort();
     if (job.command.empty() || job.command[0].empty()) std::abort();
   }
   const absl::StatusOr<Plan> again = parse_sweep_yaml(text, "fuzz.yaml", {"python", "t.py"}, seed);

@@ -22,6 +22,8 @@ import sys
 import time
 import weakref
 
+from trainscope import run as _run_api
+
 MODE_ENV = "TRAINSCOPE_STALLS_MODE"
 ITERATIONS_ENV = "TRAINSCOPE_STALLS_ITERATIONS"
 WARMUP_ENV = "TRAINSCOPE_STALLS_WARMUP"
@@ -153,16 +155,30 @@ class TimedLoader:
         self._pass = budget.passes.get(self._timer, 0) + 1
         budget.passes[self._timer] = self._pass
         if budget.mode == "synthetic":
-            return self._synthetic(budget)
-        return self._timed(budget)
+            return self._timed(budget, self._first_again(budget), copy=False)
+        return self._timed(budget, iter(self._iterable), copy=self._copy_to is not None)
 
-    def _timed(self, budget):
+    def _first_again(self, budget):
+        """The first batch again and again (on the device when copy_to is set), as
+        many times as the loader has batches: pure compute, the ingestion rate."""
+        if budget.first_batch is None:
+            batch = next(iter(self._iterable))
+            budget.first_batch = batch if self._copy_to is None else _copy(batch, self._copy_to)
+        try:
+            count = len(self._iterable)
+        except TypeError:
+            count = None
+        handed = 0
+        while count is None or handed < count:
+            handed += 1
+            yield budget.first_batch
+
+    def _timed(self, budget, iterator, copy):
         timer = self._timer
         began = time.perf_counter()
         timer.start(EPOCH_KEY)
         waits = []
-        iterator = iter(self._iterable)
-        last_handed_out = None
+        iteration_open = False
         try:
             while True:
                 timer.start(self._key)
@@ -175,13 +191,13 @@ class TimedLoader:
                     break
                 timer.end(self._key)
                 waits.append(time.perf_counter() - t0)
-                if self._copy_to is not None:
+                if copy:
                     timer.start(COPY_KEY, **self._gpu_kwargs)
                     batch = _copy(batch, self._copy_to)
                     timer.end(COPY_KEY, **self._gpu_kwargs)
-                if last_handed_out is not None:
+                if iteration_open:
                     timer.end(ITERATION_KEY)
-                    last_handed_out = None
+                    iteration_open = False
                 if budget.limit is not None and budget.handed_out >= budget.limit:
                     # The W + N measured iterations are done (this batch is
                     # not handed out): end the run, then the process.
@@ -189,57 +205,16 @@ class TimedLoader:
                     _stop_process()
                 self._note_batch(budget, batch)
                 timer.start(ITERATION_KEY)
-                last_handed_out = True
+                iteration_open = True
                 yield batch
         finally:
-            if last_handed_out is not None:
-                timer.end(ITERATION_KEY)
-            self._finish_pass(budget, waits, began, stopping=False)
-
-    def _synthetic(self, budget):
-        """The first batch again and again (on the device when copy_to is set):
-        pure compute, the ingestion rate."""
-        timer = self._timer
-        if budget.first_batch is None:
-            batch = next(iter(self._iterable))
-            if self._copy_to is not None:
-                batch = _copy(batch, self._copy_to)
-            budget.first_batch = batch
-        try:
-            count = len(self._iterable)
-        except TypeError:
-            count = None
-        began = time.perf_counter()
-        timer.start(EPOCH_KEY)
-        waits = []
-        opened = False
-        try:
-            handed = 0
-            while count is None or handed < count:
-                timer.start(self._key)
-                t0 = time.perf_counter()
-                batch = budget.first_batch
-                timer.end(self._key)
-                waits.append(time.perf_counter() - t0)
-                if opened:
-                    timer.end(ITERATION_KEY)
-                    opened = False
-                if budget.limit is not None and budget.handed_out >= budget.limit:
-                    self._finish_pass(budget, waits, began, stopping=True)
-                    _stop_process()
-                self._note_batch(budget, batch)
-                timer.start(ITERATION_KEY)
-                opened = True
-                handed += 1
-                yield batch
-        finally:
-            if opened:
+            if iteration_open:
                 timer.end(ITERATION_KEY)
             self._finish_pass(budget, waits, began, stopping=False)
 
     def _note_batch(self, budget, batch):
         budget.handed_out += 1
-        run = _active_run()
+        run = _run_api.active_run()
         if run is not None and budget.logged_for != run.id:
             budget.logged_for = run.id
             size = _batch_size(batch)
@@ -253,12 +228,9 @@ class TimedLoader:
         if self._pass_done == self._pass:
             return
         self._pass_done = self._pass
-        try:
-            timer.end(EPOCH_KEY)
-        except RuntimeError:
-            pass  # already ended (a stop, then the generator's finally)
+        timer.end(EPOCH_KEY)
         wall = time.perf_counter() - began
-        run = _active_run()
+        run = _run_api.active_run()
         if run is not None and waits:
             metrics = pass_metrics(waits, wall, _startup_batches(len(waits)))
             for name, value in metrics.items():
@@ -267,18 +239,10 @@ class TimedLoader:
             run.log_metric("stalls/handed_out", budget.handed_out, step=self._pass)
 
 
-def _active_run():
-    from trainscope import run as run_api  # pylint: disable=import-outside-toplevel
-
-    return run_api.active_run()
-
-
 def _stop_process():
     """W + N iterations done: end the run (everything flushed, FINISHED) and the
     process, with status 0, as DS-Analyzer's instrumented script does."""
-    from trainscope import run as run_api  # pylint: disable=import-outside-toplevel
-
-    run_api.end_run("FINISHED")
+    _run_api.end_run("FINISHED")
     sys.stdout.flush()
     sys.stderr.flush()
     raise SystemExit(0)

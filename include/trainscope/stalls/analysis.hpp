@@ -124,6 +124,10 @@ double predict_throughput(const WorkerFit& fit, int workers, double ingestion_ra
 // are shared: the k at which the job becomes data-bound.
 double gpus_until_data_bound(const Differential& d);
 
+// Stores an analysis (its JSON text) as <analysis_dir>/stalls.json, atomically,
+// beside the runs it was made from (so a report can show it later).
+absl::Status store_analysis(const std::string& analysis_dir, const std::string& json_text);
+
 }  // namespace trainscope::stalls
 
 #endif  // TRAINSCOPE_STALLS_ANALYSIS_HPP_
