@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -207,9 +208,11 @@ struct Leg {
   Timing timing;
   double live_share = 0;
   Residency residency;
-  double disk_read_mb_s = 0;  // mean over samples that read
-  double read_mb = 0;         // by the process tree
-  double cpu_pct = 0;         // of the process tree, mean
+  double disk_read_mb_s = 0;   // the device's read rate while busy, else the samples' mean
+  std::string disk_rate_from;  // "diskstats" or "samples"
+  DiskReads disk;              // what the busiest device read during the run
+  double read_mb = 0;          // by the process tree
+  double cpu_pct = 0;          // of the process tree, mean
 };
 
 std::string default_dir() {
@@ -241,7 +244,16 @@ void read_hardware(Leg* leg) {
       }
     }
   }
-  leg->disk_read_mb_s = disk_n ? disk_sum / disk_n : 0;
+  // The device's rate while it was busy (bytes over its io_ticks) when it read
+  // enough to tell; else the mean of the samples that saw reads, which the
+  // sampler's idle time in each interval dilutes.
+  if (leg->disk.bytes >= (1u << 20) && leg->disk.busy_ms >= 5) {
+    leg->disk_read_mb_s = leg->disk.mb_s();
+    leg->disk_rate_from = "diskstats";
+  } else {
+    leg->disk_read_mb_s = disk_n ? disk_sum / disk_n : 0;
+    leg->disk_rate_from = "samples";
+  }
   leg->cpu_pct = cpu_n ? cpu_sum / cpu_n : 0;
 }
 
@@ -263,7 +275,9 @@ std::optional<std::string> run_leg(const Args& args, const std::string& dir, Leg
   options.join_job_from_environment = false;
   options.die_with_parent = true;
   const auto began = std::chrono::steady_clock::now();
+  const DiskReadCounter disk;
   absl::StatusOr<LaunchResult> result = launch(std::move(options));
+  leg->disk = disk.read_since();
   ::unsetenv("TRAINSCOPE_STALLS_MODE");
   ::unsetenv("TRAINSCOPE_STALLS_ITERATIONS");
   ::unsetenv("TRAINSCOPE_STALLS_WARMUP");
@@ -372,8 +386,9 @@ int analyze_differential(const Args& args) {
   const double memory_mb_s = memory_bandwidth_mb_s();
   const double samples_read = static_cast<double>(args.warmup + args.iterations + 1) * batch_size;
   const double bytes_per_sample = cold.read_mb > 0 ? cold.read_mb * 1e6 / samples_read : 0;
-  const std::vector<CachePoint> cache =
-      cache_what_if(d, bytes_per_sample, cold.disk_read_mb_s, memory_mb_s);
+  const CacheModel cache_model =
+      cache_what_if(d, bytes_per_sample, cold.disk_read_mb_s, memory_mb_s, cold.residency.share());
+  const std::vector<CachePoint>& cache = cache_model.points;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<WorkerRun> worker_runs;
   for (const Leg& leg : legs) {
@@ -463,6 +478,11 @@ int analyze_differential(const Args& args) {
                       {"time_ci_s", leg.timing.ci_half_s},
                       {"live_wait_share", leg.live_share},
                       {"disk_read_mb_s", leg.disk_read_mb_s},
+                      {"disk_rate_from", leg.disk_rate_from},
+                      {"disk",
+                       {{"device", leg.disk.device},
+                        {"bytes_read", leg.disk.bytes},
+                        {"busy_ms", leg.disk.busy_ms}}},
                       {"read_mb", leg.read_mb},
                       {"cpu_pct", leg.cpu_pct},
                       {"analysis", run_json(leg.stalls)}};
@@ -482,10 +502,18 @@ int analyze_differential(const Args& args) {
   for (const CachePoint& p : cache) {
     cache_json.push_back({{"cached_share", p.cached}, {"samples_per_s", p.samples_per_s}});
   }
-  out["what_if"]["cache"] = {{"disk_read_mb_s", cold.disk_read_mb_s},
-                             {"memory_mb_s", memory_mb_s},
-                             {"bytes_per_sample", bytes_per_sample},
-                             {"points", cache_json}};
+  out["what_if"]["cache"] = {
+      {"disk_read_mb_s", cold.disk_read_mb_s},
+      {"disk_rate_from", cold.disk_rate_from},
+      {"memory_mb_s", memory_mb_s},
+      {"bytes_per_sample", bytes_per_sample},
+      {"warm_s_per_sample", cache_model.warm_s},
+      {"disk_extra_s_per_sample", cache_model.disk_extra_s},
+      // null: fully overlapped (the slower of reading and the rest)
+      {"overlap_k",
+       std::isinf(cache_model.overlap_k) ? json(nullptr) : json(cache_model.overlap_k)},
+      {"basis", cache_model.basis},
+      {"points", cache_json}};
   if (fit) {
     json predicted = json::array();
     for (const auto& [w, rate] : fit->predicted) {
@@ -530,7 +558,13 @@ int analyze_differential(const Args& args) {
   std::printf("  live data-wait share of the cold run %s: the methods %s\n",
               pct(d.live_wait_share).c_str(), d.agree ? "agree (within 5 points)" : "disagree");
   if (!d.agree) std::printf("    %s\n", d.reconcile.c_str());
-  std::printf("  disk %.0f MB/s, memory %.0f MB/s, %.0f bytes per sample\n", cold.disk_read_mb_s,
+  std::printf("  disk %.0f MB/s (%s), memory %.0f MB/s, %.0f bytes per sample\n",
+              cold.disk_read_mb_s,
+              cold.disk_rate_from == "diskstats"
+                  ? fmt::format("{} read {:.0f} MB in {} ms busy", cold.disk.device,
+                                cold.disk.bytes / 1e6, cold.disk.busy_ms)
+                        .c_str()
+                  : "mean of the hardware samples",
               memory_mb_s, bytes_per_sample);
   std::printf("\nFindings:\n");
   for (const std::string& f : findings) std::printf("  - %s\n", f.c_str());

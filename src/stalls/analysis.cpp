@@ -222,21 +222,71 @@ Differential differential(const Timing& synthetic, const Timing& cold, const Tim
   return d;
 }
 
-std::vector<CachePoint> cache_what_if(const Differential& d, double bytes_per_sample,
-                                      double disk_mb_s, double memory_mb_s) {
-  std::vector<CachePoint> out;
-  if (d.ingestion_rate <= 0 || d.prep_rate <= 0) return out;
+double CacheModel::samples_per_s(double cached) const {
+  const double extra = std::max(0.0, 1 - cached) * disk_extra_s;
+  double per_sample = warm_s;
+  if (extra > 0) {
+    per_sample =
+        std::isinf(overlap_k)
+            ? std::max(warm_s, extra)
+            : std::pow(std::pow(warm_s, overlap_k) + std::pow(extra, overlap_k), 1 / overlap_k);
+  }
+  per_sample = std::max(per_sample, ingestion_s);
+  return per_sample > 0 ? 1 / per_sample : 0;
+}
+
+CacheModel cache_what_if(const Differential& d, double bytes_per_sample, double disk_mb_s,
+                         double memory_mb_s, double cold_resident_share) {
+  CacheModel m;
+  if (d.ingestion_rate <= 0 || d.prep_rate <= 0) return m;
+  const double samples = static_cast<double>(d.cold.iterations) * d.batch_size;
+  m.ingestion_s = 1 / d.ingestion_rate;
+  m.warm_s = 1 / d.prep_rate;
+  const double cold_s = samples > 0 ? d.cold.total_s / samples : 0;
+  const double uncached = std::clamp(1 - cold_resident_share, 0.05, 1.0);
+  double extra = 0;  // at the cold run's uncached share
+  if (bytes_per_sample > 0 && disk_mb_s > 0) {
+    extra = uncached * bytes_per_sample *
+            (1 / (disk_mb_s * 1e6) - (memory_mb_s > 0 ? 1 / (memory_mb_s * 1e6) : 0));
+  }
+  const double a = m.warm_s;
+  if (extra <= 0 || cold_s <= a) {
+    // No disk rate (or a cold run no slower than the warm one): the measured
+    // fetch stall, added.
+    m.disk_extra_s = std::max(0.0, cold_s - a) / uncached;
+    m.overlap_k = 1;
+    m.basis = extra <= 0 ? "no disk read rate: the fetch stall per sample, in proportion to the "
+                           "uncached share"
+                         : "the cold run was no slower than the warm one";
+  } else if (a + extra <= cold_s) {
+    // Reading did not overlap at all, and took longer than the bandwidths say.
+    m.overlap_k = 1;
+    m.disk_extra_s = (cold_s - a) / uncached;
+    m.basis =
+        "reading adds to prep (k = 1); the cold run's stall is longer than the disk's rate "
+        "implies, so the stall sets the scale";
+  } else if (std::max(a, extra) >= cold_s) {
+    // Fully overlapped, and the cold run was faster than the bandwidths say.
+    m.overlap_k = std::numeric_limits<double>::infinity();
+    m.disk_extra_s = std::min(extra, cold_s) / uncached;
+    m.basis = "reading fully overlaps prep (the slower of the two)";
+  } else {
+    // (a^k + extra^k)^(1/k) = cold_s: decreasing in k; bisect on log k.
+    double lo = 0, hi = 8;  // k = e^lo .. e^hi
+    for (int i = 0; i < 100; ++i) {
+      const double k = std::exp((lo + hi) / 2);
+      const double t = std::pow(std::pow(a, k) + std::pow(extra, k), 1 / k);
+      (t > cold_s ? lo : hi) = (lo + hi) / 2;
+    }
+    m.overlap_k = std::exp((lo + hi) / 2);
+    m.disk_extra_s = extra / uncached;
+    m.basis = "the measured disk and memory rates, with k fitted to the cold run";
+  }
   for (int i = 0; i <= 10; ++i) {
     const double cached = i / 10.0;
-    double fetch_s = 0;  // per sample
-    if (bytes_per_sample > 0 && disk_mb_s > 0)
-      fetch_s += (1 - cached) * bytes_per_sample / (disk_mb_s * 1e6);
-    if (bytes_per_sample > 0 && memory_mb_s > 0)
-      fetch_s += cached * bytes_per_sample / (memory_mb_s * 1e6);
-    const double per_sample = std::max({1 / d.ingestion_rate, 1 / d.prep_rate, fetch_s});
-    out.push_back({cached, 1 / per_sample});
+    m.points.push_back({cached, m.samples_per_s(cached)});
   }
-  return out;
+  return m;
 }
 
 absl::StatusOr<WorkerFit> worker_what_if(const std::vector<WorkerRun>& runs, double ingestion_rate,

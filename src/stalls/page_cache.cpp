@@ -153,4 +153,32 @@ double memory_bandwidth_mb_s() {
   return best;
 }
 
+std::vector<DiskReadCounter::Counters> DiskReadCounter::now() {
+  std::vector<Counters> out;
+  absl::StatusOr<std::string> text = detail::read_whole_file("/proc/diskstats");
+  if (!text.ok()) return out;
+  std::vector<host::DiskCounters> disks;
+  host::parse_diskstats(*text, &disks);
+  for (const host::DiskCounters& d : disks) out.push_back({d.name, d.read_sectors, d.io_ms});
+  return out;
+}
+
+DiskReadCounter::DiskReadCounter() : start_(now()) {}
+
+DiskReads DiskReadCounter::read_since() const {
+  DiskReads best;
+  for (const Counters& end : now()) {
+    for (const Counters& begin : start_) {
+      if (begin.name != end.name || end.read_sectors < begin.read_sectors) continue;
+      const std::uint64_t bytes = (end.read_sectors - begin.read_sectors) * 512;
+      if (bytes > best.bytes) {
+        best.device = end.name;
+        best.bytes = bytes;
+        best.busy_ms = end.io_ms >= begin.io_ms ? end.io_ms - begin.io_ms : 0;
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace trainscope::stalls

@@ -99,7 +99,13 @@ TEST(HostParsers, Diskstats) {
   EXPECT_EQ(disks[0].read_sectors, 80000u);
   EXPECT_EQ(disks[0].writes, 2000u);
   EXPECT_EQ(disks[0].write_sectors, 160000u);
+  EXPECT_EQ(disks[0].io_ms, 1000u);  // the busy time (io_ticks)
   EXPECT_EQ(disks[1].name, "nvme0n1p1");
+  EXPECT_EQ(disks[1].io_ms, 900u);
+  parse_diskstats(" 8 0 sdb 1 2 3 4 5 6 7\n", &disks);  // an old kernel's 7 counters
+  ASSERT_EQ(disks.size(), 1u);
+  EXPECT_EQ(disks[0].write_sectors, 7u);
+  EXPECT_EQ(disks[0].io_ms, 0u);
 }
 
 TEST(HostParsers, NetDev) {

@@ -217,3 +217,96 @@ def test_bad_input_is_a_clear_error(dataset, tmp_path):
     assert "the synthetic run recorded no timed loader" in untimed.stderr, untimed.stderr
     assert "tmr.timed(loader)" in untimed.stderr
     assert sorted(os.listdir(tmp_path / "untimed" / "runs")) == ["synthetic"]
+
+
+def test_a_cpp_loop_under_trainscope_stalls(dataset, tmp_path, record_property):
+    """examples/stalls_loop.cpp: `trainscope::stalls::timed` reads the same
+    environment as Python's timed loader: three runs, each FINISHED after exactly
+    W + N iterations, the synthetic one handing out its first batch again; the
+    prep stall is the loop's known decode share (decode in the loop's thread)."""
+    loop = os.environ.get("TRAINSCOPE_STALLS_LOOP")
+    if not loop:
+        pytest.skip("TRAINSCOPE_STALLS_LOOP (the built examples/stalls_loop) is not set")
+    cli = trainscope_cli()
+    done = subprocess.run([cli, "stalls", "--dataset", str(dataset), "--iterations", "20",
+                           "--warmup", "3", "--dir", str(tmp_path / "a"), "--json", "--",
+                           loop, "--data", str(dataset), "--batch", "8", "--decode-ms", "2",
+                           "--decode", "sleep", "--step-ms", "10"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    for leg in ("synthetic", "cold", "warm"):
+        run = trainscope.read_run(result["runs"][leg]["run_dir"])
+        assert run.status == "FINISHED"
+        assert (run.regions["key"] == "iteration").sum() == 23
+        assert run.params["stalls.batch_size"] == "8"
+    assert result["batch_size"] == 8
+    # Decode 8 x 2 ms in the loop (a sleep: a spin would overshoot whenever CI's other
+    # work preempts it), the step as the synthetic run took it.
+    step_s = result["runs"]["synthetic"]["time_s"] / 20
+    known = 0.016 / (0.016 + step_s)
+    measured = result["differential"]["prep_share"]
+    record_property("cpp_known_prep_share", known)
+    record_property("cpp_measured_prep_share", measured)
+    assert abs(measured - known) <= 0.05, (measured, known)
+
+
+@pytest.fixture(scope="module")
+def big_dataset(tmp_path_factory):
+    """200 samples of 1 MiB: reading them from the disk costs about as much as the
+    loader's other work, so the cached share matters."""
+    root = tmp_path_factory.mktemp("stalls-big")
+    for i in range(200):
+        (root / f"s{i:04d}.bin").write_bytes(os.urandom(1 << 20))
+    os.sync()
+    return root
+
+
+def _evict_and_cache(root, every):
+    """Evicts every file of `root`, then reads every `every`-th one back in."""
+    names = sorted(os.listdir(root))
+    for name in names:
+        fd = os.open(root / name, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    for name in names[::every]:
+        (root / name).read_bytes()
+
+
+def test_cache_what_if_predicts_a_half_cached_run(big_dataset, tmp_path, record_property):
+    """Predict the throughput with half the dataset in the page cache from the
+    cold and warm runs (measured disk and memory rates), then run it so and compare.
+    One loader worker: reading then preparing each sample, as the model's fitted
+    overlap must find. W + N + prefetch stay within one pass, so no sample is read
+    twice."""
+    cli = trainscope_cli()
+    args = ["--data", str(big_dataset), "--num_workers", "1", "--batch", "4", "--decode-ms",
+            "0", "--step-ms", "1"]
+    done = _stalls(cli, ["--dataset", str(big_dataset), "--iterations", "40", "--warmup", "3",
+                         "--dir", str(tmp_path / "a"), "--json"], args, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cache = json.loads(done.stdout)["what_if"]["cache"]
+    assert cache["disk_rate_from"] == "diskstats", cache
+    predicted = {p["cached_share"]: p["samples_per_s"] for p in cache["points"]}[0.5]
+
+    _evict_and_cache(big_dataset, 2)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               TRAINSCOPE_STALLS_ITERATIONS="40", TRAINSCOPE_STALLS_WARMUP="3",
+               TRAINSCOPE_STALLS_MODE="cold")
+    env.pop("TRAINSCOPE_RUN_DIR", None)
+    half = subprocess.run([cli, "run", "--run-dir", str(tmp_path / "half"), "--no-sample", "--",
+                           sys.executable, TRAIN, *args],
+                          capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert half.returncode == 0, half.stderr[-2000:]
+    regions = trainscope.read_run(str(tmp_path / "half")).regions
+    iterations = regions[regions["key"] == "iteration"].sort_values("start_unix_ns")
+    seconds = iterations["duration_ns"].to_numpy()[3:43].sum() * 1e-9
+    measured = 40 * 4 / seconds
+    error = abs(predicted - measured) / measured
+    record_property("cache_predicted_half_samples_per_s", predicted)
+    record_property("cache_measured_half_samples_per_s", measured)
+    record_property("cache_what_if_error", error)
+    record_property("cache_overlap_k", cache["overlap_k"])
+    assert error <= 0.15, (predicted, measured, cache)

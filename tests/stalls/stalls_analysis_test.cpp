@@ -91,18 +91,45 @@ TEST(StallsAnalysis, DifferentialArithmeticIsDsAnalyzers) {
   EXPECT_EQ(noisy.fetch_share, 0);
 }
 
-TEST(StallsAnalysis, CacheWhatIfUsesTheMeasuredBandwidths) {
-  // Ingestion 320/s, prep 200/s; 1 MB samples from a 100 MB/s disk: 100/s uncached.
-  const Differential d = differential(timing(10), timing(32), timing(16), 32, 0.7);
-  const std::vector<CachePoint> points = cache_what_if(d, 1e6, 100, 10000);
-  ASSERT_EQ(points.size(), 11u);
-  EXPECT_NEAR(points[0].samples_per_s, 100, 1e-9);  // disk-bound
-  // Half cached: 0.5 * 10 ms + 0.5 * 0.1 ms per sample.
-  EXPECT_NEAR(points[5].samples_per_s, 1 / (0.005 + 0.00005), 1e-6);
-  EXPECT_NEAR(points[10].samples_per_s, 200, 1e-9);  // all cached: prep-bound
-  for (std::size_t i = 1; i < points.size(); ++i) {
-    EXPECT_GE(points[i].samples_per_s, points[i - 1].samples_per_s);
+TEST(StallsAnalysis, CacheWhatIfReproducesBothRunsAndFitsTheOverlap) {
+  // 100 iterations of 32 samples. Ingestion 320/s (T1 10 s), warm 200/s (T3
+  // 16 s: 5 ms a sample); 1 MB samples, disk 100 MB/s, memory 10 GB/s: the
+  // disk adds 9.9 ms a sample.
+  const double extra = 1e6 * (1 / 100e6 - 1 / 10000e6);
+  // Reading adds to prep (one worker): T2 = 3200 * (5 ms + 9.9 ms).
+  Differential d = differential(timing(10), timing(3200 * (0.005 + extra)), timing(16), 32, 0.7);
+  CacheModel m = cache_what_if(d, 1e6, 100, 10000);
+  EXPECT_NEAR(m.overlap_k, 1, 1e-6);
+  ASSERT_EQ(m.points.size(), 11u);
+  EXPECT_NEAR(m.points[0].samples_per_s, 1 / (0.005 + extra), 1e-3);  // the cold run
+  EXPECT_NEAR(m.points[5].samples_per_s, 1 / (0.005 + extra / 2), 1e-3);
+  EXPECT_NEAR(m.points[10].samples_per_s, 200, 1e-9);  // the warm run
+  for (std::size_t i = 1; i < m.points.size(); ++i) {
+    EXPECT_GE(m.points[i].samples_per_s, m.points[i - 1].samples_per_s);
   }
+  // Workers overlap reading with prep: T2 between max(a, b) and a + b; the
+  // fitted k reproduces it, and half cached is then faster than additive.
+  const double t2 = std::sqrt(0.005 * 0.005 + extra * extra);  // k = 2
+  d = differential(timing(10), timing(3200 * t2), timing(16), 32, 0.7);
+  m = cache_what_if(d, 1e6, 100, 10000);
+  EXPECT_NEAR(m.overlap_k, 2, 1e-6);
+  EXPECT_NEAR(m.points[0].samples_per_s, 1 / t2, 1e-3);
+  EXPECT_NEAR(m.points[5].samples_per_s, 1 / std::hypot(0.005, extra / 2), 1e-3);
+  // Fully overlapped, disk-bound: the slower of the two.
+  d = differential(timing(10), timing(3200 * extra), timing(16), 32, 0.7);
+  m = cache_what_if(d, 1e6, 100, 10000);
+  EXPECT_TRUE(std::isinf(m.overlap_k));
+  EXPECT_NEAR(m.points[0].samples_per_s, 1 / extra, 1e-3);
+  EXPECT_NEAR(m.points[6].samples_per_s, 1 / std::max(0.005, 0.4 * extra), 1e-3);
+  // No disk rate: the measured fetch stall, in proportion to the uncached share.
+  d = differential(timing(10), timing(32), timing(16), 32, 0.7);
+  m = cache_what_if(d, 0, 0, 10000);
+  EXPECT_NEAR(m.points[0].samples_per_s, 100, 1e-9);
+  EXPECT_NEAR(m.points[5].samples_per_s, 1 / 0.0075, 1e-6);
+  // Never faster than ingestion: a synthetic run slower than the warm one.
+  d = differential(timing(20), timing(32), timing(16), 32, 0.7);
+  m = cache_what_if(d, 0, 0, 10000);
+  EXPECT_NEAR(m.points[10].samples_per_s, 160, 1e-9);
 }
 
 TEST(StallsAnalysis, WorkerWhatIfFitsPrepBoundRunsAndFindsTheCountThatKeepsUp) {

@@ -92,14 +92,31 @@ Differential differential(const Timing& synthetic, const Timing& cold, const Tim
                           int batch_size, double cold_live_wait_share);
 
 // Throughput (samples/s) when `cached` (0..1) of the dataset is in the page
-// cache: the slowest of ingestion, prep and fetching a sample (the uncached
-// part from disk, the cached part from memory).
+// cache. Per sample, the warm run's time a = T3/(N B) (prep and compute, the
+// sample read from memory) and the extra time to read it from disk instead,
+// b(c) = (1 - c) S (1/disk - 1/memory), with S the bytes read per sample and
+// the measured bandwidths, combine as (a^k + b^k)^(1/k), never faster than
+// ingestion. k is how far the loader overlaps reading with the rest: 1 when
+// not at all (one worker: read, then prepare), larger as workers overlap
+// them (k -> infinity: the slower of the two); it is fitted so the model
+// gives the cold run's T2 at its resident share. Without a disk rate the
+// extra time is the measured fetch stall, linear in the uncached share.
 struct CachePoint {
   double cached = 0;
   double samples_per_s = 0;
 };
-std::vector<CachePoint> cache_what_if(const Differential& d, double bytes_per_sample,
-                                      double disk_mb_s, double memory_mb_s);
+struct CacheModel {
+  double warm_s = 0;  // a, per sample
+  double disk_extra_s =
+      0;  // b at c = 0, per sample (fitted scale when the bandwidths disagree with T2)
+  double ingestion_s = 0;          // per sample
+  double overlap_k = 1;            // 1: reading adds to prep; large: overlapped
+  std::string basis;               // how disk_extra_s and k were found
+  std::vector<CachePoint> points;  // c = 0, 0.1, ..., 1
+  double samples_per_s(double cached) const;
+};
+CacheModel cache_what_if(const Differential& d, double bytes_per_sample, double disk_mb_s,
+                         double memory_mb_s, double cold_resident_share = 0);
 
 // Prep rate against loader workers, from warm runs at several worker counts.
 struct WorkerRun {

@@ -44,6 +44,32 @@ std::uint64_t available_memory_bytes();
 // few 64 MiB copies): the rate of a cached read, for the cache what-if.
 double memory_bandwidth_mb_s();
 
+// What the busiest block device read while a counter ran, from /proc/diskstats:
+// the bytes and the time the device was busy (its io_ticks), so that mb_s()
+// is the device's read rate while it worked, not diluted by idle time.
+struct DiskReads {
+  std::string device;  // "" when nothing was read (or /proc/diskstats is missing)
+  std::uint64_t bytes = 0;
+  std::uint64_t busy_ms = 0;
+  double mb_s() const { return busy_ms == 0 ? 0.0 : bytes / 1e3 / static_cast<double>(busy_ms); }
+};
+class DiskReadCounter {
+ public:
+  DiskReadCounter();  // reads the counters now
+  // What was read since construction, on the device that read the most
+  // (a partition and its disk count the same reads: either is that device).
+  DiskReads read_since() const;
+
+ private:
+  struct Counters {
+    std::string name;
+    std::uint64_t read_sectors = 0;
+    std::uint64_t io_ms = 0;
+  };
+  static std::vector<Counters> now();
+  std::vector<Counters> start_;
+};
+
 }  // namespace trainscope::stalls
 
 #endif  // TRAINSCOPE_STALLS_PAGE_CACHE_HPP_

@@ -50,6 +50,7 @@ struct DiskCounters {
   std::uint64_t read_sectors = 0;
   std::uint64_t writes = 0;  // completed
   std::uint64_t write_sectors = 0;
+  std::uint64_t io_ms = 0;  // time the device was busy (field 13, "io_ticks"); 0 if absent
 };
 // `out` is replaced; its elements are reused so a steady device list does not
 // allocate.

@@ -207,6 +207,9 @@ void parse_diskstats(std::string_view text, std::vector<DiskCounters>* out) {
     disk.read_sectors = v[2];
     disk.writes = v[4];
     disk.write_sectors = v[6];
+    // ms writing, I/Os in progress, ms doing I/Os (kernels since 2.6 have them).
+    std::uint64_t more[3] = {};
+    disk.io_ms = next_numbers(&line, more, 3) ? more[2] : 0;
   }
   out->resize(count);
 }

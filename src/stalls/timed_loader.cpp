@@ -1,0 +1,168 @@
+#include "trainscope/stalls/timed_loader.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "fmt/format.h"
+#include "trainscope/run/run.hpp"
+#include "trainscope/stalls/analysis.hpp"
+
+namespace trainscope::stalls {
+namespace {
+
+absl::StatusOr<std::optional<std::int64_t>> count_from(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::optional<std::int64_t>();
+  std::int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}='{}': needs a whole number >= 0 (set by trainscope stalls)", name, text));
+  }
+  return std::optional<std::int64_t>(value);
+}
+
+// Batches handed out over every pass of the process (the stop rule), passes
+// per timer (the metrics' steps), and the params already logged per run.
+struct ProcessBudget {
+  std::mutex mu;
+  std::optional<LoopControl> control;
+  std::int64_t handed_out = 0;
+  std::map<const void*, int> passes;
+  std::map<std::string, bool> logged;  // by run directory
+};
+
+ProcessBudget& budget() {
+  static ProcessBudget* b = new ProcessBudget();  // never destroyed: usable at exit
+  return *b;
+}
+
+}  // namespace
+
+absl::StatusOr<LoopControl> LoopControl::FromEnvironment() {
+  LoopControl control;
+  if (const char* mode = std::getenv(kModeEnv); mode != nullptr && *mode != '\0') {
+    control.mode = mode;
+    if (control.mode != "synthetic" && control.mode != "cold" && control.mode != "warm") {
+      return absl::InvalidArgumentError(
+          fmt::format("{}='{}': the modes are synthetic, cold and warm (set by trainscope stalls)",
+                      kModeEnv, mode));
+    }
+  }
+  absl::StatusOr<std::optional<std::int64_t>> iterations = count_from(kIterationsEnv);
+  if (!iterations.ok()) return iterations.status();
+  absl::StatusOr<std::optional<std::int64_t>> warmup = count_from(kWarmupEnv);
+  if (!warmup.ok()) return warmup.status();
+  if (*iterations) control.limit = **iterations + warmup->value_or(0);
+  return control;
+}
+
+namespace detail {
+
+void reset_process_budget() {
+  ProcessBudget& b = budget();
+  std::lock_guard<std::mutex> lock(b.mu);
+  b.control.reset();
+  b.handed_out = 0;
+  b.passes.clear();
+  b.logged.clear();
+}
+
+LoaderPass::LoaderPass(const void* timer, const TimedOptions& options) : options_(options) {
+  ProcessBudget& b = budget();
+  std::lock_guard<std::mutex> lock(b.mu);
+  if (options_.control) {
+    control_ = *options_.control;
+  } else {
+    if (!b.control) {
+      absl::StatusOr<LoopControl> control = LoopControl::FromEnvironment();
+      if (!control.ok()) throw std::invalid_argument(std::string(control.status().message()));
+      b.control = *control;
+    }
+    control_ = *b.control;
+  }
+  pass_ = ++b.passes[timer];
+  began_ns_ = ::trainscope::detail::now_ns();
+}
+
+void LoaderPass::reserve(std::int64_t batches) {
+  if (batches > 0) waits_ns_.reserve(static_cast<std::size_t>(batches));
+}
+
+bool LoaderPass::arrived() {
+  ProcessBudget& b = budget();
+  bool first_in_run = false;
+  {
+    std::lock_guard<std::mutex> lock(b.mu);
+    if (control_.limit && b.handed_out >= *control_.limit) return false;
+    ++b.handed_out;
+    if (options_.run != nullptr) {
+      bool& logged = b.logged[options_.run->dir()];
+      first_in_run = !logged;
+      logged = true;
+    }
+  }
+  if (first_in_run) {
+    // A param that is already there with this value is fine; another value is
+    // the run's business (it names the key), not a reason to stop training.
+    if (options_.batch_size > 0) {
+      (void)options_.run->log_param("stalls.batch_size", std::to_string(options_.batch_size));
+    }
+    if (!control_.mode.empty()) (void)options_.run->log_param("stalls.mode", control_.mode);
+  }
+  return true;
+}
+
+void LoaderPass::finish() {
+  if (finished_) return;
+  finished_ = true;
+  log_pass();
+}
+
+void LoaderPass::log_pass() {
+  if (options_.run == nullptr || waits_ns_.empty()) return;
+  std::vector<double> waits;
+  waits.reserve(waits_ns_.size());
+  for (std::int64_t ns : waits_ns_) waits.push_back(static_cast<double>(ns) * 1e-9);
+  const double wall = static_cast<double>(::trainscope::detail::now_ns() - began_ns_) * 1e-9;
+  const PassStalls p = pass_stalls(waits, wall);
+  const std::string cls = input_bound_class(p.share);
+  const double class_index = cls == "not" ? 0 : cls == "moderately" ? 1 : 2;
+  Run& run = *options_.run;
+  const std::int64_t step = pass_;
+  (void)run.log_metric("stalls/data_wait_share", p.share, step);
+  (void)run.log_metric("stalls/input_bound_class", class_index, step);
+  (void)run.log_metric("stalls/wait_p50_ms", p.wait_p50_s * 1e3, step);
+  (void)run.log_metric("stalls/wait_p95_ms", p.wait_p95_s * 1e3, step);
+  (void)run.log_metric("stalls/wait_max_ms", p.wait_max_s * 1e3, step);
+  (void)run.log_metric("stalls/startup_wait_share", p.startup_wait_share, step);
+  (void)run.log_metric("stalls/batches", static_cast<double>(p.batches), step);
+}
+
+void LoaderPass::stop() {
+  std::int64_t handed_out = 0;
+  {
+    ProcessBudget& b = budget();
+    std::lock_guard<std::mutex> lock(b.mu);
+    handed_out = b.handed_out;
+  }
+  if (options_.run != nullptr) {
+    (void)options_.run->log_metric("stalls/handed_out", static_cast<double>(handed_out), pass_);
+    if (absl::Status ended = options_.run->end(RunStatus::kFinished); !ended.ok()) {
+      std::cerr << "trainscope: ending the run at the stalls limit: " << ended << "\n";
+    }
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  if (options_.exit) options_.exit();
+  std::_Exit(0);
+}
+
+}  // namespace detail
+}  // namespace trainscope::stalls
