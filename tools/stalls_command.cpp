@@ -41,11 +41,13 @@ constexpr char kDescription[] =
     "slow pipeline) or bunched at pass starts (worker start-up, cache misses).\n"
     "\n"
     "With --dataset and a command: DS-Analyzer's differential analysis, without\n"
-    "root. The command runs three times, each a run of one analysis directory:\n"
+    "root. The command runs four times, each a run of one analysis directory:\n"
     "synthetic (the timed loader hands out its first batch again and again: pure\n"
     "compute), cold (the dataset's files evicted from the page cache with\n"
-    "posix_fadvise, checked with mincore) and warm (the files read in first); each\n"
-    "stops cleanly after --warmup + --iterations batches. Then prep and fetch\n"
+    "posix_fadvise, checked with mincore), warm (the files read in first) and\n"
+    "loader (warm, the loader alone: batches taken as soon as they are ready, none\n"
+    "handed to the loop); each stops cleanly after --warmup + --iterations\n"
+    "batches. Then prep and fetch\n"
     "stalls with confidence intervals, the rates, and what-ifs on cache size,\n"
     "loader workers (--vary num_workers=2,4: more warm runs, the value passed as\n"
     "`--num_workers 2`) and GPUs per node.\n"
@@ -334,7 +336,10 @@ int analyze_differential(const Args& args) {
                  error.message().c_str());
     return kExitFailed;
   }
-  std::vector<Leg> legs = {{"synthetic", "synthetic"}, {"cold", "cold"}, {"warm", "warm"}};
+  // The loader alone (warm cache, no compute) gives the loader's own rate,
+  // which the warm run cannot show once it keeps up with the step: the GPU what-if.
+  std::vector<Leg> legs = {
+      {"synthetic", "synthetic"}, {"cold", "cold"}, {"warm", "warm"}, {"loader", "loader"}};
   for (int value : args.vary_values) {
     Leg leg{fmt::format("warm-{}-{}", args.vary_key, value), "warm"};
     leg.extra_args = {"--" + args.vary_key, std::to_string(value)};
@@ -358,7 +363,7 @@ int analyze_differential(const Args& args) {
             "in another process, or a filesystem that keeps them): the cold run is partly warm",
             pct(leg.residency.share())));
       }
-    } else if (leg.mode == "warm") {
+    } else if (leg.mode == "warm" || leg.mode == "loader") {
       if (available != 0 && dataset.bytes > available) {
         notes.push_back(fmt::format(
             "the dataset ({:.0f} MB) does not fit in available memory ({:.0f} MB): the warm run "
@@ -377,6 +382,7 @@ int analyze_differential(const Args& args) {
   const Leg& synthetic = legs[0];
   const Leg& cold = legs[1];
   const Leg& warm_leg = legs[2];
+  const Leg& loader_leg = legs[3];
   const int batch_size = cold.stalls.batch_size.value_or(1);
   if (!cold.stalls.batch_size) {
     notes.push_back("the batch size is unknown (no tensor-like batch): rates are per batch");
@@ -407,7 +413,12 @@ int analyze_differential(const Args& args) {
       fit_note = std::string(fitted.status().message());
     }
   }
-  const double gpus = gpus_until_data_bound(d);
+  const double loader_rate =
+      loader_leg.timing.total_s > 0
+          ? static_cast<double>(args.iterations) * batch_size / loader_leg.timing.total_s
+          : 0;
+  const GpuWhatIf gpu = gpu_what_if(d, loader_rate, cache_model);
+  const double gpus = gpu.gpus_until_data_bound;
 
   // Findings, each with the recommendation the what-ifs support.
   std::vector<std::string> findings;
@@ -454,9 +465,13 @@ int analyze_differential(const Args& args) {
   }
   if (gpus >= 1) {
     findings.push_back(fmt::format(
-        "GPUs per node: up to {:.1f}x this node's the loader keeps up (ingestion scales with "
-        "them, prep and fetch are shared); beyond that the job is data-bound",
-        gpus));
+        "GPUs per node: the loader ({:.0f} samples/s alone) keeps up with up to {:.1f}x this "
+        "node's GPUs (ingestion scales with them, the loader is shared); beyond that the job is "
+        "data-bound{}",
+        gpu.loader_rate, gpus,
+        gpu.gpus_until_data_bound_cold < 0.95 * gpus
+            ? fmt::format(" ({:.1f}x with the dataset uncached)", gpu.gpus_until_data_bound_cold)
+            : std::string()));
   } else if (gpus > 0) {
     findings.push_back(fmt::format(
         "GPUs per node: the loader supplies {:.0f}% of what this node's GPUs could take; more "
@@ -529,6 +544,17 @@ int analyze_differential(const Args& args) {
     out["what_if"]["workers"] = {{"key", args.vary_key}, {"note", fit_note}};
   }
   out["what_if"]["gpus_until_data_bound"] = gpus;
+  json gpu_points = json::array();
+  for (const auto& [k, rate] : gpu.predicted) {
+    gpu_points.push_back({{"gpus", k}, {"samples_per_s", rate}});
+  }
+  out["what_if"]["gpus"] = {{"loader_samples_per_s", gpu.loader_rate},
+                            {"loader_samples_per_s_cold", gpu.loader_rate_cold},
+                            {"ingestion_samples_per_s", d.ingestion_rate},
+                            {"until_data_bound", gpu.gpus_until_data_bound},
+                            {"until_data_bound_cold", gpu.gpus_until_data_bound_cold},
+                            {"basis", gpu.basis},
+                            {"predicted", gpu_points}};
   out["findings"] = findings;
   out["notes"] = notes;
   const std::string text_json = out.dump(1);
@@ -552,6 +578,8 @@ int analyze_differential(const Args& args) {
       "\n  ingestion %.1f samples/s, prep %.1f samples/s, fetch %s\n", d.ingestion_rate,
       d.prep_rate,
       d.fetch_rate > 0 ? fmt::format("{:.1f} samples/s", d.fetch_rate).c_str() : "not limiting");
+  std::printf("  the loader alone %.1f samples/s (warm), %.1f (uncached)\n", gpu.loader_rate,
+              gpu.loader_rate_cold);
   std::printf("  prep stall %s +-%s, fetch stall %s +-%s of the cold run\n",
               pct(d.prep_share).c_str(), pct(d.prep_share_ci).c_str(), pct(d.fetch_share).c_str(),
               pct(d.fetch_share_ci).c_str());

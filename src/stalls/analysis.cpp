@@ -324,13 +324,31 @@ double predict_throughput(const WorkerFit& fit, int workers, double ingestion_ra
   return ingestion_rate > 0 ? std::min(rate, ingestion_rate) : rate;
 }
 
-double gpus_until_data_bound(const Differential& d) {
-  if (d.ingestion_rate <= 0) return 0;
-  double supply = d.prep_rate > 0 ? d.prep_rate : std::numeric_limits<double>::infinity();
-  // prep_rate is measured with the compute in the loop: the loader's own rate
-  // is at least that; with a fetch stall, fetching bounds it too.
-  if (d.fetch_rate > 0) supply = std::min(supply, d.fetch_rate);
-  return supply / d.ingestion_rate;
+GpuWhatIf gpu_what_if(const Differential& d, double loader_rate, const CacheModel& cache) {
+  GpuWhatIf g;
+  if (d.ingestion_rate <= 0) return g;
+  if (loader_rate > 0) {
+    g.loader_rate = loader_rate;
+    g.basis = "the loader's rate measured alone (warm cache, no compute)";
+  } else {
+    g.loader_rate = d.prep_rate;
+    g.basis =
+        "no loader run: the warm run's rate, a lower bound (it cannot exceed what the step takes)";
+  }
+  g.loader_rate_cold = g.loader_rate;
+  if (cache.disk_extra_s > 0 && g.loader_rate > 0) {
+    const double a = 1 / g.loader_rate, b = cache.disk_extra_s;
+    const double k = cache.overlap_k;
+    const double t =
+        std::isinf(k) ? std::max(a, b) : std::pow(std::pow(a, k) + std::pow(b, k), 1 / k);
+    g.loader_rate_cold = 1 / t;
+  }
+  g.gpus_until_data_bound = g.loader_rate / d.ingestion_rate;
+  g.gpus_until_data_bound_cold = g.loader_rate_cold / d.ingestion_rate;
+  for (int k = 1; k <= 8; ++k) {
+    g.predicted.emplace_back(k, std::min(k * d.ingestion_rate, g.loader_rate));
+  }
+  return g;
 }
 
 absl::Status store_analysis(const std::string& analysis_dir, const std::string& json_text) {

@@ -48,10 +48,11 @@ absl::StatusOr<LoopControl> LoopControl::FromEnvironment() {
   LoopControl control;
   if (const char* mode = std::getenv(kModeEnv); mode != nullptr && *mode != '\0') {
     control.mode = mode;
-    if (control.mode != "synthetic" && control.mode != "cold" && control.mode != "warm") {
-      return absl::InvalidArgumentError(
-          fmt::format("{}='{}': the modes are synthetic, cold and warm (set by trainscope stalls)",
-                      kModeEnv, mode));
+    if (control.mode != "synthetic" && control.mode != "cold" && control.mode != "warm" &&
+        control.mode != "loader") {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}='{}': the modes are synthetic, cold, warm and loader (set by trainscope stalls)",
+          kModeEnv, mode));
     }
   }
   absl::StatusOr<std::optional<std::int64_t>> iterations = count_from(kIterationsEnv);

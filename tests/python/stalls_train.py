@@ -6,6 +6,7 @@ stall share follows (see the test).
 """
 
 import argparse
+import fcntl
 import os
 import time
 
@@ -16,10 +17,11 @@ import trainscope
 
 
 class Files(Dataset):
-    def __init__(self, root, decode_s, sleep):
+    def __init__(self, root, decode_s, sleep, shared_lock=None):
         self.paths = sorted(os.path.join(root, f) for f in os.listdir(root))
         self.decode_s = decode_s
         self.sleep = sleep
+        self.shared_lock = shared_lock
 
     def __len__(self):
         return len(self.paths)
@@ -29,7 +31,14 @@ class Files(Dataset):
             data = f.read()
         # The decode: CPU time of this thread, whatever else runs.
         began = time.perf_counter()
-        if self.sleep:
+        if self.shared_lock:
+            # One device for the whole node, serving one sample at a time
+            # (as a disk or a decoder card): every worker of every process queues.
+            with open(self.shared_lock, "a+b") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                time.sleep(self.decode_s)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        elif self.sleep:
             time.sleep(self.decode_s)
         else:
             until = time.thread_time() + self.decode_s
@@ -54,10 +63,12 @@ def main():
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--decode", choices=["spin", "sleep"], default="spin",
                         help="spin: CPU time per sample; sleep: waiting (remote decode, I/O)")
+    parser.add_argument("--shared-lock", help="decode while holding an exclusive lock on this "
+                        "file: a device the whole node shares, one sample at a time")
     parser.add_argument("--no-timed-loader", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    loader = DataLoader(Files(args.data, args.decode_ms / 1e3, args.decode == "sleep"), batch_size=args.batch,
+    loader = DataLoader(Files(args.data, args.decode_ms / 1e3, args.decode == "sleep", args.shared_lock), batch_size=args.batch,
                         num_workers=args.num_workers, shuffle=True)
     tmr = trainscope.Timer()
     for _ in range(args.epochs):

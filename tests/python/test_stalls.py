@@ -310,3 +310,62 @@ def test_cache_what_if_predicts_a_half_cached_run(big_dataset, tmp_path, record_
     record_property("cache_what_if_error", error)
     record_property("cache_overlap_k", cache["overlap_k"])
     assert error <= 0.15, (predicted, measured, cache)
+
+
+def test_gpu_what_if_predicts_two_gpus_sharing_the_loader(dataset, tmp_path, record_property):
+    """With k GPUs per node the step's rate scales k-fold and the loader is shared.
+    Each "GPU" here is a training process whose step sleeps (a GPU leaves the CPU
+    free); each sample's decode holds a lock the whole node shares for 1 ms (a
+    device serving one sample at a time), so the node's loader rate is fixed
+    whatever the process and worker counts. One process keeps up (the warm run
+    cannot show the loader's rate: the loader run measures it), two are
+    loader-bound: predict their throughput from the one-process analysis, then run
+    two at once and measure it over the time both ran."""
+    cli = trainscope_cli()
+    lock = tmp_path / "device.lock"
+    args = ["--data", str(dataset), "--num_workers", "2", "--batch", "4", "--decode-ms", "1",
+            "--decode", "sleep", "--shared-lock", str(lock), "--step-ms", "6"]
+    done = _stalls(cli, ["--dataset", str(dataset), "--iterations", "60", "--warmup", "5",
+                         "--dir", str(tmp_path / "a"), "--json"], args, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    gpus = result["what_if"]["gpus"]
+    assert "measured alone" in gpus["basis"], gpus
+    # The loader run: exactly W + N batches taken, none handed to the loop.
+    loader_run = trainscope.read_run(result["runs"]["loader"]["run_dir"])
+    assert loader_run.status == "FINISHED"
+    assert (loader_run.regions["key"] == "iteration").sum() == 65
+    # One process is not data-bound: its warm rate is the step's, below the loader's.
+    assert result["differential"]["prep_rate"] < 0.95 * gpus["loader_samples_per_s"], result
+    assert 1.1 < gpus["until_data_bound"] < 3, gpus
+    predicted = {p["gpus"]: p["samples_per_s"] for p in gpus["predicted"]}[2]
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               TRAINSCOPE_STALLS_ITERATIONS="150", TRAINSCOPE_STALLS_WARMUP="5",
+               TRAINSCOPE_STALLS_MODE="warm")
+    env.pop("TRAINSCOPE_RUN_DIR", None)
+    procs = [subprocess.Popen([cli, "run", "--run-dir", str(tmp_path / f"gpu{i}"), "--no-sample",
+                               "--", sys.executable, TRAIN, *args],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=env) for i in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+    # Samples both processes received while both were past their warm-up.
+    spans = []
+    for i in range(2):
+        regions = trainscope.read_run(str(tmp_path / f"gpu{i}")).regions
+        its = regions[regions["key"] == "iteration"].sort_values("start_unix_ns")
+        ends = (its["start_unix_ns"] + its["duration_ns"]).to_numpy()[5:]
+        spans.append(ends)
+    begin = max(ends[0] for ends in spans)
+    end = min(ends[-1] for ends in spans)
+    assert end - begin > 2e8, "the two processes hardly overlapped"
+    batches = sum(((ends > begin) & (ends <= end)).sum() for ends in spans)
+    measured = batches * 4 / ((end - begin) * 1e-9)
+    error = abs(predicted - measured) / measured
+    record_property("gpus_until_data_bound", gpus["until_data_bound"])
+    record_property("gpu_predicted_2_samples_per_s", predicted)
+    record_property("gpu_measured_2_samples_per_s", measured)
+    record_property("gpu_what_if_error", error)
+    assert error <= 0.15, (predicted, measured, gpus)

@@ -148,15 +148,28 @@ TEST(StallsAnalysis, WorkerWhatIfFitsPrepBoundRunsAndFindsTheCountThatKeepsUp) {
   EXPECT_FALSE(none.ok());
 }
 
-TEST(StallsAnalysis, GpusUntilDataBound) {
-  // Ingestion 320/s per node's GPUs, prep 400/s, fetch 800/s: 1.25x.
+TEST(StallsAnalysis, GpuWhatIfSharesTheLoaderAmongTheGpus) {
+  // Ingestion 320/s per GPU; the loader alone 400/s: data-bound past 1.25 GPUs.
   Differential d;
   d.ingestion_rate = 320;
-  d.prep_rate = 400;
-  d.fetch_rate = 800;
-  EXPECT_NEAR(gpus_until_data_bound(d), 1.25, 1e-12);
-  d.fetch_rate = 0;  // no fetch stall
-  EXPECT_NEAR(gpus_until_data_bound(d), 1.25, 1e-12);
+  d.prep_rate = 300;  // the warm run, held back by the step
+  CacheModel cache;
+  GpuWhatIf g = gpu_what_if(d, 400, cache);
+  EXPECT_NEAR(g.gpus_until_data_bound, 1.25, 1e-12);
+  EXPECT_NEAR(g.gpus_until_data_bound_cold, 1.25, 1e-12);  // no disk time
+  ASSERT_EQ(g.predicted.size(), 8u);
+  EXPECT_NEAR(g.predicted[0].second, 320, 1e-12);
+  EXPECT_NEAR(g.predicted[1].second, 400, 1e-12);  // 2 GPUs: loader-bound
+  // Uncached, each sample also waits 2.5 ms for the disk, not overlapped: 1/(2.5+2.5 ms).
+  cache.disk_extra_s = 0.0025;
+  cache.overlap_k = 1;
+  g = gpu_what_if(d, 400, cache);
+  EXPECT_NEAR(g.loader_rate_cold, 200, 1e-9);
+  EXPECT_NEAR(g.gpus_until_data_bound_cold, 200.0 / 320, 1e-12);
+  // No loader run: the warm run's rate, a lower bound, said so.
+  g = gpu_what_if(d, 0, CacheModel{});
+  EXPECT_NEAR(g.gpus_until_data_bound, 300.0 / 320, 1e-12);
+  EXPECT_NE(g.basis.find("lower bound"), std::string::npos);
 }
 
 // A run as the timed loader writes it: two passes of 10 batches; pass 1

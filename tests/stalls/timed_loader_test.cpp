@@ -104,10 +104,7 @@ TEST_F(TimedLoaderTest, EachPassLogsTheMetricsPythonLogs) {
     Timer tmr;
     run->attach(tmr);
     const std::vector<int> data(12, 7);
-    TimedOptions o;
-    o.run = run.get();
-    o.batch_size = 12;
-    auto loader = timed(tmr, data, o);
+    auto loader = timed(tmr, data, {run.get(), TimeType::IO, /*batch_size=*/12});
     for (int pass = 0; pass < 3; ++pass) {
       int n = 0;
       for (int v : loader) n += v;
@@ -153,6 +150,18 @@ TEST_F(TimedLoaderTest, SyntheticModeHandsOutTheFirstBatchAgain) {
   EXPECT_EQ(tmr.get_time_stats("iteration").count, 4u);
 }
 
+TEST_F(TimedLoaderTest, LoaderModeTakesEveryBatchAndHandsOutNone) {
+  Timer tmr;
+  const std::vector<int> data = {1, 2, 3, 4};
+  TimedOptions o;
+  o.control = LoopControl{"loader", std::nullopt};
+  for (int v : timed(tmr, data, o)) ADD_FAILURE() << "handed out " << v;
+  // Every batch was taken (4 waits + the end), each an iteration of the loader alone.
+  EXPECT_EQ(tmr.get_time_stats(TimeType::IO).count, 5u);
+  EXPECT_EQ(tmr.get_time_stats("iteration").count, 4u);
+  EXPECT_EQ(tmr.get_time_stats("loader_epoch").count, 1u);
+}
+
 TEST_F(TimedLoaderTest, TheLimitCountsBatchesOverEveryPass) {
   // W + N = 2 + 5 = 7 batches, over passes of 3: the 8th batch is not handed
   // out; the exit hook runs after the last pass was finished.
@@ -195,7 +204,8 @@ TEST_F(TimedLoaderTest, BadEnvironmentIsAnErrorNamingTheVariable) {
   ::setenv(kModeEnv, "fast", 1);
   control = LoopControl::FromEnvironment();
   ASSERT_FALSE(control.ok());
-  EXPECT_NE(control.status().message().find("the modes are synthetic, cold and warm"), std::string::npos);
+  EXPECT_NE(control.status().message().find("the modes are synthetic, cold, warm and loader"),
+            std::string::npos);
 }
 
 TEST_F(TimedLoaderTest, AtTheLimitTheProcessExitsZeroWithItsRunFinished) {

@@ -12,7 +12,9 @@ the run's exporters (MLflow, W&B) as the run goes.
 
 Under ``trainscope stalls`` the environment selects a mode (see
 docs/stalls.md): TRAINSCOPE_STALLS_MODE=synthetic hands out the first batch
-again and again (pure compute); TRAINSCOPE_STALLS_ITERATIONS=N with
+again and again (pure compute); =loader takes batches from the loader as fast
+as it gives them and hands none out (the loader's own rate, no compute);
+TRAINSCOPE_STALLS_ITERATIONS=N with
 TRAINSCOPE_STALLS_WARMUP=W ends the process cleanly (run FINISHED) once W + N
 batches were handed out, whatever epoch loop surrounds the loader.
 """
@@ -156,7 +158,19 @@ class TimedLoader:
         budget.passes[self._timer] = self._pass
         if budget.mode == "synthetic":
             return self._timed(budget, self._first_again(budget), copy=False)
-        return self._timed(budget, iter(self._iterable), copy=self._copy_to is not None)
+        timed = self._timed(budget, iter(self._iterable), copy=self._copy_to is not None)
+        if budget.mode == "loader":
+            return self._drained(timed)
+        return timed
+
+    @staticmethod
+    def _drained(timed):
+        """The loader alone: every batch taken as soon as it is ready, none handed
+        to the loop (which sees an empty pass), until the limit ends the process."""
+        for _batch in timed:
+            pass
+        return
+        yield  # a generator that yields nothing
 
     def _first_again(self, budget):
         """The first batch again and again (on the device when copy_to is set), as

@@ -137,9 +137,22 @@ absl::StatusOr<WorkerFit> worker_what_if(const std::vector<WorkerRun>& runs, dou
 // Predicted throughput with `workers` loader workers.
 double predict_throughput(const WorkerFit& fit, int workers, double ingestion_rate);
 
-// With k GPUs per node the ingestion rate scales k-fold while prep and fetch
-// are shared: the k at which the job becomes data-bound.
-double gpus_until_data_bound(const Differential& d);
+// With k GPUs per node the ingestion rate scales k-fold while the loader (its
+// prep and its fetching) is shared: throughput min(k ingestion, loader rate),
+// data-bound from k = loader rate / ingestion. The loader's rate is measured
+// alone (the `loader` run: batches taken as soon as they are ready, no
+// compute), since the warm run's N B / T3 cannot exceed ingestion; with the
+// dataset uncached it is slower by the cache model's disk time.
+struct GpuWhatIf {
+  double loader_rate = 0;                 // samples/s, warm cache
+  double loader_rate_cold = 0;            // samples/s, nothing cached
+  double gpus_until_data_bound = 0;       // warm cache
+  double gpus_until_data_bound_cold = 0;  // nothing cached
+  std::string basis;
+  std::vector<std::pair<int, double>> predicted;  // k -> samples/s (warm), k = 1..8
+};
+// `loader_rate` 0 (no loader run): the prep rate instead, a lower bound.
+GpuWhatIf gpu_what_if(const Differential& d, double loader_rate, const CacheModel& cache);
 
 // Stores an analysis (its JSON text) as <analysis_dir>/stalls.json, atomically,
 // beside the runs it was made from (so a report can show it later).

@@ -10,6 +10,8 @@
 // metrics into `options.run`. Under `trainscope stalls` the environment
 // selects what Python's timed loader does:
 //   TRAINSCOPE_STALLS_MODE=synthetic   the first batch, again and again
+//   TRAINSCOPE_STALLS_MODE=loader      batches taken as soon as they are ready,
+//                                      none handed out (the loader's own rate)
 //   TRAINSCOPE_STALLS_ITERATIONS=N, TRAINSCOPE_STALLS_WARMUP=W
 //                                      after W + N batches handed out (counted
 //                                      over every pass of the process), the
@@ -44,9 +46,11 @@ inline constexpr char kWarmupEnv[] = "TRAINSCOPE_STALLS_WARMUP";
 
 // What `trainscope stalls` asks of a loop, through the environment.
 struct LoopControl {
-  std::string mode;                   // "", "synthetic", "cold" or "warm" (the leg)
+  std::string mode;                   // "", "synthetic", "cold", "warm" or "loader" (the leg)
   std::optional<std::int64_t> limit;  // W + N batches, then stop
   bool synthetic() const noexcept { return mode == "synthetic"; }
+  // The loader alone: batches taken as soon as they are ready, none handed out.
+  bool loader_only() const noexcept { return mode == "loader"; }
 
   // From TRAINSCOPE_STALLS_MODE, _ITERATIONS and _WARMUP. An error names the
   // variable and its value (another mode, a count that is not a whole
@@ -82,6 +86,7 @@ class LoaderPass {
   LoaderPass& operator=(const LoaderPass&) = delete;
 
   bool synthetic() const noexcept { return control_.synthetic(); }
+  bool loader_only() const noexcept { return control_.loader_only(); }
   // A wait of `ns` ended (with a batch or with the pass's end).
   void waited(std::int64_t ns) { waits_ns_.push_back(ns); }
   // A batch arrived: counts it as handed out, or returns false when the
@@ -175,6 +180,9 @@ class TimedRange {
     }
     timer_->start(kEpochKey());
     fetch(/*first=*/true);
+    if (pass_->loader_only()) {
+      while (!done_) fetch(/*first=*/false);  // the loop sees an empty pass
+    }
     return iterator(this);
   }
   iterator end() { return iterator(nullptr); }
@@ -260,7 +268,7 @@ class TimedRange {
   bool iteration_open_ = false;
 };
 
-// `for (auto&& batch : stalls::timed(tmr, loader, {&run}))`: Timer or
+// `for (auto&& batch : stalls::timed(tmr, loader, {run.get()}))`: Timer or
 // CPUGPUTimer (CPU regions), any range (std::begin/std::end), including
 // LibTorch's `*data_loader`.
 template <class TimerT, class Range>
