@@ -22,9 +22,11 @@ constexpr char kReportDescription[] =
     "data are embedded). One run directory gives a run page: status, command, params,\n"
     "environment, statistics of every key (CPU and GPU, medians with 95% CIs), distributions,\n"
     "region times and hardware metrics over the run, ranks and the slowest rank per step,\n"
-    "metrics. Several runs, a sweep directory (sweep.json) or a directory of runs give a study\n"
-    "page: one sortable, filterable row per run, each key against each param, runs side by\n"
-    "side, and a scaling model of every key against a numeric param.\n";
+    "metrics, and the data stalls of a run that timed its loader (IO regions). Several runs,\n"
+    "a sweep directory (sweep.json) or a directory of runs give a study page: one sortable,\n"
+    "filterable row per run, each key against each param, runs side by side, and a scaling\n"
+    "model of every key against a numeric param. The directory of a `trainscope stalls\n"
+    "--dataset` analysis (stalls.json) adds its differential breakdown and what-ifs.\n";
 
 constexpr char kReportFooter[] =
     "Statistics use every row; time series are drawn from at most --max-points points each\n"
@@ -34,10 +36,11 @@ constexpr char kReportFooter[] =
 }  // namespace
 
 int report_command(const std::vector<std::string>& argv) {
-  CommandLine line({"report",
-                    "trainscope report <run-dir | sweep-dir | dir of runs>... -o page.html "
-                    "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]",
-                    kReportDescription, kReportFooter});
+  CommandLine line(
+      {"report",
+       "trainscope report <run-dir | sweep-dir | dir of runs | stalls-dir>... -o page.html "
+       "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]",
+       kReportDescription, kReportFooter});
   std::optional<std::string> output;
   std::optional<std::string> title;
   std::optional<std::string> scaling;

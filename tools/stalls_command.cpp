@@ -142,31 +142,7 @@ std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
 
 std::string pct(double share) { return fmt::format("{:.1f}%", 100 * share); }
 
-json pass_json(const PassStalls& p) {
-  return {{"pass", p.index},
-          {"wall_s", p.wall_s},
-          {"wait_s", p.wait_s},
-          {"data_wait_share", p.share},
-          {"input_bound", input_bound_class(p.share)},
-          {"batches", p.batches},
-          {"wait_p50_s", p.wait_p50_s},
-          {"wait_p95_s", p.wait_p95_s},
-          {"wait_max_s", p.wait_max_s},
-          {"startup_wait_share", p.startup_wait_share},
-          {"bunched", p.bunched}};
-}
-
-json run_json(const RunStalls& r) {
-  json passes = json::array();
-  for (const PassStalls& p : r.passes) passes.push_back(pass_json(p));
-  json out = {{"run_dir", r.run_dir},
-              {"status", r.status},
-              {"passes", passes},
-              {"run", pass_json(r.total)},
-              {"pattern", r.pattern}};
-  if (r.batch_size) out["batch_size"] = *r.batch_size;
-  return out;
-}
+json run_json(const RunStalls& r) { return json::parse(run_stalls_json(r)); }
 
 std::string run_text(const RunStalls& r) {
   std::string out = fmt::format("{} ({})\n", r.run_dir, r.status);

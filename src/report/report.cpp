@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "report/assets.hpp"
 #include "report/run_data.hpp"
+#include "report/stalls_data.hpp"
 #include "report/study.hpp"
 #include "trainscope/version.hpp"
 
@@ -105,6 +106,15 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
     }
     data["kind"] = "run";
     data.update(detail::run_page_json(*run, max_points));
+    data["stalls"] = detail::run_stalls_json(*run, max_points);
+    data["stalls_analysis"] = nullptr;
+    if (const std::string analysis = detail::stalls_analysis_dir_of(run->dir, run->info.tags);
+        !analysis.empty()) {
+      json a = detail::stalls_analysis_json(analysis);
+      const auto leg = run->info.tags.find(detail::kStallsLegTag);
+      a["leg"] = leg != run->info.tags.end() ? leg->second : std::string();
+      data["stalls_analysis"] = std::move(a);
+    }
     if (title.empty()) title = run->info.name.empty() ? run->info.id : run->info.name;
   } else {
     absl::StatusOr<json> study =
@@ -119,10 +129,11 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()),
           /*transient=*/false);
     }
-    if (title.empty()) {
-      title = inputs->sweep_name.empty() ? std::string("trainscope study")
-                                         : "sweep " + inputs->sweep_name;
+    if (title.empty() && !inputs->sweep_name.empty()) title = "sweep " + inputs->sweep_name;
+    if (title.empty() && !inputs->stalls_dirs.empty()) {
+      title = "data stalls " + inputs->stalls_dirs.front();
     }
+    if (title.empty()) title = "trainscope study";
   }
   data["title"] = title;
   return page(title, data);

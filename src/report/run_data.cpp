@@ -109,17 +109,6 @@ json seconds_axis(const std::vector<double>& seconds) {
   return out;
 }
 
-json envelope_json(const Envelope& e, bool x_is_time) {
-  return json{{"rows", e.rows},
-              {"bucket", e.bucket},
-              {"window", e.window},
-              {"x", x_is_time ? seconds_axis(e.x) : rounded(e.x, 9)},
-              {"lo", rounded(e.lo, 5)},
-              {"hi", rounded(e.hi, 5)},
-              {"median", rounded(e.median, 5)},
-              {"p95", rounded(e.p95, 5)}};
-}
-
 json line_json(const Line& line, bool x_is_time) {
   return json{{"rows", line.rows},
               {"downsampled", line.downsampled},
@@ -310,6 +299,17 @@ json stragglers_json(const RegionColumns& c, std::size_t max_points) {
 }
 
 }  // namespace
+
+json envelope_json(const Envelope& e, bool x_is_time) {
+  return json{{"rows", e.rows},
+              {"bucket", e.bucket},
+              {"window", e.window},
+              {"x", x_is_time ? seconds_axis(e.x) : rounded(e.x, 9)},
+              {"lo", rounded(e.lo, 5)},
+              {"hi", rounded(e.hi, 5)},
+              {"median", rounded(e.median, 5)},
+              {"p95", rounded(e.p95, 5)}};
+}
 
 absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions& options,
                                       const ProgressFn& progress) {

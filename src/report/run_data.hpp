@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "report/downsample.hpp"
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/stats/summary.hpp"
 #include "trainscope/stats/time_stats.hpp"
@@ -72,6 +73,10 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
 // gone), "RUNNING" for a run in progress.
 std::string display_status(const RunData& run);
 double duration_s(const RunData& run);
+
+// An envelope for the page: x in seconds since the run's start (to the
+// millisecond) when `x_is_time`, values to 5 significant digits.
+nlohmann::json envelope_json(const Envelope& e, bool x_is_time);
 
 // Every field of `stats` (NaN as null).
 nlohmann::json stats_json(const TimeStats& stats);

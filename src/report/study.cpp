@@ -14,6 +14,7 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "report/stalls_data.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/modeler.hpp"
@@ -73,6 +74,40 @@ std::optional<double> number_of(const std::string& text) {
     return std::nullopt;
   }
   return value;
+}
+
+// The run directories one level under `dir` (none when `dir` is no directory), sorted.
+absl::StatusOr<std::vector<std::string>> runs_in(const fs::path& dir) {
+  std::vector<std::string> found;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return found;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (is_file(it->path() / "run.json")) found.push_back(it->path().string());
+  }
+  if (error) {
+    return absl::PermissionDeniedError(fmt::format("{}: cannot list the directory: {}",
+                                                   shown_path(dir.string()), error.message()));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// An analysis's runs in the order they ran: synthetic, cold, warm, then the
+// varied warm runs (warm-<key>-<value>) by value.
+void order_legs(std::vector<std::string>* dirs) {
+  const auto rank = [](const std::string& dir) {
+    const std::string leg = fs::path(dir).filename().string();
+    if (leg == "synthetic") return std::make_pair(0, 0.0);
+    if (leg == "cold") return std::make_pair(1, 0.0);
+    if (leg == "warm") return std::make_pair(2, 0.0);
+    const std::size_t dash = leg.rfind('-');
+    if (leg.rfind("warm-", 0) == 0 && dash != std::string::npos) {
+      if (std::optional<double> v = number_of(leg.substr(dash + 1))) return std::make_pair(3, *v);
+    }
+    return std::make_pair(4, 0.0);
+  };
+  std::stable_sort(dirs->begin(), dirs->end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
 }
 
 // The param to model against: the requested one, or the one param with
@@ -237,22 +272,26 @@ absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs) {
     } else if (is_file(dir / sweep::detail::kStateFileName)) {
       if (absl::Status status = add_sweep(dir, &out); !status.ok()) return status;
     } else {
-      std::vector<std::string> found;
-      for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-        if (is_file(it->path() / "run.json")) found.push_back(it->path().string());
+      // A directory of runs holds them one level down; a stalls analysis (and a
+      // sweep copied without its sweep.json) in its runs/.
+      const bool analysis = is_file(dir / kStallsFileName);
+      bool in_runs = analysis;
+      absl::StatusOr<std::vector<std::string>> found = runs_in(analysis ? dir / "runs" : dir);
+      if (!found.ok()) return found.status();
+      if (found->empty() && !analysis) {
+        found = runs_in(dir / "runs");
+        if (!found.ok()) return found.status();
+        in_runs = true;
       }
-      if (error) {
-        return absl::PermissionDeniedError(
-            fmt::format("{}: cannot list the directory: {}", shown_path(input), error.message()));
-      }
-      if (found.empty()) {
+      if (found->empty() && !analysis) {
         return absl::InvalidArgumentError(fmt::format(
-            "{}: not a trainscope run (no run.json), sweep (no sweep.json) or directory of "
-            "runs (no subdirectory has a run.json)",
+            "{}: not a trainscope run (no run.json), sweep (no sweep.json), stalls analysis "
+            "(no stalls.json) or directory of runs (no subdirectory has a run.json)",
             shown_path(input)));
       }
-      std::sort(found.begin(), found.end());
-      for (std::string& run : found) out.runs.push_back(StudyRun{std::move(run), "", "", {}});
+      if (analysis) out.stalls_dirs.push_back(input);
+      if (in_runs) order_legs(&*found);  // an analysis's runs as they ran
+      for (std::string& run : *found) out.runs.push_back(StudyRun{std::move(run), "", "", {}});
     }
     // The same run given twice (directly and through its sweep) is one row.
     out.runs.erase(
@@ -341,11 +380,25 @@ absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling
   } else {
     scaling["why_none"] = why_none;
   }
-  return json{{"runs", std::move(rows)},
-              {"params", param_names},
-              {"keys", std::move(key_list)},
-              {"sweeps", inputs.sweep_dirs},
-              {"scaling", std::move(scaling)}};
+  // The stalls analyses given, then those the runs belong to (each once).
+  json analyses = json::array();
+  std::set<std::string> analysis_seen;
+  const auto add_analysis = [&](const std::string& dir) {
+    std::error_code e;
+    const fs::path canonical = fs::weakly_canonical(dir, e);
+    if (!analysis_seen.insert(e ? dir : canonical.string()).second) return;
+    analyses.push_back(stalls_analysis_json(dir));
+  };
+  for (const std::string& dir : inputs.stalls_dirs) add_analysis(dir);
+  for (const json& row : rows) {
+    if (!row.contains("tags") || !row.at("tags").is_object() || !row.contains("dir")) continue;
+    const std::string dir = stalls_analysis_dir_of(
+        row.at("dir").get<std::string>(), row.at("tags").get<std::map<std::string, std::string>>());
+    if (!dir.empty()) add_analysis(dir);
+  }
+  return json{{"runs", std::move(rows)},       {"params", param_names},
+              {"keys", std::move(key_list)},   {"sweeps", inputs.sweep_dirs},
+              {"scaling", std::move(scaling)}, {"stalls_analyses", std::move(analyses)}};
 }
 
 }  // namespace trainscope::report::detail

@@ -26,16 +26,21 @@ struct Inputs {
   bool single_run = false;  // exactly one input, and it is a run directory
   std::string sweep_name;   // the first sweep's name
   std::vector<std::string> sweep_dirs;
+  // Differential stalls analyses (`trainscope stalls --dataset`: stalls.json
+  // beside runs/), given as inputs.
+  std::vector<std::string> stalls_dirs;
 };
 
 // Classifies every input: a run directory (run.json), a sweep directory
 // (sweep.json: its jobs' runs, under <dir>/runs/ when the recorded path is
-// gone) or a directory holding runs one level down. Errors name the input.
+// gone), a stalls analysis (stalls.json: its runs under <dir>/runs/), or a
+// directory holding runs one level down or in its runs/. Errors name the input.
 absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs);
 
 // The study page's data: one row per run (read with every row), the params,
-// the keys, and the scaling study against `scaling_parameter` ("" = auto,
-// "none" = off).
+// the keys, the scaling study against `scaling_parameter` ("" = auto,
+// "none" = off), and the stalls analyses: those given and those the runs'
+// trainscope.stalls.analysis tags name (stalls_analysis_json each).
 absl::StatusOr<nlohmann::json> study_json(const Inputs& inputs,
                                           const std::string& scaling_parameter,
                                           const ProgressFn& progress);

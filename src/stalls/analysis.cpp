@@ -9,10 +9,25 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "common/files.hpp"
+#include "nlohmann/json.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::stalls {
 namespace {
+
+nlohmann::json pass_json(const PassStalls& p) {
+  return {{"pass", p.index},
+          {"wall_s", p.wall_s},
+          {"wait_s", p.wait_s},
+          {"data_wait_share", p.share},
+          {"input_bound", input_bound_class(p.share)},
+          {"batches", p.batches},
+          {"wait_p50_s", p.wait_p50_s},
+          {"wait_p95_s", p.wait_p95_s},
+          {"wait_max_s", p.wait_max_s},
+          {"startup_wait_share", p.startup_wait_share},
+          {"bunched", p.bunched}};
+}
 
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
@@ -56,6 +71,18 @@ PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s) {
   // Bunched: most of the wait in a tenth of the batches, and enough of it to matter.
   p.bunched = p.share >= 0.05 && p.startup_wait_share >= 0.5 && first < waits_s.size();
   return p;
+}
+
+std::string run_stalls_json(const RunStalls& r) {
+  nlohmann::json passes = nlohmann::json::array();
+  for (const PassStalls& p : r.passes) passes.push_back(pass_json(p));
+  nlohmann::json out = {{"run_dir", r.run_dir},
+                        {"status", r.status},
+                        {"passes", std::move(passes)},
+                        {"run", pass_json(r.total)},
+                        {"pattern", r.pattern}};
+  if (r.batch_size) out["batch_size"] = *r.batch_size;
+  return out.dump();
 }
 
 absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {

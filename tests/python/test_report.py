@@ -73,6 +73,7 @@ class Dom(html.parser.HTMLParser):
         self.ids = set()
         self.cells = []  # (table class, row attrs, cell attrs, text)
         self.badges = []
+        self.values = {}  # id or data-field -> data-value, outside tables (the stall figures)
         self._table = None
         self._row = None
         self._cell = None
@@ -83,6 +84,8 @@ class Dom(html.parser.HTMLParser):
         a = dict(attrs)
         if "id" in a:
             self.ids.add(a["id"])
+        if tag != "td" and "data-value" in a and ("id" in a or "data-field" in a):
+            self.values[a.get("id") or a["data-field"]] = float(a["data-value"])
         if tag == "body":
             self.body = a
         elif tag == "canvas":
@@ -110,6 +113,12 @@ class Dom(html.parser.HTMLParser):
             self.badges.append(data)
 
 
+def varying_params(data):
+    """The params with more than one value over the study's runs: one chart each."""
+    return sum(1 for p in data["params"]
+               if len({str(r.get("params", {}).get(p)) for r in data["runs"]}) > 1)
+
+
 def check_rendered(dom_text, console, expected_charts):
     assert not console, "console messages:\n" + "\n".join(console)
     dom = Dom(dom_text)
@@ -122,10 +131,23 @@ def check_rendered(dom_text, console, expected_charts):
     return dom
 
 
+def analysis_charts(analysis):
+    """The charts of a stalls analysis: run times, the cold run's breakdown, and the cache and
+    worker what-ifs when the analysis has them; none for a damaged stalls.json (a note)."""
+    if "error" in analysis:
+        return 0
+    what_if = analysis["analysis"]["what_if"]
+    return (2 + (1 if what_if["cache"]["points"] else 0)
+            + (1 if what_if.get("workers", {}).get("predicted") else 0))
+
+
 def run_charts(data):
     ranks = {(r["key"], r["device"]) for r in data["rank_stats"]}
+    stalls = data.get("stalls")
     return (len(data["histograms"]) + len(data["series"]) + len(data["hardware"]) + len(ranks)
-            + (2 if data["stragglers"] else 0) + len(data["metrics"]))
+            + (2 if data["stragglers"] else 0) + len(data["metrics"])
+            + (2 if stalls and "error" not in stalls else 0)
+            + (analysis_charts(data["stalls_analysis"]) if data.get("stalls_analysis") else 0))
 
 
 def write_page(inputs, out, *extra):
@@ -286,7 +308,7 @@ def test_sweep_page_and_scaling_study(sweep_dir, tmp_path):
     measured = sc.read_runs(runs, sc.RunSelection(parameters=["p"], what="BATCH"))
     assert models[("BATCH", "CPU")]["formula"] == sc.fit(measured).formula()
 
-    expected = len(data["params"]) + 2 + sum(3 for m in scaling["models"] if "error" not in m)
+    expected = varying_params(data) + 2 + sum(3 for m in scaling["models"] if "error" not in m)
     dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-sweep.png"), 3000)
     dom = check_rendered(dom_text, console, expected)
     rows = {}
@@ -309,8 +331,162 @@ def test_several_runs_without_a_scaling_param(tmp_path):
     data, _ = page_data(out)
     assert len(data["runs"]) == 3 and data["scaling"]["parameter"] is None
     assert "several params vary" in data["scaling"]["why_none"]
-    dom = check_rendered(*browse(out, tmp_path), len(data["params"]) + 2)
+    dom = check_rendered(*browse(out, tmp_path), varying_params(data) + 2)
     assert "no-scaling" in dom.ids
+
+
+# ---- data stalls ----------------------------------------------------------------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STALLS_TRAIN = os.path.join(HERE, "stalls_train.py")
+
+
+def _stalls_env():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.pop("TRAINSCOPE_RUN_DIR", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def stalls_dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stalls-data")
+    for i in range(96):
+        (root / f"s{i:04d}.bin").write_bytes(os.urandom(8 * 1024))
+    return root
+
+
+PASS_NUMBERS = ("data_wait_share", "batches", "wait_s", "wall_s", "wait_p50_s", "wait_p95_s",
+                "wait_max_s", "startup_wait_share")
+
+
+def same_figures(shown, printed):
+    """Every figure the page has of each pass equals what `trainscope stalls --json` printed
+    (which may print more), and the page has all of PASS_NUMBERS."""
+    assert len(shown) == len(printed)
+    for page, cli in zip(shown, printed):
+        assert set(PASS_NUMBERS) | {"pass", "input_bound", "bunched"} <= set(page)
+        assert page == {k: cli[k] for k in page}, (page, cli)
+    return True
+
+
+def test_run_page_shows_the_data_stalls_of_a_timed_loader(stalls_dataset, tmp_path):
+    """A run whose loop is a real `for batch in tmr.timed(loader):` over a torch DataLoader with
+    a worker: the page's stall section shows what `trainscope stalls RUN --json` prints."""
+    pytest.importorskip("torch")
+    cli = trainscope_cli()
+    run_dir = tmp_path / "run"
+    done = subprocess.run([cli, "run", "--run-dir", str(run_dir), "--interval", "0.25", "--",
+                           sys.executable, STALLS_TRAIN, "--data", str(stalls_dataset),
+                           "--epochs", "3", "--num_workers", "1", "--batch", "8"],
+                          capture_output=True, text=True, timeout=300, env=_stalls_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    expected = json.loads(subprocess.run([cli, "stalls", str(run_dir), "--json"],
+                                         capture_output=True, text=True, timeout=60,
+                                         check=True).stdout)
+    out = tmp_path / "stalls.html"
+    write_page([str(run_dir)], out)
+    data, _ = page_data(out)
+    stalls = data["stalls"]
+    # The same analysis (analyze_run), so the same figures, to the last bit.
+    assert same_figures(stalls["passes"], expected["passes"])
+    assert same_figures([stalls["run"]], [expected["run"]])
+    assert stalls["pattern"] == expected["pattern"]
+    assert stalls["batch_size"] == expected["batch_size"] == 8
+    assert [p["pass"] for p in stalls["passes"]] == [1, 2, 3]
+    assert stalls["run"]["input_bound"] == "highly"  # 8 decodes of 4 ms per 10 ms step
+    waits = trainscope.read_run(str(run_dir)).regions
+    waits = waits[waits["key"] == "IO"]["duration_ns"] / 1e9
+    assert stalls["waits"]["rows"] == len(waits) == expected["run"]["batches"]
+    assert max(stalls["waits"]["hi"]) == pytest.approx(waits.max(), rel=1e-4)
+    assert len(stalls["pass_starts_s"]) == 3
+
+    dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-stalls.png"),
+                               5200)
+    dom = check_rendered(dom_text, console, run_charts(data))
+    assert "stalls" in dom.ids and "stalls-error" not in dom.ids
+    assert dom.values["stalls-share"] == pytest.approx(expected["run"]["data_wait_share"],
+                                                        rel=1e-12)
+    shown = {}
+    for table_class, row, cell, text in dom.cells:
+        if table_class == "data stalls-passes" and "data-field" in cell:
+            shown[(row["data-pass"], cell["data-field"])] = (cell.get("data-value"), text)
+    for name, figures in [(str(p["pass"]), p) for p in expected["passes"]] + [
+            ("run", expected["run"])]:
+        for field in PASS_NUMBERS:
+            assert float(shown[(name, field)][0]) == pytest.approx(figures[field], rel=1e-12), \
+                (name, field)
+        assert shown[(name, "input_bound")][1] == figures["input_bound"]
+        assert shown[(name, "bunched")][1] == ("yes" if figures["bunched"] else "no")
+
+
+def test_a_stalls_analysis_directory_is_reported_with_its_differential_breakdown(
+        stalls_dataset, tmp_path):
+    """A real `trainscope stalls --dataset ... -- python stalls_train.py` (a few iterations, one
+    varied worker count), reported as a study page with the analysis, and one of its runs alone
+    as a run page with its live stalls and the analysis it belongs to."""
+    pytest.importorskip("torch")
+    cli = trainscope_cli()
+    analysis = tmp_path / "analysis"
+    done = subprocess.run([cli, "stalls", "--dataset", str(stalls_dataset), "--iterations", "8",
+                           "--warmup", "2", "--vary", "num_workers=1", "--dir", str(analysis),
+                           "--json", "--", sys.executable, STALLS_TRAIN, "--data",
+                           str(stalls_dataset), "--num_workers", "0", "--batch", "8"],
+                          capture_output=True, text=True, timeout=600, env=_stalls_env(),
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    stored = json.loads((analysis / "stalls.json").read_text())
+
+    out = tmp_path / "analysis.html"
+    write_page([str(analysis)], out)
+    data, _ = page_data(out)
+    assert data["kind"] == "study" and data["title"] == f"data stalls {analysis}"
+    names = [r["name"] for r in data["runs"]]  # as they ran (and any further runs after)
+    assert names[:4] == ["synthetic", "cold", "warm", "warm-num_workers-1"], names
+    (shown,) = data["stalls_analyses"]
+    assert "error" not in shown and shown["analysis"] == stored
+    expected = (varying_params(data) + 2
+                + sum(3 for m in data["scaling"]["models"] if "error" not in m)
+                + analysis_charts(shown))
+    dom_text, console = browse(out, tmp_path,
+                               screenshot_path(tmp_path, "report-stalls-analysis.png"), 3600)
+    dom = check_rendered(dom_text, console, expected)
+    assert "stalls-analysis" in dom.ids
+    diff = stored["differential"]
+    for field in ("prep_share", "prep_share_ci", "fetch_share", "fetch_share_ci",
+                  "ingestion_rate", "prep_rate", "live_wait_share_cold"):
+        assert dom.values[field] == pytest.approx(diff[field], rel=1e-12), field
+    for leg in ("synthetic", "cold", "warm"):
+        assert dom.values[f"{leg}.time_s"] == pytest.approx(stored["runs"][leg]["time_s"],
+                                                             rel=1e-12)
+    legs = {}
+    for table_class, row, cell, _ in dom.cells:
+        if table_class == "data stalls-legs" and cell.get("data-field") == "time_s":
+            legs[row["data-leg"]] = float(cell["data-value"])
+    assert legs == pytest.approx({k: v["time_s"] for k, v in stored["runs"].items()}, rel=1e-12)
+
+    cold = tmp_path / "cold.html"
+    write_page([str(analysis / "runs" / "cold")], cold)
+    data, _ = page_data(cold)
+    assert data["stalls_analysis"]["leg"] == "cold"
+    assert data["stalls_analysis"]["analysis"] == stored
+    assert same_figures(data["stalls"]["passes"], stored["runs"]["cold"]["analysis"]["passes"])
+    dom = check_rendered(*browse(cold, tmp_path), run_charts(data))
+    assert "stalls" in dom.ids
+
+
+def test_a_damaged_stalls_json_is_a_note_on_a_written_page(tmp_path):
+    run_dir = write_run(str(tmp_path / "analysis" / "runs" / "cold"), name="cold",
+                        rows_per_key=50)
+    (tmp_path / "analysis" / "stalls.json").write_text('{"runs": {"cold": ')
+    out = tmp_path / "damaged.html"
+    write_page([str(tmp_path / "analysis")], out)
+    data, _ = page_data(out)
+    (shown,) = data["stalls_analyses"]
+    assert shown["error"].startswith(f"{tmp_path / 'analysis' / 'stalls.json'}: not valid JSON")
+    assert [r["dir"] for r in data["runs"]] == [run_dir]
+    dom_text, console = browse(out, tmp_path)
+    dom = check_rendered(dom_text, console, varying_params(data) + 2)
+    assert "stalls-analysis" in dom.ids and "stalls.json: not valid JSON" in dom_text
 
 
 # ---- errors and the Python API --------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,10 +18,12 @@
 #include "nlohmann/json.hpp"
 #include "report/downsample.hpp"
 #include "report/run_data.hpp"
+#include "report/stalls_data.hpp"
 #include "report/study.hpp"
 #include "support/run_dir_test.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/report/report.hpp"
+#include "trainscope/stalls/analysis.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::report {
@@ -370,6 +373,299 @@ TEST_F(ReportRunTest, StudyOfRunsWithAScalingParameter) {
   ASSERT_TRUE(study.ok()) << study.status();
   EXPECT_THAT((*study)["scaling"]["why_none"].get<std::string>(),
               HasSubstr("no finished run has the param \"batch\""));
+}
+
+// ---- data stalls -------------------------------------------------------------------------------
+
+// A run as the timed loader records it (tests/stalls/stalls_analysis_test.cpp's): `passes`
+// passes of 10 batches; pass 1 waits 50 ms for its first batch and 1 ms after, later passes
+// 4 ms for every batch (one 30 ms spike in pass 2); each iteration is 10 ms of compute + the
+// wait.
+std::filesystem::path write_stalls_run(const std::filesystem::path& dir, int passes,
+                                       std::map<std::string, std::string> tags = {}) {
+  trainscope::testing::RunJson run;
+  run.params = {{"stalls.batch_size", "16"}};
+  run.tags = std::move(tags);
+  run.start_time_ms = 1'700'000'000'000;
+  trainscope::testing::RankJson rank;
+  rank.status = "FINISHED";
+  trainscope::testing::write_run_dir(dir, run, {rank});
+  std::string rows;
+  std::int64_t t = run.start_time_ms * 1'000'000 + 500'000'000;
+  const auto row = [&](const char* key, std::int64_t start, std::int64_t ns) {
+    rows += fmt::format("{},CPU,0,0,{},{},0,0\n", key, start, ns);
+  };
+  constexpr std::int64_t kMs = 1'000'000;
+  for (int pass = 0; pass < passes; ++pass) {
+    const std::int64_t pass_start = t;
+    for (int b = 0; b < 10; ++b) {
+      std::int64_t wait = pass == 0 ? (b == 0 ? 50 : 1) * kMs : 4 * kMs;
+      if (pass == 1 && b == 6) wait = 30 * kMs;
+      row("IO", t, wait);
+      t += wait;
+      if (b > 0) row("iteration", t - wait - 10 * kMs, 10 * kMs + wait);
+      t += 10 * kMs;
+    }
+    row("iteration", t - 10 * kMs, 10 * kMs);
+    row("loader_epoch", pass_start, t - pass_start);
+  }
+  trainscope::testing::write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  return dir;
+}
+
+void expect_pass(const json& shown, const stalls::PassStalls& p) {
+  EXPECT_EQ(shown["pass"], p.index);
+  EXPECT_EQ(shown["wall_s"].get<double>(), p.wall_s);
+  EXPECT_EQ(shown["wait_s"].get<double>(), p.wait_s);
+  EXPECT_EQ(shown["data_wait_share"].get<double>(), p.share);
+  EXPECT_EQ(shown["input_bound"], stalls::input_bound_class(p.share));
+  EXPECT_EQ(shown["batches"], p.batches);
+  EXPECT_EQ(shown["wait_p50_s"].get<double>(), p.wait_p50_s);
+  EXPECT_EQ(shown["wait_p95_s"].get<double>(), p.wait_p95_s);
+  EXPECT_EQ(shown["wait_max_s"].get<double>(), p.wait_max_s);
+  EXPECT_EQ(shown["startup_wait_share"].get<double>(), p.startup_wait_share);
+  EXPECT_EQ(shown["bunched"], p.bunched);
+}
+
+// The page's data, from the page itself.
+json page_data(const std::string& page) {
+  const std::string open = "id=\"trainscope-data\">";
+  const std::size_t begin = page.find(open) + open.size();
+  const std::size_t end = page.find("</script>", begin);
+  return json::parse(page.substr(begin, end - begin));
+}
+
+TEST_F(ReportRunTest, RunPageShowsTheDataStallsOfAnalyzeRun) {
+  const auto dir = write_stalls_run(root_ / "stalls", 3);
+  absl::StatusOr<stalls::RunStalls> expected = stalls::analyze_run(dir.string());
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  absl::StatusOr<detail::RunData> run = detail::read_run_data(dir.string(), {}, nullptr);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const json shown = detail::run_stalls_json(*run, 16);
+  ASSERT_TRUE(shown.is_object()) << shown.dump();
+  ASSERT_FALSE(shown.contains("error")) << shown.dump();
+  ASSERT_EQ(shown["passes"].size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) expect_pass(shown["passes"][i], expected->passes[i]);
+  expect_pass(shown["run"], expected->total);
+  EXPECT_EQ(shown["run"]["input_bound"], "highly");
+  EXPECT_EQ(shown["pattern"], expected->pattern);
+  EXPECT_EQ(shown["batch_size"], 16);
+  EXPECT_EQ(shown["rank"], 0);
+  EXPECT_EQ(shown["iterations"], expected->iteration_s.size());
+  // Every wait over the run, 30 of them in at most 16 buckets: the spikes stay.
+  const json& waits = shown["waits"];
+  EXPECT_EQ(waits["rows"], 30);
+  EXPECT_EQ(waits["x"].size(), 16u);
+  EXPECT_EQ(waits["bucket"], 2);
+  double hi = 0;
+  for (const json& v : waits["hi"]) hi = std::max(hi, v.get<double>());
+  EXPECT_DOUBLE_EQ(hi, 0.05);
+  EXPECT_DOUBLE_EQ(waits["x"][0].get<double>(), 0.5);  // seconds since the run's start
+  // The passes start where analyze_run's windows do.
+  ASSERT_EQ(shown["pass_starts_s"].size(), 3u);
+  EXPECT_DOUBLE_EQ(shown["pass_starts_s"][0].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(shown["pass_starts_s"][1].get<double>(), 0.5 + expected->passes[0].wall_s);
+
+  // The page holds the same figures; a run without IO rows has no section.
+  if (chart_library().empty()) GTEST_SKIP() << "this build has no Chart.js (libjs-chart.js)";
+  ReportOptions options;
+  options.inputs = {dir.string()};
+  absl::StatusOr<std::string> page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  const json data = page_data(*page);
+  EXPECT_EQ(data["stalls"]["passes"], shown["passes"]);
+  EXPECT_TRUE(data["stalls_analysis"].is_null());
+  options.inputs = {two_rank_run(20)};
+  page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_TRUE(page_data(*page)["stalls"].is_null());
+}
+
+TEST_F(ReportRunTest, AFailedStallAnalysisIsANoteNotAFailedPage) {
+  // IO rows, but a damaged line (written after read_run_data read the file) fails
+  // analyze_run: the section says so, the page is still written.
+  const auto dir = write_stalls_run(root_ / "stalls", 2);
+  absl::StatusOr<detail::RunData> run = detail::read_run_data(dir.string(), {}, nullptr);
+  ASSERT_TRUE(run.ok()) << run.status();
+  trainscope::testing::write_file(dir / "regions-0.csv", "IO,TPU,0,0,1,1,0,0\n", /*append=*/true);
+  const json shown = detail::run_stalls_json(*run, 100);
+  ASSERT_TRUE(shown.contains("error")) << shown.dump();
+  EXPECT_THAT(shown["error"].get<std::string>(),
+              HasSubstr("the data-stall analysis of this run failed"));
+  EXPECT_THAT(shown["error"].get<std::string>(), HasSubstr("regions-0.csv:"));
+}
+
+// What `trainscope stalls --dataset` stores (tools/stalls_command.cpp), in small.
+json stalls_analysis_file(const std::string& dir) {
+  const auto leg = [&](const std::string& name, double t, double ci, double live) {
+    return json{{"run_dir", dir + "/runs/" + name},
+                {"time_s", t},
+                {"time_ci_s", ci},
+                {"live_wait_share", live},
+                {"disk_read_mb_s", 100.0},
+                {"read_mb", 2.0},
+                {"cpu_pct", 90.0},
+                {"analysis", {{"run", {{"input_bound", "highly"}}}}}};
+  };
+  json runs{{"synthetic", leg("synthetic", 0.1, 0.001, 0.0)},
+            {"cold", leg("cold", 0.4, 0.01, 0.74)},
+            {"warm", leg("warm", 0.35, 0.005, 0.7)},
+            {"warm-num_workers-2", leg("warm-num_workers-2", 0.2, 0.004, 0.5)}};
+  runs["cold"]["residency"] = {
+      {"files", 4}, {"bytes", 4096}, {"resident_bytes", 0}, {"resident_share", 0.0}};
+  return json{
+      {"dataset", {{"path", "/data"}, {"residency_before", {{"files", 4}, {"bytes", 4096}}}}},
+      {"iterations", 10},
+      {"warmup", 2},
+      {"batch_size", 8},
+      {"runs", runs},
+      {"differential",
+       {{"ingestion_rate", 800.0},
+        {"prep_rate", 228.6},
+        {"fetch_rate", 1600.0},
+        {"prep_stall_s", 0.25},
+        {"fetch_stall_s", 0.05},
+        {"prep_share", 0.625},
+        {"prep_share_ci", 0.013},
+        {"fetch_share", 0.125},
+        {"fetch_share_ci", 0.028},
+        {"live_wait_share_cold", 0.74},
+        {"methods_agree", true},
+        {"reconcile", ""}}},
+      {"what_if",
+       {{"cache",
+         {{"disk_read_mb_s", 100.0},
+          {"memory_mb_s", 10000.0},
+          {"bytes_per_sample", 4096.0},
+          {"points",
+           {{{"cached_share", 0.0}, {"samples_per_s", 228.6}},
+            {{"cached_share", 1.0}, {"samples_per_s", 228.6}}}}}},
+        {"workers",
+         {{"key", "num_workers"},
+          {"per_worker_rate", 200.0},
+          {"cores", 2},
+          {"fitted_runs", 1},
+          {"workers_to_keep_up", 0},
+          {"predicted",
+           {{{"workers", 1}, {"samples_per_s", 200.0}},
+            {{"workers", 2}, {"samples_per_s", 400.0}}}}}},
+        {"gpus_until_data_bound", 0.29}}},
+      {"findings", {"prep-bound: 62.5% of the cold run's time"}},
+      {"notes", json::array()}};
+}
+
+TEST_F(ReportRunTest, AStallsAnalysisDirectoryIsAStudyWithItsAnalysis) {
+  const std::filesystem::path analysis = root_ / "analysis";
+  for (const char* leg : {"warm-num_workers-2", "warm", "cold", "synthetic"}) {
+    write_stalls_run(
+        analysis / "runs" / leg, 2,
+        {{"trainscope.stalls.analysis", analysis.string()}, {"trainscope.stalls.leg", leg}});
+  }
+  const json file = stalls_analysis_file(analysis.string());
+  trainscope::testing::write_file(analysis / "stalls.json", file.dump(1));
+
+  absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs({analysis.string()});
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_FALSE(inputs->single_run);
+  EXPECT_THAT(inputs->stalls_dirs, ElementsAre(analysis.string()));
+  std::vector<std::string> legs;
+  for (const detail::StudyRun& r : inputs->runs) {
+    legs.push_back(std::filesystem::path(r.dir).filename().string());
+  }
+  EXPECT_THAT(legs, ElementsAre("synthetic", "cold", "warm", "warm-num_workers-2"));
+  absl::StatusOr<json> study = detail::study_json(*inputs, "", nullptr);
+  ASSERT_TRUE(study.ok()) << study.status();
+  ASSERT_EQ((*study)["stalls_analyses"].size(), 1u);  // given, and named by every run's tag
+  const json& shown = (*study)["stalls_analyses"][0];
+  ASSERT_FALSE(shown.contains("error")) << shown.dump();
+  EXPECT_EQ(shown["analysis"], file);
+  EXPECT_EQ(shown["file"], (analysis / "stalls.json").string());
+
+  // One leg alone: a run page with its live stalls and its analysis (found through its tag,
+  // or in ../.. when the analysis was moved).
+  if (chart_library().empty()) GTEST_SKIP() << "this build has no Chart.js (libjs-chart.js)";
+  ReportOptions options;
+  options.inputs = {(analysis / "runs" / "cold").string()};
+  absl::StatusOr<std::string> page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  json data = page_data(*page);
+  EXPECT_EQ(data["stalls_analysis"]["leg"], "cold");
+  EXPECT_EQ(data["stalls_analysis"]["analysis"], file);
+  EXPECT_EQ(data["stalls"]["passes"].size(), 2u);
+  std::filesystem::rename(analysis, root_ / "moved");
+  options.inputs = {(root_ / "moved" / "runs" / "cold").string()};
+  page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  data = page_data(*page);
+  EXPECT_EQ(data["stalls_analysis"]["dir"], (root_ / "moved").string());
+  EXPECT_EQ(data["stalls_analysis"]["analysis"], file);
+  options.inputs = {(root_ / "moved").string()};
+  page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<title>data stalls "));
+  EXPECT_EQ(page_data(*page)["kind"], "study");
+}
+
+TEST_F(ReportRunTest, ADamagedStallsJsonIsANoteNamingTheFileAndTheProblem) {
+  const std::filesystem::path analysis = root_ / "analysis";
+  for (const char* leg : {"synthetic", "cold", "warm"}) {
+    write_stalls_run(
+        analysis / "runs" / leg, 1,
+        {{"trainscope.stalls.analysis", analysis.string()}, {"trainscope.stalls.leg", leg}});
+  }
+  const std::string file = (analysis / "stalls.json").string();
+  const auto note = [&](const std::string& text) {
+    trainscope::testing::write_file(analysis / "stalls.json", text);
+    absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs({analysis.string()});
+    EXPECT_TRUE(inputs.ok()) << inputs.status();
+    if (!inputs.ok()) return std::string();
+    absl::StatusOr<json> study = detail::study_json(*inputs, "none", nullptr);
+    EXPECT_TRUE(study.ok()) << study.status();
+    if (!study.ok()) return std::string();
+    EXPECT_EQ((*study)["runs"].size(), 3u);  // the runs are still shown
+    const json& shown = (*study)["stalls_analyses"].at(0);
+    EXPECT_FALSE(shown.contains("analysis"));
+    return shown.value("error", std::string());
+  };
+  EXPECT_THAT(note("{\"runs\": {"), HasSubstr(file + ": not valid JSON: parse error at line 1"));
+  EXPECT_THAT(note("[1, 2]"),
+              HasSubstr(file + ": not a trainscope stalls analysis: an array, not an object"));
+  json damaged = stalls_analysis_file(analysis.string());
+  damaged["differential"].erase("prep_share");
+  EXPECT_THAT(note(damaged.dump()), HasSubstr(file + ": not a trainscope stalls analysis: "
+                                                     "differential.prep_share: missing"));
+  damaged = stalls_analysis_file(analysis.string());
+  damaged["runs"]["cold"]["time_s"] = "0.4";
+  EXPECT_THAT(note(damaged.dump()), HasSubstr("runs.cold.time_s: a string, not a number"));
+  damaged = stalls_analysis_file(analysis.string());
+  damaged["what_if"]["cache"]["points"][1] = 7;
+  EXPECT_THAT(note(damaged.dump()), HasSubstr("what_if.cache.points[1]: a number, not an object"));
+  damaged = stalls_analysis_file(analysis.string());
+  damaged["findings"] = json::array({"ok", 3});
+  EXPECT_THAT(note(damaged.dump()), HasSubstr("findings[1]: a number, not a string"));
+
+  // The run page of a leg with a damaged analysis is still written, with the note.
+  if (chart_library().empty()) GTEST_SKIP() << "this build has no Chart.js (libjs-chart.js)";
+  trainscope::testing::write_file(analysis / "stalls.json", "not json");
+  ReportOptions options;
+  options.inputs = {(analysis / "runs" / "warm").string()};
+  absl::StatusOr<std::string> page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  const json data = page_data(*page);
+  EXPECT_THAT(data["stalls_analysis"]["error"].get<std::string>(),
+              HasSubstr(file + ": not valid JSON"));
+  EXPECT_EQ(data["stalls"]["passes"].size(), 1u);
+  // Without its stalls.json (an analysis that did not finish) the note says so.
+  std::filesystem::remove(analysis / "stalls.json");
+  absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs({analysis.string()});
+  ASSERT_TRUE(inputs.ok()) << inputs.status();  // a directory with its runs in runs/
+  EXPECT_TRUE(inputs->stalls_dirs.empty());
+  ASSERT_EQ(inputs->runs.size(), 3u);
+  EXPECT_EQ(std::filesystem::path(inputs->runs[0].dir).filename(), "synthetic");  // as they ran
+  absl::StatusOr<json> study = detail::study_json(*inputs, "none", nullptr);
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_THAT((*study)["stalls_analyses"].at(0)["error"].get<std::string>(),
+              HasSubstr(file + ": no such file (the analysis did not finish"));
 }
 
 }  // namespace

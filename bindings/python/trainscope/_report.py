@@ -8,8 +8,10 @@ The same page as ``trainscope report`` (C++: trainscope/report/report.hpp)::
     page                       # in Jupyter: the page inline
     trainscope.report(["sweeps/lr"], output="sweep.html", scaling="batch_size")
 
-Inputs are run directories, sweep directories (sweep.json), directories that
-hold runs, or runs from trainscope.read_run. Errors are exceptions with the C++
+Inputs are run directories, sweep directories (sweep.json), stalls analyses
+(stalls.json of ``trainscope stalls --dataset``), directories that hold runs,
+or runs from trainscope.read_run. A run that timed its loader
+(``tmr.timed(loader)``) gets a data-stall section. Errors are exceptions with the C++
 message (naming the input and what is wrong): FileNotFoundError for a missing
 path, ValueError for one that is no run, RuntimeError otherwise.
 """

@@ -10,10 +10,13 @@
 // the statistics of every key (CPU and GPU, medians with their confidence
 // intervals), distributions, region times over time with a rolling median and
 // p95, hardware metrics on the same time axis, per-rank comparison and the
-// slowest rank per step, user metrics. Several inputs, a sweep directory
-// (sweep.json) or a directory of runs give a study page: one row per run,
-// each key against each parameter, runs side by side, and the scaling model
-// of every key against a numeric parameter (trainscope/scaling/).
+// slowest rank per step, user metrics, and its data stalls when it timed its
+// loader (IO regions: trainscope/stalls/analysis.hpp's analyze_run). Several
+// inputs, a sweep directory (sweep.json), a stalls analysis (stalls.json of
+// `trainscope stalls --dataset`, its runs in runs/) or a directory of runs give
+// a study page: one row per run, each key against each parameter, runs side
+// by side, the scaling model of every key against a numeric parameter
+// (trainscope/scaling/) and the differential stall breakdown of an analysis.
 //
 // Statistics are computed on every row. Time series are shown downsampled to
 // at most `max_points` points per series by an envelope (min and max of each
@@ -33,11 +36,12 @@
 namespace trainscope::report {
 
 struct ReportOptions {
-  // Run directories (run.json), sweep directories (sweep.json) and
-  // directories holding runs one level down. One run: a run page; else a
-  // study page.
+  // Run directories (run.json), sweep directories (sweep.json), stalls
+  // analyses (stalls.json) and directories holding runs one level down or in
+  // their runs/. One run: a run page; else a study page.
   std::vector<std::string> inputs;
-  std::string title;  // default: the run's name, the sweep's name or "trainscope study"
+  // Default: the run's name, the sweep's name, "data stalls DIR" or "trainscope study".
+  std::string title;
   // The x parameter of the scaling study (a run param with numeric values).
   // Empty: the one param that varies across the finished runs, if exactly one
   // does, with at least 3 numeric values; "none": no scaling study.

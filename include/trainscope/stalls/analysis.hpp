@@ -57,6 +57,13 @@ struct RunStalls {
 // run is one pass. NotFound when the run has no IO rows at all.
 absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
 
+// The live analysis as a JSON object's text: run_dir, status, passes (pass,
+// wall_s, wait_s, data_wait_share, input_bound, batches, wait_p50_s,
+// wait_p95_s, wait_max_s, startup_wait_share, bunched), run (the same for the
+// whole run), pattern and batch_size when known. `trainscope stalls RUN_DIR
+// --json` prints it and report pages embed it: one field list for both.
+std::string run_stalls_json(const RunStalls& run);
+
 // Time of `iterations` iterations after `warmup` from per-iteration times,
 // with a 95% confidence interval (normal, from their spread).
 struct Timing {

@@ -115,7 +115,8 @@
   }
   function quoteArg(a) { return /^[\w@%+=:,./-]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'"; }
 
-  // A sortable table: columns [{label, get(row) -> value, fmt(value) -> text, text?: bool, title?}].
+  // A sortable table: columns [{label, get(row) -> value, fmt(value) -> text, text?: bool, title?}];
+  // opts.fixed: rows shown after the others whatever the sort (a total).
   function table(parent, columns, rows, opts) {
     opts = opts || {};
     var wrap = add(parent, el("div", { class: "scroll" }));
@@ -150,7 +151,7 @@
         });
       }
       tbody.textContent = "";
-      list.forEach(function (r) {
+      list.concat(opts.fixed || []).forEach(function (r) {
         var tr = add(tbody, el("tr"));
         if (opts.rowAttrs) opts.rowAttrs(r, tr);
         columns.forEach(function (c) {
@@ -470,6 +471,268 @@
     });
   }
 
+  // ---- data stalls (trainscope stalls) ---------------------------------------
+  var STALL_COLORS = { not: "#3ca951", moderately: "#efb118", highly: "#c0362c" };
+  function pct(v) { return isNum(v) ? sig(100 * v, 3) + "%" : "–"; }
+  function rate(v) { return isNum(v) ? sig(v, 4) + " samples/s" : "–"; }
+  function stallClass(c) { return el("span", { class: "badge stall-" + c, text: c + " input-bound" }); }
+  // A number the page shows, with its exact value for readers of the DOM.
+  function shown(field, value, text) {
+    var attrs = { "data-field": field, text: text };
+    if (isNum(value)) attrs["data-value"] = String(value);
+    return el("span", attrs);
+  }
+  function withCi(field, value, ci, f) {
+    var node = el("span");
+    node.appendChild(shown(field, value, f(value)));
+    node.appendChild(document.createTextNode(" ± "));
+    node.appendChild(shown(field + "_ci", ci, f(ci)));
+    return node;
+  }
+  // Horizontal (axis "y") or vertical (axis "x") reference lines drawn over a chart, labelled.
+  function referenceLines(axis, lines) {
+    return { id: "reference-lines", afterDatasetsDraw: function (chart) {
+      var scale = chart.scales[axis], area = chart.chartArea, ctx = chart.ctx;
+      if (!scale) return;
+      ctx.save();
+      lines.forEach(function (l) {
+        var p = scale.getPixelForValue(l.value);
+        if (!isFinite(p)) return;
+        ctx.strokeStyle = l.color; ctx.lineWidth = l.width || 1.2; ctx.setLineDash(l.dash || [5, 3]);
+        ctx.beginPath();
+        if (axis === "y") {
+          if (p < area.top - 1 || p > area.bottom + 1) return;
+          ctx.moveTo(area.left, p); ctx.lineTo(area.right, p);
+        } else {
+          if (p < area.left - 1 || p > area.right + 1) return;
+          ctx.moveTo(p, area.top); ctx.lineTo(p, area.bottom);
+        }
+        ctx.stroke();
+        if (l.label) {  // on a white box, so that bars and lines under it do not hide it
+          ctx.setLineDash([]); ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "alphabetic";
+          var w = ctx.measureText(l.label).width;
+          var tx = axis === "y" ? area.right - 4 - w : p + 3, ty = axis === "y" ? p - 4 : area.top + 11;
+          ctx.fillStyle = "rgba(255,255,255,0.85)";
+          ctx.fillRect(tx - 2, ty - 10, w + 4, 13);
+          ctx.fillStyle = l.color; ctx.textAlign = "left";
+          ctx.fillText(l.label, tx, ty);
+        }
+      });
+      ctx.restore();
+    } };
+  }
+  var PATTERNS = {
+    "none": "too little waiting to matter (under 5% of the time)",
+    "spread": "spread over the passes: the loader is slower than the step",
+    "bunched at pass starts": "bunched at pass starts: worker start-up or cold caches, not a slow pipeline"
+  };
+
+  // The live method: the run's IO regions, per pass and for the run (trainscope stalls RUN_DIR).
+  function runStallsSection(parent, st, range) {
+    if (st.error) { add(parent, el("div", { class: "banner note", id: "stalls-error", text: st.error })); return; }
+    var r = st.run;
+    var head = add(parent, el("div", { class: "stall-head" }));
+    add(head, el("span", { class: "stall-share", id: "stalls-share", "data-value": String(r.data_wait_share), text: pct(r.data_wait_share) }));
+    add(head, el("span", { text: "of the time waiting for data" }));
+    add(head, stallClass(r.input_bound));
+    kv(parent, [
+      ["waits", shown("pattern", null, PATTERNS[st.pattern] || st.pattern)],
+      ["time waiting", seconds(r.wait_s) + " of " + seconds(r.wall_s) + " in " + count(st.passes.length) + (st.passes.length === 1 ? " pass" : " passes")],
+      ["batches", count(r.batches) + (st.batch_size ? " of " + st.batch_size + " samples" : "")],
+      ["wait per batch", "p50 " + seconds(r.wait_p50_s) + " · p95 " + seconds(r.wait_p95_s) + " · max " + seconds(r.wait_max_s)],
+      ["at pass starts", pct(r.startup_wait_share) + " of the wait falls in the first tenth of each pass's batches"],
+      ["recorded by", "rank " + st.rank + (DATA.run.world_size > 1 ? " (the lowest; as `trainscope stalls`)" : "")]]);
+    add(parent, el("p", { class: "muted", text: "The time the loop spent in the loader's __next__ (IO regions of `for batch in tmr.timed(loader):`, " +
+      "or IO regions around each fetch), per pass over the loader (loader_epoch regions, else EPOCH): the figures of " +
+      "`trainscope stalls RUN_DIR`. Classes as TensorFlow's input-pipeline analyzer: under 5% not, 5–20% moderately, " +
+      "20% or more highly input-bound. A pass's waits are bunched when it is at least moderately input-bound and half its " +
+      "wait falls in its first tenth of batches." }));
+    var grid = add(parent, el("div", { class: "grid two" }));
+    var labels = st.passes.map(function (p) { return String(p.pass); });
+    var c1 = card(grid, "data-wait share per pass", count(st.passes.length) + (st.passes.length === 1 ? " pass" : " passes") +
+      " (bars coloured by class); dashed: the 5% and 20% class thresholds");
+    makeChart(c1.canvas, {
+      type: "bar",
+      data: { labels: labels, datasets: [{ label: "data-wait share", data: st.passes.map(function (p) { return 100 * p.data_wait_share; }),
+        backgroundColor: st.passes.map(function (p) { return STALL_COLORS[p.input_bound] || color(0); }),
+        maxBarThickness: 48 }] },
+      options: { plugins: { legend: { display: false }, tooltip: { callbacks: {
+          title: function (items) { return "pass " + items[0].label; },
+          label: function (it) { var p = st.passes[it.dataIndex]; return pct(p.data_wait_share) + " waiting (" + p.input_bound + " input-bound), " + count(p.batches) + " batches"; } } } },
+        scales: { x: { title: { display: true, text: "pass" } },
+                  y: { min: 0, suggestedMax: 25, title: { display: true, text: "% of the pass's time" }, ticks: { callback: function (v) { return v + "%"; } } } } },
+      plugins: [referenceLines("y", [{ value: 5, color: "#9a6700", label: "5% moderately" }, { value: 20, color: "#c0362c", label: "20% highly" }])]
+    });
+    var w = st.waits;
+    var c2 = card(grid, "wait for each batch over the run", envelopeCaption(w, "waits") +
+      (st.pass_starts_s.length > 1 ? "; dotted: pass starts" : ""));
+    var allW = w.hi.concat(w.lo);
+    makeChart(c2.canvas, {
+      type: "line",
+      data: { datasets: envelopeDatasets(w, 1, "wait") },
+      options: { parsing: false, spanGaps: true, interaction: { mode: "nearest", axis: "x", intersect: false },
+        plugins: { tooltip: { callbacks: { label: function (it) { return it.dataset.label + ": " + seconds(it.parsed.y); },
+                                           title: function (items) { return "t = " + sig(items[0].parsed.x, 6) + " s"; } } } },
+        scales: { x: { type: "linear", min: range.min, max: range.max, title: { display: true, text: "time since the run started (s)" } },
+                  y: { type: spread(allW) > 50 ? "logarithmic" : "linear", ticks: { callback: secondsTicks }, title: { display: true, text: "wait" } } } },
+      plugins: [referenceLines("x", st.pass_starts_s.length > 1 ? st.pass_starts_s.map(function (x) { return { value: x, color: "#5d6675", dash: [2, 3], width: 1 }; }) : [])]
+    });
+    add(parent, el("h3", { text: "Per pass" }));
+    table(parent, [
+      { label: "pass", field: "pass", get: function (p) { return p.pass; }, fmt: function (v) { return v === 0 ? "run" : String(v); } },
+      { label: "share", field: "data_wait_share", title: "the pass's waits over its time", get: function (p) { return p.data_wait_share; }, fmt: pct },
+      { label: "input-bound", text: true, field: "input_bound", get: function (p) { return p.input_bound; } },
+      { label: "batches", field: "batches", get: function (p) { return p.batches; }, fmt: count },
+      { label: "waiting", field: "wait_s", get: function (p) { return p.wait_s; }, fmt: seconds },
+      { label: "time", field: "wall_s", get: function (p) { return p.wall_s; }, fmt: seconds },
+      { label: "wait p50", field: "wait_p50_s", get: function (p) { return p.wait_p50_s; }, fmt: seconds },
+      { label: "wait p95", field: "wait_p95_s", get: function (p) { return p.wait_p95_s; }, fmt: seconds },
+      { label: "wait max", field: "wait_max_s", get: function (p) { return p.wait_max_s; }, fmt: seconds },
+      { label: "at start", field: "startup_wait_share", title: "share of the pass's wait in its first tenth of batches (at least 2)",
+        get: function (p) { return p.startup_wait_share; }, fmt: pct },
+      { label: "bunched", text: true, field: "bunched", get: function (p) { return p.bunched ? "yes" : "no"; } }],
+      st.passes, { cls: "stalls-passes", fixed: [r], rowAttrs: function (p, tr) { tr.setAttribute("data-pass", p.pass === 0 ? "run" : String(p.pass)); } });
+  }
+
+  // An analysis's runs as they ran: synthetic, cold, warm, the varied warm runs by value, then others.
+  function legsInOrder(runs) {
+    var order = { synthetic: 0, cold: 1, warm: 2 };
+    return Object.keys(runs).sort(function (a, b) {
+      var x = a in order ? order[a] : /^warm-/.test(a) ? 3 : 4, y = b in order ? order[b] : /^warm-/.test(b) ? 3 : 4;
+      if (x !== y) return x - y;
+      var nx = Number(a.slice(a.lastIndexOf("-") + 1)), ny = Number(b.slice(b.lastIndexOf("-") + 1));
+      return isFinite(nx) && isFinite(ny) && nx !== ny ? nx - ny : a.localeCompare(b);
+    });
+  }
+
+  // DS-Analyzer's differential method: stalls.json of `trainscope stalls --dataset`.
+  function analysisSection(parent, a, leg) {
+    var box = add(parent, el("div", { class: "stalls-analysis", "data-dir": a.dir }));
+    if (a.error) { add(box, el("div", { class: "banner note stalls-analysis-error", text: a.error })); return; }
+    var A = a.analysis, d = A.differential, runs = A.runs, wi = A.what_if;
+    var n = A.iterations, legs = legsInOrder(runs);
+    add(box, el("p", { class: "muted", text: "`trainscope stalls --dataset` ran the command " + legs.length + " times, " + n +
+      " measured iterations after " + A.warmup + " warm-up each: synthetic (the loader hands out its first batch again and again: " +
+      "compute alone, T1), cold (the dataset evicted from the page cache: T2), warm (the dataset read in first: T3)" +
+      (runs.loader ? " and loader (warm, the loader alone: batches taken as soon as they are ready, none handed to the loop: the loader's own rate)" : "") + ". " +
+      "Prep stall T3 − T1 and fetch stall T2 − T3 as shares of T2, with 95% intervals. From " + a.file + "." +
+      (leg ? " This run is its " + leg + " run." : "") }));
+    var fl = add(box, el("ul", { class: "findings" }));
+    (A.findings || []).forEach(function (f) { add(fl, el("li", { text: f })); });
+    (A.notes || []).forEach(function (t) { add(box, el("div", { class: "banner note", text: "note: " + t })); });
+    var T = function (name) { return runs[name] || {}; };
+    var agree = el("span");
+    agree.appendChild(shown("methods_agree", null, d.methods_agree ? "agree (within 5 points)" : "disagree"));
+    if (!d.methods_agree && d.reconcile) agree.appendChild(document.createTextNode(": " + d.reconcile));
+    var cache = wi.cache || {};
+    kv(box, [
+      ["dataset", (A.dataset || {}).path + (A.dataset && A.dataset.residency_before ? " (" + sig(A.dataset.residency_before.bytes / 1e6, 4) + " MB in " +
+        count(A.dataset.residency_before.files) + " files)" : "")],
+      ["batch size", shown("batch_size", A.batch_size, count(A.batch_size))],
+      ["T1 synthetic", withCi("synthetic.time_s", T("synthetic").time_s, T("synthetic").time_ci_s, seconds)],
+      ["T2 cold", withCi("cold.time_s", T("cold").time_s, T("cold").time_ci_s, seconds)],
+      ["T3 warm", withCi("warm.time_s", T("warm").time_s, T("warm").time_ci_s, seconds)],
+      ["ingestion rate", shown("ingestion_rate", d.ingestion_rate, rate(d.ingestion_rate) + " (what the step can take: N·B/T1)")],
+      ["prep rate", shown("prep_rate", d.prep_rate, rate(d.prep_rate) + " (N·B/T3)")],
+      ["fetch rate", shown("fetch_rate", d.fetch_rate, d.fetch_rate > 0 ? rate(d.fetch_rate) + " (N·B/(T2 − T3))" : "not limiting (T2 ≤ T3)")],
+      ["prep stall", withCi("prep_share", d.prep_share, d.prep_share_ci, pct)],
+      ["fetch stall", withCi("fetch_share", d.fetch_share, d.fetch_share_ci, pct)],
+      ["live share (cold run)", shown("live_wait_share_cold", d.live_wait_share_cold, pct(d.live_wait_share_cold) + " of the same iterations waiting in the loader")],
+      ["the two methods", agree],
+      ["loader alone", wi.gpus ? rate(wi.gpus.loader_samples_per_s) + " warm, " + rate(wi.gpus.loader_samples_per_s_cold) +
+        " uncached (" + wi.gpus.basis + ")" : "–"],
+      ["GPUs until data-bound", shown("gpus_until_data_bound", wi.gpus_until_data_bound, isNum(wi.gpus_until_data_bound) ?
+        sig(wi.gpus_until_data_bound, 3) + "× this node's GPUs" + (wi.gpus && isNum(wi.gpus.until_data_bound_cold) ?
+          " (" + sig(wi.gpus.until_data_bound_cold, 3) + "× with the dataset uncached)" : "") +
+        ": ingestion scales with them, the loader is shared" : "–")],
+      ["cache what-if from", "disk " + sig(cache.disk_read_mb_s, 4) + " MB/s (the cold run's reads" +
+        (cache.disk_rate_from ? ", from " + cache.disk_rate_from : "") + "), memory " + sig(cache.memory_mb_s, 4) +
+        " MB/s, " + sig(cache.bytes_per_sample, 4) + " bytes per sample" + (cache.basis ? "; " + cache.basis +
+        (isNum(cache.overlap_k) ? " (k = " + sig(cache.overlap_k, 3) + ")" : cache.overlap_k === null ? " (fully overlapped)" : "") : "")]]);
+    add(box, el("h3", { text: "Each run of the analysis" }));
+    table(box, [
+      { label: "run", text: true, field: "leg", get: function (l) { return l; } },
+      { label: "time", field: "time_s", title: "the measured iterations' time", get: function (l) { return runs[l].time_s; }, fmt: seconds },
+      { label: "± 95%", field: "time_ci_s", get: function (l) { return runs[l].time_ci_s; }, fmt: seconds },
+      { label: "per iteration", field: "per_iteration_s", get: function (l) { return runs[l].time_s / n; }, fmt: seconds },
+      { label: "waiting (live)", field: "live_wait_share", get: function (l) { return runs[l].live_wait_share; }, fmt: pct },
+      { label: "input-bound", text: true, get: function (l) { var x = runs[l].analysis; return x && x.run ? x.run.input_bound : null; } },
+      { label: "resident", field: "resident_share", title: "the dataset's share in the page cache before the run", get: function (l) { return runs[l].residency ? runs[l].residency.resident_share : null; }, fmt: pct },
+      { label: "disk read", field: "disk_read_mb_s", get: function (l) { return runs[l].disk_read_mb_s; }, fmt: function (v) { return isNum(v) ? sig(v, 4) + " MB/s" : "–"; } },
+      { label: "read", field: "read_mb", get: function (l) { return runs[l].read_mb; }, fmt: function (v) { return isNum(v) ? sig(v, 4) + " MB" : "–"; } },
+      { label: "CPU", field: "cpu_pct", get: function (l) { return runs[l].cpu_pct; }, fmt: function (v) { return isNum(v) ? sig(v, 3) + "%" : "–"; } }],
+      legs, { cls: "stalls-legs", rowAttrs: function (l, tr) { tr.setAttribute("data-leg", l); } });
+    var grid = add(box, el("div", { class: "grid two" }));
+    var c1 = card(grid, "time of the " + n + " measured iterations", "bars: each run's time; dark: its 95% interval");
+    makeChart(c1.canvas, {
+      type: "bar",
+      data: { labels: legs, datasets: [
+        { label: "time", data: legs.map(function (l) { return runs[l].time_s; }), backgroundColor: legs.map(function (l, i) { return color(i, 0.7); }), barPercentage: 0.7 },
+        { label: "95% interval", data: legs.map(function (l) { var t = runs[l]; return isNum(t.time_ci_s) ? [t.time_s - t.time_ci_s, t.time_s + t.time_ci_s] : null; }),
+          backgroundColor: "rgba(29,35,48,0.75)", barPercentage: 0.12 }] },
+      options: { plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (it) {
+          var v = it.raw; return it.dataset.label + ": " + (Array.isArray(v) ? seconds(v[0]) + " – " + seconds(v[1]) : seconds(v)); } } } },
+        scales: { x: { stacked: true }, y: { min: 0, ticks: { callback: secondsTicks }, title: { display: true, text: "time" } } } }
+    });
+    var rest = Math.max(0, 1 - d.prep_share - d.fetch_share);
+    var c2 = card(grid, "where the cold run's time goes", "differential: prep " + pct(d.prep_share) + " ± " + pct(d.prep_share_ci) +
+      ", fetch " + pct(d.fetch_share) + " ± " + pct(d.fetch_share_ci) + "; live: " + pct(d.live_wait_share_cold) + " waiting; the methods " +
+      (d.methods_agree ? "agree" : "disagree"));
+    makeChart(c2.canvas, {
+      type: "bar",
+      data: { labels: ["differential", "live"], datasets: [
+        { label: "compute (T1)", data: [100 * rest, null], backgroundColor: color(0, 0.7) },
+        { label: "prep stall", data: [100 * d.prep_share, null], backgroundColor: STALL_COLORS.moderately },
+        { label: "fetch stall", data: [100 * d.fetch_share, null], backgroundColor: STALL_COLORS.highly },
+        { label: "waiting in the loader", data: [null, 100 * d.live_wait_share_cold], backgroundColor: "#a463f2" },
+        { label: "not waiting", data: [null, 100 * Math.max(0, 1 - d.live_wait_share_cold)], backgroundColor: color(0, 0.35) }] },
+      options: { indexAxis: "y", plugins: { tooltip: { callbacks: { label: function (it) { return it.dataset.label + ": " + sig(it.raw, 3) + "%"; } } } },
+        scales: { x: { stacked: true, min: 0, max: 100, title: { display: true, text: "% of the cold run's time" }, ticks: { callback: function (v) { return v + "%"; } } },
+                  y: { stacked: true } } }
+    });
+    var pts = (cache.points || []);
+    if (pts.length) {
+      var c3 = card(grid, "what-if: part of the dataset in the page cache", "predicted samples/s with that share of the dataset in the page " +
+        "cache (uncached samples read from disk, cached ones from memory)" + (cache.basis ? "; " + cache.basis : "") + "; dashed: ingestion and prep rates");
+      makeChart(c3.canvas, {
+        type: "scatter",
+        data: { datasets: [{ label: "samples/s", data: pts.map(function (p) { return { x: 100 * p.cached_share, y: p.samples_per_s }; }),
+          showLine: true, borderColor: color(2), backgroundColor: color(2), pointRadius: 3, fill: false }] },
+        options: { parsing: false, plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (it) { return sig(it.parsed.x, 3) + "% cached: " + rate(it.parsed.y); } } } },
+          scales: { x: { min: 0, max: 100, title: { display: true, text: "% of the dataset cached" }, ticks: { callback: function (v) { return v + "%"; } } },
+                    y: { min: 0, suggestedMax: 1.1 * Math.max(d.ingestion_rate || 0, d.prep_rate || 0), title: { display: true, text: "samples/s" } } } },
+        plugins: [referenceLines("y", [{ value: d.ingestion_rate, color: "#1d2330", label: "ingestion " + rate(d.ingestion_rate) },
+                                       { value: d.prep_rate, color: STALL_COLORS.moderately, label: "prep " + rate(d.prep_rate) }])]
+      });
+    }
+    var wk = wi.workers;
+    if (wk && wk.predicted && wk.predicted.length) {
+      var measured = [];
+      legs.forEach(function (l) {
+        var prefix = "warm-" + wk.key + "-";
+        if (l.indexOf(prefix) !== 0) return;
+        var w = Number(l.slice(prefix.length));
+        if (isFinite(w) && runs[l].time_s > 0) measured.push({ x: w, y: n * A.batch_size / runs[l].time_s, leg: l });
+      });
+      var c4 = card(grid, "what-if: loader workers (" + wk.key + ")", sig(wk.per_worker_rate, 4) + " samples/s per worker from " + wk.fitted_runs +
+        " prep-bound run" + (wk.fitted_runs === 1 ? "" : "s") + "; " + (wk.workers_to_keep_up > 0 ? wk.workers_to_keep_up + " workers keep up with the step" :
+        "no worker count up to the " + wk.cores + " cores keeps up") + "; dashed: the ingestion rate");
+      makeChart(c4.canvas, {
+        type: "scatter",
+        data: { datasets: [
+          { label: "predicted", data: wk.predicted.map(function (p) { return { x: p.workers, y: p.samples_per_s }; }), showLine: true,
+            borderColor: color(4), backgroundColor: color(4), pointRadius: 2, fill: false },
+          { label: "measured", data: measured, pointRadius: 5, pointStyle: "rectRot", backgroundColor: color(1), borderColor: color(1) }] },
+        options: { parsing: false, plugins: { tooltip: { callbacks: { label: function (it) { return it.dataset.label + ", " + it.parsed.x + " workers: " + rate(it.parsed.y); } } } },
+          scales: { x: { min: 0, title: { display: true, text: "loader workers" }, ticks: { callback: function (v) { return Number.isInteger(v) ? v : ""; } } },
+                    y: { min: 0, suggestedMax: 1.1 * (d.ingestion_rate || 0), title: { display: true, text: "samples/s" } } } },
+        plugins: [referenceLines("y", [{ value: d.ingestion_rate, color: "#1d2330", label: "ingestion " + rate(d.ingestion_rate) }])]
+      });
+    } else if (wk && wk.note) {
+      add(box, el("p", { class: "muted", text: "Loader workers (" + wk.key + "): " + wk.note }));
+    }
+  }
+
   function runPage() {
     var run = DATA.run;
     runHeader(run);
@@ -481,6 +744,14 @@
       histogramCharts(section("Distributions", "distributions"), DATA.histograms);
     }
     var range = timeRange();
+    if (DATA.stalls || DATA.stalls_analysis) {
+      var st = section("Data stalls", "stalls");
+      if (DATA.stalls) runStallsSection(st, DATA.stalls, range);
+      if (DATA.stalls_analysis) {
+        add(st, el("h3", { text: "Differential analysis (DS-Analyzer's method)" }));
+        analysisSection(st, DATA.stalls_analysis, DATA.stalls_analysis.leg);
+      }
+    }
     if (DATA.series.length) {
       var ts = section("Region times over the run", "series");
       add(ts, el("p", { class: "muted", text: "Each region at its start time, on the same time axis as the hardware metrics below: warm-up, drift and spikes." }));
@@ -556,11 +827,27 @@
     }
     filterBox.addEventListener("input", applyFilter);
 
+    (DATA.stalls_analyses || []).forEach(function (a, i) {
+      analysisSection(section("Data stalls: differential analysis" + (DATA.stalls_analyses.length > 1 ? " " + a.dir : ""),
+                              i ? "stalls-analysis-" + i : "stalls-analysis"), a, "");
+    });
+
     // The chosen key against each parameter.
     var sParam = section("Key against each parameter", "by-param");
     var paramGrid = add(sParam, el("div", { class: "grid" }));
     var paramCharts = [];
-    DATA.params.forEach(function (p, pi) {
+    // A param with one value over every run says nothing about the key: listed, not drawn.
+    var varying = DATA.params.filter(function (p) {
+      var seen = {};
+      runs.forEach(function (r) { seen[String((r.params || {})[p])] = true; });
+      return Object.keys(seen).length > 1;
+    });
+    var constant = DATA.params.filter(function (p) { return varying.indexOf(p) < 0; });
+    if (constant.length && varying.length) {
+      add(sParam, el("p", { class: "muted", text: "The same in every run: " + constant.map(function (p) {
+        return p + " = " + ((runs[0] || {}).params || {})[p]; }).join(", ") + "." }));
+    }
+    varying.forEach(function (p, pi) {
       var c = card(paramGrid, p, "");
       var values = runs.map(function (r) { return (r.params || {})[p]; });
       var numeric = values.every(function (v) { return v !== undefined && v !== "" && isFinite(Number(v)); });
@@ -578,6 +865,7 @@
       paramCharts.push({ chart: chart, param: p, numeric: numeric, caption: c.caption });
     });
     if (!DATA.params.length) add(sParam, el("p", { class: "muted", text: "The runs have no params." }));
+    else if (!varying.length) add(sParam, el("p", { class: "muted", text: "No param varies across the runs." }));
     function drawParams() {
       paramCharts.forEach(function (pc) {
         var pts = [], ci = [], n = 0;
