@@ -164,6 +164,14 @@ std::string validate(const json& a) {
   for (const char* field : {"disk_read_mb_s", "memory_mb_s", "bytes_per_sample"}) {
     need(fmt::format("what_if.cache.{}", field), Kind::kNumber, /*optional=*/true);
   }
+  need("what_if.cache.basis", Kind::kString, /*optional=*/true);
+  // The loader run's GPU what-if (analyses since the loader run was added).
+  need("what_if.gpus", Kind::kObject, /*optional=*/true);
+  need("what_if.gpus.basis", Kind::kString, /*optional=*/true);
+  for (const char* field : {"loader_samples_per_s", "loader_samples_per_s_cold", "until_data_bound",
+                            "until_data_bound_cold"}) {
+    need(fmt::format("what_if.gpus.{}", field), Kind::kNumber, /*optional=*/true);
+  }
   need("what_if.workers", Kind::kObject, /*optional=*/true);
   need("what_if.workers.key", Kind::kString, /*optional=*/true);
   need("what_if.workers.note", Kind::kString, /*optional=*/true);
@@ -264,19 +272,23 @@ json stalls_analysis_json(const std::string& dir) {
     out["error"] = std::string(text.status().message());
     return out;
   }
+  json parsed = parse_stalls_analysis(*text, file);
+  for (auto& [key, value] : parsed.items()) out[key] = std::move(value);
+  return out;
+}
+
+json parse_stalls_analysis(std::string_view text, const std::string& file) {
   json parsed;
   try {
-    parsed = json::parse(*text);
+    parsed = json::parse(text);
   } catch (const json::exception& e) {
-    out["error"] = fmt::format("{}: not valid JSON: {}", file, without_exception_prefix(e.what()));
-    return out;
+    return json{
+        {"error", fmt::format("{}: not valid JSON: {}", file, without_exception_prefix(e.what()))}};
   }
   if (const std::string problem = validate(parsed); !problem.empty()) {
-    out["error"] = fmt::format("{}: not a trainscope stalls analysis: {}", file, problem);
-    return out;
+    return json{{"error", fmt::format("{}: not a trainscope stalls analysis: {}", file, problem)}};
   }
-  out["analysis"] = std::move(parsed);
-  return out;
+  return json{{"analysis", std::move(parsed)}};
 }
 
 std::string stalls_analysis_dir_of(const std::string& run_dir,

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "nlohmann/json.hpp"
 #include "report/run_data.hpp"
@@ -33,6 +34,8 @@ bool has_stalls_analysis(const std::string& dir);
 // parsed stalls.json}, or {"dir", "file", "error"} naming the file and what is
 // wrong with it (missing, not JSON, a field missing or of the wrong type).
 nlohmann::json stalls_analysis_json(const std::string& dir);
+// The same from the file's text: {"analysis": ...} or {"error": ...} naming `file`.
+nlohmann::json parse_stalls_analysis(std::string_view text, const std::string& file);
 
 // The analysis directory a run belongs to: its kStallsAnalysisTag when that
 // directory holds stalls.json, else <run>/../.. when the run lies in its

@@ -640,7 +640,7 @@
       ["live share (cold run)", shown("live_wait_share_cold", d.live_wait_share_cold, pct(d.live_wait_share_cold) + " of the same iterations waiting in the loader")],
       ["the two methods", agree],
       ["loader alone", wi.gpus ? rate(wi.gpus.loader_samples_per_s) + " warm, " + rate(wi.gpus.loader_samples_per_s_cold) +
-        " uncached (" + wi.gpus.basis + ")" : "–"],
+        " uncached" + (wi.gpus.basis ? " (" + wi.gpus.basis + ")" : "") : "–"],
       ["GPUs until data-bound", shown("gpus_until_data_bound", wi.gpus_until_data_bound, isNum(wi.gpus_until_data_bound) ?
         sig(wi.gpus_until_data_bound, 3) + "× this node's GPUs" + (wi.gpus && isNum(wi.gpus.until_data_bound_cold) ?
           " (" + sig(wi.gpus.until_data_bound_cold, 3) + "× with the dataset uncached)" : "") +
