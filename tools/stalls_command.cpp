@@ -145,7 +145,9 @@ std::string pct(double share) { return fmt::format("{:.1f}%", 100 * share); }
 json run_json(const RunStalls& r) { return json::parse(run_stalls_json(r)); }
 
 std::string run_text(const RunStalls& r) {
-  std::string out = fmt::format("{} ({})\n", r.run_dir, r.status);
+  std::string out =
+      fmt::format("{} ({}){}\n", r.run_dir, r.status,
+                  r.ranks.size() > 1 ? fmt::format(", passes of rank {}", r.rank) : std::string());
   out += fmt::format("  {:>5} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", "pass", "time",
                      "waiting", "share", "batches", "p50 wait", "p95 wait", "at start");
   const auto row = [&](const std::string& name, const PassStalls& p) {
@@ -157,6 +159,18 @@ std::string run_text(const RunStalls& r) {
   row("run", r.total);
   out += fmt::format("  input-bound: {} ({} of the time waiting for data); waits: {}\n",
                      input_bound_class(r.total.share), pct(r.total.share), r.pattern);
+  if (r.ranks.size() > 1) {
+    // In a data-parallel job every step waits for the rank that waits longest.
+    const RankStalls* most = &r.ranks.front();
+    std::vector<std::string> shares;
+    for (const RankStalls& k : r.ranks) {
+      shares.push_back(fmt::format("rank {} {}", k.rank, pct(k.total.share)));
+      if (k.total.share > most->total.share) most = &k;
+    }
+    out += fmt::format("  per rank: {}", fmt::join(shares, ", "));
+    out += fmt::format("; rank {} waits most ({} input-bound)\n", most->rank,
+                       input_bound_class(most->total.share));
+  }
   return out;
 }
 

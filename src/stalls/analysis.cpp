@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "common/files.hpp"
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -82,25 +83,26 @@ std::string run_stalls_json(const RunStalls& r) {
                         {"run", pass_json(r.total)},
                         {"pattern", r.pattern}};
   if (r.batch_size) out["batch_size"] = *r.batch_size;
+  out["rank"] = r.rank;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankStalls& k : r.ranks) {
+    nlohmann::json one = pass_json(k.total);
+    one.erase("pass");
+    one["rank"] = k.rank;
+    ranks.push_back(std::move(one));
+  }
+  out["ranks"] = std::move(ranks);
   return out.dump();
 }
 
-absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
-  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
-  if (!reader.ok()) return reader.status();
-  RunStalls out;
-  out.run_dir = run_dir;
-  out.status = std::string(run_status_name(reader->info().status));
-  if (auto it = reader->info().params.find("stalls.batch_size");
-      it != reader->info().params.end()) {
-    int size = 0;
-    if (absl::SimpleAtoi(it->second, &size) && size > 0) out.batch_size = size;
-  }
-  if (reader->ranks().empty()) {
-    return absl::NotFoundError(run_dir + ": no rank recorded anything (no IO regions to analyze)");
-  }
-  const std::uint32_t rank = reader->ranks().front().rank.rank;
-  absl::StatusOr<Chunk<RegionRow>> rows = reader->read_regions(rank);
+namespace {
+
+// One rank's live analysis into `out` (run_dir, status, batch_size set).
+absl::Status analyze_rank(const RunReader& reader, std::uint32_t rank, RunStalls* out_ptr) {
+  RunStalls& out = *out_ptr;
+  const std::string& run_dir = out.run_dir;
+  out.rank = rank;
+  absl::StatusOr<Chunk<RegionRow>> rows = reader.read_regions(rank);
   if (!rows.ok()) return rows.status();
   std::vector<Window> passes, epochs;
   std::vector<std::pair<std::int64_t, double>> iterations;
@@ -120,7 +122,7 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   }
   if (waits.empty()) {
     return absl::NotFoundError(
-        run_dir +
+        run_dir + (rank == 0 ? std::string() : fmt::format(" (rank {})", rank)) +
         ": no IO regions: time the loader with `for batch in tmr.timed(loader):` "
         "(Python) or IO regions around each batch's fetch (C++)");
   }
@@ -167,6 +169,39 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   out.pattern = out.total.share < 0.05 ? "none"
                 : out.total.bunched    ? "bunched at pass starts"
                                        : "spread";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return reader.status();
+  RunStalls out;
+  out.run_dir = run_dir;
+  out.status = std::string(run_status_name(reader->info().status));
+  if (auto it = reader->info().params.find("stalls.batch_size");
+      it != reader->info().params.end()) {
+    int size = 0;
+    if (absl::SimpleAtoi(it->second, &size) && size > 0) out.batch_size = size;
+  }
+  if (reader->ranks().empty()) {
+    return absl::NotFoundError(run_dir + ": no rank recorded anything (no IO regions to analyze)");
+  }
+  if (absl::Status first = analyze_rank(*reader, reader->ranks().front().rank.rank, &out);
+      !first.ok()) {
+    return first;
+  }
+  // Every rank's run-wide figures: in a data-parallel job the step waits for
+  // the rank that waits longest.
+  out.ranks.push_back({out.rank, out.total});
+  for (std::size_t i = 1; i < reader->ranks().size(); ++i) {
+    RunStalls other;
+    other.run_dir = run_dir;
+    if (analyze_rank(*reader, reader->ranks()[i].rank.rank, &other).ok()) {
+      out.ranks.push_back({other.rank, other.total});
+    }
+  }
   return out;
 }
 

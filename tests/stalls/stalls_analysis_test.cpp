@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
 
@@ -218,6 +220,43 @@ TEST(StallsAnalysis, AnalyzeRunReadsTheTimedLoadersRows) {
   EXPECT_EQ(input_bound_class(stalls->total.share), "highly");
   // Iterations 11..18 (pass 2, but its last, which waits for nothing): 4 ms of every 14.
   EXPECT_NEAR(measured_wait_share(*stalls, 11, 8), 4.0 / 14, 1e-9);
+}
+
+TEST(StallsAnalysis, EveryRankGetsItsShare) {
+  // Two ranks of one pass of 4 batches, 10 ms steps: rank 0 waits 1 ms a
+  // batch, rank 1 (a slower loader) 10 ms.
+  testing::TempDir tmp;
+  testing::RankJson r0, r1;
+  r0.world_size = r1.world_size = 2;
+  r1.rank = 1;
+  r1.pid = 2;
+  const auto dir = testing::write_run_dir(tmp.path() / "run", {}, {r0, r1});
+  constexpr std::int64_t kMs = 1'000'000;
+  for (const std::int64_t wait_ms : {1, 10}) {
+    const int rank = wait_ms == 1 ? 0 : 1;
+    std::string rows;
+    std::int64_t t = 1'700'000'000'000'000'000;
+    const std::int64_t start = t;
+    for (int b = 0; b < 4; ++b) {
+      rows += fmt::format("IO,CPU,0,0,{},{},0,0\n", t, wait_ms * kMs);
+      t += (wait_ms + 10) * kMs;
+    }
+    rows += fmt::format("loader_epoch,CPU,0,0,{},{},0,0\n", start, t - start);
+    testing::write_file(dir / fmt::format("regions-{}.csv", rank), rows, /*append=*/true);
+  }
+  absl::StatusOr<RunStalls> stalls = analyze_run(dir.string());
+  ASSERT_TRUE(stalls.ok()) << stalls.status();
+  EXPECT_EQ(stalls->rank, 0u);
+  ASSERT_EQ(stalls->ranks.size(), 2u);
+  EXPECT_EQ(stalls->ranks[0].rank, 0u);
+  EXPECT_NEAR(stalls->ranks[0].total.share, 4.0 / 44, 1e-9);
+  EXPECT_EQ(stalls->ranks[1].rank, 1u);
+  EXPECT_NEAR(stalls->ranks[1].total.share, 40.0 / 80, 1e-9);
+  const nlohmann::json j = nlohmann::json::parse(run_stalls_json(*stalls));
+  ASSERT_EQ(j.at("ranks").size(), 2u);
+  EXPECT_EQ(j.at("ranks")[1].at("rank"), 1);
+  EXPECT_NEAR(j.at("ranks")[1].at("data_wait_share").get<double>(), 0.5, 1e-9);
+  EXPECT_EQ(j.at("ranks")[1].at("input_bound"), "highly");
 }
 
 TEST(StallsAnalysis, ARunWithoutIoRowsSaysHowToTimeTheLoader) {

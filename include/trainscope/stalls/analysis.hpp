@@ -39,9 +39,16 @@ std::size_t startup_batches(std::size_t batches);
 // A pass's figures from its per-batch waits and its wall time.
 PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s);
 
+// One rank's run-wide figures.
+struct RankStalls {
+  std::uint32_t rank = 0;
+  PassStalls total;
+};
+
 struct RunStalls {
   std::string run_dir;
-  std::string status;  // the run's
+  std::string status;      // the run's
+  std::uint32_t rank = 0;  // the rank the passes and series are of (the lowest)
   std::vector<PassStalls> passes;
   PassStalls total;
   std::vector<double> iteration_s;  // "iteration" rows, in order (the timed loader's)
@@ -50,9 +57,12 @@ struct RunStalls {
   std::vector<std::int64_t> wait_start_ns;
   std::optional<int> batch_size;  // param stalls.batch_size
   std::string pattern;            // "none", "spread" or "bunched at pass starts"
+  // Every rank with IO rows, lowest first (the first is `total` again).
+  std::vector<RankStalls> ranks;
 };
 
-// The live analysis of a run directory (rank 0, or the lowest rank). Passes
+// The live analysis of a run directory: passes and series of the lowest
+// rank, and every rank's run-wide figures (`ranks`). Passes
 // come from the timed loader's loader_epoch rows, else EPOCH rows, else the
 // run is one pass. NotFound when the run has no IO rows at all.
 absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
@@ -60,7 +70,8 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
 // The live analysis as a JSON object's text: run_dir, status, passes (pass,
 // wall_s, wait_s, data_wait_share, input_bound, batches, wait_p50_s,
 // wait_p95_s, wait_max_s, startup_wait_share, bunched), run (the same for the
-// whole run), pattern and batch_size when known. `trainscope stalls RUN_DIR
+// whole run), pattern, batch_size when known, rank, and ranks (each rank's
+// run-wide figures with its "rank"). `trainscope stalls RUN_DIR
 // --json` prints it and report pages embed it: one field list for both.
 std::string run_stalls_json(const RunStalls& run);
 

@@ -541,7 +541,12 @@
       ["batches", count(r.batches) + (st.batch_size ? " of " + st.batch_size + " samples" : "")],
       ["wait per batch", "p50 " + seconds(r.wait_p50_s) + " · p95 " + seconds(r.wait_p95_s) + " · max " + seconds(r.wait_max_s)],
       ["at pass starts", pct(r.startup_wait_share) + " of the wait falls in the first tenth of each pass's batches"],
-      ["recorded by", "rank " + st.rank + (DATA.run.world_size > 1 ? " (the lowest; as `trainscope stalls`)" : "")]]);
+      ["recorded by", "rank " + st.rank + (DATA.run.world_size > 1 ? " (the lowest; as `trainscope stalls`)" : "")]].concat(
+      (st.ranks || []).length > 1 ? [["per rank", (function () {
+        var most = st.ranks.reduce(function (a, b) { return b.data_wait_share > a.data_wait_share ? b : a; });
+        return st.ranks.map(function (k) { return "rank " + k.rank + " " + pct(k.data_wait_share); }).join(" · ") +
+          " (rank " + most.rank + " waits most: every step of a data-parallel job waits for it)";
+      })()]] : []));
     add(parent, el("p", { class: "muted", text: "The time the loop spent in the loader's __next__ (IO regions of `for batch in tmr.timed(loader):`, " +
       "or IO regions around each fetch), per pass over the loader (loader_epoch regions, else EPOCH): the figures of " +
       "`trainscope stalls RUN_DIR`. Classes as TensorFlow's input-pipeline analyzer: under 5% not, 5–20% moderately, " +
