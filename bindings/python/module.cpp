@@ -466,4 +466,5 @@ PYBIND11_MODULE(_core, m) {
   RegisterRun(m);
   RegisterScaling(m);
   RegisterReport(m);
+  RegisterStalls(m);
 }

@@ -70,6 +70,8 @@ void RegisterRun(pybind11::module_& module);
 void RegisterScaling(pybind11::module_& core);
 // trainscope._core._render_report (report_bindings.cpp).
 void RegisterReport(pybind11::module_& core);
+// trainscope._core._pass_stalls (stalls_bindings.cpp).
+void RegisterStalls(pybind11::module_& core);
 
 // Replaces pybind11's start/end of the two classes with METH_FASTCALL
 // methods (see fast_path.cpp for why).

@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::stalls {
 namespace {
@@ -28,15 +29,6 @@ nlohmann::json pass_json(const PassStalls& p) {
           {"wait_max_s", p.wait_max_s},
           {"startup_wait_share", p.startup_wait_share},
           {"bunched", p.bunched}};
-}
-
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double position = q * static_cast<double>(values.size() - 1);
-  const auto low = static_cast<std::size_t>(position);
-  const std::size_t high = std::min(low + 1, values.size() - 1);
-  return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
 }
 
 struct Window {
@@ -63,9 +55,12 @@ PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s) {
   p.batches = waits_s.size();
   p.wait_s = std::accumulate(waits_s.begin(), waits_s.end(), 0.0);
   p.share = wall_s > 0 ? p.wait_s / wall_s : 0;
-  p.wait_p50_s = quantile(waits_s, 0.5);
-  p.wait_p95_s = quantile(waits_s, 0.95);
-  p.wait_max_s = waits_s.empty() ? 0 : *std::max_element(waits_s.begin(), waits_s.end());
+  if (!waits_s.empty()) {  // the statistics every key gets (type-7 quantiles)
+    const TimeStats stats = compute_time_stats(waits_s);
+    p.wait_p50_s = stats.median;
+    p.wait_p95_s = stats.p95;
+    p.wait_max_s = stats.max;
+  }
   const std::size_t first = startup_batches(waits_s.size());
   const double startup = std::accumulate(waits_s.begin(), waits_s.begin() + first, 0.0);
   p.startup_wait_share = p.wait_s > 0 ? startup / p.wait_s : 0;

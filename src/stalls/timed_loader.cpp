@@ -1,5 +1,6 @@
 #include "trainscope/stalls/timed_loader.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -32,7 +33,7 @@ absl::StatusOr<std::optional<std::int64_t>> count_from(const char* name) {
 struct ProcessBudget {
   std::mutex mu;
   std::optional<LoopControl> control;
-  std::int64_t handed_out = 0;
+  std::atomic<std::int64_t> handed_out{0};  // read and counted without the lock
   std::map<const void*, int> passes;
   std::map<std::string, bool> logged;  // by run directory
 };
@@ -97,16 +98,19 @@ void LoaderPass::reserve(std::int64_t batches) {
 
 bool LoaderPass::arrived() {
   ProcessBudget& b = budget();
+  // Per batch: one atomic step, no lock.
+  std::int64_t handed = b.handed_out.load(std::memory_order_relaxed);
+  do {
+    if (control_.limit && handed >= *control_.limit) return false;
+  } while (!b.handed_out.compare_exchange_weak(handed, handed + 1, std::memory_order_relaxed));
+  if (params_checked_ || options_.run == nullptr) return true;
+  params_checked_ = true;  // once per pass: is this the run's first batch?
   bool first_in_run = false;
   {
     std::lock_guard<std::mutex> lock(b.mu);
-    if (control_.limit && b.handed_out >= *control_.limit) return false;
-    ++b.handed_out;
-    if (options_.run != nullptr) {
-      bool& logged = b.logged[options_.run->dir()];
-      first_in_run = !logged;
-      logged = true;
-    }
+    bool& logged = b.logged[options_.run->dir()];
+    first_in_run = !logged;
+    logged = true;
   }
   if (first_in_run) {
     // A param that is already there with this value is fine; another value is
@@ -146,12 +150,7 @@ void LoaderPass::log_pass() {
 }
 
 void LoaderPass::stop() {
-  std::int64_t handed_out = 0;
-  {
-    ProcessBudget& b = budget();
-    std::lock_guard<std::mutex> lock(b.mu);
-    handed_out = b.handed_out;
-  }
+  const std::int64_t handed_out = budget().handed_out.load(std::memory_order_relaxed);
   if (options_.run != nullptr) {
     (void)options_.run->log_metric("stalls/handed_out", static_cast<double>(handed_out), pass_);
     if (absl::Status ended = options_.run->end(RunStatus::kFinished); !ended.ok()) {

@@ -188,4 +188,22 @@ absl::StatusOr<std::string> write_job_config(const std::string& sweep_dir, const
   return path;
 }
 
+SweepResult sweep_result(const std::vector<JobRecord>& jobs, bool stopped,
+                         bool max_failures_reached) {
+  SweepResult result;
+  result.stopped = stopped;
+  result.max_failures_reached = max_failures_reached;
+  result.jobs = jobs;
+  for (const JobRecord& record : jobs) {
+    if (record.status == JobStatus::kFinished) {
+      ++result.finished;
+    } else if (record.status == JobStatus::kFailed) {
+      ++result.failed;
+    } else {
+      ++result.unfinished;
+    }
+  }
+  return result;
+}
+
 }  // namespace trainscope::sweep::detail

@@ -81,6 +81,10 @@ absl::Status check_jobs(const Plan& plan);
 // stored, into record->batch_mean_s / epoch_mean_s; nothing when none.
 void read_region_means(const std::string& run_dir, JobRecord* record);
 
+// What a scheduler returns when it is done: the jobs, counted by status.
+SweepResult sweep_result(const std::vector<JobRecord>& jobs, bool stopped,
+                         bool max_failures_reached);
+
 }  // namespace trainscope::sweep::detail
 
 #endif  // TRAINSCOPE_SRC_SWEEP_JOB_LAUNCH_HPP_

@@ -704,20 +704,7 @@ absl::StatusOr<SweepResult> Scheduler::run() {
     }
   }
   if (!error.ok()) return error;
-  SweepResult result;
-  result.stopped = s.stopping;
-  result.max_failures_reached = s.max_failures_reached;
-  for (const JobRecord& record : s.sweep.jobs) {
-    result.jobs.push_back(record);
-    if (record.status == JobStatus::kFinished) {
-      ++result.finished;
-    } else if (record.status == JobStatus::kFailed) {
-      ++result.failed;
-    } else {
-      ++result.unfinished;
-    }
-  }
-  return result;
+  return detail::sweep_result(s.sweep.jobs, s.stopping, s.max_failures_reached);
 }
 
 absl::StatusOr<Plan> saved_plan(const std::string& dir) {

@@ -608,20 +608,8 @@ absl::StatusOr<SweepResult> SlurmSweep::run() {
     s.report(fmt::format("error: {}", std::string(error.message())));
     return error;
   }
-  SweepResult result;
-  result.stopped = s.options.stop && s.options.stop->requested() != 0;
-  result.max_failures_reached = s.max_failures_reached;
-  for (const JobRecord& record : s.sweep.jobs) {
-    result.jobs.push_back(record);
-    if (record.status == JobStatus::kFinished) {
-      ++result.finished;
-    } else if (record.status == JobStatus::kFailed) {
-      ++result.failed;
-    } else {
-      ++result.unfinished;
-    }
-  }
-  return result;
+  return detail::sweep_result(s.sweep.jobs, s.options.stop && s.options.stop->requested() != 0,
+                              s.max_failures_reached);
 }
 
 // ---- In the array task ------------------------------------------------------------

@@ -377,7 +377,7 @@ TEST_F(ReportRunTest, StudyOfRunsWithAScalingParameter) {
 
 // ---- data stalls -------------------------------------------------------------------------------
 
-// A run as the timed loader records it (tests/stalls/stalls_analysis_test.cpp's): `passes`
+// A run as the timed loader records it (support/run_files.hpp's timed_loader_rows): `passes`
 // passes of 10 batches; pass 1 waits 50 ms for its first batch and 1 ms after, later passes
 // 4 ms for every batch (one 30 ms spike in pass 2); each iteration is 10 ms of compute + the
 // wait.
@@ -390,25 +390,15 @@ std::filesystem::path write_stalls_run(const std::filesystem::path& dir, int pas
   trainscope::testing::RankJson rank;
   rank.status = "FINISHED";
   trainscope::testing::write_run_dir(dir, run, {rank});
-  std::string rows;
   std::int64_t t = run.start_time_ms * 1'000'000 + 500'000'000;
-  const auto row = [&](const char* key, std::int64_t start, std::int64_t ns) {
-    rows += fmt::format("{},CPU,0,0,{},{},0,0\n", key, start, ns);
-  };
   constexpr std::int64_t kMs = 1'000'000;
-  for (int pass = 0; pass < passes; ++pass) {
-    const std::int64_t pass_start = t;
-    for (int b = 0; b < 10; ++b) {
-      std::int64_t wait = pass == 0 ? (b == 0 ? 50 : 1) * kMs : 4 * kMs;
-      if (pass == 1 && b == 6) wait = 30 * kMs;
-      row("IO", t, wait);
-      t += wait;
-      if (b > 0) row("iteration", t - wait - 10 * kMs, 10 * kMs + wait);
-      t += 10 * kMs;
-    }
-    row("iteration", t - 10 * kMs, 10 * kMs);
-    row("loader_epoch", pass_start, t - pass_start);
-  }
+  const std::string rows = trainscope::testing::timed_loader_rows(
+      passes, 10, 10 * kMs,
+      [](int pass, int b) -> std::int64_t {
+        if (pass == 0) return (b == 0 ? 50 : 1) * kMs;
+        return (pass == 1 && b == 6 ? 30 : 4) * kMs;
+      },
+      &t);
   trainscope::testing::write_file(dir / "regions-0.csv", rows, /*append=*/true);
   return dir;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/markup.hpp"
 #include "scaling/svd_solve.hpp"
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/measurement_set.hpp"
@@ -89,6 +90,12 @@ std::vector<std::vector<double>> At(const std::vector<double>& ps) {
 }
 
 // ---------------------------------------------------------------- least squares
+
+TEST(Markup, EscapeMarkupEscapesTheFiveSpecialCharacters) {
+  EXPECT_EQ(trainscope::detail::escape_markup("a<b & c>\"d\" 'e'"),
+            "a&lt;b &amp; c&gt;&quot;d&quot; &#39;e&#39;");
+  EXPECT_EQ(trainscope::detail::escape_markup("p^(3/2) * log2(p)"), "p^(3/2) * log2(p)");
+}
 
 TEST(LeastSquaresTest, RecoversExactCoefficientsOfBadlyScaledColumns) {
   // Columns 1, p^-1, p^3 over p = 1..1024 span 1e-3..1e9: the normal
@@ -414,29 +421,6 @@ std::size_t Count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-std::string EscapeXml(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // A small well-formedness check: tags balanced and properly nested, a single
 // root, no '<' inside a tag, quoted attribute values, known entities only.
 ::testing::AssertionResult WellFormed(const std::string& xml) {
@@ -545,8 +529,9 @@ TEST(SvgPlotTest, WellFormedDocumentWithCurveBandFormulaAndMarkers) {
   EXPECT_TRUE(WellFormed(*svg));
   EXPECT_NE(text.find("<polyline"), std::string::npos);
   EXPECT_NE(text.find("<polygon"), std::string::npos);  // the band
-  EXPECT_NE(text.find(EscapeXml(m.formula())), std::string::npos) << m.formula();
-  EXPECT_NE(text.find(EscapeXml(s.callpath)), std::string::npos);
+  EXPECT_NE(text.find(trainscope::detail::escape_markup(m.formula())), std::string::npos)
+      << m.formula();
+  EXPECT_NE(text.find(trainscope::detail::escape_markup(s.callpath)), std::string::npos);
   EXPECT_EQ(text.find(s.callpath), std::string::npos);  // never unescaped
   EXPECT_EQ(Lower(text).find("nan"), std::string::npos);
   EXPECT_EQ(Lower(text).find("inf"), std::string::npos);

@@ -184,25 +184,12 @@ TEST(StallsAnalysis, AnalyzeRunReadsTheTimedLoadersRows) {
   testing::RankJson rank;
   rank.status = "FINISHED";
   const auto dir = testing::write_run_dir(tmp.path() / "run", run, {rank});
-  std::string rows;
   std::int64_t t = 1'700'000'000'000'000'000;
-  const auto row = [&](const char* key, std::int64_t start, std::int64_t ns) {
-    rows += std::string(key) + ",CPU,0,0," + std::to_string(start) + "," + std::to_string(ns) +
-            ",0,0\n";
-  };
   constexpr std::int64_t kMs = 1'000'000;
-  for (int pass = 0; pass < 2; ++pass) {
-    const std::int64_t pass_start = t;
-    for (int b = 0; b < 10; ++b) {
-      const std::int64_t wait = pass == 0 ? (b == 0 ? 50 : 1) * kMs : 4 * kMs;
-      row("IO", t, wait);
-      t += wait;
-      if (b > 0) row("iteration", t - wait - 10 * kMs, 10 * kMs + wait);
-      t += 10 * kMs;
-    }
-    row("iteration", t - 10 * kMs, 10 * kMs);
-    row("loader_epoch", pass_start, t - pass_start);
-  }
+  const std::string rows = testing::timed_loader_rows(
+      2, 10, 10 * kMs,
+      [](int pass, int b) -> std::int64_t { return (pass == 0 ? (b == 0 ? 50 : 1) : 4) * kMs; },
+      &t);
   testing::write_file(dir / "regions-0.csv", rows, /*append=*/true);
   absl::StatusOr<RunStalls> stalls = analyze_run(dir.string());
   ASSERT_TRUE(stalls.ok()) << stalls.status();
@@ -232,17 +219,13 @@ TEST(StallsAnalysis, EveryRankGetsItsShare) {
   r1.pid = 2;
   const auto dir = testing::write_run_dir(tmp.path() / "run", {}, {r0, r1});
   constexpr std::int64_t kMs = 1'000'000;
-  for (const std::int64_t wait_ms : {1, 10}) {
-    const int rank = wait_ms == 1 ? 0 : 1;
-    std::string rows;
+  for (const std::uint32_t rank : {0u, 1u}) {
+    const std::int64_t wait = (rank == 0 ? 1 : 10) * kMs;
     std::int64_t t = 1'700'000'000'000'000'000;
-    const std::int64_t start = t;
-    for (int b = 0; b < 4; ++b) {
-      rows += fmt::format("IO,CPU,0,0,{},{},0,0\n", t, wait_ms * kMs);
-      t += (wait_ms + 10) * kMs;
-    }
-    rows += fmt::format("loader_epoch,CPU,0,0,{},{},0,0\n", start, t - start);
-    testing::write_file(dir / fmt::format("regions-{}.csv", rank), rows, /*append=*/true);
+    testing::write_file(dir / fmt::format("regions-{}.csv", rank),
+                        testing::timed_loader_rows(
+                            1, 4, 10 * kMs, [&](int, int) { return wait; }, &t, rank),
+                        /*append=*/true);
   }
   absl::StatusOr<RunStalls> stalls = analyze_run(dir.string());
   ASSERT_TRUE(stalls.ok()) << stalls.status();

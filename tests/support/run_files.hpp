@@ -97,6 +97,35 @@ inline std::filesystem::path write_run_dir(const std::filesystem::path& dir,
   return dir;
 }
 
+// Region rows (CSV lines for regions-<rank>.csv) as the timed loader records
+// them, from *t_ns on (advanced past the end): per pass, one IO row per batch
+// lasting wait_ns(pass, batch), an `iteration` row from each batch handed out
+// to the next (step_ns of compute plus the next wait; the last pass's last
+// waits for nothing) and one `loader_epoch` row.
+template <class WaitNs>
+std::string timed_loader_rows(int passes, int batches, std::int64_t step_ns, WaitNs wait_ns,
+                              std::int64_t* t_ns, std::uint32_t rank = 0) {
+  std::string rows;
+  const auto row = [&](const char* key, std::int64_t start, std::int64_t ns) {
+    rows += std::string(key) + ",CPU," + std::to_string(rank) + ",0," + std::to_string(start) +
+            "," + std::to_string(ns) + ",0,0\n";
+  };
+  std::int64_t& t = *t_ns;
+  for (int pass = 0; pass < passes; ++pass) {
+    const std::int64_t pass_start = t;
+    for (int b = 0; b < batches; ++b) {
+      const std::int64_t wait = wait_ns(pass, b);
+      row("IO", t, wait);
+      t += wait;
+      if (b > 0) row("iteration", t - wait - step_ns, step_ns + wait);
+      t += step_ns;
+    }
+    row("iteration", t - step_ns, step_ns);
+    row("loader_epoch", pass_start, t - pass_start);
+  }
+  return rows;
+}
+
 }  // namespace trainscope::testing
 
 #endif  // TRAINSCOPE_TESTS_SUPPORT_RUN_FILES_HPP_

@@ -24,6 +24,7 @@ import sys
 import time
 import weakref
 
+from trainscope import _core
 from trainscope import run as _run_api
 
 MODE_ENV = "TRAINSCOPE_STALLS_MODE"
@@ -34,19 +35,7 @@ EPOCH_KEY = "loader_epoch"
 ITERATION_KEY = "iteration"
 COPY_KEY = "h2d"
 
-# TensorFlow's input-pipeline analyzer classes.
-MODERATE_SHARE = 0.05
-HIGH_SHARE = 0.20
-# Waits in the first batches of a pass (worker start-up, prefetch fill, cold
-# caches) are "bunched at the start" when they hold this share of the pass's wait.
-BUNCHED_SHARE = 0.5
-
-
-def classify(share):
-    """TensorFlow's classes of input-bound %: 'not', 'moderately' or 'highly'."""
-    if share < MODERATE_SHARE:
-        return "not"
-    return "moderately" if share < HIGH_SHARE else "highly"
+_CLASS_INDEX = {"not": 0, "moderately": 1, "highly": 2}  # stalls/input_bound_class
 
 
 class _Budget:
@@ -105,36 +94,20 @@ def _copy(batch, device):
     return batch
 
 
-def _quantile(sorted_values, q):
-    if not sorted_values:
-        return 0.0
-    position = q * (len(sorted_values) - 1)
-    low = int(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
-
-
-def pass_metrics(waits, wall_s, startup_batches):
-    """The stalls/ metrics of one pass: waits (seconds per batch) over wall seconds."""
-    total = sum(waits)
-    ordered = sorted(waits)
-    startup = sum(waits[:startup_batches])
-    share = total / wall_s if wall_s > 0 else 0.0
+def pass_metrics(waits, wall_s):
+    """The stalls/ metrics of one pass: waits (seconds per batch) over wall seconds,
+    computed by the C++ analysis (trainscope::stalls::pass_stalls), as
+    `trainscope stalls RUN_DIR` computes them from the rows."""
+    p = _core._pass_stalls(waits, wall_s)
     return {
-        "stalls/data_wait_share": share,
-        "stalls/input_bound_class": {"not": 0, "moderately": 1, "highly": 2}[classify(share)],
-        "stalls/wait_p50_ms": _quantile(ordered, 0.5) * 1e3,
-        "stalls/wait_p95_ms": _quantile(ordered, 0.95) * 1e3,
-        "stalls/wait_max_ms": (ordered[-1] if ordered else 0.0) * 1e3,
-        "stalls/startup_wait_share": startup / total if total > 0 else 0.0,
-        "stalls/batches": len(waits),
+        "stalls/data_wait_share": p["share"],
+        "stalls/input_bound_class": _CLASS_INDEX[p["input_bound"]],
+        "stalls/wait_p50_ms": p["wait_p50_s"] * 1e3,
+        "stalls/wait_p95_ms": p["wait_p95_s"] * 1e3,
+        "stalls/wait_max_ms": p["wait_max_s"] * 1e3,
+        "stalls/startup_wait_share": p["startup_wait_share"],
+        "stalls/batches": p["batches"],
     }
-
-
-def _startup_batches(count):
-    """How many first batches count as the pass's start: a tenth, at least 2
-    (as src/stalls/analysis.cpp's startup_batches)."""
-    return min(count, max(2, count // 10))
 
 
 class TimedLoader:
@@ -246,7 +219,7 @@ class TimedLoader:
         wall = time.perf_counter() - began
         run = _run_api.active_run()
         if run is not None and waits:
-            metrics = pass_metrics(waits, wall, _startup_batches(len(waits)))
+            metrics = pass_metrics(waits, wall)
             for name, value in metrics.items():
                 run.log_metric(name, value, step=self._pass)
         if stopping and run is not None:

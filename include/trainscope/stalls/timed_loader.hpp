@@ -109,6 +109,7 @@ class LoaderPass {
   int pass_ = 0;
   std::int64_t began_ns_ = 0;
   bool finished_ = false;
+  bool params_checked_ = false;  // whether this pass looked for the run's first batch
   std::vector<std::int64_t> waits_ns_;
 };
 
