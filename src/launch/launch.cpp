@@ -585,6 +585,15 @@ absl::Status check_options(const LaunchOptions& options) {
   for (int device : options.devices) {
     if (device < 0) return absl::InvalidArgumentError(fmt::format("invalid GPU index {}", device));
   }
+  for (const auto& [name, value] : options.environment) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          fmt::format("environment variable '{}': a name must be non-empty and hold no '=' or NUL, "
+                      "a value no NUL",
+                      name));
+    }
+  }
   const char* tool = options.profiler == Profiler::kNsys  ? "nsys"
                      : options.profiler == Profiler::kNcu ? "ncu"
                                                           : nullptr;
@@ -612,10 +621,11 @@ absl::StatusOr<std::unique_ptr<Run>> start_run(const LaunchOptions& launch) {
 std::vector<std::string> child_environment(const LaunchOptions& options,
                                            const std::string& run_dir) {
   std::vector<std::string> env = environment_copy();
-  set_variable(&env, std::string(kRunDirEnv), run_dir);
-  set_variable(&env, std::string(kLauncherEnv), launcher_id());
   if (!options.devices.empty())
     set_variable(&env, kCudaVisibleDevices, devices_list(options.devices));
+  for (const auto& [name, value] : options.environment) set_variable(&env, name, value);
+  set_variable(&env, std::string(kRunDirEnv), run_dir);
+  set_variable(&env, std::string(kLauncherEnv), launcher_id());
   return env;
 }
 

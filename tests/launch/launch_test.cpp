@@ -31,6 +31,7 @@ using ::trainscope::testing::read_file;
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Pair;
 
 // Emits one reading per tick, so the test can count what reached the disk.
@@ -172,6 +173,35 @@ TEST_F(LaunchTest, OutputIsCapturedAndTheCommandJoinsTheRun) {
   EXPECT_EQ(read_file(fs::path(result.run_dir) / "stderr.log"), "oops\n");
   // The launch's own run does not leak into this process's environment.
   EXPECT_EQ(std::getenv("TRAINSCOPE_RUN_DIR"), nullptr);
+}
+
+TEST_F(LaunchTest, EnvironmentReachesOnlyTheCommandAndNotTheRecordedCommand) {
+  LaunchOptions o = options({"/bin/sh", "-c", "echo \"$TS_TEST_A|$TS_TEST_B\""});
+  o.environment = {{"TS_TEST_A", "1 2"}, {"TS_TEST_B", "x=y"}};
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), "1 2|x=y\n");
+  EXPECT_EQ(std::getenv("TS_TEST_A"), nullptr);
+  // The recorded command is the user's argv, with no `env NAME=value` in front.
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
+              HasSubstr(R"("trainscope.command": "/bin/sh -c 'echo \"$TS_TEST_A|$TS_TEST_B\"'")"));
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"), Not(HasSubstr("1 2")));
+}
+
+TEST_F(LaunchTest, TheRunDirectoryVariableCannotBeOverridden) {
+  LaunchOptions o = options({"/bin/sh", "-c", "echo \"$TRAINSCOPE_RUN_DIR\""});
+  o.environment = {{"TRAINSCOPE_RUN_DIR", "/elsewhere"}};
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), result.run_dir + "\n");
+}
+
+TEST_F(LaunchTest, AnInvalidEnvironmentNameIsAnErrorBeforeAnyRun) {
+  LaunchOptions o = options({"true"});
+  o.environment = {{"A=B", "1"}};
+  const absl::StatusOr<LaunchResult> result = launch(std::move(o));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("'A=B'"));
+  EXPECT_TRUE(fs::is_empty(root_));
 }
 
 TEST_F(LaunchTest, CancelMidRunEndsKilledWithEverythingOnDisk) {

@@ -60,6 +60,11 @@ struct LaunchOptions {
   // Physical GPU indices: sets CUDA_VISIBLE_DEVICES for the command and
   // limits GPU sampling to them. Empty: all, environment untouched.
   std::vector<int> devices;
+  // Variables set (or replaced) in the command's environment only, never in
+  // this process's: NAME -> value. The run's recorded command stays the
+  // user's argv (no `env NAME=value` prefix). Set after devices, before
+  // TRAINSCOPE_RUN_DIR/TRAINSCOPE_LAUNCHER, which always win.
+  std::map<std::string, std::string> environment;
   bool sample_hardware = true;
   absl::Duration sample_interval = absl::Seconds(1);
   // The sources to sample; default: host_sources() + gpu_sources().
