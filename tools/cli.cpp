@@ -1,12 +1,17 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "commands.hpp"
+#include "fmt/format.h"
 
 namespace trainscope::cli {
 namespace {
@@ -170,5 +175,85 @@ int CommandLine::usage_error(const std::string& message) const {
 }
 
 void bad_value(std::string message) { throw CLI::ValidationError(std::move(message)); }
+
+namespace {
+
+[[noreturn]] void needs(const std::string& flag, const std::string& what,
+                        const std::string& value) {
+  bad_value(fmt::format("{} needs {}, got '{}'", flag, what, value));
+}
+
+// Shortest text of a bound: 1, 0.5, 1e+06.
+std::string bound_text(double x) { return fmt::format("{}", x); }
+
+}  // namespace
+
+long long whole_number(const std::string& flag, const std::string& value, long long min,
+                       long long max) {
+  long long n = 0;
+  const char* first = value.data();
+  const char* last = first + value.size();
+  const auto [end, error] = std::from_chars(first, last, n);
+  const std::string what = max >= 1000000 ? fmt::format("a whole number >= {}", min)
+                                          : fmt::format("a whole number from {} to {}", min, max);
+  if (value.empty() || error != std::errc() || end != last || n < min || n > max) {
+    needs(flag, what, value);
+  }
+  return n;
+}
+
+int count(const std::string& flag, const std::string& value, int min, int max) {
+  return static_cast<int>(whole_number(flag, value, min, max));
+}
+
+double number(const std::string& flag, const std::string& value, Bounds bounds) {
+  std::string what = "a number";
+  const bool has_min = bounds.min > -1e308;
+  const bool has_max = bounds.max < 1e308;
+  if (has_min && has_max) {
+    what += fmt::format(" {} {} and {} {}", bounds.min_open ? ">" : ">=", bound_text(bounds.min),
+                        bounds.max_open ? "<" : "<=", bound_text(bounds.max));
+  } else if (has_min) {
+    what += fmt::format(" {} {}", bounds.min_open ? ">" : ">=", bound_text(bounds.min));
+  } else if (has_max) {
+    what += fmt::format(" {} {}", bounds.max_open ? "<" : "<=", bound_text(bounds.max));
+  }
+  double x = 0;
+  // absl::SimpleAtod accepts surrounding spaces and "inf"/"nan": both refused.
+  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front())) ||
+      std::isspace(static_cast<unsigned char>(value.back())) || !absl::SimpleAtod(value, &x) ||
+      !std::isfinite(x) || (bounds.min_open ? x <= bounds.min : x < bounds.min) ||
+      (bounds.max_open ? x >= bounds.max : x > bounds.max)) {
+    needs(flag, what, value);
+  }
+  return x;
+}
+
+double seconds(const std::string& flag, const std::string& value) {
+  double x = 0;
+  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front())) ||
+      std::isspace(static_cast<unsigned char>(value.back())) || !absl::SimpleAtod(value, &x) ||
+      !std::isfinite(x) || !(x > 0)) {
+    needs(flag, "a positive number of seconds", value);
+  }
+  return x;
+}
+
+std::vector<int> index_list(const std::string& flag, const std::string& value) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    const std::string item = value.substr(start, comma - start);
+    int n = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || n < 0) {
+      needs(flag, "indices >= 0 like 0,1", value);
+    }
+    out.push_back(n);
+    start = comma + 1;
+  }
+  return out;
+}
 
 }  // namespace trainscope::cli

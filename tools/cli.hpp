@@ -68,6 +68,31 @@ class CommandLine {
 // Throws the usage error MESSAGE, from an option's callback.
 [[noreturn]] void bad_value(std::string message);
 
+// The one set of number parsers for option values, for every subcommand. Each
+// returns the number or throws the usage error (bad_value)
+//   "FLAG needs WHAT, got 'VALUE'"
+// The whole word must be the number: no sign-less garbage after it, no
+// spaces, no hex; doubles must be finite.
+//
+// A whole number in [min, max].
+long long whole_number(const std::string& flag, const std::string& value, long long min,
+                       long long max = 1000000000);
+// int-sized whole_number.
+int count(const std::string& flag, const std::string& value, int min, int max = 1000000);
+// A finite number; min/max bound it, inclusive unless *_open (then strictly
+// above min / below max).
+struct Bounds {
+  double min = -1e308;
+  double max = 1e308;
+  bool min_open = false;
+  bool max_open = false;
+};
+double number(const std::string& flag, const std::string& value, Bounds bounds = {});
+// A positive number of seconds (> 0).
+double seconds(const std::string& flag, const std::string& value);
+// Comma-separated whole numbers >= 0, e.g. GPU indices "0,1,3"; none empty.
+std::vector<int> index_list(const std::string& flag, const std::string& value);
+
 }  // namespace trainscope::cli
 
 #endif  // TRAINSCOPE_TOOLS_CLI_HPP_

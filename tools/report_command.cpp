@@ -53,17 +53,11 @@ int report_command(const std::vector<std::string>& argv) {
                  "the param of the scaling study (default: the one numeric param\n"
                  "that varies across the runs); none: no scaling study",
                  &scaling);
-  line.add_value(
-      "--max-points", "N",
-      fmt::format("points per time series on the page (default {})", max_points),
-      [&](const std::string& value) {
-        std::size_t n = 0;
-        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (value.empty() || error != std::errc() || end != value.data() + value.size() || n < 16) {
-          bad_value(fmt::format("--max-points is \"{}\", not an integer >= 16", value));
-        }
-        max_points = n;
-      });
+  line.add_value("--max-points", "N",
+                 fmt::format("points per time series on the page (default {})", max_points),
+                 [&](const std::string& value) {
+                   max_points = static_cast<std::size_t>(whole_number("--max-points", value, 16));
+                 });
   line.add_flag("-q,--quiet", "no progress on stderr", &quiet);
   line.add_positionals("input", &inputs, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(argv)) return *done;

@@ -57,21 +57,6 @@ struct RunArgs {
   bool wandb = false;
 };
 
-std::optional<std::vector<int>> parse_devices(const std::string& text) {
-  std::vector<int> devices;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    char* end = nullptr;
-    const long device = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || device < 0) return std::nullopt;
-    devices.push_back(static_cast<int>(device));
-    start = comma + 1;
-  }
-  return devices;
-}
-
 // The profilers take their NVTX range only as --nsys=RANGE: a separate word
 // could be the command.
 void add_profiler_options(CommandLine* line, RunArgs* out) {
@@ -101,27 +86,16 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                   "create or join the run in DIR (e.g. on a shared filesystem,\n"
                   "one `trainscope run` per node of a job)",
                   &run.dir);
-  line->add_value(
-      "--interval", "SECONDS", "hardware sampling interval (default 1)",
-      [out](const std::string& value) {
-        char* end = nullptr;
-        const double seconds = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(seconds > 0)) {
-          bad_value("--interval needs a positive number of seconds, got '" + value + "'");
-        }
-        out->launch.sample_interval = absl::Seconds(seconds);
-      });
-  line->add_flag("--no-sample", "do not sample the hardware", &out->no_sample);
-  line->add_value("--devices", "0,1",
-                  "only these GPUs: sets CUDA_VISIBLE_DEVICES for the command\n"
-                  "and samples only them",
+  line->add_value("--interval", "SECONDS", "hardware sampling interval (default 1)",
                   [out](const std::string& value) {
-                    std::optional<std::vector<int>> devices = parse_devices(value);
-                    if (!devices) {
-                      bad_value("--devices needs GPU indices like 0,1, got '" + value + "'");
-                    }
-                    out->launch.devices = *std::move(devices);
+                    out->launch.sample_interval = absl::Seconds(seconds("--interval", value));
                   });
+  line->add_flag("--no-sample", "do not sample the hardware", &out->no_sample);
+  line->add_value(
+      "--devices", "0,1",
+      "only these GPUs: sets CUDA_VISIBLE_DEVICES for the command\n"
+      "and samples only them",
+      [out](const std::string& value) { out->launch.devices = index_list("--devices", value); });
   add_profiler_options(line, out);
   line->add_value("--mlflow", "URI",
                   "also export to this MLflow tracking server (sets\n"
