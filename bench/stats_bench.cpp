@@ -15,8 +15,8 @@
 
 namespace {
 
-using trainscope::detail::Moments;
-using trainscope::detail::QuantileSketch;
+using trainscope::stats::detail::Moments;
+using trainscope::stats::detail::QuantileSketch;
 
 constexpr std::size_t kMillion = 1'000'000;
 
@@ -53,7 +53,7 @@ void BM_StatsFromSamples_1M(benchmark::State& state) {
   std::vector<std::int64_t> scratch;
   for (auto _ : state) {
     scratch = ns;
-    benchmark::DoNotOptimize(trainscope::detail::stats_from_samples(moments, &scratch));
+    benchmark::DoNotOptimize(trainscope::stats::detail::stats_from_samples(moments, &scratch));
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(ns.size()));
 }

@@ -300,7 +300,7 @@ BENCHMARK(BM_CPUGPUTimerPairSimulatedGpu);
 // Bytes per completed sample in exact mode.
 void BM_ExactBytesPerSample(benchmark::State& state) {
   for (auto _ : state) {
-    detail::SampleSeries series(0, std::size_t{1} << 30, 0.01);
+    stats::detail::SampleSeries series(0, std::size_t{1} << 30, 0.01);
     const std::size_t empty = series.memory_bytes();
     constexpr int kSamples = 1'000'000;
     for (int i = 0; i < kSamples; ++i) series.add(1'000'000 + (i % 977));
@@ -313,7 +313,7 @@ BENCHMARK(BM_ExactBytesPerSample)->Iterations(1)->Unit(benchmark::kMillisecond);
 // Memory of one key after 10^8 samples in bounded (sketch) mode.
 void BM_BoundedMemoryAfter1e8(benchmark::State& state) {
   for (auto _ : state) {
-    detail::SampleSeries series(0, 1'000'000, 0.01);
+    stats::detail::SampleSeries series(0, 1'000'000, 0.01);
     std::uint64_t x = 88172645463325252ull;
     for (int i = 0; i < 100'000'000; ++i) {
       x ^= x << 13;

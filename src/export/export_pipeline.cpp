@@ -110,7 +110,7 @@ void deliver(std::vector<ExporterSlot>* exporters, const std::vector<RegionSampl
 
 // Rings hold it by shared_ptr, so a producer that outlives the pipeline (a
 // timer never detached) wakes nothing instead of a destroyed pipeline.
-class ExportPipeline::Waker final : public detail::RingWaker {
+class ExportPipeline::Waker final : public timing::detail::RingWaker {
  public:
   explicit Waker(ExportPipeline* pipeline) : pipeline_(pipeline) {}
   void wake() noexcept override {
@@ -182,12 +182,12 @@ std::uint64_t ExportPipeline::export_errors() const noexcept {
   return export_errors_.load(std::memory_order_relaxed);
 }
 
-std::shared_ptr<detail::SampleRing> ExportPipeline::open_ring() {
-  detail::SampleRing::Options ring_options;
+std::shared_ptr<timing::detail::SampleRing> ExportPipeline::open_ring() {
+  timing::detail::SampleRing::Options ring_options;
   ring_options.chunk_capacity = options_.ring_capacity;
   ring_options.max_pending_bytes = options_.max_pending_bytes;
   ring_options.waker = waker_;
-  auto ring = std::make_shared<detail::SampleRing>(std::move(ring_options));
+  auto ring = std::make_shared<timing::detail::SampleRing>(std::move(ring_options));
   std::lock_guard<std::mutex> lock(mu_);
   rings_.push_back(ring);
   return ring;
@@ -266,12 +266,12 @@ void ExportPipeline::wake_from_ring() {
 void ExportPipeline::drain_once(std::vector<RegionSample>* batch) {
   // The rings are popped outside mu_: a producer's wake takes mu_, and must
   // not wait for a long drain. Only this thread removes rings.
-  std::vector<std::shared_ptr<detail::SampleRing>> rings;
+  std::vector<std::shared_ptr<timing::detail::SampleRing>> rings;
   {
     std::lock_guard<std::mutex> lock(mu_);
     rings = rings_;
   }
-  std::vector<const detail::SampleRing*> finished;
+  std::vector<const timing::detail::SampleRing*> finished;
   for (const auto& ring : rings) {
     ring->pop_all(batch);
     // released() first: once it reads true the producer's last push is
@@ -280,7 +280,7 @@ void ExportPipeline::drain_once(std::vector<RegionSample>* batch) {
   }
   if (finished.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto is_finished = [&](const std::shared_ptr<detail::SampleRing>& ring) {
+  auto is_finished = [&](const std::shared_ptr<timing::detail::SampleRing>& ring) {
     if (std::find(finished.begin(), finished.end(), ring.get()) == finished.end()) return false;
     dropped_from_closed_.fetch_add(ring->dropped(), std::memory_order_relaxed);
     return true;

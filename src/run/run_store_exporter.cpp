@@ -352,7 +352,7 @@ Summary RunStoreExporter::stream_summary() const {
   Summary summary;
   summary.has_gpu_section = saw_gpu_ || summary_.has_gpu_section;
   for (Device device : {Device::kCPU, Device::kGPU}) {
-    const SeriesTable& table = device == Device::kCPU ? cpu_ : gpu_;
+    const timing::detail::SeriesTable& table = device == Device::kCPU ? cpu_ : gpu_;
     for (KeyId id : table.order()) {
       const std::string name(Key::FromId(id).name());
       const bool covered =

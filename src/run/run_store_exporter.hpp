@@ -115,8 +115,8 @@ class RunStoreExporter final : public Exporter {
   bool drop_warned_ = false;
   mutable std::mutex mu_;  // guards the members below (read from other threads)
   Summary summary_;        // submitted summaries merged by (key, device)
-  SeriesTable cpu_;
-  SeriesTable gpu_;
+  timing::detail::SeriesTable cpu_;
+  timing::detail::SeriesTable gpu_;
   bool saw_gpu_ = false;
   std::uint64_t dropped_ = 0;
   absl::Status last_flush_;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace trainscope::detail {
+namespace trainscope::stats::detail {
 
 namespace {
 
@@ -142,4 +142,4 @@ std::size_t QuantileSketch::memory_bytes() const noexcept {
   return sizeof(*this) + counts_.capacity() * sizeof(std::uint64_t);
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::stats::detail

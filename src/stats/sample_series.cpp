@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace trainscope::detail {
+namespace trainscope::stats::detail {
 
 std::size_t SampleSeries::chunk_size(std::size_t index) noexcept {
   const std::size_t shift = std::min<std::size_t>(index, 5);  // 256 << 5 == 8192
@@ -93,4 +93,4 @@ std::size_t SampleSeries::memory_bytes() const noexcept {
   return bytes;
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::stats::detail

@@ -303,7 +303,7 @@ class RankedValues {
 };
 
 // count, total, min, max, mean, stdev and cv: everything the exact moments give.
-TimeStats stats_from_moments(const detail::Moments& m) {
+TimeStats stats_from_moments(const stats::detail::Moments& m) {
   TimeStats stats;
   stats.count = m.count;
   if (m.count == 0) return stats;
@@ -356,7 +356,7 @@ TimeStats compute_time_stats(const std::vector<double>& seconds) {
   return stats;
 }
 
-namespace detail {
+namespace stats::detail {
 namespace {
 
 using U128 = unsigned __int128;
@@ -435,5 +435,5 @@ TimeStats stats_from_sketch(const Moments& moments, const QuantileSketch& sketch
   return stats;
 }
 
-}  // namespace detail
+}  // namespace stats::detail
 }  // namespace trainscope

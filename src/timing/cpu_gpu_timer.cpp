@@ -82,7 +82,7 @@ void CPUGPUTimer::release_event(int device, GpuEventSource::Event event) noexcep
   pools_[device].push_back(event);
 }
 
-absl::Status CPUGPUTimer::start_gpu(Key key, detail::OpenSlot& slot, StreamHandle stream) {
+absl::Status CPUGPUTimer::start_gpu(Key key, timing::detail::OpenSlot& slot, StreamHandle stream) {
   if (!gpu_available_) {
     warn_cpu_only(*source_);
     core_.open(slot, key.id(), true);
@@ -103,7 +103,7 @@ absl::Status CPUGPUTimer::start_gpu(Key key, detail::OpenSlot& slot, StreamHandl
   return absl::OkStatus();
 }
 
-absl::Status CPUGPUTimer::end_gpu(Key key, detail::OpenSlot& slot, std::int64_t now,
+absl::Status CPUGPUTimer::end_gpu(Key key, timing::detail::OpenSlot& slot, std::int64_t now,
                                   StreamHandle stream) {
   GpuEventSource::Event event = nullptr;
   absl::Status status = acquire_event(slot.device, &event);

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #endif
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
 #if defined(TRAINSCOPE_HAVE_NVTX)
 namespace {
@@ -76,4 +76,4 @@ void nvtx_range_end(std::uint64_t) noexcept {}
 
 #endif
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include "trainscope/timing/detail/sample_ring.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
 absl::Status all_key_error(Key key, const char* operation) {
   (void)key;
@@ -77,13 +77,13 @@ void RegionCore::detach() noexcept {
 }
 
 TimeStats RegionCore::stats(Key key, Device device) const {
-  const SampleSeries* series = table(device).find(key.id());
+  const stats::detail::SampleSeries* series = table(device).find(key.id());
   return series != nullptr ? series->stats() : TimeStats{};
 }
 
 absl::Status RegionCore::samples_seconds(Key key, Device device, std::vector<double>* out) const {
   out->clear();
-  const SampleSeries* series = table(device).find(key.id());
+  const stats::detail::SampleSeries* series = table(device).find(key.id());
   if (series == nullptr) return absl::OkStatus();
   if (!series->exact()) {
     return absl::FailedPreconditionError(fmt::format(
@@ -140,4 +140,4 @@ std::size_t RegionCore::memory_bytes() const noexcept {
          gpu_.memory_bytes();
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail

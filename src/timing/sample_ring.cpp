@@ -4,7 +4,7 @@
 #include <new>
 #include <utility>
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 namespace {
 
 // Indices are split into chunk and slot with the capacity, which must be a
@@ -196,4 +196,4 @@ std::size_t SampleRing::pop_all(std::vector<RegionSample>* out) {
   return static_cast<std::size_t>(head - tail);
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail

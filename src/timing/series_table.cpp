@@ -1,11 +1,11 @@
 #include "trainscope/timing/detail/series_table.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
-SampleSeries& SeriesTable::create(KeyId id) {
+stats::detail::SampleSeries& SeriesTable::create(KeyId id) {
   if (id >= by_id_.size()) by_id_.resize(id + 1);
-  by_id_[id] = std::make_unique<SampleSeries>(options_.warmup, options_.exact_sample_cap,
-                                              options_.sketch_relative_error);
+  by_id_[id] = std::make_unique<stats::detail::SampleSeries>(
+      options_.warmup, options_.exact_sample_cap, options_.sketch_relative_error);
   order_.push_back(id);
   return *by_id_[id];
 }
@@ -19,4 +19,4 @@ std::size_t SeriesTable::memory_bytes() const noexcept {
   return bytes;
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail

@@ -6,7 +6,7 @@
 namespace trainscope {
 
 absl::Status validate_options(const TimerOptions& options) {
-  if (!detail::QuantileSketch::valid_relative_accuracy(options.sketch_relative_error)) {
+  if (!stats::detail::QuantileSketch::valid_relative_accuracy(options.sketch_relative_error)) {
     return absl::InvalidArgumentError(fmt::format(
         "TimerOptions.sketch_relative_error = {}: must lie in (0, 1) and be at least about 2e-8 "
         "(the quantile sketch's relative error, e.g. 0.01 for 1%)",

@@ -120,7 +120,7 @@ TEST_F(ExportPipelineTest, EverySampleFromFourProducersArrivesInPerThreadOrder) 
   std::vector<std::thread> producers;
   for (int t = 0; t < kThreads; ++t) {
     producers.emplace_back([&pipeline, t] {
-      std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+      std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
       for (int i = 0; i < kPerThread; ++i) {
         ASSERT_TRUE(ring->push(make_sample(static_cast<std::uint32_t>(t), i)));
         if (i % 5000 == 0) pipeline.flush();  // flushes racing with the drain
@@ -150,7 +150,7 @@ TEST_F(ExportPipelineTest, FlushDeliversEverythingBeforeItThenFlushesExporters) 
   auto recorder = std::make_shared<RecordingExporter>();
   ExportPipeline pipeline(manual_options());
   pipeline.add_exporter(recorder);
-  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
   for (int i = 0; i < 3; ++i) ring->push(make_sample(0, i));
   pipeline.submit_summary(make_summary("EPOCH"));
   EXPECT_TRUE(recorder->samples().empty());  // the interval never elapses
@@ -207,7 +207,7 @@ TEST_F(ExportPipelineTest, FailingExportersAreCountedAndDoNotStopOthers) {
   pipeline.add_exporter(failing);
   pipeline.add_exporter(throwing);
   pipeline.add_exporter(recorder);
-  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
 
   for (int round = 0; round < 3; ++round) {
     ring->push(make_sample(0, round));
@@ -239,7 +239,7 @@ TEST_F(ExportPipelineTest, PastTheMemoryBoundDropsAreCountedAndWarned) {
   ExportPipeline pipeline(options);
   pipeline.add_exporter(gate);
   pipeline.add_exporter(recorder);
-  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
   constexpr int kPushes = 100;
   int pushed = 0;
   for (int i = 0; i < kPushes; ++i) pushed += ring->push(make_sample(0, i)) ? 1 : 0;
@@ -264,7 +264,7 @@ TEST_F(ExportPipelineTest, AQueuePastItsHighWaterMarkWakesTheThread) {
   auto recorder = std::make_shared<RecordingExporter>();
   ExportPipeline pipeline(manual_options(/*ring_capacity=*/64));
   pipeline.add_exporter(recorder);
-  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(ring->push(make_sample(0, i)));
   while (recorder->samples().size() < 32) std::this_thread::yield();
   ring->release();
@@ -279,7 +279,7 @@ TEST_F(ExportPipelineTest, ABurstOfManyChunksLosesNothing) {
   ExportPipeline pipeline(manual_options(/*ring_capacity=*/256));
   pipeline.add_exporter(gate);  // holds the thread: the queue must grow to take the burst
   pipeline.add_exporter(recorder);
-  std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+  std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
   constexpr int kBurst = 200000;
   for (int i = 0; i < kBurst; ++i) ASSERT_TRUE(ring->push(make_sample(0, i)));
   gate->open();
@@ -292,7 +292,7 @@ TEST_F(ExportPipelineTest, ABurstOfManyChunksLosesNothing) {
 }
 
 TEST_F(ExportPipelineTest, AProducerThatOutlivesThePipelineWakesNothing) {
-  std::shared_ptr<detail::SampleRing> ring;
+  std::shared_ptr<timing::detail::SampleRing> ring;
   {
     ExportPipeline::Options options = manual_options(/*ring_capacity=*/8);
     options.max_pending_bytes = 0;
@@ -316,7 +316,7 @@ TEST_F(ExportPipelineTest, RingsOpenedFromManyThreadsAndReleased) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&pipeline, t] {
       for (int r = 0; r < 50; ++r) {
-        std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+        std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
         for (int i = 0; i < 10; ++i) ring->push(make_sample(static_cast<std::uint32_t>(t), i));
         ring->release();
       }
@@ -333,7 +333,7 @@ TEST_F(ExportPipelineTest, DestructorDeliversEverythingAndFlushes) {
   {
     ExportPipeline pipeline(manual_options());
     pipeline.add_exporter(recorder);
-    std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+    std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
     std::thread producer([&ring] {
       for (int i = 0; i < 100; ++i) ring->push(make_sample(0, i));
     });

@@ -179,7 +179,7 @@ TEST_F(FileExporterTest, ReceivesSamplesThroughPipeline) {
     options.flush_interval = absl::InfiniteDuration();
     ExportPipeline pipeline(options);
     pipeline.add_exporter(exporter);
-    std::shared_ptr<detail::SampleRing> ring = pipeline.open_ring();
+    std::shared_ptr<timing::detail::SampleRing> ring = pipeline.open_ring();
     for (int i = 0; i < 10; ++i) {
       ring->push(sample(TimeType::FORWARD, Device::kCPU, 0, detail::now_ns(), 100 + i));
     }

@@ -334,7 +334,11 @@ TEST(HostLoad, BusyCoreReadsAsOneCore) {
   // window being a few ms longer than the spin.
   const double expected = 100.0 * child_cpu_s / window_s;
   RecordProperty("cpu_pct", std::to_string(pct));
-  EXPECT_GT(expected, 30.0) << "the child got almost no CPU; the machine is overloaded";
+  // Below 30% the 10 ms tick granularity dominates the comparison: a precondition
+  // of this test (the CPU it needs), not a defect of the source.
+  if (expected <= 30.0) {
+    GTEST_SKIP() << "the child got " << expected << "% of a core (machine overloaded); need > 30%";
+  }
   EXPECT_GE(pct, 0.8 * expected) << "child CPU " << child_cpu_s << " s over " << window_s << " s";
   EXPECT_LE(pct, 1.1 * expected) << "child CPU " << child_cpu_s << " s over " << window_s << " s";
   EXPECT_EQ(by_name(out).at("system/proc.count"), 1.0);

@@ -27,8 +27,8 @@ Ns LogUniformNs(std::size_t n, double lo, double hi, std::mt19937_64* rng) {
   return ns;
 }
 
-QuantileSketch SketchOf(const Ns& ns, double alpha) {
-  QuantileSketch sketch(alpha);
+stats::detail::QuantileSketch SketchOf(const Ns& ns, double alpha) {
+  stats::detail::QuantileSketch sketch(alpha);
   for (const auto v : ns) sketch.add(v);
   return sketch;
 }
@@ -44,23 +44,24 @@ double NaiveQuantile(const Ns& sorted, double q) {
 
 TEST(QuantileSketchTest, RejectsAccuracyOutsideOpenUnitInterval) {
   for (const double alpha : {0.0, 1.0, -0.01, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
-    EXPECT_THROW(QuantileSketch{alpha}, std::invalid_argument) << alpha;
+    EXPECT_THROW(stats::detail::QuantileSketch{alpha}, std::invalid_argument) << alpha;
   }
-  EXPECT_THROW(QuantileSketch{1e-12}, std::invalid_argument);  // int bucket indices would overflow
-  EXPECT_NO_THROW(QuantileSketch{1e-6});
-  EXPECT_NO_THROW(QuantileSketch{0.99});
-  EXPECT_EQ(QuantileSketch{}.relative_accuracy(), 0.01);
+  EXPECT_THROW(stats::detail::QuantileSketch{1e-12},
+               std::invalid_argument);  // int bucket indices would overflow
+  EXPECT_NO_THROW(stats::detail::QuantileSketch{1e-6});
+  EXPECT_NO_THROW(stats::detail::QuantileSketch{0.99});
+  EXPECT_EQ(stats::detail::QuantileSketch{}.relative_accuracy(), 0.01);
 }
 
 TEST(QuantileSketchTest, EmptySketch) {
-  const QuantileSketch sketch;
+  const stats::detail::QuantileSketch sketch;
   EXPECT_EQ(sketch.count(), 0u);
   EXPECT_TRUE(std::isnan(sketch.quantile(0.5)));
   EXPECT_THROW(sketch.value_at_rank(0), std::out_of_range);
 }
 
 TEST(QuantileSketchTest, RejectsQuantileOutsideUnitInterval) {
-  QuantileSketch sketch;
+  stats::detail::QuantileSketch sketch;
   sketch.add(5);
   EXPECT_THROW(sketch.quantile(-0.1), std::invalid_argument);
   EXPECT_THROW(sketch.quantile(1.1), std::invalid_argument);
@@ -69,7 +70,7 @@ TEST(QuantileSketchTest, RejectsQuantileOutsideUnitInterval) {
 }
 
 TEST(QuantileSketchTest, ZeroAndNegativeValuesComeBackAsZero) {
-  QuantileSketch sketch;
+  stats::detail::QuantileSketch sketch;
   sketch.add(-5);
   sketch.add(0);
   sketch.add(std::numeric_limits<std::int64_t>::min());
@@ -84,7 +85,7 @@ TEST(QuantileSketchTest, ZeroAndNegativeValuesComeBackAsZero) {
 }
 
 TEST(QuantileSketchTest, ExtremeValuesStayWithinAccuracy) {
-  QuantileSketch sketch;
+  stats::detail::QuantileSketch sketch;
   const std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   sketch.add(1);
   sketch.add(kMax);
@@ -96,7 +97,7 @@ TEST(QuantileSketchTest, ExtremeValuesStayWithinAccuracy) {
 // The contract: every value is within alpha of the true sample at its rank,
 // and interpolated quantiles within alpha of the exact type-7 quantile.
 void ExpectWithinAccuracy(const Ns& ns, double alpha) {
-  const QuantileSketch sketch = SketchOf(ns, alpha);
+  const stats::detail::QuantileSketch sketch = SketchOf(ns, alpha);
   Ns sorted = ns;
   std::sort(sorted.begin(), sorted.end());
   ASSERT_EQ(sketch.count(), sorted.size());
@@ -131,8 +132,8 @@ TEST(QuantileSketchTest, RelativeErrorWithinAlphaOnNarrowData) {
 }
 
 TEST(QuantileSketchTest, WeightedAddEqualsRepeatedAdd) {
-  QuantileSketch weighted;
-  QuantileSketch repeated;
+  stats::detail::QuantileSketch weighted;
+  stats::detail::QuantileSketch repeated;
   for (const std::int64_t v : {3, 0, 1'000'000, 77}) {
     weighted.add(v, 5);
     for (int i = 0; i < 5; ++i) repeated.add(v);
@@ -144,7 +145,8 @@ TEST(QuantileSketchTest, WeightedAddEqualsRepeatedAdd) {
   }
 }
 
-void ExpectSameDistribution(const QuantileSketch& a, const QuantileSketch& b) {
+void ExpectSameDistribution(const stats::detail::QuantileSketch& a,
+                            const stats::detail::QuantileSketch& b) {
   ASSERT_EQ(a.count(), b.count());
   for (std::uint64_t rank = 0; rank < a.count(); ++rank) {
     ASSERT_EQ(a.value_at_rank(rank), b.value_at_rank(rank)) << rank;
@@ -161,21 +163,21 @@ TEST(QuantileSketchTest, MergeEqualsAddingEverything) {
   all.push_back(0);
   all.push_back(-3);
 
-  QuantileSketch merged = SketchOf(high, 0.02);
+  stats::detail::QuantileSketch merged = SketchOf(high, 0.02);
   merged.merge(SketchOf(low, 0.02));  // grows to the left
   merged.merge(SketchOf(mid, 0.02));  // inside the range
   merged.merge(SketchOf({0, -3}, 0.02));
-  merged.merge(QuantileSketch(0.02));  // empty
+  merged.merge(stats::detail::QuantileSketch(0.02));  // empty
   ExpectSameDistribution(merged, SketchOf(all, 0.02));
 
-  QuantileSketch into_empty(0.02);
+  stats::detail::QuantileSketch into_empty(0.02);
   into_empty.merge(SketchOf(all, 0.02));
   ExpectSameDistribution(into_empty, SketchOf(all, 0.02));
 }
 
 TEST(QuantileSketchTest, MergeRejectsDifferentAccuracy) {
-  QuantileSketch a(0.01);
-  const QuantileSketch b(0.02);
+  stats::detail::QuantileSketch a(0.01);
+  const stats::detail::QuantileSketch b(0.02);
   EXPECT_THROW(a.merge(b), std::invalid_argument);
 }
 
@@ -189,19 +191,21 @@ TEST(QuantileSketchTest, MemoryStaysSmallOverAWideRange) {
   Ns shuffled = ascending;
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
   for (const Ns* order : {&ascending, &descending, &shuffled}) {
-    const QuantileSketch sketch = SketchOf(*order, 0.01);
+    const stats::detail::QuantileSketch sketch = SketchOf(*order, 0.01);
     EXPECT_LT(sketch.memory_bytes(), 32u * 1024);
-    EXPECT_GE(sketch.memory_bytes(), sizeof(QuantileSketch) + 1600 * sizeof(std::uint64_t));
+    EXPECT_GE(sketch.memory_bytes(),
+              sizeof(stats::detail::QuantileSketch) + 1600 * sizeof(std::uint64_t));
   }
-  const QuantileSketch repeated = SketchOf(LogUniformNs(1'000'000, 1e5, 1e7, &rng), 0.01);
+  const stats::detail::QuantileSketch repeated =
+      SketchOf(LogUniformNs(1'000'000, 1e5, 1e7, &rng), 0.01);
   EXPECT_LT(repeated.memory_bytes(), 4u * 1024);  // ~230 buckets, independent of n
 }
 
 TEST(QuantileSketchTest, ClearStartsOver) {
-  QuantileSketch sketch = SketchOf({1, 1'000'000'000, 0}, 0.01);
+  stats::detail::QuantileSketch sketch = SketchOf({1, 1'000'000'000, 0}, 0.01);
   sketch.clear();
   EXPECT_EQ(sketch.count(), 0u);
-  EXPECT_EQ(sketch.memory_bytes(), sizeof(QuantileSketch));
+  EXPECT_EQ(sketch.memory_bytes(), sizeof(stats::detail::QuantileSketch));
   EXPECT_TRUE(std::isnan(sketch.quantile(0.5)));
   sketch.add(500);
   EXPECT_EQ(sketch.count(), 1u);

@@ -16,8 +16,8 @@
 namespace trainscope {
 namespace {
 
-using detail::Moments;
-using detail::QuantileSketch;
+using stats::detail::Moments;
+using stats::detail::QuantileSketch;
 using Ns = std::vector<std::int64_t>;
 
 constexpr double kQuantiles[] = {0.05, 0.25, 0.5, 0.75, 0.95, 0.99};
@@ -37,7 +37,7 @@ Moments MomentsOf(const Ns& ns) {
   return m;
 }
 
-TimeStats StatsOf(Ns ns) { return detail::stats_from_samples(MomentsOf(ns), &ns); }
+TimeStats StatsOf(Ns ns) { return stats::detail::stats_from_samples(MomentsOf(ns), &ns); }
 
 // NumPy's default percentile ("type 7") on fully sorted data.
 double NaiveType7(const std::vector<double>& sorted, double q) {
@@ -102,9 +102,9 @@ void ExpectEmpty(const TimeStats& s) {
 
 TEST(TimeStatsTest, EmptyIsCountZeroAndNaNEverywhereElse) {
   Ns none;
-  ExpectEmpty(detail::stats_from_samples(Moments{}, &none));
+  ExpectEmpty(stats::detail::stats_from_samples(Moments{}, &none));
   ExpectEmpty(compute_time_stats({}));
-  const TimeStats sketched = detail::stats_from_sketch(Moments{}, QuantileSketch{});
+  const TimeStats sketched = stats::detail::stats_from_sketch(Moments{}, QuantileSketch{});
   ExpectEmpty(sketched);
   EXPECT_TRUE(sketched.approximate);
   EXPECT_TRUE(std::isnan(Moments{}.mean_ns()));
@@ -446,7 +446,7 @@ TEST(TimeStatsTest, SketchStatsAreApproximateQuantilesAndExactMoments) {
   QuantileSketch sketch(0.01);
   for (const auto v : ns) sketch.add(v);
 
-  const TimeStats approx = detail::stats_from_sketch(m, sketch);
+  const TimeStats approx = stats::detail::stats_from_sketch(m, sketch);
   const TimeStats exact = StatsOf(ns);
   EXPECT_TRUE(approx.approximate);
   EXPECT_EQ(approx.count, exact.count);
@@ -469,7 +469,7 @@ TEST(TimeStatsTest, SketchQuantilesStayWithinExactExtremes) {
   const Ns ns(100, 1'000'003);
   QuantileSketch sketch(0.05);
   for (const auto v : ns) sketch.add(v);
-  const TimeStats s = detail::stats_from_sketch(MomentsOf(ns), sketch);
+  const TimeStats s = stats::detail::stats_from_sketch(MomentsOf(ns), sketch);
   for (const double q : kQuantiles) EXPECT_DOUBLE_EQ(s.*QuantileField(q), 1'000'003e-9) << q;
   EXPECT_DOUBLE_EQ(s.median_ci_low, 1'000'003e-9);
   EXPECT_DOUBLE_EQ(s.median_ci_high, 1'000'003e-9);

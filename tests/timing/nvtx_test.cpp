@@ -32,7 +32,7 @@ class NvtxTest : public ::testing::Test {
     GTEST_SKIP() << "this build has no NVTX3 headers";
 #else
     ASSERT_TRUE(kInjected);
-    ASSERT_TRUE(detail::nvtx_compiled_in());
+    ASSERT_TRUE(timing::detail::nvtx_compiled_in());
     Timer warm_up;  // the first NVTX call loads the recorder
     warm_up.start(TimeType::OTHER);
     warm_up.end(TimeType::OTHER);

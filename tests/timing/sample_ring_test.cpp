@@ -1,4 +1,4 @@
-// SampleRing on one thread: growth by chunks, the byte budget, drops, the
+// timing::detail::SampleRing on one thread: growth by chunks, the byte budget, drops, the
 // high-water wake. Each test counts its chunks in its own budget counter.
 #include "trainscope/timing/detail/sample_ring.hpp"
 
@@ -19,7 +19,7 @@ RegionSample make_sample(std::int64_t sequence) {
   return s;
 }
 
-class CountingWaker final : public RingWaker {
+class CountingWaker final : public timing::detail::RingWaker {
  public:
   void wake() noexcept override { ++wakes; }
   int wakes = 0;
@@ -27,8 +27,9 @@ class CountingWaker final : public RingWaker {
 
 class SampleRingTest : public ::testing::Test {
  protected:
-  SampleRing::Options options(std::size_t chunk_capacity, std::size_t max_pending_bytes) {
-    SampleRing::Options o;
+  timing::detail::SampleRing::Options options(std::size_t chunk_capacity,
+                                              std::size_t max_pending_bytes) {
+    timing::detail::SampleRing::Options o;
     o.chunk_capacity = chunk_capacity;
     o.max_pending_bytes = max_pending_bytes;
     o.bytes_in_use = &bytes_;
@@ -45,7 +46,7 @@ class SampleRingTest : public ::testing::Test {
 };
 
 TEST_F(SampleRingTest, GrowsByChunksAndKeepsOrderWithoutDrops) {
-  SampleRing ring(options(4, std::size_t{1} << 30));
+  timing::detail::SampleRing ring(options(4, std::size_t{1} << 30));
   constexpr int kSamples = 1000;
   for (int i = 0; i < kSamples; ++i) ASSERT_TRUE(ring.push(make_sample(i)));
   EXPECT_EQ(bytes_.load(), (kSamples / 4) * ring.chunk_bytes());
@@ -61,11 +62,11 @@ TEST_F(SampleRingTest, GrowsByChunksAndKeepsOrderWithoutDrops) {
 TEST_F(SampleRingTest, PastTheBudgetPushesDropUntilTheConsumerFreesChunks) {
   std::size_t chunk_bytes;
   {
-    SampleRing probe(options(4, 0));
+    timing::detail::SampleRing probe(options(4, 0));
     chunk_bytes = probe.chunk_bytes();
   }
   ASSERT_EQ(bytes_.load(), 0u);
-  SampleRing ring(options(4, 3 * chunk_bytes));
+  timing::detail::SampleRing ring(options(4, 3 * chunk_bytes));
   int pushed = 0;
   for (int i = 0; i < 20; ++i) pushed += ring.push(make_sample(i)) ? 1 : 0;
   EXPECT_EQ(pushed, 12);  // three chunks of four
@@ -85,7 +86,7 @@ TEST_F(SampleRingTest, PastTheBudgetPushesDropUntilTheConsumerFreesChunks) {
 }
 
 TEST_F(SampleRingTest, TwoChunksAreAllowedWhateverTheBudget) {
-  SampleRing ring(options(4, 0));
+  timing::detail::SampleRing ring(options(4, 0));
   int pushed = 0;
   for (int i = 0; i < 10; ++i) pushed += ring.push(make_sample(i)) ? 1 : 0;
   EXPECT_EQ(pushed, 8);
@@ -106,7 +107,7 @@ TEST_F(SampleRingTest, TwoChunksAreAllowedWhateverTheBudget) {
 
 TEST_F(SampleRingTest, ChunkCapacityRoundsUpToPowerOfTwoOfAtLeastTwo) {
   const auto first_chunk = [this](std::size_t requested) {
-    SampleRing ring(options(requested, 0));
+    timing::detail::SampleRing ring(options(requested, 0));
     return ring.chunk_capacity();
   };
   EXPECT_EQ(first_chunk(0), 2u);
@@ -117,7 +118,7 @@ TEST_F(SampleRingTest, ChunkCapacityRoundsUpToPowerOfTwoOfAtLeastTwo) {
 }
 
 TEST_F(SampleRingTest, PopAllCrossesChunksInOrder) {
-  SampleRing ring(options(4, std::size_t{1} << 20));
+  timing::detail::SampleRing ring(options(4, std::size_t{1} << 20));
   std::vector<RegionSample> out;
   std::int64_t next = 0;
   for (int round = 0; round < 7; ++round) {
@@ -131,9 +132,9 @@ TEST_F(SampleRingTest, PopAllCrossesChunksInOrder) {
 
 TEST_F(SampleRingTest, WakesOncePerDrainWhenTheBacklogPassesHalfAChunk) {
   auto waker = std::make_shared<CountingWaker>();
-  SampleRing::Options o = options(8, std::size_t{1} << 20);
+  timing::detail::SampleRing::Options o = options(8, std::size_t{1} << 20);
   o.waker = waker;
-  SampleRing ring(o);  // checks every 2 pushes, wakes at a backlog of 4
+  timing::detail::SampleRing ring(o);  // checks every 2 pushes, wakes at a backlog of 4
   for (int i = 0; i < 4; ++i) ring.push(make_sample(i));
   EXPECT_EQ(waker->wakes, 0);
   ring.push(make_sample(4));  // the check before the fifth sees 4 waiting
@@ -151,9 +152,9 @@ TEST_F(SampleRingTest, WakesOncePerDrainWhenTheBacklogPassesHalfAChunk) {
 
 TEST_F(SampleRingTest, DroppingWakesOncePerDrainToo) {
   auto waker = std::make_shared<CountingWaker>();
-  SampleRing::Options o = options(4, 0);
+  timing::detail::SampleRing::Options o = options(4, 0);
   o.waker = waker;
-  SampleRing ring(o);
+  timing::detail::SampleRing ring(o);
   for (int i = 0; i < 20; ++i) ring.push(make_sample(i));
   EXPECT_EQ(waker->wakes, 1);
   EXPECT_EQ(ring.dropped(), 12u);
@@ -166,7 +167,7 @@ TEST_F(SampleRingTest, DroppingWakesOncePerDrainToo) {
 
 TEST_F(SampleRingTest, DestructionFreesEveryChunk) {
   {
-    SampleRing ring(options(4, std::size_t{1} << 20));
+    timing::detail::SampleRing ring(options(4, std::size_t{1} << 20));
     for (int i = 0; i < 50; ++i) ring.push(make_sample(i));
     std::vector<RegionSample> out;
     ring.pop_all(&out);
@@ -177,13 +178,13 @@ TEST_F(SampleRingTest, DestructionFreesEveryChunk) {
 }
 
 TEST(SampleRingDefaultsTest, ChargesTheProcessBudgetAndGivesItBack) {
-  const std::size_t before = process_ring_bytes().load();
+  const std::size_t before = timing::detail::process_ring_bytes().load();
   {
-    SampleRing ring(16);
+    timing::detail::SampleRing ring(16);
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(ring.push(make_sample(i)));
-    EXPECT_EQ(process_ring_bytes().load(), before + 7 * ring.chunk_bytes());
+    EXPECT_EQ(timing::detail::process_ring_bytes().load(), before + 7 * ring.chunk_bytes());
   }
-  EXPECT_EQ(process_ring_bytes().load(), before);
+  EXPECT_EQ(timing::detail::process_ring_bytes().load(), before);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// SampleRing with a producer and a consumer thread that drains only when the
+// timing::detail::SampleRing with a producer and a consumer thread that drains only when the
 // ring wakes it (or the producer is done); CI runs this under TSan.
 #include <atomic>
 #include <condition_variable>
@@ -15,7 +15,7 @@ namespace trainscope::detail {
 namespace {
 
 // The consumer side of a pipeline in miniature: woken by the ring.
-class Consumer final : public RingWaker {
+class Consumer final : public timing::detail::RingWaker {
  public:
   void wake() noexcept override {
     {
@@ -33,7 +33,7 @@ class Consumer final : public RingWaker {
     cv_.notify_one();
   }
   // Drains on every wake until finish(), then once more.
-  void run(SampleRing* ring, std::vector<RegionSample>* out) {
+  void run(timing::detail::SampleRing* ring, std::vector<RegionSample>* out) {
     for (bool done = false; !done;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -69,12 +69,12 @@ TEST(SampleRingThreadTest, WokenConsumerReceivesEverySampleInOrder) {
   std::atomic<std::size_t> bytes{0};
   auto consumer = std::make_shared<Consumer>();
   {
-    SampleRing::Options options;
+    timing::detail::SampleRing::Options options;
     options.chunk_capacity = 256;
     options.max_pending_bytes = std::size_t{1} << 30;  // never reached: nothing may drop
     options.bytes_in_use = &bytes;
     options.waker = consumer;
-    SampleRing ring(options);
+    timing::detail::SampleRing ring(options);
     std::vector<RegionSample> out;
     std::thread drainer([&] { consumer->run(&ring, &out); });
     for (std::int64_t i = 0; i < kSamples; ++i) ASSERT_TRUE(ring.push(make_sample(i)));
@@ -94,12 +94,12 @@ TEST(SampleRingThreadTest, PastTheBudgetDeliveredPlusDroppedIsEverything) {
   std::atomic<std::size_t> bytes{0};
   auto consumer = std::make_shared<Consumer>();
   {
-    SampleRing::Options options;
+    timing::detail::SampleRing::Options options;
     options.chunk_capacity = 64;
     options.max_pending_bytes = 0;  // two chunks: drops are likely
     options.bytes_in_use = &bytes;
     options.waker = consumer;
-    SampleRing ring(options);
+    timing::detail::SampleRing ring(options);
     std::vector<RegionSample> out;
     std::thread drainer([&] { consumer->run(&ring, &out); });
     std::int64_t pushed = 0;
@@ -124,15 +124,15 @@ TEST(SampleRingThreadTest, ProducersShareOneBudget) {
   constexpr std::int64_t kSamples = 50000;
   std::atomic<std::size_t> bytes{0};
   std::vector<std::shared_ptr<Consumer>> consumers;
-  std::vector<std::unique_ptr<SampleRing>> rings;
+  std::vector<std::unique_ptr<timing::detail::SampleRing>> rings;
   for (int p = 0; p < kProducers; ++p) {
     consumers.push_back(std::make_shared<Consumer>());
-    SampleRing::Options options;
+    timing::detail::SampleRing::Options options;
     options.chunk_capacity = 128;
     options.max_pending_bytes = std::size_t{1} << 30;
     options.bytes_in_use = &bytes;
     options.waker = consumers.back();
-    rings.push_back(std::make_unique<SampleRing>(options));
+    rings.push_back(std::make_unique<timing::detail::SampleRing>(options));
   }
   std::vector<std::vector<RegionSample>> outs(kProducers);
   std::vector<std::thread> threads;

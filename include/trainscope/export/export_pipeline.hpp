@@ -62,7 +62,7 @@ class ExportPipeline final : public RegionSink {
   std::uint64_t export_errors() const noexcept;
 
   // For timers: a new producer ring, drained until the producer releases it.
-  std::shared_ptr<detail::SampleRing> open_ring() override;
+  std::shared_ptr<timing::detail::SampleRing> open_ring() override;
 
  private:
   class Waker;  // a ring's high-water wake; outlives the pipeline if a ring does
@@ -78,7 +78,7 @@ class ExportPipeline final : public RegionSink {
   std::condition_variable cv_;  // wakes the thread (stop, flush) and flush() callers
   // Guarded by mu_:
   std::vector<std::shared_ptr<Exporter>> exporters_;
-  std::vector<std::shared_ptr<detail::SampleRing>> rings_;
+  std::vector<std::shared_ptr<timing::detail::SampleRing>> rings_;
   // Summaries, metrics and run infos in submission order (see deliver()).
   std::vector<std::variant<Summary, MetricPoint, RunInfo>> pending_events_;
   std::uint64_t requested_ = 0;  // flush() calls so far

@@ -49,7 +49,7 @@ class CPUGPUTimer {
   // start. Either way, a failed call (misuse or a GPU error) changes nothing.
   absl::Status try_start(Key key, bool gpu = false) { return try_start(key, gpu, options_.stream); }
   absl::Status try_start(Key key, bool gpu, StreamHandle stream) {
-    detail::OpenSlot* slot;
+    timing::detail::OpenSlot* slot;
     absl::Status status = core_.startable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
     if (gpu) return start_gpu(key, *slot, stream);
@@ -59,11 +59,11 @@ class CPUGPUTimer {
   absl::Status try_end(Key key, bool gpu = false) { return try_end(key, gpu, options_.stream); }
   absl::Status try_end(Key key, bool gpu, StreamHandle stream) {
     const std::int64_t now = detail::now_ns();
-    detail::OpenSlot* slot;
+    timing::detail::OpenSlot* slot;
     absl::Status status = core_.endable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
     if (ABSL_PREDICT_FALSE(slot->gpu != gpu))
-      return detail::gpu_flag_mismatch_error(key, slot->gpu, gpu);
+      return timing::detail::gpu_flag_mismatch_error(key, slot->gpu, gpu);
     if (slot->start_event != nullptr) return end_gpu(key, *slot, now, stream);
     core_.close(*slot, key.id(), now);
     if (pending_size_ != 0 && options_.harvest_per_end != 0) harvest(options_.harvest_per_end);
@@ -138,8 +138,9 @@ class CPUGPUTimer {
     std::int64_t cpu_start_ns;
   };
 
-  absl::Status start_gpu(Key key, detail::OpenSlot& slot, StreamHandle stream);
-  absl::Status end_gpu(Key key, detail::OpenSlot& slot, std::int64_t now, StreamHandle stream);
+  absl::Status start_gpu(Key key, timing::detail::OpenSlot& slot, StreamHandle stream);
+  absl::Status end_gpu(Key key, timing::detail::OpenSlot& slot, std::int64_t now,
+                       StreamHandle stream);
   absl::Status acquire_event(int device, GpuEventSource::Event* out);
   void release_event(int device, GpuEventSource::Event event) noexcept;
   void push_pending(const Pending& p);
@@ -150,7 +151,7 @@ class CPUGPUTimer {
   CPUGPUTimerOptions options_;
   std::shared_ptr<GpuEventSource> source_;
   bool gpu_available_;
-  detail::RegionCore core_;
+  timing::detail::RegionCore core_;
   std::vector<std::vector<GpuEventSource::Event>> pools_;  // free events per device
   std::vector<Pending> pending_;                           // ring buffer
   std::size_t pending_head_ = 0;

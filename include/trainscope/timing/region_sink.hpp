@@ -20,7 +20,7 @@ struct RegionSample {
   std::int64_t duration_ns = 0;
 };
 
-namespace detail {
+namespace timing::detail {
 class SampleRing;
 }
 
@@ -29,7 +29,7 @@ class RegionSink {
   virtual ~RegionSink() = default;
   // A new single-producer ring for one timer, drained until the producer
   // releases it.
-  virtual std::shared_ptr<detail::SampleRing> open_ring() = 0;
+  virtual std::shared_ptr<timing::detail::SampleRing> open_ring() = 0;
   // Queues a summary the caller computed.
   virtual void submit_summary(Summary summary) = 0;
 };

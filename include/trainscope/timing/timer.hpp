@@ -33,7 +33,7 @@ class Timer {
   // Different keys may overlap and nest; the same key may not. Errors name
   // the key and leave the timer unchanged.
   absl::Status try_start(Key key) {
-    detail::OpenSlot* slot;
+    timing::detail::OpenSlot* slot;
     absl::Status status = core_.startable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
     core_.open(*slot, key.id(), false);
@@ -41,7 +41,7 @@ class Timer {
   }
   absl::Status try_end(Key key) {
     const std::int64_t now = detail::now_ns();
-    detail::OpenSlot* slot;
+    timing::detail::OpenSlot* slot;
     absl::Status status = core_.endable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
     core_.close(*slot, key.id(), now);
@@ -97,7 +97,7 @@ class Timer {
     return options;
   }
 
-  detail::RegionCore core_;
+  timing::detail::RegionCore core_;
 };
 
 }  // namespace trainscope

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace trainscope::detail {
+namespace trainscope::stats::detail {
 
 // __extension__ keeps -Wpedantic quiet in users' builds.
 __extension__ using Int128 = __int128;
@@ -45,6 +45,6 @@ struct Moments {
   double stdev_ns() const noexcept;
 };
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::stats::detail
 
 #endif  // TRAINSCOPE_DETAIL_MOMENTS_HPP_

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace trainscope::detail {
+namespace trainscope::stats::detail {
 
 class QuantileSketch {
  public:
@@ -46,6 +46,6 @@ class QuantileSketch {
   std::vector<std::uint64_t> counts_;
 };
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::stats::detail
 
 #endif  // TRAINSCOPE_DETAIL_QUANTILE_SKETCH_HPP_

@@ -12,7 +12,7 @@
 #include "trainscope/stats/detail/quantile_sketch.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::stats::detail {
 
 class SampleSeries {
  public:
@@ -86,6 +86,6 @@ TimeStats stats_from_samples(const Moments& moments, std::vector<std::int64_t>* 
 // Statistics once a series lives in a sketch.
 TimeStats stats_from_sketch(const Moments& moments, const QuantileSketch& sketch);
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::stats::detail
 
 #endif  // TRAINSCOPE_DETAIL_SAMPLE_SERIES_HPP_

@@ -8,13 +8,13 @@
 
 #include "trainscope/timing/time_type.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
 // True when this build has NVTX3 headers.
 bool nvtx_compiled_in() noexcept;
 std::uint64_t nvtx_range_start(KeyId key) noexcept;
 void nvtx_range_end(std::uint64_t range) noexcept;
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail
 
 #endif  // TRAINSCOPE_DETAIL_NVTX_HPP_

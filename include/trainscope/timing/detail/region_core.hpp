@@ -20,7 +20,7 @@
 #include "trainscope/timing/time_type.hpp"
 #include "trainscope/timing/timer_options.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
 struct OpenSlot {
   std::int64_t start_ns = 0;
@@ -70,7 +70,7 @@ class RegionCore {
     s.open = true;
     s.gpu = gpu;
     if (nvtx_) s.nvtx = nvtx_range_start(id);
-    s.start_ns = now_ns();
+    s.start_ns = trainscope::detail::now_ns();
   }
   // Records the CPU duration up to `end_ns` and closes the slot.
   void close(OpenSlot& s, KeyId id, std::int64_t end_ns) {
@@ -117,7 +117,7 @@ class RegionCore {
     RegionSample sample;
     sample.key = id;
     sample.device = device;
-    sample.thread = thread_index();
+    sample.thread = trainscope::detail::thread_index();
     sample.start_unix_ns = start_ns;  // steady ns; the pipeline converts to wall time
     sample.duration_ns = duration_ns;
     ring_->push(sample);
@@ -131,6 +131,6 @@ class RegionCore {
   std::shared_ptr<SampleRing> ring_;
 };
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail
 
 #endif  // TRAINSCOPE_DETAIL_REGION_CORE_HPP_

@@ -6,7 +6,7 @@
 // and the consumer frees the chunks it drained (keeping one spare). Every
 // chunk of every ring counts against a process-wide byte budget: a burst grows
 // the queue a chunk at a time (one allocation per `chunk_capacity` samples,
-// amortized like SampleSeries' chunks) until the budget is spent, and only then
+// amortized like stats::detail::SampleSeries' chunks) until the budget is spent, and only then
 // are samples dropped (counted). A ring's first two chunks are always allowed.
 //
 // The producer wakes the consumer when the backlog passes a high-water mark
@@ -27,7 +27,7 @@
 #include "absl/base/optimization.h"
 #include "trainscope/timing/region_sink.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
 // Told (from the producer's thread) that a ring's backlog passed its
 // high-water mark. Must not block for long: the producer is a training loop.
@@ -150,6 +150,6 @@ class SampleRing {
   std::atomic<bool> released_{false};
 };
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail
 
 #endif  // TRAINSCOPE_DETAIL_SAMPLE_RING_HPP_

@@ -11,7 +11,7 @@
 #include "trainscope/timing/time_type.hpp"
 #include "trainscope/timing/timer_options.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::timing::detail {
 
 class SeriesTable {
  public:
@@ -26,10 +26,10 @@ class SeriesTable {
   }
 
   // nullptr when the key never completed a region.
-  const SampleSeries* find(KeyId id) const noexcept {
+  const stats::detail::SampleSeries* find(KeyId id) const noexcept {
     return id < by_id_.size() ? by_id_[id].get() : nullptr;
   }
-  SampleSeries& get_or_create(KeyId id) {
+  stats::detail::SampleSeries& get_or_create(KeyId id) {
     return (id < by_id_.size() && by_id_[id] != nullptr) ? *by_id_[id] : create(id);
   }
   // Keys in first-completed order.
@@ -41,13 +41,13 @@ class SeriesTable {
   std::size_t memory_bytes() const noexcept;
 
  private:
-  SampleSeries& create(KeyId id);
+  stats::detail::SampleSeries& create(KeyId id);
 
   TimerOptions options_;
-  std::vector<std::unique_ptr<SampleSeries>> by_id_;
+  std::vector<std::unique_ptr<stats::detail::SampleSeries>> by_id_;
   std::vector<KeyId> order_;
 };
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::timing::detail
 
 #endif  // TRAINSCOPE_DETAIL_SERIES_TABLE_HPP_
