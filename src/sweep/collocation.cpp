@@ -11,8 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "fmt/format.h"
-#include "hardware/gpu/nvml_library.hpp"
-#include "launch/run_tool.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
+#include "trainscope/launch/run_tool.hpp"
 
 namespace trainscope::sweep {
 namespace {
@@ -52,7 +52,8 @@ class SystemGpuTools : public GpuTools {
   bool is_root() override { return ::geteuid() == 0; }
 
   absl::StatusOr<std::map<int, std::string>> mig_uuids(int gpu) override {
-    nvml::DlopenNvml api;
+    std::unique_ptr<nvml::NvmlApi> library = nvml::load_nvml();
+    nvml::NvmlApi& api = *library;
     if (absl::Status status = api.init(); !status.ok()) return status;
     std::map<int, std::string> uuids;
     absl::Status error;

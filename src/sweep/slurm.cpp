@@ -15,11 +15,11 @@
 #include "absl/strings/strip.h"
 #include "common/files.hpp"
 #include "fmt/format.h"
-#include "launch/run_tool.hpp"
 #include "nlohmann/json.hpp"
 #include "sweep/job_launch.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/launch/run_tool.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_reader.hpp"
 
