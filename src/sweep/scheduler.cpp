@@ -387,7 +387,8 @@ struct Scheduler::State {
     return chosen;
   }
 
-  void start(std::size_t index, std::vector<int> slots, const std::vector<std::string>& env = {}) {
+  void start(std::size_t index, std::vector<int> slots,
+             const std::map<std::string, std::string>& env = {}) {
     JobRecord& record = sweep.jobs[index];
     record.status = JobStatus::kRunning;
     ++record.attempts;
@@ -494,10 +495,10 @@ struct Scheduler::State {
 
   // radT's Collocation for a group about to start on GPU slots: each member's
   // environment (none on CPU slots).
-  absl::StatusOr<std::vector<std::vector<std::string>>> collocate(
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> collocate(
       int group, const std::vector<std::size_t>& members,
       const std::vector<std::vector<int>>& places) {
-    if (!collocation) return std::vector<std::vector<std::string>>(members.size());
+    if (!collocation) return std::vector<std::map<std::string, std::string>>(members.size());
     std::vector<const Job*> jobs;
     std::vector<std::vector<int>> devices;
     for (std::size_t k = 0; k < members.size(); ++k) {
@@ -576,7 +577,7 @@ struct Scheduler::State {
           places.push_back(*slots);
         }
         if (places.size() == members.size() && static_cast<int>(members.size()) <= budget) {
-          absl::StatusOr<std::vector<std::vector<std::string>>> env =
+          absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
               collocate(*group, members, places);
           if (!env.ok()) {
             fail_group(members, env.status());

@@ -224,6 +224,35 @@ TEST(SlurmTest, SubmitsThePlanAsOneArrayAndEveryJobFinishesInItsOwnTaggedRun) {
   }
 }
 
+// A job's config reaches it in the array task as it does locally: a file named
+// by TRAINSCOPE_SWEEP_CONFIG in its environment (the submission file carries
+// the config, the task writes it on the shared filesystem); its run records
+// the job's command and params only.
+TEST(SlurmTest, TheTaskGivesTheJobItsConfigVariableAndRecordsOnlyItsCommand) {
+  TempDir tmp;
+  auto fake = std::make_shared<FakeSlurm>();
+  Plan plan = shell_plan(1);
+  plan.jobs[0].command = {"sh", "-c", "printf %s \"$TRAINSCOPE_SWEEP_CONFIG\""};
+  plan.jobs[0].config_json = R"({"lr": 0})";
+  absl::StatusOr<SweepResult> result = run_slurm(plan, quiet_options(tmp.file("sw"), 1), fake);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->finished, 1) << result->jobs[0].error;
+  const std::string sweep_dir = std::filesystem::absolute(tmp.file("sw")).string();
+  const std::string config = sweep_dir + "/configs/j0.json";
+  EXPECT_THAT(trainscope::testing::read_file(fake->arrays["100"].submit_file),
+              HasSubstr(R"({\"lr\": 0})"));
+  EXPECT_EQ(trainscope::testing::read_file(config), R"({"lr": 0})");
+  const std::string run_dir = result->jobs[0].run_dir;
+  EXPECT_EQ(trainscope::testing::read_file(run_dir + "/stdout.log"), config);
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(reader->launchers().size(), 1u);
+  EXPECT_THAT(reader->launchers()[0].command,
+              ElementsAre("sh", "-c", plan.jobs[0].command[2], "--lr", "0"));
+  EXPECT_EQ(reader->info().tags.at("trainscope.command"),
+            "sh -c 'printf %s \"$TRAINSCOPE_SWEEP_CONFIG\"' --lr 0");
+}
+
 TEST(SlurmTest, AResumeSubmitsOnlyWhatDidNotFinish) {
   TempDir tmp;
   auto fake = std::make_shared<FakeSlurm>();
