@@ -24,6 +24,7 @@
 #include "common/progress_line.hpp"
 #include "fmt/format.h"
 #include "sweep/collocation.hpp"
+#include "sweep/input_watch.hpp"
 #include "sweep/job_launch.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/common/errors.hpp"
@@ -664,9 +665,28 @@ Progress Scheduler::progress() const {
 
 absl::StatusOr<SweepResult> Scheduler::run() {
   State& s = *state_;
+  std::optional<detail::InputWatch> watch;
+  if (!s.options.input.empty()) watch.emplace(s.options.input, s.options.input_program);
+  auto next_look = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.mutex);
   absl::Status error;
   while (true) {
+    // Live update: the input read again (outside the lock) when it changed.
+    if (watch && std::chrono::steady_clock::now() >= next_look) {
+      next_look =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(detail::kInputCheckMs);
+      lock.unlock();
+      std::optional<absl::StatusOr<Plan>> changed = watch->poll();
+      lock.lock();
+      if (changed) {
+        const absl::Status status =
+            changed->ok() ? s.merge(**std::move(changed)) : changed->status();
+        if (!status.ok()) {
+          warn(fmt::format("sweep: {} changed, keeping the old plan: {}", watch->path(),
+                           std::string(status.message())));
+        }
+      }
+    }
     const int stop_signal = s.options.stop ? s.options.stop->requested() : 0;
     if (stop_signal != 0 && !s.stopping) {
       s.stopping = true;
@@ -697,6 +717,7 @@ absl::StatusOr<SweepResult> Scheduler::run() {
       }
       break;
     }
+    if (watch) wake = std::min(wake, next_look);
     s.changed.wait_until(lock, wake);
   }
   if (s.collocation) {
@@ -705,6 +726,10 @@ absl::StatusOr<SweepResult> Scheduler::run() {
     }
   }
   if (!error.ok()) return error;
+  if (absl::Status status = detail::write_radt_progress(s.options.input, s.sweep.jobs);
+      !status.ok()) {
+    warn(fmt::format("sweep: {}", std::string(status.message())));
+  }
   return detail::sweep_result(s.sweep.jobs, s.stopping, s.max_failures_reached);
 }
 

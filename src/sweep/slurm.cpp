@@ -16,6 +16,7 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "sweep/input_watch.hpp"
 #include "sweep/job_launch.hpp"
 #include "sweep/slurm_parsers.hpp"
 #include "sweep/state_file.hpp"
@@ -612,6 +613,10 @@ absl::StatusOr<SweepResult> SlurmSweep::run() {
   if (!error.ok()) {
     s.report(fmt::format("error: {}", std::string(error.message())));
     return error;
+  }
+  if (absl::Status status = detail::write_radt_progress(s.options.input, s.sweep.jobs);
+      !status.ok()) {
+    warn(fmt::format("sweep: {}", std::string(status.message())));
   }
   return detail::sweep_result(s.sweep.jobs, s.options.stop && s.options.stop->requested() != 0,
                               s.max_failures_reached);

@@ -86,7 +86,7 @@ class SlurmSweep {
   // (lock, sweep.json, plan merge), and looks up the arrays of earlier
   // submissions that Slurm still lists. Used from `options`: dir,
   // retries, max_failures, retry_failed, progress, stop, sample_hardware,
-  // sample_interval, record_environment. A plan that needs one
+  // sample_interval, record_environment, input (radT's CSV written back). A plan that needs one
   // machine (collocated radT rows, pinned devices, MPS or MIG) is an error.
   static absl::StatusOr<std::unique_ptr<SlurmSweep>> Open(Plan plan, SweepOptions options,
                                                           SlurmOptions slurm);
