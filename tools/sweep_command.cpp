@@ -2,18 +2,14 @@
 // runs a sweep of trainings, each a trainscope run, on the machine's slots
 // (trainscope::sweep, include/trainscope/sweep/).
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli.hpp"
@@ -181,30 +177,6 @@ extern "C" void on_stop(int signal_number) {
   if (g_stop) g_stop->request(signal_number);
 }
 
-std::int64_t mtime_of(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0
-             ? static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec
-             : -1;
-}
-
-// radT's CSV shows its progress itself: Status and Run of every row, as radT writes them.
-void write_back_radt(const std::string& input, const sweep::SweepResult& result) {
-  if (input.size() < 4 || input.compare(input.size() - 4, 4, ".csv") != 0) return;
-  for (const sweep::JobRecord& record : result.jobs) {
-    absl::StatusOr<int> row = sweep::radt_line(record.job);
-    if (!row.ok() || record.status == sweep::JobStatus::kQueued) continue;
-    const char* status = record.status == sweep::JobStatus::kFinished  ? "FINISHED"
-                         : record.status == sweep::JobStatus::kFailed  ? "FAILED"
-                         : record.status == sweep::JobStatus::kRunning ? "RUNNING"
-                                                                       : "KILLED";
-    absl::Status written = sweep::write_radt_status(input, *row, status, record.run_id);
-    if (!written.ok()) {
-      std::fprintf(stderr, "trainscope sweep: %s\n", std::string(written.message()).c_str());
-    }
-  }
-}
-
 void print_summary(const sweep::SweepResult& result, const std::string& dir) {
   std::fprintf(stderr, "trainscope sweep: %d finished, %d failed, %d not run; %s/results.csv\n",
                result.finished, result.failed, result.unfinished, dir.c_str());
@@ -214,32 +186,36 @@ int exit_code_of(const sweep::SweepResult& result) {
   return result.failed == 0 && result.unfinished == 0 && !result.stopped ? kExitOk : kExitFailed;
 }
 
-int fail(const absl::Status& status) {
+void print_error(const absl::Status& status) {
   std::fprintf(stderr, "trainscope sweep: %s\n", std::string(status.message()).c_str());
+}
+
+int fail(const absl::Status& status) {
+  print_error(status);
   return kExitFailed;
 }
 
 // An array task (`sbatch` runs `trainscope sweep --slurm-task FILE`): the
-// exit code of its job, as `trainscope run` would return it.
+// exit code of its job, as `trainscope run` would return it. A job whose
+// command could not start still ran as a (FAILED) run: its spawn error is
+// printed (into the task's Slurm output) and its exit code, 127 or 126, returned.
 int slurm_task(const std::string& submit_file) {
   absl::StatusOr<LaunchResult> result = sweep::run_slurm_task(submit_file);
   if (!result.ok()) return fail(result.status());
-  if (!result->spawn_error.ok()) fail(result->spawn_error);
+  if (!result->spawn_error.ok()) print_error(result->spawn_error);
   std::fprintf(stderr, "trainscope sweep: task ended with exit code %d, run %s %s\n",
                result->exit_code, result->run_dir.c_str(),
                std::string(run_status_name(result->status)).c_str());
   return result->exit_code;
 }
 
-int run_on_slurm(const std::string& input, const sweep::Plan& plan, sweep::SweepOptions options,
-                 sweep::SlurmOptions slurm) {
+int run_on_slurm(const sweep::Plan& plan, sweep::SweepOptions options, sweep::SlurmOptions slurm) {
   const std::string dir = options.dir;
   absl::StatusOr<std::unique_ptr<sweep::SlurmSweep>> sweep =
       sweep::SlurmSweep::Open(plan, std::move(options), std::move(slurm));
   if (!sweep.ok()) return fail(sweep.status());
   absl::StatusOr<sweep::SweepResult> result = (*sweep)->run();
   if (!result.ok()) return fail(result.status());
-  write_back_radt(input, *result);
   print_summary(*result, dir);
   return exit_code_of(*result);
 }
@@ -285,11 +261,14 @@ int sweep_command(const std::vector<std::string>& args) {
   options.retry_failed = a.retry_failed;
   options.sample_hardware = !a.no_sample;
   options.progress = sweep::progress_printer(stderr, ::isatty(STDERR_FILENO) != 0);
+  // The input is watched (live update) and radT's CSV gets its rows' Status and Run back.
+  options.input = input;
+  options.input_program = program;
   g_stop = std::make_shared<LaunchCancel>();
   options.stop = g_stop;
   ::signal(SIGINT, on_stop);
   ::signal(SIGTERM, on_stop);
-  if (a.slurm) return run_on_slurm(input, *plan, std::move(options), a.slurm_options);
+  if (a.slurm) return run_on_slurm(*plan, std::move(options), a.slurm_options);
 
   std::string note;
   absl::StatusOr<std::vector<sweep::Slot>> slots =
@@ -302,33 +281,8 @@ int sweep_command(const std::vector<std::string>& args) {
   }
   if (a.timeout_s > 0) options.timeout = absl::Seconds(a.timeout_s);
 
-  absl::StatusOr<std::unique_ptr<sweep::Scheduler>> scheduler =
-      sweep::Scheduler::Open(*plan, std::move(options));
-  if (!scheduler.ok()) return fail(scheduler.status());
-  // Live update: the input re-read when it changes (checked five times a second).
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    if (input.empty()) return;
-    std::int64_t seen = mtime_of(input);
-    while (!done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      const std::int64_t now = mtime_of(input);
-      if (now == seen) continue;
-      seen = now;
-      absl::StatusOr<sweep::Plan> changed = sweep::read_plan(input, program);
-      absl::Status status =
-          changed.ok() ? (*scheduler)->update(*std::move(changed)) : changed.status();
-      if (!status.ok()) {
-        std::fprintf(stderr, "trainscope sweep: %s changed, keeping the old plan: %s\n",
-                     input.c_str(), std::string(status.message()).c_str());
-      }
-    }
-  });
-  absl::StatusOr<sweep::SweepResult> result = (*scheduler)->run();
-  done.store(true);
-  watcher.join();
+  absl::StatusOr<sweep::SweepResult> result = sweep::run_sweep(*plan, std::move(options));
   if (!result.ok()) return fail(result.status());
-  write_back_radt(input, *result);
   print_summary(*result, a.dir);
   return exit_code_of(*result);
 }

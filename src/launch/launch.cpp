@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -25,16 +23,15 @@
 
 #include "common/files.hpp"
 #include "fmt/format.h"
-#include "launch/run_tool.hpp"
+#include "launch/process.hpp"
 #include "nlohmann/json.hpp"
 #include "run/run_format.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
+#include "trainscope/launch/run_tool.hpp"
 #include "trainscope/run/run_reader.hpp"
-
-extern char** environ;
 
 namespace trainscope {
 namespace {
@@ -49,19 +46,13 @@ constexpr int kExitNotFound = 127;
 constexpr int kExitNotExecutable = 126;
 constexpr std::size_t kMaxTagValue = 8000;
 
-// Run::Start/end setenv/unsetenv TRAINSCOPE_RUN_DIR, which races with
-// another launch thread copying the environment: both happen under this lock.
-std::mutex& environment_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-std::vector<std::string> environment_copy() {
-  std::lock_guard<std::mutex> lock(environment_mutex());
-  std::vector<std::string> out;
-  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
-  return out;
-}
+using detail::close_fd;
+using detail::environment_copy;
+using detail::environment_mutex;
+using detail::make_pipe;
+using detail::Pipe;
+using detail::spawn;
+using detail::spawn_dying_with_parent;
 
 void set_variable(std::vector<std::string>* env, const std::string& name,
                   const std::string& value) {
@@ -70,13 +61,6 @@ void set_variable(std::vector<std::string>* env, const std::string& name,
                             [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
              env->end());
   env->push_back(prefix + value);
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
 }
 
 // ---- Signal forwarding ------------------------------------------------------
@@ -171,109 +155,6 @@ class SignalForwarding {
 
   ForwardSlot* slot_ = nullptr;
 };
-
-// ---- Processes --------------------------------------------------------------
-
-struct Pipe {
-  int read = -1;
-  int write = -1;
-};
-
-void close_fd(int* fd) {
-  if (*fd >= 0) ::close(*fd);
-  *fd = -1;
-}
-
-absl::StatusOr<Pipe> make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    return absl::InternalError(fmt::format("pipe: {}", std::strerror(errno)));
-  return Pipe{fds[0], fds[1]};
-}
-
-// Starts argv[0] (looked up on PATH) with `env`, its stdout/stderr on the
-// given descriptors (O_CLOEXEC ones: dup2 clears the flag on 1 and 2). In
-// its own process group when `new_group`, so signals reach its whole tree
-// and no other launch's. Returns errno on failure.
-int spawn(std::vector<std::string> argv, std::vector<std::string> env, int out_fd, int err_fd,
-          bool new_group, pid_t* pid) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  // Threads of this process may block signals; the command starts with none blocked.
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attributes, &empty);
-  short flags = POSIX_SPAWN_SETSIGMASK;
-  if (new_group) {
-    flags |= POSIX_SPAWN_SETPGROUP;
-    posix_spawnattr_setpgroup(&attributes, 0);
-  }
-  posix_spawnattr_setflags(&attributes, flags);
-  std::vector<char*> c_argv = c_strings(argv);
-  std::vector<char*> c_env = c_strings(env);
-  const int error =
-      ::posix_spawnp(pid, c_argv[0], &actions, &attributes, c_argv.data(), c_env.data());
-  posix_spawnattr_destroy(&attributes);
-  posix_spawn_file_actions_destroy(&actions);
-  return error;
-}
-
-// spawn() for a command that dies with this thread (LaunchOptions::die_with_parent):
-// posix_spawn cannot set PR_SET_PDEATHSIG, so fork, then only async-signal-safe
-// calls up to exec; a failed exec reports its errno through a close-on-exec pipe.
-int spawn_dying_with_parent(std::vector<std::string> argv, std::vector<std::string> env, int out_fd,
-                            int err_fd, pid_t* pid) {
-  std::vector<char*> c_argv = c_strings(argv);
-  std::vector<char*> c_env = c_strings(env);
-  int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) return errno;
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(kExitNotExecutable);  // the parent died already
-    ::dup2(out_fd, STDOUT_FILENO);
-    ::dup2(err_fd, STDERR_FILENO);
-    sigset_t empty;
-    sigemptyset(&empty);
-    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-    ::execvpe(c_argv[0], c_argv.data(), c_env.data());
-    const int error = errno;
-    (void)!::write(report[1], &error, sizeof error);
-    ::_exit(kExitNotExecutable);
-  }
-  const int fork_error = child < 0 ? errno : 0;
-  ::close(report[1]);
-  int error = 0;
-  ssize_t n = 0;
-  if (child > 0) {
-    while ((n = ::read(report[0], &error, sizeof error)) < 0 && errno == EINTR) {
-    }
-  }
-  ::close(report[0]);
-  if (child < 0) return fork_error;
-  if (n == static_cast<ssize_t>(sizeof error)) {
-    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    return error;
-  }
-  *pid = child;
-  return 0;
-}
-
-bool wait_exited(pid_t pid, int* wait_status, std::chrono::steady_clock::time_point deadline) {
-  while (std::chrono::steady_clock::now() < deadline) {
-    const pid_t done = ::waitpid(pid, wait_status, WNOHANG);
-    if (done == pid || (done < 0 && errno != EINTR)) return true;
-    std::this_thread::sleep_for(kWaitPoll);
-  }
-  return false;
-}
 
 // The stdout of a helper tool (git, pip, nvidia-smi), or nothing when it is
 // missing, fails or runs past `timeout` (then it is killed).
@@ -770,71 +651,3 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
 }
 
 }  // namespace trainscope
-
-namespace trainscope::detail {
-
-absl::StatusOr<ToolOutput> run_tool(std::vector<std::string> argv, absl::Duration timeout,
-                                    bool own_group) {
-  if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("no tool to run");
-  const std::string name = argv[0];
-  absl::StatusOr<Pipe> out = make_pipe();
-  if (!out.ok()) return out.status();
-  absl::StatusOr<Pipe> err = make_pipe();
-  if (!err.ok()) {
-    close_fd(&out->read);
-    close_fd(&out->write);
-    return err.status();
-  }
-  pid_t pid = 0;
-  const int error =
-      spawn(std::move(argv), environment_copy(), out->write, err->write, own_group, &pid);
-  close_fd(&out->write);
-  close_fd(&err->write);
-  if (error != 0) {
-    close_fd(&out->read);
-    close_fd(&err->read);
-    return absl::NotFoundError(fmt::format("cannot run {}: {}", name, std::strerror(error)));
-  }
-  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
-  ToolOutput result;
-  char buffer[65536];
-  bool late = false;
-  while (out->read >= 0 || err->read >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      late = true;
-      break;
-    }
-    pollfd fds[2] = {{out->read, POLLIN, 0}, {err->read, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        close_fd(i == 0 ? &out->read : &err->read);
-        continue;
-      }
-      (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(n));
-    }
-  }
-  close_fd(&out->read);
-  close_fd(&err->read);
-  int wait_status = 0;
-  if (late || !wait_exited(pid, &wait_status, deadline)) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-    return absl::DeadlineExceededError(
-        fmt::format("{} did not end within {}", name, absl::FormatDuration(timeout)));
-  }
-  result.exit_code = WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
-                     : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
-                                                : 1;
-  return result;
-}
-
-}  // namespace trainscope::detail

@@ -11,15 +11,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "common/files.hpp"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "report/stalls_data.hpp"
-#include "sweep/state_file.hpp"
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/modeler.hpp"
 #include "trainscope/scaling/run_input.hpp"
 #include "trainscope/scaling/uncertainty.hpp"
+#include "trainscope/sweep/sweep_state.hpp"
 
 namespace trainscope::report::detail {
 namespace {
@@ -40,27 +39,16 @@ bool is_file(const fs::path& path) {
 std::string shown_path(const std::string& path) { return absl::Utf8SafeCHexEscape(path); }
 
 absl::Status add_sweep(const fs::path& dir, Inputs* inputs) {
-  const std::string path = (dir / sweep::detail::kStateFileName).string();
-  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<sweep::detail::SweepState> state = sweep::detail::state_from_json(*text, path);
+  absl::StatusOr<sweep::StoredSweep> state = sweep::read_sweep_state(dir.string());
   if (!state.ok()) return state.status();
   if (inputs->sweep_name.empty()) inputs->sweep_name = state->name;
   inputs->sweep_dirs.push_back(dir.string());
-  for (const sweep::JobRecord& record : state->jobs) {
+  for (const sweep::StoredJob& job : state->jobs) {
     StudyRun run;
-    run.job = record.job.id;
-    run.status = std::string(sweep::job_status_name(record.status));
-    run.params = record.job.params;
-    // The recorded path, else the run under this sweep directory (a sweep
-    // copied off a cluster, or started from another working directory).
-    for (const fs::path& candidate :
-         {fs::path(record.run_dir), dir / sweep::detail::kRunsDirName / record.run_id}) {
-      if (!record.run_id.empty() && !candidate.empty() && is_file(candidate / "run.json")) {
-        run.dir = candidate.string();
-        break;
-      }
-    }
+    run.job = job.id;
+    run.status = std::string(sweep::job_status_name(job.status));
+    run.params = job.params;
+    run.dir = job.run_dir;  // the recorded run, else the one under this sweep directory
     inputs->runs.push_back(std::move(run));
   }
   return absl::OkStatus();
@@ -269,7 +257,7 @@ absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs) {
     if (is_file(dir / "run.json")) {
       out.runs.push_back(StudyRun{input, "", "", {}});
       out.single_run = inputs.size() == 1;
-    } else if (is_file(dir / sweep::detail::kStateFileName)) {
+    } else if (sweep::is_sweep_dir(dir.string())) {
       if (absl::Status status = add_sweep(dir, &out); !status.ok()) return status;
     } else {
       // A directory of runs holds them one level down; a stalls analysis (and a

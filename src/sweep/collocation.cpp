@@ -11,8 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "fmt/format.h"
-#include "hardware/gpu/nvml_library.hpp"
-#include "launch/run_tool.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
+#include "trainscope/launch/run_tool.hpp"
 
 namespace trainscope::sweep {
 namespace {
@@ -52,7 +52,8 @@ class SystemGpuTools : public GpuTools {
   bool is_root() override { return ::geteuid() == 0; }
 
   absl::StatusOr<std::map<int, std::string>> mig_uuids(int gpu) override {
-    nvml::DlopenNvml api;
+    std::unique_ptr<nvml::NvmlApi> library = nvml::load_nvml();
+    nvml::NvmlApi& api = *library;
     if (absl::Status status = api.init(); !status.ok()) return status;
     std::map<int, std::string> uuids;
     absl::Status error;
@@ -227,10 +228,10 @@ absl::StatusOr<std::string> Collocation::mig_instance(Group* group, const Job& j
   return uuid->second;
 }
 
-absl::StatusOr<std::vector<std::vector<std::string>>> Collocation::begin(
+absl::StatusOr<std::vector<std::map<std::string, std::string>>> Collocation::begin(
     int group_index, const std::vector<const Job*>& jobs,
     const std::vector<std::vector<int>>& devices) {
-  std::vector<std::vector<std::string>> env(jobs.size());
+  std::vector<std::map<std::string, std::string>> env(jobs.size());
   const Job* first = nullptr;
   for (const Job* job : jobs) {
     if (job->collocation.empty() || job->collocation == "-") continue;
@@ -258,8 +259,8 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Collocation::begin(
       if (!status.ok()) group.mps_pipe.clear();  // nothing to stop
     }
     for (std::size_t i = 0; status.ok() && i < jobs.size(); ++i) {
-      env[i] = {"CUDA_MPS_PIPE_DIRECTORY=" + group.mps_pipe,
-                "CUDA_MPS_LOG_DIRECTORY=" + group.mps_log};
+      env[i] = {{"CUDA_MPS_PIPE_DIRECTORY", group.mps_pipe},
+                {"CUDA_MPS_LOG_DIRECTORY", group.mps_log}};
     }
   } else {
     for (std::size_t i = 0; status.ok() && i < jobs.size(); ++i) {
@@ -274,7 +275,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Collocation::begin(
       if (!uuid.ok()) {
         status = uuid.status();
       } else {
-        env[i] = {"CUDA_VISIBLE_DEVICES=" + *uuid};
+        env[i] = {{"CUDA_VISIBLE_DEVICES", *uuid}};
       }
     }
   }

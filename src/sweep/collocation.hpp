@@ -52,9 +52,10 @@ class Collocation {
 
   // Sets up group `group` (once; a later call, for a retried job, reuses it)
   // for `jobs` placed on `devices` (the physical GPUs of each job's slots):
-  // the environment ("KEY=VALUE") each job gets, in the order of `jobs`.
-  // Jobs with Collocation "-" get none. On an error nothing stays set up.
-  absl::StatusOr<std::vector<std::vector<std::string>>> begin(
+  // the variables (NAME -> value, LaunchOptions::environment) each job gets,
+  // in the order of `jobs`. Jobs with Collocation "-" get none. On an error
+  // nothing stays set up.
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> begin(
       int group, const std::vector<const Job*>& jobs, const std::vector<std::vector<int>>& devices);
   // A job of the group ended: its MIG instance is free again.
   void release(int group, const Job& job);

@@ -57,18 +57,13 @@ absl::StatusOr<ListenerPlan> plan_listeners(const std::vector<std::string>& list
 absl::StatusOr<LaunchOptions> job_launch_options(
     const Job& job, const std::string& run_id, const std::string& config_path,
     const JobLaunchSettings& settings, const std::map<std::string, std::string>& extra_tags,
-    const std::vector<std::string>& extra_env) {
+    const std::map<std::string, std::string>& extra_env) {
   absl::StatusOr<ListenerPlan> listeners = plan_listeners(job.listeners, job.source);
   if (!listeners.ok()) return listeners.status();
   LaunchOptions options;
-  if (!config_path.empty()) {
-    options.command = {"env", fmt::format("{}={}", kConfigEnv, config_path)};
-  }
-  if (!extra_env.empty()) {
-    if (options.command.empty()) options.command = {"env"};
-    options.command.insert(options.command.end(), extra_env.begin(), extra_env.end());
-  }
-  options.command.insert(options.command.end(), job.command.begin(), job.command.end());
+  if (!config_path.empty()) options.environment[kConfigEnv] = config_path;
+  for (const auto& [name, value] : extra_env) options.environment[name] = value;
+  options.command = job.command;
   for (const auto& [key, value] : job.params) {
     options.command.push_back("--" + key);
     options.command.push_back(value);

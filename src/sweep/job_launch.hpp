@@ -53,15 +53,18 @@ struct JobLaunchSettings {
   bool tee = false;
 };
 
-// The launch of `job` as run `run_id`: argv (behind `env kConfigEnv=<path>`
-// when config_path is not empty, and `extra_env`'s "KEY=VALUE" words: MPS's
-// directories, a MIG instance's CUDA_VISIBLE_DEVICES), run params = the job's params, tags
-// trainscope.sweep / trainscope.sweep.job plus `extra_tags`, profiler and
-// sources from its listeners. The caller sets devices, cancel, signals.
+// The launch of `job` as run `run_id`: argv = the job's command, then
+// `--key value` per param (also the command its run records: nothing else);
+// environment = kConfigEnv=<config_path> when config_path is not empty, and
+// `extra_env` (MPS's directories, a MIG instance's CUDA_VISIBLE_DEVICES),
+// which reach the job only (LaunchOptions::environment); run params = the
+// job's params, tags trainscope.sweep / trainscope.sweep.job plus
+// `extra_tags`, profiler and sources from its listeners. The caller sets
+// devices, cancel, signals.
 absl::StatusOr<LaunchOptions> job_launch_options(
     const Job& job, const std::string& run_id, const std::string& config_path,
     const JobLaunchSettings& settings, const std::map<std::string, std::string>& extra_tags = {},
-    const std::vector<std::string>& extra_env = {});
+    const std::map<std::string, std::string>& extra_env = {});
 
 // Writes the job's config_json to <sweep_dir>/configs/<id>.json (atomically)
 // and returns that path; "" when the job has no config.

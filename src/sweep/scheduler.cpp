@@ -24,6 +24,7 @@
 #include "common/progress_line.hpp"
 #include "fmt/format.h"
 #include "sweep/collocation.hpp"
+#include "sweep/input_watch.hpp"
 #include "sweep/job_launch.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/common/errors.hpp"
@@ -387,7 +388,8 @@ struct Scheduler::State {
     return chosen;
   }
 
-  void start(std::size_t index, std::vector<int> slots, const std::vector<std::string>& env = {}) {
+  void start(std::size_t index, std::vector<int> slots,
+             const std::map<std::string, std::string>& env = {}) {
     JobRecord& record = sweep.jobs[index];
     record.status = JobStatus::kRunning;
     ++record.attempts;
@@ -494,10 +496,10 @@ struct Scheduler::State {
 
   // radT's Collocation for a group about to start on GPU slots: each member's
   // environment (none on CPU slots).
-  absl::StatusOr<std::vector<std::vector<std::string>>> collocate(
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> collocate(
       int group, const std::vector<std::size_t>& members,
       const std::vector<std::vector<int>>& places) {
-    if (!collocation) return std::vector<std::vector<std::string>>(members.size());
+    if (!collocation) return std::vector<std::map<std::string, std::string>>(members.size());
     std::vector<const Job*> jobs;
     std::vector<std::vector<int>> devices;
     for (std::size_t k = 0; k < members.size(); ++k) {
@@ -576,7 +578,7 @@ struct Scheduler::State {
           places.push_back(*slots);
         }
         if (places.size() == members.size() && static_cast<int>(members.size()) <= budget) {
-          absl::StatusOr<std::vector<std::vector<std::string>>> env =
+          absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
               collocate(*group, members, places);
           if (!env.ok()) {
             fail_group(members, env.status());
@@ -663,9 +665,28 @@ Progress Scheduler::progress() const {
 
 absl::StatusOr<SweepResult> Scheduler::run() {
   State& s = *state_;
+  std::optional<detail::InputWatch> watch;
+  if (!s.options.input.empty()) watch.emplace(s.options.input, s.options.input_program);
+  auto next_look = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.mutex);
   absl::Status error;
   while (true) {
+    // Live update: the input read again (outside the lock) when it changed.
+    if (watch && std::chrono::steady_clock::now() >= next_look) {
+      next_look =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(detail::kInputCheckMs);
+      lock.unlock();
+      std::optional<absl::StatusOr<Plan>> changed = watch->poll();
+      lock.lock();
+      if (changed) {
+        const absl::Status status =
+            changed->ok() ? s.merge(**std::move(changed)) : changed->status();
+        if (!status.ok()) {
+          warn(fmt::format("sweep: {} changed, keeping the old plan: {}", watch->path(),
+                           std::string(status.message())));
+        }
+      }
+    }
     const int stop_signal = s.options.stop ? s.options.stop->requested() : 0;
     if (stop_signal != 0 && !s.stopping) {
       s.stopping = true;
@@ -696,6 +717,7 @@ absl::StatusOr<SweepResult> Scheduler::run() {
       }
       break;
     }
+    if (watch) wake = std::min(wake, next_look);
     s.changed.wait_until(lock, wake);
   }
   if (s.collocation) {
@@ -704,6 +726,10 @@ absl::StatusOr<SweepResult> Scheduler::run() {
     }
   }
   if (!error.ok()) return error;
+  if (absl::Status status = detail::write_radt_progress(s.options.input, s.sweep.jobs);
+      !status.ok()) {
+    warn(fmt::format("sweep: {}", std::string(status.message())));
+  }
   return detail::sweep_result(s.sweep.jobs, s.stopping, s.max_failures_reached);
 }
 

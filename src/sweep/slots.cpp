@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "fmt/format.h"
-#include "hardware/gpu/nvml_library.hpp"
 
 namespace trainscope::sweep {
 namespace detail {
@@ -86,8 +85,8 @@ absl::StatusOr<std::vector<Slot>> choose_slots(const SlotRequest& request, nvml:
 
 absl::StatusOr<std::vector<Slot>> choose_slots(const SlotRequest& request, std::string* note) {
   if (request.cpu_slots > 0) return detail::choose_slots(request, nullptr, note);
-  nvml::DlopenNvml nvml;
-  return detail::choose_slots(request, &nvml, note);
+  std::unique_ptr<nvml::NvmlApi> library = nvml::load_nvml();
+  return detail::choose_slots(request, library.get(), note);
 }
 
 }  // namespace trainscope::sweep

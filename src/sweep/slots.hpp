@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hardware/gpu/nvml_api.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/sweep/scheduler.hpp"
 
 namespace trainscope::sweep::detail {

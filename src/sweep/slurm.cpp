@@ -15,11 +15,13 @@
 #include "absl/strings/strip.h"
 #include "common/files.hpp"
 #include "fmt/format.h"
-#include "launch/run_tool.hpp"
 #include "nlohmann/json.hpp"
+#include "sweep/input_watch.hpp"
 #include "sweep/job_launch.hpp"
+#include "sweep/slurm_parsers.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/launch/run_tool.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -124,7 +126,7 @@ class SlurmCommands : public SlurmApi {
              "--format=%F|%K|%T"},
             /*allow_invalid_job=*/true);
     if (!done.ok()) return done.status();
-    return parse_squeue_tasks(done->out, job_id);
+    return detail::parse_squeue_tasks(done->out, job_id);
   }
 
   absl::StatusOr<std::optional<SlurmTaskEnd>> task_end(const std::string& job_id,
@@ -133,7 +135,7 @@ class SlurmCommands : public SlurmApi {
         run({"scontrol", "show", "job", fmt::format("{}_{}", job_id, index)},
             /*allow_invalid_job=*/true);
     if (!done.ok()) return done.status();
-    return parse_scontrol_job(done->out);
+    return detail::parse_scontrol_job(done->out);
   }
 
   absl::Status cancel(const std::string& job_id) override {
@@ -171,6 +173,8 @@ class SlurmCommands : public SlurmApi {
 }  // namespace
 
 std::unique_ptr<SlurmApi> slurm_commands() { return std::make_unique<SlurmCommands>(); }
+
+namespace detail {
 
 std::map<int, std::string> parse_squeue_tasks(std::string_view text, std::string_view job_id) {
   std::map<int, std::string> tasks;
@@ -239,6 +243,8 @@ std::string slurm_task_run_id(std::string_view array_job_id, int index, int rest
       fmt::format("trainscope-sweep-slurm:{}_{}:{}", array_job_id, index, restarts));
 }
 
+}  // namespace detail
+
 // ---- SlurmSweep -------------------------------------------------------------------
 
 struct SlurmSweep::State {
@@ -294,8 +300,8 @@ struct SlurmSweep::State {
         slurm.api->task_end(record->slurm_job_id, record->slurm_index);
     std::optional<SlurmTaskEnd> task = end.ok() ? *end : std::nullopt;
     const std::string name = task_name(*record);
-    record->run_id =
-        slurm_task_run_id(record->slurm_job_id, record->slurm_index, task ? task->restarts : 0);
+    record->run_id = detail::slurm_task_run_id(record->slurm_job_id, record->slurm_index,
+                                               task ? task->restarts : 0);
     record->run_dir = fmt::format("{}/{}", runs_dir, record->run_id);
     if (record->end_ms == 0) record->end_ms = now_ms();
     absl::StatusOr<RunReader> reader = RunReader::Open(record->run_dir);
@@ -438,7 +444,7 @@ struct SlurmSweep::State {
     }
     std::vector<std::string> args = {
         fmt::format("--job-name=trainscope-sweep-{}", sweep.name.empty() ? "sweep" : sweep.name),
-        "--array=" + slurm_array_spec(indices, slurm.array_parallel),
+        "--array=" + detail::slurm_array_spec(indices, slurm.array_parallel),
         fmt::format("--output={}/%A_%a.out", slurm_dir),
         fmt::format("--cpus-per-task={}", slurm.cpus_per_job), "--ntasks=1"};
     if (!slurm.partition.empty()) args.push_back("--partition=" + slurm.partition);
@@ -453,7 +459,7 @@ struct SlurmSweep::State {
       record.slurm_job_id = *id;
       record.slurm_index = i;
       ++record.attempts;
-      record.run_id = slurm_task_run_id(*id, i, 0);
+      record.run_id = detail::slurm_task_run_id(*id, i, 0);
       record.run_dir = fmt::format("{}/{}", runs_dir, record.run_id);
       record.exit_code = -1;
       record.timed_out = false;
@@ -464,7 +470,7 @@ struct SlurmSweep::State {
     }
     live.insert(*id);
     report(fmt::format("submitted {} job(s) as Slurm job {} (array {})", indices.size(), *id,
-                       slurm_array_spec(indices, slurm.array_parallel)));
+                       detail::slurm_array_spec(indices, slurm.array_parallel)));
     return absl::OkStatus();
   }
 
@@ -608,6 +614,10 @@ absl::StatusOr<SweepResult> SlurmSweep::run() {
     s.report(fmt::format("error: {}", std::string(error.message())));
     return error;
   }
+  if (absl::Status status = detail::write_radt_progress(s.options.input, s.sweep.jobs);
+      !status.ok()) {
+    warn(fmt::format("sweep: {}", std::string(status.message())));
+  }
   return detail::sweep_result(s.sweep.jobs, s.options.stop && s.options.stop->requested() != 0,
                               s.max_failures_reached);
 }
@@ -657,7 +667,7 @@ absl::StatusOr<LaunchResult> run_slurm_task(const std::string& submit_file) {
   absl::StatusOr<std::string> config_path = detail::write_job_config(sweep_dir, job);
   if (!config_path.ok()) return config_path.status();
   absl::StatusOr<LaunchOptions> options = detail::job_launch_options(
-      job, slurm_task_run_id(array_job, index, restarts), *config_path, settings,
+      job, detail::slurm_task_run_id(array_job, index, restarts), *config_path, settings,
       {{"slurm.job_id", array_job},
        {"slurm.array_index", std::to_string(index)},
        {"slurm.task_job_id", task_job == nullptr ? "" : task_job}});

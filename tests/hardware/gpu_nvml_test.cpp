@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "hardware/gpu/nvml_library.hpp"
 #include "hardware/gpu/nvml_source.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 
 namespace trainscope::nvml {
 namespace {
@@ -238,6 +239,28 @@ TEST(GpuNvml, MatchesNvidiaSmiUnderLoad) {
   }
   // The comparisons above hold either way; they were not all under load.
   if (!load.running()) GTEST_SKIP() << "the load stopped: " << load.why_not();
+}
+
+// load_nvml(), the public factory the sweep finds its GPUs with, sees the
+// GPUs nvidia-smi lists, in its order.
+TEST(GpuNvml, LoadNvmlListsTheGpusNvidiaSmiLists) {
+  std::unique_ptr<NvmlApi> api = load_nvml();
+  if (absl::Status status = api->init(); !status.ok()) {
+    GTEST_SKIP() << "NVML unavailable: " << status;
+  }
+  const std::optional<std::vector<Readings>> smi = nvidia_smi();
+  if (!smi) GTEST_SKIP() << "nvidia-smi not found or failed";
+  absl::StatusOr<unsigned> count = api->device_count();
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(*count, smi->size());
+  for (unsigned i = 0; i < *count; ++i) {
+    absl::StatusOr<Device> device = api->device_by_index(i);
+    ASSERT_TRUE(device.ok()) << device.status();
+    absl::StatusOr<std::string> uuid = api->uuid(*device);
+    ASSERT_TRUE(uuid.ok()) << uuid.status();
+    EXPECT_EQ(uuid->rfind("GPU-", 0), 0u) << *uuid;
+  }
+  api->shutdown();
 }
 
 TEST(GpuNvml, SourceNamesPhysicalDevices) {

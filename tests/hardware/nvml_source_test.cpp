@@ -306,6 +306,17 @@ TEST(DlopenNvml, AMissingLibraryIsAnErrorNotACrash) {
               HasSubstr("libnvidia-ml-does-not-exist.so.1 not found"));
 }
 
+// The public factory (trainscope/hardware/gpu/nvml_api.hpp) is the same dlopen path.
+TEST(LoadNvml, LoadsNothingBeforeInitAndAMissingLibraryIsNotFound) {
+  std::unique_ptr<NvmlApi> api = load_nvml("libnvidia-ml-does-not-exist.so.1");
+  ASSERT_NE(api, nullptr);
+  absl::Status status = api->init();
+  EXPECT_TRUE(absl::IsNotFound(status)) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("libnvidia-ml-does-not-exist.so.1 not found"));
+  api->shutdown();  // harmless without a successful init
+}
+
 TEST(GpuSources, NvmlComesFirst) {
   const auto sources = gpu_sources();
   ASSERT_THAT(sources, Not(IsEmpty()));

@@ -2,7 +2,7 @@
 // through the kernel's children lists or, without them, the parents in every
 // stat (on a fake /proc as each kind of kernel shows it), rediscovered at most
 // once an interval, its members' stat and io summed; and on the real /proc.
-#include "hardware/host/process_tree.hpp"
+#include "trainscope/hardware/host/process_tree.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -23,6 +23,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 using trainscope::testing::quiet_options;
 using trainscope::testing::shell_job;
 using trainscope::testing::TempDir;
@@ -106,7 +107,7 @@ TEST(CollocationTest, MpsStartsOneDaemonPerWorkloadWithItsOwnDirectoriesAndStops
   detail::Collocation collocation(tmp.str(), tools);
   const Job a = row("a", 2, "mps");
   const Job b = row("b", 3, "mps");
-  absl::StatusOr<std::vector<std::vector<std::string>>> env =
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
       collocation.begin(3, {&a, &b}, {{0}, {1}});
   ASSERT_TRUE(env.ok()) << env.status();
   const std::string pipe = tmp.file("mps/group-3/pipe");
@@ -116,8 +117,8 @@ TEST(CollocationTest, MpsStartsOneDaemonPerWorkloadWithItsOwnDirectoriesAndStops
                                       "CUDA_VISIBLE_DEVICES=0,1 nvidia-cuda-mps-control -d",
                                       pipe, log)));
   for (const auto& job_env : *env) {
-    EXPECT_THAT(job_env,
-                ElementsAre("CUDA_MPS_PIPE_DIRECTORY=" + pipe, "CUDA_MPS_LOG_DIRECTORY=" + log));
+    EXPECT_THAT(job_env, ElementsAre(Pair("CUDA_MPS_LOG_DIRECTORY", log),
+                                     Pair("CUDA_MPS_PIPE_DIRECTORY", pipe)));
   }
   // A retried job of the workload joins the running daemon.
   ASSERT_TRUE(collocation.begin(3, {&a}, {{0}}).ok());
@@ -136,7 +137,8 @@ TEST(CollocationTest, MpsWithoutTheBinaryNamesTheRow) {
   tools->mps = false;
   detail::Collocation collocation(tmp.str(), tools);
   const Job a = row("a", 4, "mps");
-  absl::StatusOr<std::vector<std::vector<std::string>>> env = collocation.begin(0, {&a}, {{0}});
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
+      collocation.begin(0, {&a}, {{0}});
   EXPECT_THAT(std::string(env.status().message()),
               HasSubstr("exp.csv:4: Collocation 'mps' needs nvidia-cuda-mps-control, which is "
                         "not on PATH"));
@@ -152,11 +154,11 @@ TEST(CollocationTest, MigUsesAFreeInstanceCreatesTheRestAndDestroysOnlyThose) {
   detail::Collocation collocation(tmp.str(), tools);
   const Job a = row("a", 4, "3g.20gb");
   const Job b = row("b", 5, "3g.20gb");
-  absl::StatusOr<std::vector<std::vector<std::string>>> env =
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
       collocation.begin(1, {&a, &b}, {{2}, {2}});
   ASSERT_TRUE(env.ok()) << env.status();
-  EXPECT_THAT((*env)[0], ElementsAre("CUDA_VISIBLE_DEVICES=MIG-2-1"));
-  EXPECT_THAT((*env)[1], ElementsAre("CUDA_VISIBLE_DEVICES=MIG-2-5"));
+  EXPECT_THAT((*env)[0], ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "MIG-2-1")));
+  EXPECT_THAT((*env)[1], ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "MIG-2-5")));
   EXPECT_THAT(tools->calls, ::testing::Contains("nvidia-smi mig -i 2 -cgi 3g.20gb -C"));
   tools->calls.clear();
   collocation.release(1, a);
@@ -173,7 +175,8 @@ TEST(CollocationTest, MigSaysWhatIsMissing) {
   auto tools = std::make_shared<FakeGpuTools>();
   detail::Collocation collocation(tmp.str(), tools);
   const Job a = row("a", 6, "3g.20gb");
-  absl::StatusOr<std::vector<std::vector<std::string>>> env = collocation.begin(0, {&a}, {{1}});
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
+      collocation.begin(0, {&a}, {{1}});
   EXPECT_THAT(std::string(env.status().message()),
               HasSubstr("exp.csv:6: Collocation '3g.20gb' needs MIG mode on GPU 1, which is "
                         "'Disabled' (enable it as root: nvidia-smi -i 1 -mig 1)"));
@@ -204,7 +207,7 @@ TEST(CollocationTest, AFailedSetupCleansUpWhatItCreated) {
   const Job a = row("a", 2, "3g.20gb");
   const Job b = row("b", 3, "3g.20gb");
   // a's instance is created on GPU 0; b's GPU 1 has MIG off.
-  absl::StatusOr<std::vector<std::vector<std::string>>> env =
+  absl::StatusOr<std::vector<std::map<std::string, std::string>>> env =
       collocation.begin(0, {&a, &b}, {{0}, {1}});
   EXPECT_THAT(std::string(env.status().message()), HasSubstr("exp.csv:3"));
   EXPECT_EQ(tools->calls.back(), "nvidia-smi mig -i 0 -gi 5 -dgi");

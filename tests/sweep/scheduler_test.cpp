@@ -124,6 +124,34 @@ TEST(SchedulerTest, ParamsReachTheCommandAndConfigIsAFile) {
   EXPECT_EQ(trainscope::testing::read_file(tmp.file("configs/one.json")), R"({"lr": 0.1})");
 }
 
+// The config file's variable reaches the job through its environment: the
+// run records the user's command and its --param arguments, nothing else.
+TEST(SchedulerTest, TheRunRecordsTheJobsCommandWithoutTheVariablesItGets) {
+  TempDir tmp;
+  Plan plan;
+  plan.name = "cfg";
+  Job job = shell_job("one", "printf %s \"$TRAINSCOPE_SWEEP_CONFIG\"");
+  job.params = {{"lr", "0.1"}};
+  job.config_json = R"({"lr": 0.1})";
+  plan.jobs.push_back(job);
+  absl::StatusOr<SweepResult> result = run_sweep(plan, quiet_options(tmp.str(), 1));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->finished, 1) << result->jobs[0].error;
+  const std::string run_dir = result->jobs[0].run_dir;
+  EXPECT_EQ(trainscope::testing::read_file(run_dir + "/stdout.log"), tmp.file("configs/one.json"));
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(reader->launchers().size(), 1u);
+  EXPECT_THAT(reader->launchers()[0].command,
+              ::testing::ElementsAre("sh", "-c", job.command[2], "--lr", "0.1"));
+  EXPECT_EQ(reader->info().tags.at("trainscope.command"),
+            "sh -c 'printf %s \"$TRAINSCOPE_SWEEP_CONFIG\"' --lr 0.1");
+  EXPECT_EQ(reader->info().tags.at("trainscope.sweep.job"), "one");
+  const std::string run_json = trainscope::testing::read_file(run_dir + "/run.json");
+  EXPECT_THAT(run_json, ::testing::Not(HasSubstr("env ")));
+  EXPECT_THAT(run_json, ::testing::Not(HasSubstr("TRAINSCOPE_SWEEP_CONFIG=")));
+}
+
 TEST(SchedulerTest, LaunchDieWithParentKillsTheCommandWithItsLauncher) {
   TempDir tmp;
   const std::string pid_file = tmp.file("pid");

@@ -25,6 +25,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 using trainscope::testing::quiet_options;
 using trainscope::testing::runs_by_job;
 using trainscope::testing::shell_job;
@@ -194,11 +195,14 @@ TEST(ListenersTest, RadtListenersBecomeSourcesAndAProfiler) {
   detail::JobLaunchSettings settings;
   settings.sweep_name = "exp";
   settings.runs_dir = "/tmp/runs";
-  absl::StatusOr<LaunchOptions> options =
-      detail::job_launch_options(job, "0123", "/tmp/cfg.json", settings, {{"k", "v"}});
+  absl::StatusOr<LaunchOptions> options = detail::job_launch_options(
+      job, "0123", "/tmp/cfg.json", settings, {{"k", "v"}}, {{"CUDA_VISIBLE_DEVICES", "MIG-1"}});
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_THAT(options->command, ElementsAre("env", "TRAINSCOPE_SWEEP_CONFIG=/tmp/cfg.json", "sh",
-                                            "-c", "true", "--lr", "0.1"));
+  // The command is the job's, then its params; the variables go to the job's
+  // environment only (never an `env` prefix the run would record).
+  EXPECT_THAT(options->command, ElementsAre("sh", "-c", "true", "--lr", "0.1"));
+  EXPECT_THAT(options->environment, ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "MIG-1"),
+                                                Pair("TRAINSCOPE_SWEEP_CONFIG", "/tmp/cfg.json")));
   EXPECT_EQ(options->profiler, Profiler::kNsys);
   EXPECT_EQ(options->run.tags.at("trainscope.sweep"), "exp");
   EXPECT_EQ(options->run.tags.at("k"), "v");
@@ -233,6 +237,7 @@ TEST(ListenersTest, RadtListenersBecomeSourcesAndAProfiler) {
   EXPECT_FALSE(options->make_sources);
   EXPECT_EQ(options->profiler, Profiler::kNone);
   EXPECT_THAT(options->command, ElementsAre("sh", "-c", "true", "--lr", "0.1"));
+  EXPECT_TRUE(options->environment.empty());
 }
 
 TEST(SavedPlanTest, AResumeFromTheStoredPlanKeepsTheQueuedJobs) {

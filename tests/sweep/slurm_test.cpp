@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "support/sweep_jobs.hpp"
 #include "support/temp_dir.hpp"
+#include "sweep/slurm_parsers.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::sweep {
@@ -216,12 +217,41 @@ TEST(SlurmTest, SubmitsThePlanAsOneArrayAndEveryJobFinishesInItsOwnTaggedRun) {
     EXPECT_EQ(info.tags.at("slurm.job_id"), "100");
     EXPECT_EQ(info.tags.at("slurm.array_index"), std::to_string(i));
     EXPECT_EQ(info.tags.at("trainscope.sweep.job"), job);
-    EXPECT_EQ(info.id, slurm_task_run_id("100", i, 0));
+    EXPECT_EQ(info.id, detail::slurm_task_run_id("100", i, 0));
   }
   for (const JobRecord& record : result->jobs) {
     EXPECT_EQ(record.slurm_job_id, "100");
     EXPECT_EQ(record.attempts, 1);
   }
+}
+
+// A job's config reaches it in the array task as it does locally: a file named
+// by TRAINSCOPE_SWEEP_CONFIG in its environment (the submission file carries
+// the config, the task writes it on the shared filesystem); its run records
+// the job's command and params only.
+TEST(SlurmTest, TheTaskGivesTheJobItsConfigVariableAndRecordsOnlyItsCommand) {
+  TempDir tmp;
+  auto fake = std::make_shared<FakeSlurm>();
+  Plan plan = shell_plan(1);
+  plan.jobs[0].command = {"sh", "-c", "printf %s \"$TRAINSCOPE_SWEEP_CONFIG\""};
+  plan.jobs[0].config_json = R"({"lr": 0})";
+  absl::StatusOr<SweepResult> result = run_slurm(plan, quiet_options(tmp.file("sw"), 1), fake);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->finished, 1) << result->jobs[0].error;
+  const std::string sweep_dir = std::filesystem::absolute(tmp.file("sw")).string();
+  const std::string config = sweep_dir + "/configs/j0.json";
+  EXPECT_THAT(trainscope::testing::read_file(fake->arrays["100"].submit_file),
+              HasSubstr(R"({\"lr\": 0})"));
+  EXPECT_EQ(trainscope::testing::read_file(config), R"({"lr": 0})");
+  const std::string run_dir = result->jobs[0].run_dir;
+  EXPECT_EQ(trainscope::testing::read_file(run_dir + "/stdout.log"), config);
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(reader->launchers().size(), 1u);
+  EXPECT_THAT(reader->launchers()[0].command,
+              ElementsAre("sh", "-c", plan.jobs[0].command[2], "--lr", "0"));
+  EXPECT_EQ(reader->info().tags.at("trainscope.command"),
+            "sh -c 'printf %s \"$TRAINSCOPE_SWEEP_CONFIG\"' --lr 0");
 }
 
 TEST(SlurmTest, AResumeSubmitsOnlyWhatDidNotFinish) {
@@ -365,13 +395,13 @@ TEST(SlurmTest, APlanForOneMachineIsRefused) {
 
 TEST(SlurmTest, ParsesWhatSlurmPrints) {
   // squeue --noheader --array --states=all --jobs=1 --format=%F|%K|%T
-  EXPECT_EQ(parse_squeue_tasks("1|1|COMPLETED\n1|0|COMPLETED\n1|3|RUNNING\n1|2|RUNNING\n"
-                               "7|0|PENDING\n1|[4-9%2]|PENDING\n",
-                               "1"),
+  EXPECT_EQ(detail::parse_squeue_tasks("1|1|COMPLETED\n1|0|COMPLETED\n1|3|RUNNING\n1|2|RUNNING\n"
+                                       "7|0|PENDING\n1|[4-9%2]|PENDING\n",
+                                       "1"),
             (std::map<int, std::string>{
                 {0, "COMPLETED"}, {1, "COMPLETED"}, {2, "RUNNING"}, {3, "RUNNING"}}));
-  EXPECT_TRUE(parse_squeue_tasks("", "1").empty());
-  const std::optional<SlurmTaskEnd> end = parse_scontrol_job(
+  EXPECT_TRUE(detail::parse_squeue_tasks("", "1").empty());
+  const std::optional<SlurmTaskEnd> end = detail::parse_scontrol_job(
       "JobId=4 ArrayJobId=1 ArrayTaskId=2 ArrayTaskThrottle=2 JobName=s.sh\n"
       "   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)\n"
       "   Requeue=1 Restarts=1 BatchFlag=1 Reboot=0 ExitCode=3:0\n");
@@ -379,12 +409,12 @@ TEST(SlurmTest, ParsesWhatSlurmPrints) {
   EXPECT_EQ(end->state, "FAILED");
   EXPECT_EQ(end->exit_code, 3);
   EXPECT_EQ(end->restarts, 1);
-  EXPECT_EQ(parse_scontrol_job("   JobState=CANCELLED ExitCode=0:15\n")->exit_code, 143);
-  EXPECT_FALSE(parse_scontrol_job("").has_value());
-  EXPECT_EQ(slurm_array_spec({5, 0, 1, 2, 9, 10, 2}, 0), "0-2,5,9-10");
-  EXPECT_EQ(slurm_array_spec({3}, 4), "3%4");
-  EXPECT_EQ(slurm_task_run_id("1", 2, 0).size(), 32u);
-  EXPECT_NE(slurm_task_run_id("1", 2, 0), slurm_task_run_id("1", 2, 1));
+  EXPECT_EQ(detail::parse_scontrol_job("   JobState=CANCELLED ExitCode=0:15\n")->exit_code, 143);
+  EXPECT_FALSE(detail::parse_scontrol_job("").has_value());
+  EXPECT_EQ(detail::slurm_array_spec({5, 0, 1, 2, 9, 10, 2}, 0), "0-2,5,9-10");
+  EXPECT_EQ(detail::slurm_array_spec({3}, 4), "3%4");
+  EXPECT_EQ(detail::slurm_task_run_id("1", 2, 0).size(), 32u);
+  EXPECT_NE(detail::slurm_task_run_id("1", 2, 0), detail::slurm_task_run_id("1", 2, 1));
 }
 
 }  // namespace

@@ -130,6 +130,16 @@ struct SweepOptions {
   // radT's Collocation (MPS, MIG profiles) on GPU slots goes through these
   // tools (gpu_tools.hpp); default: system_gpu_tools(). Not used on CPU slots.
   std::shared_ptr<GpuTools> gpu_tools;
+  // The file the plan was read from (read_plan(input, input_program),
+  // inputs.hpp); empty: none (a grid, a resume from sweep.json). While run()
+  // runs, the local scheduler reads it again whenever its modification time
+  // changes (looked at five times a second) and merges the new plan in as
+  // update() does; an input that no longer reads keeps the plan, with a
+  // warning naming the file. When run() returns, radT's CSV (.csv) gets the
+  // Status and Run of every row that started written back, as radT does
+  // (the Slurm sweep writes them back too; it does not watch the input).
+  std::string input;
+  std::vector<std::string> input_program;
 };
 
 struct SweepResult {

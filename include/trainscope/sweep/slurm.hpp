@@ -64,16 +64,6 @@ class SlurmApi {
 // and the rest of the environment as this process has them).
 std::unique_ptr<SlurmApi> slurm_commands();
 
-// The parsers behind slurm_commands(), for squeue's `%F|%K|%T` lines (array
-// job id, index, state) and `scontrol show job` text.
-std::map<int, std::string> parse_squeue_tasks(std::string_view text, std::string_view job_id);
-std::optional<SlurmTaskEnd> parse_scontrol_job(std::string_view text);
-// "0-3,7,9-10" (sorted, unique indices), "%K" appended when parallel > 0.
-std::string slurm_array_spec(std::vector<int> indices, int parallel);
-// The run id of an array task (32 hex digits): the same in the task and in
-// the process that follows it.
-std::string slurm_task_run_id(std::string_view array_job_id, int index, int restarts);
-
 struct SlurmOptions {
   std::string partition;                // --partition; empty: the cluster's default
   int gpus_per_job = 0;                 // --gres=gpu:N
@@ -96,8 +86,8 @@ class SlurmSweep {
   // (lock, sweep.json, plan merge), and looks up the arrays of earlier
   // submissions that Slurm still lists. Used from `options`: dir,
   // retries, max_failures, retry_failed, progress, stop, sample_hardware,
-  // sample_interval, record_environment. A plan that needs one machine
-  // (collocated radT rows, pinned devices, MPS or MIG) is an error.
+  // sample_interval, record_environment, input (radT's CSV written back). A plan that needs one
+  // machine (collocated radT rows, pinned devices, MPS or MIG) is an error.
   static absl::StatusOr<std::unique_ptr<SlurmSweep>> Open(Plan plan, SweepOptions options,
                                                           SlurmOptions slurm);
   ~SlurmSweep();
@@ -116,7 +106,7 @@ class SlurmSweep {
 
 // In an array task: runs the job whose plan index is SLURM_ARRAY_TASK_ID,
 // as stored in `submit_file` (written by SlurmSweep), and returns how it
-// ended. Its run is <sweep-dir>/runs/<slurm_task_run_id(...)>, tagged
+// ended. Its run is <sweep-dir>/runs/<run id of (array job, index, restarts)>, tagged
 // slurm.job_id (SLURM_ARRAY_JOB_ID), slurm.array_index and slurm.task_job_id
 // (SLURM_JOB_ID). SIGTERM (scancel) reaches the job; its run ends KILLED.
 absl::StatusOr<LaunchResult> run_slurm_task(const std::string& submit_file);

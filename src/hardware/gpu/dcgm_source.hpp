@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hardware/gpu/nvml_api.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 
 namespace trainscope::dcgm {

@@ -115,6 +115,10 @@ absl::Status missing(const char* call) {
 #define TS_NVML_CALL(member, symbol, ...) \
   (fn_->member == nullptr ? missing(symbol) : to_status(*fn_, fn_->member(__VA_ARGS__), symbol))
 
+std::unique_ptr<NvmlApi> load_nvml(std::string library) {
+  return std::make_unique<DlopenNvml>(std::move(library));
+}
+
 DlopenNvml::DlopenNvml(std::string library)
     : library_(std::move(library)), fn_(std::make_unique<Functions>()) {}
 

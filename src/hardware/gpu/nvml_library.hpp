@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hardware/gpu/nvml_api.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 
 namespace trainscope::nvml {
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "hardware/gpu/nvml_api.hpp"
-#include "hardware/host/process_tree.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
+#include "trainscope/hardware/host/process_tree.hpp"
 
 namespace trainscope::nvml {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hardware/gpu/nvml_api.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 
 namespace trainscope::nvml {

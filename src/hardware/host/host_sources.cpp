@@ -22,8 +22,8 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "hardware/host/host_parsers.hpp"
-#include "hardware/host/process_tree.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
+#include "trainscope/hardware/host/process_tree.hpp"
 
 namespace trainscope::host {
 namespace {

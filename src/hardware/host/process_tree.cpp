@@ -1,4 +1,4 @@
-#include "hardware/host/process_tree.hpp"
+#include "trainscope/hardware/host/process_tree.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

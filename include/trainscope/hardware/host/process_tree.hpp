@@ -1,8 +1,8 @@
 // The monitored process and all its descendants (data-loader workers, ranks
 // started by a launcher), as the host source (CPU, RSS, I/O of the tree) and
 // the NVML source (the tree's GPU memory and utilisation) both need it.
-#ifndef TRAINSCOPE_SRC_HARDWARE_HOST_PROCESS_TREE_HPP_
-#define TRAINSCOPE_SRC_HARDWARE_HOST_PROCESS_TREE_HPP_
+#ifndef TRAINSCOPE_HARDWARE_HOST_PROCESS_TREE_HPP_
+#define TRAINSCOPE_HARDWARE_HOST_PROCESS_TREE_HPP_
 
 #include <sys/types.h>
 
@@ -91,4 +91,4 @@ class ProcessTree {
 
 }  // namespace trainscope::host
 
-#endif  // TRAINSCOPE_SRC_HARDWARE_HOST_PROCESS_TREE_HPP_
+#endif  // TRAINSCOPE_HARDWARE_HOST_PROCESS_TREE_HPP_

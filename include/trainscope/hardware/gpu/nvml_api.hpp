@@ -1,12 +1,16 @@
-// The NVML calls the GPU sources make, as an interface: DlopenNvml
-// (nvml_library.hpp) is the driver's library, the tests drive the sources
-// with a simulated device.
-#ifndef TRAINSCOPE_SRC_HARDWARE_GPU_NVML_API_HPP_
-#define TRAINSCOPE_SRC_HARDWARE_GPU_NVML_API_HPP_
+// The NVML calls trainscope makes, as an interface: load_nvml() gives the
+// driver's library (libnvidia-ml.so.1, loaded at run time: no build-time
+// dependency on the driver, no vendor header), the tests drive the GPU
+// sources and the sweep's slot and MIG lookups with a simulated device.
+// Public on purpose: the rooms above hardware/gpu (sweep) query GPUs through
+// it, never through NVML's internals.
+#ifndef TRAINSCOPE_HARDWARE_GPU_NVML_API_HPP_
+#define TRAINSCOPE_HARDWARE_GPU_NVML_API_HPP_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +79,11 @@ class NvmlApi {
   virtual absl::StatusOr<unsigned> gpu_instance_id(Device mig_device) = 0;
 };
 
+// The driver's NVML through dlopen: nothing is loaded before init(), which
+// fails (NotFound naming the library) where no NVIDIA driver is installed. A
+// symbol an older driver lacks makes that one call fail with kUnimplemented.
+std::unique_ptr<NvmlApi> load_nvml(std::string library = "libnvidia-ml.so.1");
+
 }  // namespace trainscope::nvml
 
-#endif  // TRAINSCOPE_SRC_HARDWARE_GPU_NVML_API_HPP_
+#endif  // TRAINSCOPE_HARDWARE_GPU_NVML_API_HPP_

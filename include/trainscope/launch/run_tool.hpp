@@ -1,9 +1,10 @@
 // Runs a helper tool (git, pip, nvidia-smi, sbatch, ...) to its end and
 // captures what it printed: the one way trainscope runs a short-lived
 // command and reads its output (launch records the environment with it; the
-// sweep drives Slurm and nvidia-smi with it).
-#ifndef TRAINSCOPE_SRC_LAUNCH_RUN_TOOL_HPP_
-#define TRAINSCOPE_SRC_LAUNCH_RUN_TOOL_HPP_
+// sweep drives Slurm, nvidia-smi and MPS with it). Public on purpose, for
+// the rooms above launch.
+#ifndef TRAINSCOPE_LAUNCH_RUN_TOOL_HPP_
+#define TRAINSCOPE_LAUNCH_RUN_TOOL_HPP_
 
 #include <string>
 #include <vector>
@@ -30,4 +31,4 @@ absl::StatusOr<ToolOutput> run_tool(std::vector<std::string> argv, absl::Duratio
 
 }  // namespace trainscope::detail
 
-#endif  // TRAINSCOPE_SRC_LAUNCH_RUN_TOOL_HPP_
+#endif  // TRAINSCOPE_LAUNCH_RUN_TOOL_HPP_
