@@ -74,15 +74,6 @@ struct SweepArgs {
   std::optional<std::string> slurm_task;  // internal: what each array task runs
 };
 
-int positive_int(const std::string& flag, const std::string& value, int min) {
-  char* end = nullptr;
-  const long n = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || n < min || n > 1000000) {
-    bad_value(fmt::format("{} needs a whole number >= {}, got '{}'", flag, min, value));
-  }
-  return static_cast<int>(n);
-}
-
 void add_sweep_options(CommandLine* line, SweepArgs* a) {
   line->add_value("--grid", "KEY=V1,V2", "a parameter and its values (repeatable)",
                   [a](const std::string& v) {
@@ -92,58 +83,43 @@ void add_sweep_options(CommandLine* line, SweepArgs* a) {
                     a->grid.push_back(v);
                   });
   line->add_value("--repeat", "N", "run every configuration N times (default 1)",
-                  [a](const std::string& v) { a->repeat = positive_int("--repeat", v, 1); });
+                  [a](const std::string& v) { a->repeat = count("--repeat", v, 1); });
   line->add_value("--dir", "DIR", "the sweep directory (default ./trainscope-sweeps/<name>)",
                   &a->dir);
   line->add_value("--resume", "DIR", "continue the sweep in DIR (its stored plan)", &a->resume);
   line->add_value("--slots", "N",
                   "N CPU slots, no GPU; they stand in for GPUs 0..N-1, so radT's\n"
                   "Devices place jobs on them (--per-gpu: jobs per slot)",
-                  [a](const std::string& v) { a->slots = positive_int("--slots", v, 1); });
-  line->add_value(
-      "--devices", "0,1", "only these GPUs (default: CUDA_VISIBLE_DEVICES)",
-      [a](const std::string& v) {
-        std::size_t start = 0;
-        while (start <= v.size()) {
-          const std::size_t comma = std::min(v.find(',', start), v.size());
-          a->devices.push_back(positive_int("--devices", v.substr(start, comma - start), 0));
-          start = comma + 1;
-        }
-      });
-  line->add_value("--per-gpu", "N", "jobs sharing one GPU (default 1)",
-                  [a](const std::string& v) { a->per_gpu = positive_int("--per-gpu", v, 1); });
-  line->add_value("--timeout", "SECONDS", "kill a job after this long (a failure)",
+                  [a](const std::string& v) { a->slots = count("--slots", v, 1); });
+  line->add_value("--devices", "0,1", "only these GPUs (default: CUDA_VISIBLE_DEVICES)",
                   [a](const std::string& v) {
-                    char* end = nullptr;
-                    a->timeout_s = std::strtod(v.c_str(), &end);
-                    if (v.empty() || *end != '\0' || !(a->timeout_s > 0)) {
-                      bad_value("--timeout needs a positive number of seconds, got '" + v + "'");
-                    }
+                    for (int device : index_list("--devices", v)) a->devices.push_back(device);
                   });
+  line->add_value("--per-gpu", "N", "jobs sharing one GPU (default 1)",
+                  [a](const std::string& v) { a->per_gpu = count("--per-gpu", v, 1); });
+  line->add_value("--timeout", "SECONDS", "kill a job after this long (a failure)",
+                  [a](const std::string& v) { a->timeout_s = seconds("--timeout", v); });
   line->add_value("--retries", "N", "run a failed job up to N more times",
-                  [a](const std::string& v) { a->retries = positive_int("--retries", v, 0); });
-  line->add_value(
-      "--max-failures", "N", "start no job after N failures",
-      [a](const std::string& v) { a->max_failures = positive_int("--max-failures", v, 1); });
+                  [a](const std::string& v) { a->retries = count("--retries", v, 0); });
+  line->add_value("--max-failures", "N", "start no job after N failures",
+                  [a](const std::string& v) { a->max_failures = count("--max-failures", v, 1); });
   line->add_flag("--retry-failed", "on resume, run FAILED jobs again", &a->retry_failed);
   line->add_flag("--dry-run", "print the expanded plan and exit", &a->dry_run);
   line->add_flag("--no-sample", "do not sample the hardware of the jobs", &a->no_sample);
   line->group("Slurm");
   line->add_flag("--slurm", "submit the plan as one Slurm job array and follow it", &a->slurm);
   line->add_value("--partition", "P", "the partition of the array", &a->slurm_options.partition);
-  line->add_value("--gpus-per-job", "N", "GPUs of each task (--gres=gpu:N)",
-                  [a](const std::string& v) {
-                    a->slurm_options.gpus_per_job = positive_int("--gpus-per-job", v, 0);
-                  });
-  line->add_value("--cpus-per-job", "N", "CPUs of each task (default 1)",
-                  [a](const std::string& v) {
-                    a->slurm_options.cpus_per_job = positive_int("--cpus-per-job", v, 1);
-                  });
+  line->add_value(
+      "--gpus-per-job", "N", "GPUs of each task (--gres=gpu:N)",
+      [a](const std::string& v) { a->slurm_options.gpus_per_job = count("--gpus-per-job", v, 0); });
+  line->add_value(
+      "--cpus-per-job", "N", "CPUs of each task (default 1)",
+      [a](const std::string& v) { a->slurm_options.cpus_per_job = count("--cpus-per-job", v, 1); });
   line->add_value("--time", "T", "time limit of each task (Slurm's format, e.g. 2:00:00)",
                   &a->slurm_options.time);
   line->add_value("--array-parallel", "K", "at most K tasks at once (--array=...%K)",
                   [a](const std::string& v) {
-                    a->slurm_options.array_parallel = positive_int("--array-parallel", v, 1);
+                    a->slurm_options.array_parallel = count("--array-parallel", v, 1);
                   });
   line->add_value("--sbatch", "ARG", "one more sbatch argument (repeatable)",
                   [a](const std::string& v) { a->slurm_options.extra_args.push_back(v); });

@@ -25,6 +25,13 @@ CASES = [
     (["report", "-o", "page.html"], "--max-points", "8", "a whole number >= 16"),
     (["report", "-o", "page.html"], "--max-points", "1e3", "a whole number >= 16"),
     (["report", "-o", "page.html"], "--max-points", "99999999999999999999", "a whole number >= 16"),
+    (["sweep", "--grid", "lr=1"], "--repeat", "0", "a whole number >= 1"),
+    (["sweep", "--grid", "lr=1"], "--repeat", "2x", "a whole number >= 1"),
+    (["sweep", "--grid", "lr=1"], "--slots", "-3", "a whole number >= 1"),
+    (["sweep", "--grid", "lr=1"], "--retries", "-1", "a whole number >= 0"),
+    (["sweep", "--grid", "lr=1"], "--devices", "0,a", "indices >= 0 like 0,1"),
+    (["sweep", "--grid", "lr=1"], "--timeout", "-5", "a positive number of seconds"),
+    (["sweep", "--grid", "lr=1"], "--timeout", "nan", "a positive number of seconds"),
 ]
 
 
