@@ -35,6 +35,16 @@
 
 namespace trainscope {
 namespace {
+// The launch room's process helpers (src/launch/process.hpp).
+using launcher::detail::close_fd;
+using launcher::detail::environment_copy;
+using launcher::detail::environment_mutex;
+using launcher::detail::make_pipe;
+using launcher::detail::Pipe;
+using launcher::detail::spawn;
+using launcher::detail::spawn_dying_with_parent;
+}  // namespace
+namespace {
 
 constexpr char kStdoutLog[] = "stdout.log";
 constexpr char kStderrLog[] = "stderr.log";
@@ -46,13 +56,13 @@ constexpr int kExitNotFound = 127;
 constexpr int kExitNotExecutable = 126;
 constexpr std::size_t kMaxTagValue = 8000;
 
-using detail::close_fd;
-using detail::environment_copy;
-using detail::environment_mutex;
-using detail::make_pipe;
-using detail::Pipe;
-using detail::spawn;
-using detail::spawn_dying_with_parent;
+using launcher::detail::close_fd;
+using launcher::detail::environment_copy;
+using launcher::detail::environment_mutex;
+using launcher::detail::make_pipe;
+using launcher::detail::Pipe;
+using launcher::detail::spawn;
+using launcher::detail::spawn_dying_with_parent;
 
 void set_variable(std::vector<std::string>* env, const std::string& name,
                   const std::string& value) {
@@ -159,8 +169,7 @@ class SignalForwarding {
 // The stdout of a helper tool (git, pip, nvidia-smi), or nothing when it is
 // missing, fails or runs past `timeout` (then it is killed).
 std::optional<std::string> capture(std::vector<std::string> argv, std::chrono::seconds timeout) {
-  absl::StatusOr<detail::ToolOutput> done =
-      detail::run_tool(std::move(argv), absl::FromChrono(timeout));
+  absl::StatusOr<ToolOutput> done = run_tool(std::move(argv), absl::FromChrono(timeout));
   if (!done.ok() || done->exit_code != 0) return std::nullopt;
   return std::move(done->out);
 }

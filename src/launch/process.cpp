@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace trainscope::detail {
+namespace trainscope::launcher::detail {
 namespace {
 
 constexpr auto kWaitPoll = std::chrono::milliseconds(20);
@@ -139,4 +139,4 @@ bool wait_exited(pid_t pid, int* wait_status, std::chrono::steady_clock::time_po
   return false;
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::launcher::detail

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace trainscope::detail {
+namespace trainscope::launcher::detail {
 
 // Run::Start/end setenv/unsetenv TRAINSCOPE_RUN_DIR, which races with
 // another launch thread copying the environment: both happen under this lock.
@@ -47,6 +47,6 @@ int spawn_dying_with_parent(std::vector<std::string> argv, std::vector<std::stri
 // `deadline` passed first (it is left running).
 bool wait_exited(pid_t pid, int* wait_status, std::chrono::steady_clock::time_point deadline);
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::launcher::detail
 
 #endif  // TRAINSCOPE_SRC_LAUNCH_PROCESS_HPP_

@@ -14,7 +14,16 @@
 #include "fmt/format.h"
 #include "launch/process.hpp"
 
-namespace trainscope::detail {
+namespace trainscope {
+namespace {
+// The launch room's process helpers (src/launch/process.hpp).
+using launcher::detail::close_fd;
+using launcher::detail::environment_copy;
+using launcher::detail::make_pipe;
+using launcher::detail::Pipe;
+using launcher::detail::spawn;
+using launcher::detail::wait_exited;
+}  // namespace
 
 absl::StatusOr<ToolOutput> run_tool(std::vector<std::string> argv, absl::Duration timeout,
                                     bool own_group) {
@@ -80,4 +89,4 @@ absl::StatusOr<ToolOutput> run_tool(std::vector<std::string> argv, absl::Duratio
   return result;
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope

@@ -33,8 +33,7 @@ std::string trimmed(const std::string& text) {
 class SystemGpuTools : public GpuTools {
  public:
   absl::StatusOr<ToolResult> run(const std::vector<std::string>& argv) override {
-    absl::StatusOr<trainscope::detail::ToolOutput> done =
-        trainscope::detail::run_tool(argv, kToolTimeout);
+    absl::StatusOr<trainscope::ToolOutput> done = trainscope::run_tool(argv, kToolTimeout);
     if (!done.ok()) return done.status();
     return ToolResult{done->exit_code, std::move(done->out), std::move(done->err)};
   }

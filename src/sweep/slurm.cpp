@@ -109,7 +109,7 @@ class SlurmCommands : public SlurmApi {
   absl::StatusOr<std::string> submit(const std::vector<std::string>& args) override {
     std::vector<std::string> argv = {"sbatch", "--parsable"};
     argv.insert(argv.end(), args.begin(), args.end());
-    absl::StatusOr<trainscope::detail::ToolOutput> done = run(std::move(argv));
+    absl::StatusOr<trainscope::ToolOutput> done = run(std::move(argv));
     if (!done.ok()) return done.status();
     // --parsable: "<id>" or "<id>;<cluster>".
     std::string id(absl::StripAsciiWhitespace(done->out));
@@ -121,7 +121,7 @@ class SlurmCommands : public SlurmApi {
   }
 
   absl::StatusOr<std::map<int, std::string>> queue(const std::string& job_id) override {
-    absl::StatusOr<trainscope::detail::ToolOutput> done =
+    absl::StatusOr<trainscope::ToolOutput> done =
         run({"squeue", "--noheader", "--array", "--states=all", "--jobs=" + job_id,
              "--format=%F|%K|%T"},
             /*allow_invalid_job=*/true);
@@ -131,7 +131,7 @@ class SlurmCommands : public SlurmApi {
 
   absl::StatusOr<std::optional<SlurmTaskEnd>> task_end(const std::string& job_id,
                                                        int index) override {
-    absl::StatusOr<trainscope::detail::ToolOutput> done =
+    absl::StatusOr<trainscope::ToolOutput> done =
         run({"scontrol", "show", "job", fmt::format("{}_{}", job_id, index)},
             /*allow_invalid_job=*/true);
     if (!done.ok()) return done.status();
@@ -145,13 +145,13 @@ class SlurmCommands : public SlurmApi {
  private:
   // A failing command is an error naming it and what it printed; "Invalid
   // job id" (a job Slurm forgot) is an empty answer when allowed.
-  static absl::StatusOr<trainscope::detail::ToolOutput> run(std::vector<std::string> argv,
-                                                            bool allow_invalid_job = false) {
+  static absl::StatusOr<trainscope::ToolOutput> run(std::vector<std::string> argv,
+                                                    bool allow_invalid_job = false) {
     const std::string name = argv[0];
     std::string line;
     for (const std::string& word : argv) line += (line.empty() ? "" : " ") + word;
-    absl::StatusOr<trainscope::detail::ToolOutput> done =
-        trainscope::detail::run_tool(std::move(argv), kToolTimeout, /*own_group=*/true);
+    absl::StatusOr<trainscope::ToolOutput> done =
+        trainscope::run_tool(std::move(argv), kToolTimeout, /*own_group=*/true);
     if (!done.ok()) {
       return absl::Status(done.status().code(),
                           fmt::format("{} (is Slurm's client installed and SLURM_CONF set?)",

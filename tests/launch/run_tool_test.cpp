@@ -1,4 +1,4 @@
-// trainscope::detail::run_tool (trainscope/launch/run_tool.hpp), the one way
+// trainscope::run_tool (trainscope/launch/run_tool.hpp), the one way
 // trainscope runs a short-lived helper tool: what it printed, how it exited,
 // a tool that is missing or does not end.
 #include "trainscope/launch/run_tool.hpp"

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace trainscope::detail {
+namespace trainscope {
 
 struct ToolOutput {
   int exit_code = 0;  // 128 + N when it died of signal N
@@ -29,6 +29,6 @@ struct ToolOutput {
 absl::StatusOr<ToolOutput> run_tool(std::vector<std::string> argv, absl::Duration timeout,
                                     bool own_group = false);
 
-}  // namespace trainscope::detail
+}  // namespace trainscope
 
 #endif  // TRAINSCOPE_LAUNCH_RUN_TOOL_HPP_
