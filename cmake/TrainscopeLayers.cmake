@@ -1,12 +1,20 @@
 # The library is built room by room, lowest layer first. Each room (a folder
 # with the same name under include/trainscope/, src/ and tests/) is an object
-# library that is compiled against a private include tree holding only its
-# own room and the rooms below it, so an upward #include is a compile error:
+# library that is compiled against a private include tree holding
+#
+#   include/trainscope/<room>  the public headers of its own room and of the
+#                              rooms below it (never above), and
+#   src/<room>, src/common     its own internal headers and the shared
+#                              infrastructure (files, CSV, markup, progress line),
+#
+# so an upward #include, or an #include of another room's internal header, is
+# a compile error:
 #
 #   fatal error: trainscope/export/exporter.hpp: No such file or directory
 #
 # from a timing file (docs/architecture.md draws the layers). A room nested in
 # another (export/mlflow) is a layer of its own: its parent's tree leaves it out.
+# tests/layers/ checks these promises with try_compile (ctest layers_check).
 set(TRAINSCOPE_LAYERS
   common          # errors, clocks, file I/O, CSV: no trainscope dependency
   stats           # TimeStats, moments, quantile sketch, sample series, summaries and their formats
@@ -24,7 +32,23 @@ set(TRAINSCOPE_LAYERS
   report          # trainscope report: one self-contained HTML page for runs, sweeps, scaling
 )
 
-set(_ts_layer_root "${CMAKE_CURRENT_BINARY_DIR}/trainscope-layers")
+# Internal headers (paths under src/) that rooms above their own may still
+# include: each one is a room's private API used by another room, to be moved
+# behind a public header or into src/common. Keep this list short and say who
+# uses each entry; a header here is seen by every room above its own (never below).
+set(TRAINSCOPE_SHARED_INTERNAL_HEADERS
+  export/mlflow/mlflow_keys.hpp   # run (run.cpp): MLflow's key rules for Run's params and metrics
+  hardware/host/process_tree.hpp  # hardware/gpu (nvml_source.hpp): the training's process tree
+  hardware/host/host_parsers.hpp  # stalls (page_cache.cpp): /proc/meminfo parsing
+  hardware/gpu/nvml_api.hpp       # sweep (slots.hpp): NVML types for GPU slots
+  hardware/gpu/nvml_library.hpp   # sweep (slots.cpp, collocation.cpp): loading NVML
+  run/run_format.hpp              # launch (launch.cpp), report (run_data.cpp): run store file formats
+  launch/run_tool.hpp             # sweep (slurm.cpp, collocation.cpp): the trainscope run command line
+  sweep/state_file.hpp            # report (study.cpp): reading a sweep's state file
+)
+
+set(TRAINSCOPE_LAYER_ROOT "${CMAKE_CURRENT_BINARY_DIR}/trainscope-layers")
+set(_ts_layer_root "${TRAINSCOPE_LAYER_ROOT}")
 file(REMOVE_RECURSE "${_ts_layer_root}")
 
 # Links into `dst` every entry of `src` except subfolders that are rooms themselves.
@@ -41,6 +65,28 @@ function(_ts_link_room src dst)
   endforeach()
 endfunction()
 
+# The room (an entry of TRAINSCOPE_LAYERS) that owns the path `rel` under src/:
+# the longest room that is a prefix of its folder.
+function(_ts_owner_room rel out)
+  get_filename_component(dir "${rel}" DIRECTORY)
+  set(owner "")
+  while(NOT dir STREQUAL "")
+    if(dir IN_LIST TRAINSCOPE_LAYERS)
+      set(owner "${dir}")
+      break()
+    endif()
+    get_filename_component(dir "${dir}" DIRECTORY)
+  endwhile()
+  set(${out} "${owner}" PARENT_SCOPE)
+endfunction()
+
+foreach(header IN LISTS TRAINSCOPE_SHARED_INTERNAL_HEADERS)
+  _ts_owner_room("${header}" owner)
+  if(owner STREQUAL "" OR NOT EXISTS "${PROJECT_SOURCE_DIR}/src/${header}")
+    message(FATAL_ERROR "TRAINSCOPE_SHARED_INTERNAL_HEADERS: src/${header} is no header of a room")
+  endif()
+endforeach()
+
 set(TRAINSCOPE_LAYER_TARGETS "")
 set(_ts_allowed "")
 foreach(layer IN LISTS TRAINSCOPE_LAYERS)
@@ -50,13 +96,28 @@ foreach(layer IN LISTS TRAINSCOPE_LAYERS)
   file(MAKE_DIRECTORY "${tree}/include/trainscope" "${tree}/src")
   file(CREATE_LINK "${PROJECT_SOURCE_DIR}/include/trainscope/version.hpp"
        "${tree}/include/trainscope/version.hpp" SYMBOLIC)
+  # Public headers: this room's and those of every room below it.
   foreach(room IN LISTS _ts_allowed)
-    foreach(kind include/trainscope src)
-      if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/${kind}/${room}")
-        _ts_link_room("${PROJECT_SOURCE_DIR}/${kind}/${room}" "${tree}/${kind}/${room}"
-                      "${PROJECT_SOURCE_DIR}/${kind}")
-      endif()
-    endforeach()
+    if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/include/trainscope/${room}")
+      _ts_link_room("${PROJECT_SOURCE_DIR}/include/trainscope/${room}"
+                    "${tree}/include/trainscope/${room}" "${PROJECT_SOURCE_DIR}/include/trainscope")
+    endif()
+  endforeach()
+  # Internal headers: this room's own, the shared infrastructure of src/common,
+  # and the allowlisted headers of rooms below it.
+  foreach(room IN ITEMS ${layer} common)
+    if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/src/${room}" AND NOT IS_DIRECTORY "${tree}/src/${room}")
+      _ts_link_room("${PROJECT_SOURCE_DIR}/src/${room}" "${tree}/src/${room}"
+                    "${PROJECT_SOURCE_DIR}/src")
+    endif()
+  endforeach()
+  foreach(header IN LISTS TRAINSCOPE_SHARED_INTERNAL_HEADERS)
+    _ts_owner_room("${header}" owner)
+    if(NOT owner STREQUAL layer AND owner IN_LIST _ts_allowed)
+      get_filename_component(dir "${tree}/src/${header}" DIRECTORY)
+      file(MAKE_DIRECTORY "${dir}")
+      file(CREATE_LINK "${PROJECT_SOURCE_DIR}/src/${header}" "${tree}/src/${header}" SYMBOLIC)
+    endif()
   endforeach()
 
   file(GLOB sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/${layer}/*.cpp")

@@ -58,6 +58,16 @@ void python_warning_handler(const std::string& message) {
 
 }  // namespace
 
+std::string ToPath(py::handle path, const char* what) {
+  py::object fspath = py::reinterpret_steal<py::object>(PyOS_FSPath(path.ptr()));
+  if (!fspath) throw py::error_already_set();
+  if (!py::isinstance<py::str>(fspath)) {
+    throw py::type_error(std::string(what) + " must be a str or os.PathLike[str], not " +
+                         Py_TYPE(fspath.ptr())->tp_name);
+  }
+  return fspath.cast<std::string>();
+}
+
 void RegisterTimeType(py::handle time_type) {
   auto& members = time_type_members();
   for (PyObject* member : members) Py_DECREF(member);

@@ -44,15 +44,6 @@ StatsFormat ToFormat(const std::string& name) {
   return *format;
 }
 
-std::string ToPath(py::handle filename) {
-  py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(filename.ptr()));
-  if (!path) throw py::error_already_set();
-  if (!py::isinstance<py::str>(path)) {
-    throw py::type_error("filename must be a str or os.PathLike[str]");
-  }
-  return path.cast<std::string>();
-}
-
 // print(..., file=file) in Deep500: the text goes to file.write, sys.stdout by
 // default (looked up at call time so redirect_stdout and capsys see it).
 void WriteText(const std::string& text, py::object file) {
@@ -125,47 +116,39 @@ stdev): iterable, indexable, len() == 5, str() is Deep500's text. The other
 fields are attributes; _asdict() returns all of them. Fields are NaN when
 count is 0. approximate is True once the key passed exact_sample_cap (the
 quantiles then come from a sketch).)doc");
-  stats.def_readonly("count", &TimeStats::count)
-      .def_readonly("total", &TimeStats::total)
-      .def_readonly("min", &TimeStats::min)
-      .def_readonly("mean", &TimeStats::mean)
-      .def_readonly("median", &TimeStats::median)
-      .def_readonly("max", &TimeStats::max)
-      .def_readonly("stdev", &TimeStats::stdev)
-      .def_readonly("p5", &TimeStats::p5)
-      .def_readonly("p25", &TimeStats::p25)
-      .def_readonly("p75", &TimeStats::p75)
-      .def_readonly("p95", &TimeStats::p95)
-      .def_readonly("p99", &TimeStats::p99)
-      .def_readonly("cv", &TimeStats::cv)
-      .def_readonly("median_ci_low", &TimeStats::median_ci_low)
-      .def_readonly("median_ci_high", &TimeStats::median_ci_high)
-      .def_readonly("warmup_excluded", &TimeStats::warmup_excluded)
-      .def_readonly("approximate", &TimeStats::approximate)
-      .def("__str__", &TimeStats::to_string)
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    switch (f.kind) {
+      case TimeStatsFieldKind::kInteger:
+        stats.def_readonly(f.name, f.integer);
+        break;
+      case TimeStatsFieldKind::kDouble:
+        stats.def_readonly(f.name, f.number);
+        break;
+      case TimeStatsFieldKind::kBoolean:
+        stats.def_readonly(f.name, f.boolean);
+        break;
+    }
+  }
+  stats.def("__str__", &TimeStats::to_string)
       .def("__len__", [](const TimeStats&) { return 5; })
       .def("__getitem__",
            [](const TimeStats& s, py::handle index) { return py::object(Deep500Fields(s)[index]); })
       .def("__iter__", [](const TimeStats& s) { return py::iter(Deep500Fields(s)); })
       .def("_asdict", [](const TimeStats& s) {
         py::dict d;
-        d["count"] = s.count;
-        d["total"] = s.total;
-        d["min"] = s.min;
-        d["mean"] = s.mean;
-        d["median"] = s.median;
-        d["max"] = s.max;
-        d["stdev"] = s.stdev;
-        d["p5"] = s.p5;
-        d["p25"] = s.p25;
-        d["p75"] = s.p75;
-        d["p95"] = s.p95;
-        d["p99"] = s.p99;
-        d["cv"] = s.cv;
-        d["median_ci_low"] = s.median_ci_low;
-        d["median_ci_high"] = s.median_ci_high;
-        d["warmup_excluded"] = s.warmup_excluded;
-        d["approximate"] = s.approximate;
+        for (const TimeStatsField& f : kTimeStatsFields) {
+          switch (f.kind) {
+            case TimeStatsFieldKind::kInteger:
+              d[f.name] = s.*f.integer;
+              break;
+            case TimeStatsFieldKind::kDouble:
+              d[f.name] = s.*f.number;
+              break;
+            case TimeStatsFieldKind::kBoolean:
+              d[f.name] = s.*f.boolean;
+              break;
+          }
+        }
         return d;
       });
   stats.def("__repr__", [](py::object self) {
@@ -179,6 +162,16 @@ quantiles then come from a sketch).)doc");
     return out + ")";
   });
   stats.attr("_fields") = py::make_tuple("min", "mean", "median", "max", "stdev");
+  // (name, kind, seconds) of every field in output order (kTimeStatsFields):
+  // kind "integer", "double" or "boolean"; seconds True for durations.
+  py::list fields;
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    const char* kind = f.kind == TimeStatsFieldKind::kInteger  ? "integer"
+                       : f.kind == TimeStatsFieldKind::kDouble ? "double"
+                                                               : "boolean";
+    fields.append(py::make_tuple(f.name, kind, f.seconds));
+  }
+  m.attr("_TIME_STATS_FIELDS") = py::tuple(fields);
 }
 
 // Testing only: CUDA-free GPU timing with a virtual clock, so that the GPU
@@ -262,7 +255,7 @@ time; combine per-thread timers with merge().)doc");
       .def(
           "save_all_time_stats",
           [](const PyTimer& t, py::handle filename) {
-            ThrowIfError(t.timer.try_save_all_time_stats(ToPath(filename)));
+            ThrowIfError(t.timer.try_save_all_time_stats(ToPath(filename, "filename")));
           },
           py::arg("filename"),
           "Writes the statistics to a new file, format by extension (.txt Deep500 text,\n"
@@ -384,7 +377,7 @@ the constructor raise RuntimeError.)doc");
       .def(
           "save_all_time_stats",
           [](PyCPUGPUTimer& t, py::handle filename) {
-            const std::string path = ToPath(filename);
+            const std::string path = ToPath(filename, "filename");
             ThrowIfError(MayWait({&t}, [&] { return t.timer.try_save_all_time_stats(path); }));
           },
           py::arg("filename"),

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -48,6 +49,10 @@ bool KeyFromPython(PyObject* object, Key* key);
 // cudaStream_t from an int, an object with a `cuda_stream` int (torch.cuda.Stream)
 // or None (returns false with *has_stream unset). False with an exception set on errors.
 bool StreamFromPython(PyObject* object, StreamHandle* stream, bool* has_stream);
+
+// os.fspath(path) as a str (a str or an os.PathLike[str]); TypeError naming
+// `what` (e.g. "filename") otherwise. Every path argument of _core goes through it.
+std::string ToPath(pybind11::handle path, const char* what = "path");
 
 // Raises the Python exception that corresponds to a failed Status:
 // kInvalidArgument -> ValueError, kAlreadyExists -> FileExistsError,

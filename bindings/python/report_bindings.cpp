@@ -1,5 +1,6 @@
 // trainscope._core._render_report: `trainscope report` for Python
-// (include/trainscope/report/report.hpp); trainscope/report.py wraps it.
+// and _write_report_page (include/trainscope/report/report.hpp); trainscope/_report.py
+// wraps them.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -35,6 +36,20 @@ void RegisterReport(py::module_& core) {
       py::arg("inputs"), py::arg("title") = "", py::arg("scaling") = "",
       py::arg("max_points") = report::ReportOptions{}.max_points, py::arg("progress") = false,
       "The report page's HTML (UTF-8 bytes); see trainscope.report().");
+  core.def(
+      "_write_report_page",
+      [](py::bytes html, py::handle path) {
+        const std::string target = ToPath(path, "output");
+        std::string text = html;
+        absl::Status status;
+        {
+          py::gil_scoped_release release;
+          status = report::write_report_page(text, target);
+        }
+        ThrowIfError(status);
+      },
+      py::arg("html"), py::arg("path"),
+      "Writes a rendered page (UTF-8 bytes) to `path`, replaced atomically and fsynced.");
   core.def("_chart_library", &report::chart_library);
 }
 

@@ -120,14 +120,6 @@ T FromKwargs(const char* type_name, const py::kwargs& kwargs) {
   return out;
 }
 
-std::string ToPath(py::handle path) {
-  py::object fspath = py::reinterpret_steal<py::object>(PyOS_FSPath(path.ptr()));
-  if (!fspath) throw py::error_already_set();
-  if (!py::isinstance<py::str>(fspath))
-    throw py::type_error("paths must be str or os.PathLike[str]");
-  return fspath.cast<std::string>();
-}
-
 // One path or an iterable of paths.
 std::vector<std::string> ToPaths(py::handle paths) {
   if (py::isinstance<py::str>(paths) || py::hasattr(paths, "__fspath__")) return {ToPath(paths)};

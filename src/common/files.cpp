@@ -43,6 +43,25 @@ absl::Status write_new_synced(const std::string& path, std::string_view contents
   return file_error(error, failed, path);
 }
 
+// fsyncs the directory that holds `path`, so that a rename() or link() into it
+// survives a power loss too. A directory that cannot be opened for reading (write
+// permission only) or a file system without directory fsync is not an error.
+absl::Status sync_directory_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? std::string(".")
+                          : slash == 0               ? std::string("/")
+                                                     : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::OkStatus();
+  int error = 0;
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF && errno != ENOTSUP) {
+    error = errno;
+  }
+  ::close(fd);
+  if (error == 0) return absl::OkStatus();
+  return file_error(error, "sync the directory of", path);
+}
+
 }  // namespace
 
 absl::Status file_error(int error, std::string_view action, std::string_view path) {
@@ -121,20 +140,28 @@ std::string temporary_path(const std::string& path, std::string_view prefix) {
 }
 
 absl::Status write_new_file(std::string_view path, std::string_view contents) {
-  return write_new_synced(std::string(path), contents, 0666);
+  const std::string target(path);
+  absl::Status status = write_new_synced(target, contents, 0666);
+  if (!status.ok()) return status;
+  return sync_directory_of(target);
 }
 
 absl::Status write_file_atomically(const std::string& path, std::string_view contents,
                                    std::string_view tmp_prefix) {
   const std::string tmp = temporary_path(path, tmp_prefix);
   absl::Status status = write_new_synced(tmp, contents, 0644);
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    // The caller knows the path it asked for, not the temporary name.
+    return absl::Status(status.code(),
+                        fmt::format("cannot replace \"{}\": {}", absl::Utf8SafeCHexEscape(path),
+                                    std::string(status.message())));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     ::unlink(tmp.c_str());
     return file_error(error, "replace", path);
   }
-  return absl::OkStatus();
+  return sync_directory_of(path);
 }
 
 absl::Status create_file_exclusively(const std::string& path, std::string_view contents,
@@ -146,7 +173,8 @@ absl::Status create_file_exclusively(const std::string& path, std::string_view c
   const int error = errno;
   ::unlink(tmp.c_str());
   *created = result == 0;
-  if (result == 0 || error == EEXIST) return absl::OkStatus();
+  if (result == 0) return sync_directory_of(path);
+  if (error == EEXIST) return absl::OkStatus();
   return file_error(error, "create", path);
 }
 
@@ -204,7 +232,7 @@ absl::Status copy_file_atomically(const std::string& source, const std::string& 
     error = errno;
     failed_path = target;
   }
-  if (failed == nullptr) return absl::OkStatus();
+  if (failed == nullptr) return sync_directory_of(target);
   ::unlink(tmp.c_str());
   return file_error(error, failed, failed_path);
 }

@@ -43,8 +43,10 @@ std::string temporary_path(const std::string& path, std::string_view prefix = {}
 // `contents`, fsyncs it, and removes it again if anything failed, so a
 // truncated file is never left behind.
 absl::Status write_new_file(std::string_view path, std::string_view contents);
-// Readers see the old or the new contents, never a mix, also after a power
-// loss: a temporary file in the same directory, fsync, then rename().
+// Readers see the old or the new contents, never a mix, also after a crash
+// or a power loss: a temporary file in the same directory, fsync, rename(),
+// then fsync of the directory. A crash before the rename leaves the old file
+// as it was (and the temporary file behind, which readers skip by its name).
 absl::Status write_file_atomically(const std::string& path, std::string_view contents,
                                    std::string_view tmp_prefix = {});
 // Creates `path` with its full contents, or leaves an existing file alone

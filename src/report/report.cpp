@@ -142,7 +142,11 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
 absl::Status write_report(const ReportOptions& options, const std::string& path) {
   absl::StatusOr<std::string> html = render_report(options);
   if (!html.ok()) return html.status();
-  return trainscope::detail::write_file_atomically(path, *html, ".report-");
+  return write_report_page(*html, path);
+}
+
+absl::Status write_report_page(const std::string& html, const std::string& path) {
+  return trainscope::detail::write_file_atomically(path, html, ".report-");
 }
 
 std::function<void(const std::string&, bool)> progress_printer(std::FILE* out, bool terminal) {

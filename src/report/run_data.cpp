@@ -439,21 +439,21 @@ double duration_s(const RunData& run) {
 }
 
 json stats_json(const TimeStats& s) {
-  return json{{"count", s.count},
-              {"total", s.total},
-              {"min", s.min},
-              {"mean", s.mean},
-              {"median", s.median},
-              {"max", s.max},
-              {"stdev", s.stdev},
-              {"p5", s.p5},
-              {"p25", s.p25},
-              {"p75", s.p75},
-              {"p95", s.p95},
-              {"p99", s.p99},
-              {"cv", s.cv},
-              {"median_ci_low", s.median_ci_low},
-              {"median_ci_high", s.median_ci_high}};
+  json out = json::object();
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    switch (f.kind) {
+      case TimeStatsFieldKind::kInteger:
+        out[f.name] = s.*f.integer;
+        break;
+      case TimeStatsFieldKind::kDouble:
+        out[f.name] = s.*f.number;  // NaN is written as null
+        break;
+      case TimeStatsFieldKind::kBoolean:
+        out[f.name] = s.*f.boolean;
+        break;
+    }
+  }
+  return out;
 }
 
 json run_meta_json(const RunData& run) {

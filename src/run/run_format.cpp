@@ -17,7 +17,7 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "stats/stats_fields.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::detail {
 namespace {
@@ -164,10 +164,19 @@ absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::st
   SummaryEntry entry;
   entry.key = fields.text("key");
   const std::string device = fields.text("device");
-  entry.stats.count = fields.unsigned_integer("count");
-  for (const auto& [name, member] : kStatsDoubleFields) entry.stats.*member = fields.number(name);
-  entry.stats.warmup_excluded = fields.unsigned_integer("warmup_excluded");
-  entry.stats.approximate = fields.boolean("approximate");
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    switch (f.kind) {
+      case TimeStatsFieldKind::kInteger:
+        entry.stats.*f.integer = fields.unsigned_integer(f.name);
+        break;
+      case TimeStatsFieldKind::kDouble:
+        entry.stats.*f.number = fields.number(f.name);
+        break;
+      case TimeStatsFieldKind::kBoolean:
+        entry.stats.*f.boolean = fields.boolean(f.name);
+        break;
+    }
+  }
   if (!fields.status().ok()) return fields.status();
   if (device != "CPU" && device != "GPU") {
     return absl::InvalidArgumentError(fmt::format(

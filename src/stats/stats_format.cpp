@@ -19,7 +19,6 @@
 #include "common/csv.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "stats/stats_fields.hpp"
 
 namespace trainscope {
 
@@ -250,7 +249,7 @@ std::string format_table(const Summary& summary) {
 }
 
 // ---------------------------------------------------------------------------
-// JSON and CSV share the field list and order.
+// JSON and CSV share the field list and order: kTimeStatsFields.
 
 nlohmann::ordered_json json_number(double v) {
   // JSON has no NaN or infinity.
@@ -263,11 +262,19 @@ std::string format_json(const Summary& summary) {
     nlohmann::ordered_json entry;
     entry["key"] = e.key;
     entry["device"] = std::string(device_name(e.device));
-    entry["count"] = e.stats.count;
-    for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields)
-      entry[f.name] = json_number(e.stats.*f.member);
-    entry["warmup_excluded"] = e.stats.warmup_excluded;
-    entry["approximate"] = e.stats.approximate;
+    for (const TimeStatsField& f : kTimeStatsFields) {
+      switch (f.kind) {
+        case TimeStatsFieldKind::kInteger:
+          entry[f.name] = e.stats.*f.integer;
+          break;
+        case TimeStatsFieldKind::kDouble:
+          entry[f.name] = json_number(e.stats.*f.number);
+          break;
+        case TimeStatsFieldKind::kBoolean:
+          entry[f.name] = e.stats.*f.boolean;
+          break;
+      }
+    }
     entries.push_back(std::move(entry));
   }
   nlohmann::ordered_json doc;
@@ -284,16 +291,27 @@ std::string format_json(const Summary& summary) {
 std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::format("{}", v); }
 
 std::string format_csv(const Summary& summary) {
-  std::string out = "key,device,count";
-  for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields)
+  std::string out = "key,device";
+  for (const TimeStatsField& f : kTimeStatsFields)
     fmt::format_to(std::back_inserter(out), ",{}", f.name);
-  out.append(",warmup_excluded,approximate\n");
+  out.push_back('\n');
   for (const SummaryEntry& e : summary.entries) {
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "{},{},{}", detail::csv_field(e.key), device_name(e.device), e.stats.count);
-    for (const detail::StatsDoubleField& f : detail::kStatsDoubleFields)
-      fmt::format_to(it, ",{}", csv_number(e.stats.*f.member));
-    fmt::format_to(it, ",{},{}\n", e.stats.warmup_excluded, e.stats.approximate);
+    fmt::format_to(it, "{},{}", detail::csv_field(e.key), device_name(e.device));
+    for (const TimeStatsField& f : kTimeStatsFields) {
+      switch (f.kind) {
+        case TimeStatsFieldKind::kInteger:
+          fmt::format_to(it, ",{}", e.stats.*f.integer);
+          break;
+        case TimeStatsFieldKind::kDouble:
+          fmt::format_to(it, ",{}", csv_number(e.stats.*f.number));
+          break;
+        case TimeStatsFieldKind::kBoolean:
+          fmt::format_to(it, ",{}", e.stats.*f.boolean);
+          break;
+      }
+    }
+    out.push_back('\n');
   }
   return out;
 }

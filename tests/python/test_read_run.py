@@ -158,6 +158,28 @@ def test_a_two_rank_run_reads_back_as_its_files_say(two_rank_run):
             assert row[stat] == entry[stat], stat
 
 
+def test_summaries_columns_follow_the_time_stats_fields(two_rank_run):
+    summaries = trainscope.read_run(two_rank_run).summaries
+    fields = trainscope._core._TIME_STATS_FIELDS
+    assert list(summaries.columns) == ["rank", "key", "device"] + [f[0] for f in fields]
+    dtypes = {"integer": "int64", "double": "float64", "boolean": "bool"}
+    for name, kind, _ in fields:
+        assert str(summaries[name].dtype) == dtypes[kind], name
+
+
+def test_search_runs_takes_any_numeric_time_stats_field(two_rank_run):
+    numeric = [name for name, kind, _ in trainscope._core._TIME_STATS_FIELDS
+               if kind != "boolean"]
+    assert "warmup_excluded" in numeric and "median_ci_high" in numeric
+    runs = trainscope.search_runs(two_rank_run, keys=["BATCH"], stat="warmup_excluded")
+    files = [_json(os.path.join(two_rank_run, f"summary-{rank}.json"))["entries"][0]
+             for rank in (0, 1)]
+    assert list(runs["metrics.BATCH.warmup_excluded"]) == [
+        sum(entry["warmup_excluded"] for entry in files) / 2]
+    with pytest.raises(ValueError, match="unknown statistic 'approximate'"):
+        trainscope.search_runs(two_rank_run, stat="approximate")
+
+
 def test_stragglers_name_the_slow_rank_at_every_step(two_rank_run):
     run = trainscope.read_run(two_rank_run)
     stragglers = run.stragglers()  # BATCH on the CPU

@@ -526,3 +526,24 @@ def test_python_report_writes_the_page_and_shows_inline(tmp_path):
     assert in_memory.path is None and "trainscope-data" in in_memory.html
     with pytest.raises(FileNotFoundError, match="no such file or directory"):
         trainscope.report(str(tmp_path / "missing"))
+
+
+def test_python_report_replaces_the_page_atomically_through_the_cpp_writer(tmp_path):
+    run_dir = write_run(str(tmp_path / "run"), name="py", rows_per_key=20)
+    out = tmp_path / "pages" / "run.html"
+    # A missing directory: the error names the output; nothing is created.
+    with pytest.raises(FileNotFoundError, match="pages/run.html"):
+        trainscope.report(run_dir, output=out)
+    assert not (tmp_path / "pages").exists()
+    out.parent.mkdir()
+    out.write_text("old page", encoding="utf-8")
+    first = trainscope.report(run_dir, output=out, title="first")
+    assert out.read_text(encoding="utf-8") == first.html and "<title>first</title>" in first.html
+    # A failed report leaves the page as it was; no temporary file is left behind.
+    with pytest.raises(FileNotFoundError):
+        trainscope.report(str(tmp_path / "missing"), output=out)
+    assert out.read_text(encoding="utf-8") == first.html
+    assert sorted(p.name for p in out.parent.iterdir()) == ["run.html"]
+    with pytest.raises(TypeError, match=r"output must be a str or os.PathLike\[str\], not bytes"):
+        trainscope._core._write_report_page(b"<html></html>", bytes(out))
+    assert out.read_text(encoding="utf-8") == first.html

@@ -223,6 +223,36 @@ def test_time_stats_behaves_like_deep500s_named_tuple():
         stats.mean = 1.0
 
 
+def test_time_stats_fields_are_the_one_cpp_field_list():
+    fields = trainscope._core._TIME_STATS_FIELDS
+    names = [name for name, _, _ in fields]
+    assert names[:2] == ["count", "total"] and names[-1] == "approximate"
+    assert len(set(names)) == len(names)
+    timer = trainscope.Timer(warmup=1)
+    timed(timer, TimeType.BATCH, 4, seconds=0.0005)
+    stats = timer.get_time_stats(TimeType.BATCH)
+    assert list(stats._asdict()) == names
+    kinds = {"integer": int, "double": float, "boolean": bool}
+    for name, kind, seconds in fields:
+        value = getattr(stats, name)
+        assert type(value) is kinds[kind], name  # pylint: disable=unidiomatic-typecheck
+        assert stats._asdict()[name] == value or (value != value and kind == "double"), name
+        assert seconds == (kind == "double" and name != "cv"), name
+    # The JSON and CSV writers use the same list, in the same order.
+    [entry] = json.loads(timer.format_all_time_stats("json"))["entries"]
+    assert list(entry) == ["key", "device"] + names
+    header = timer.format_all_time_stats("csv").splitlines()[0]
+    assert header.split(",") == ["key", "device"] + names
+
+
+def test_save_all_time_stats_names_the_wrong_path_type():
+    timer = trainscope.Timer()
+    with pytest.raises(TypeError, match="filename must be a str or os.PathLike.str., not bytes"):
+        timer.save_all_time_stats(b"stats.txt")
+    with pytest.raises(TypeError, match="os.PathLike object, not int"):  # os.fspath's own
+        timer.save_all_time_stats(3)
+
+
 def test_print_all_time_stats_writes_deep500s_layout():
     timer = trainscope.Timer()
     timed(timer, TimeType.EPOCH, 2)

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -19,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "support/temp_dir.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope {
 namespace {
@@ -235,6 +237,84 @@ TEST(JsonFormatTest, InvalidUtf8KeyStillGivesValidJson) {
   summary.entries = {{std::string("bad\xff\xfe"), Device::kCPU, batch_stats()}};
   const std::string json = format_summary(summary, StatsFormat::kJson);
   EXPECT_TRUE(nlohmann::json::accept(json)) << json;
+}
+
+// --- The field list ----------------------------------------------------------
+
+TEST(TimeStatsFieldsTest, EachNameReadsItsOwnMemberWithItsKindAndUnit) {
+  TimeStats s;
+  const struct {
+    const char* name;
+    const void* member;
+    TimeStatsFieldKind kind;
+    bool seconds;
+  } expected[] = {
+      {"count", &s.count, TimeStatsFieldKind::kInteger, false},
+      {"total", &s.total, TimeStatsFieldKind::kDouble, true},
+      {"min", &s.min, TimeStatsFieldKind::kDouble, true},
+      {"mean", &s.mean, TimeStatsFieldKind::kDouble, true},
+      {"median", &s.median, TimeStatsFieldKind::kDouble, true},
+      {"max", &s.max, TimeStatsFieldKind::kDouble, true},
+      {"stdev", &s.stdev, TimeStatsFieldKind::kDouble, true},
+      {"p5", &s.p5, TimeStatsFieldKind::kDouble, true},
+      {"p25", &s.p25, TimeStatsFieldKind::kDouble, true},
+      {"p75", &s.p75, TimeStatsFieldKind::kDouble, true},
+      {"p95", &s.p95, TimeStatsFieldKind::kDouble, true},
+      {"p99", &s.p99, TimeStatsFieldKind::kDouble, true},
+      {"cv", &s.cv, TimeStatsFieldKind::kDouble, false},
+      {"median_ci_low", &s.median_ci_low, TimeStatsFieldKind::kDouble, true},
+      {"median_ci_high", &s.median_ci_high, TimeStatsFieldKind::kDouble, true},
+      {"warmup_excluded", &s.warmup_excluded, TimeStatsFieldKind::kInteger, false},
+      {"approximate", &s.approximate, TimeStatsFieldKind::kBoolean, false},
+  };
+  ASSERT_EQ(std::size(kTimeStatsFields), std::size(expected));
+  for (std::size_t i = 0; i < std::size(expected); ++i) {
+    const TimeStatsField& f = kTimeStatsFields[i];
+    SCOPED_TRACE(expected[i].name);
+    EXPECT_STREQ(f.name, expected[i].name);
+    EXPECT_EQ(f.kind, expected[i].kind);
+    EXPECT_EQ(f.seconds, expected[i].seconds);
+    const void* member = f.kind == TimeStatsFieldKind::kInteger ? &(s.*f.integer)
+                         : f.kind == TimeStatsFieldKind::kDouble
+                             ? static_cast<const void*>(&(s.*f.number))
+                             : &(s.*f.boolean);
+    EXPECT_EQ(member, expected[i].member);
+  }
+}
+
+TEST(TimeStatsFieldsTest, ValueReadsEveryKindAsADouble) {
+  TimeStats s = batch_stats();
+  s.warmup_excluded = 4;
+  s.approximate = true;
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    SCOPED_TRACE(f.name);
+    if (f.kind == TimeStatsFieldKind::kDouble && std::isnan(s.*f.number)) {
+      EXPECT_TRUE(std::isnan(f.value(s)));
+    } else if (f.kind == TimeStatsFieldKind::kDouble) {
+      EXPECT_EQ(f.value(s), s.*f.number);
+    }
+  }
+  EXPECT_EQ(kTimeStatsFields[0].value(s), 10.0);
+  EXPECT_EQ(kTimeStatsFields[std::size(kTimeStatsFields) - 2].value(s), 4.0);
+  EXPECT_EQ(kTimeStatsFields[std::size(kTimeStatsFields) - 1].value(s), 1.0);
+}
+
+TEST(TimeStatsFieldsTest, JsonEntriesAndCsvColumnsAreTheFieldListInOrder) {
+  Summary summary;
+  summary.entries = {{"BATCH", Device::kCPU, batch_stats()}};
+  const nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(format_summary(summary, StatsFormat::kJson));
+  std::vector<std::string> keys;
+  for (const auto& item : doc["entries"][0].items()) keys.push_back(item.key());
+  std::vector<std::string> expected = {"key", "device"};
+  for (const TimeStatsField& f : kTimeStatsFields) expected.push_back(f.name);
+  EXPECT_EQ(keys, expected);
+
+  const std::vector<std::string> lines = lines_of(format_summary(summary, StatsFormat::kCsv));
+  ASSERT_EQ(lines.size(), 2u);
+  std::string header;
+  for (const std::string& name : expected) header += (header.empty() ? "" : ",") + name;
+  EXPECT_EQ(lines[0], header);
 }
 
 // --- CSV ---------------------------------------------------------------------

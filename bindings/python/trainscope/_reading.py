@@ -20,6 +20,8 @@ import socket
 import time
 import warnings
 
+from trainscope import _core
+
 __all__ = ["Run", "read_run", "search_runs"]
 
 _RUN_FORMAT = "trainscope.run"
@@ -51,8 +53,12 @@ _HEARTBEAT_INTERVALS = 3
 _MIN_HEARTBEAT_SILENCE_MS = 10_000
 _INT64_MAX = 2**63 - 1
 
-_STATISTICS = ("count", "total", "min", "mean", "median", "max", "stdev", "p5", "p25", "p75",
-               "p95", "p99", "cv", "median_ci_low", "median_ci_high")
+# The fields of a summary entry, in file order, from the C++ TimeStats field list
+# (trainscope/stats/time_stats.hpp kTimeStatsFields): (name, kind, seconds).
+_TIME_STATS_FIELDS = _core._TIME_STATS_FIELDS
+_STATISTICS = tuple(name for name, kind, _ in _TIME_STATS_FIELDS if kind != "boolean")
+_STATISTIC_DTYPES = {name: {"integer": "int64", "double": "float64", "boolean": "bool"}[kind]
+                     for name, kind, _ in _TIME_STATS_FIELDS}
 
 
 def _pandas():
@@ -513,8 +519,9 @@ class Run:
     @property
     def summaries(self):
         """Every rank's summary-<r>.json: one row per rank, key and device with every
-        statistic of the file (count, total, min, mean, median, max, stdev, p5 ... p99, cv,
-        median_ci_low, median_ci_high in seconds; NaN for null), warmup_excluded, approximate."""
+        field of the file (trainscope.TimeStats's: count, total, min, mean, median, max, stdev,
+        p5 ... p99 in seconds, cv, median_ci_low, median_ci_high in seconds; NaN for null,
+        warmup_excluded, approximate)."""
         return self._cached("summaries", self._read_summaries)
 
     def _read_summaries(self):
@@ -541,9 +548,10 @@ class Run:
                 rows.append(dict(entry, rank=rank))
         frame = pd.DataFrame(rows, columns=columns)
         for name in columns[3:]:
-            if name == "approximate":
+            dtype = _STATISTIC_DTYPES.get(name, "float64")
+            if dtype == "bool":
                 frame[name] = frame[name].astype(bool)
-            elif name in ("count", "warmup_excluded"):
+            elif dtype == "int64":
                 frame[name] = pd.to_numeric(frame[name]).astype("int64")
             else:
                 frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
@@ -646,9 +654,10 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
 
     run_id, name, experiment, status, start_time, end_time (UTC Timestamps), duration_s,
     world_size, dir, then params.<k> and tags.<k> (str; NaN where a run has none), then
-    metrics.<KEY>.<stat> for each of `keys`: the summaries' `stat` (count, total, min,
-    mean, median, max, stdev, p5, p25, p75, p95, p99, cv) of region KEY on `device`,
-    in seconds, the mean over ranks (NaN where no rank has it).
+    metrics.<KEY>.<stat> for each of `keys`: the summaries' `stat` (a numeric field of
+    trainscope.TimeStats: count, total, min, mean, median, max, stdev, p5, p25, p75, p95,
+    p99, cv, median_ci_low, median_ci_high, warmup_excluded) of region KEY on `device`,
+    durations in seconds, the mean over ranks (NaN where no rank has it).
 
     filter: None, a callable taking a row (dict of the columns above; params and tags
     the run does not have are absent) and returning whether to keep it, or a string of

@@ -18,7 +18,6 @@ path, ValueError for one that is no run, RuntimeError otherwise.
 
 import html as _html
 import os as _os
-import tempfile as _tempfile
 
 from trainscope import _core
 
@@ -82,19 +81,13 @@ def report(inputs, output=None, *, title=None, scaling=None, max_points=2000, pr
     if isinstance(inputs, (str, bytes, _os.PathLike)) or hasattr(inputs, "dir"):
         inputs = [inputs]
     paths = [_input_path(item) for item in inputs]
-    page = _core._render_report(paths, title or "", scaling or "", int(max_points),
-                                bool(progress)).decode("utf-8")
+    html = _core._render_report(paths, title or "", scaling or "", int(max_points),
+                                bool(progress))
     path = None
     if output is not None:
         path = _os.fspath(output)
-        directory = _os.path.dirname(_os.path.abspath(path))
-        fd, tmp = _tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=directory)
-        try:
-            with _os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(page)
-            _os.replace(tmp, path)
-        except BaseException:
-            if _os.path.exists(tmp):
-                _os.unlink(tmp)
-            raise
+        # The C++ writer (as `trainscope report`): a temporary file, fsync, rename, fsync of
+        # the directory; an error names the path and leaves an existing page as it was.
+        _core._write_report_page(html, path)
+    page = html.decode("utf-8")
     return Report(page, path, height)

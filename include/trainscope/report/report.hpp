@@ -60,6 +60,11 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options);
 // render_report() written to `path`, replaced atomically.
 absl::Status write_report(const ReportOptions& options, const std::string& path);
 
+// A rendered page written to `path`: a temporary file next to it (".report-*"),
+// fsynced, renamed over `path` and the directory fsynced, so readers (and the
+// disk after a power loss) see the old page or the new one, never a part.
+absl::Status write_report_page(const std::string& html, const std::string& path);
+
 // A ReportOptions::progress that prints to `out`: one line rewritten in
 // place when `terminal`, else plain lines ("report: ...") for kept lines only.
 std::function<void(const std::string& text, bool transient)> progress_printer(std::FILE* out,
