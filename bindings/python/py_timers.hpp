@@ -75,7 +75,8 @@ void RegisterRun(pybind11::module_& module);
 void RegisterScaling(pybind11::module_& core);
 // trainscope._core._render_report (report_bindings.cpp).
 void RegisterReport(pybind11::module_& core);
-// trainscope._core._pass_stalls (stalls_bindings.cpp).
+// trainscope._core._pass_metrics, _stalls_loop_control, _run_differential and the
+// stalls names (stalls_bindings.cpp).
 void RegisterStalls(pybind11::module_& core);
 
 // Replaces pybind11's start/end of the two classes with METH_FASTCALL

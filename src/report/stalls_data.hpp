@@ -12,13 +12,14 @@
 
 #include "nlohmann/json.hpp"
 #include "report/run_data.hpp"
+#include "trainscope/stalls/differential.hpp"
 
 namespace trainscope::report::detail {
 
-inline constexpr char kStallsFileName[] = "stalls.json";
-// The tags `trainscope stalls --dataset` gives each run of an analysis.
-inline constexpr char kStallsAnalysisTag[] = "trainscope.stalls.analysis";
-inline constexpr char kStallsLegTag[] = "trainscope.stalls.leg";
+// The stalls room's document and the tags it gives each run of an analysis.
+inline constexpr const char* kStallsFileName = stalls::kAnalysisFileName;
+inline constexpr const char* kStallsAnalysisTag = stalls::kAnalysisTag;
+inline constexpr const char* kStallsLegTag = stalls::kLegTag;
 
 // The run page's live data stalls: null when the run has no IO rows (no
 // section); {"error": ...} when analyze_run fails otherwise; else the run's
@@ -31,8 +32,9 @@ nlohmann::json run_stalls_json(const RunData& run, std::size_t max_points);
 bool has_stalls_analysis(const std::string& dir);
 
 // A differential analysis for the page: {"dir", "file", "analysis": the
-// parsed stalls.json}, or {"dir", "file", "error"} naming the file and what is
-// wrong with it (missing, not JSON, a field missing or of the wrong type).
+// stalls.json that stalls::read_differential read, as its writer writes it},
+// or {"dir", "file", "error"} naming the file and what is wrong with it
+// (missing, not JSON, a field missing or of the wrong type).
 nlohmann::json stalls_analysis_json(const std::string& dir);
 // The same from the file's text: {"analysis": ...} or {"error": ...} naming `file`.
 nlohmann::json parse_stalls_analysis(std::string_view text, const std::string& file);

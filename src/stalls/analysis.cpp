@@ -8,28 +8,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
-#include "common/files.hpp"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "nlohmann/json.hpp"
+#include "stalls/stalls_json.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::stalls {
 namespace {
-
-nlohmann::json pass_json(const PassStalls& p) {
-  return {{"pass", p.index},
-          {"wall_s", p.wall_s},
-          {"wait_s", p.wait_s},
-          {"data_wait_share", p.share},
-          {"input_bound", input_bound_class(p.share)},
-          {"batches", p.batches},
-          {"wait_p50_s", p.wait_p50_s},
-          {"wait_p95_s", p.wait_p95_s},
-          {"wait_max_s", p.wait_max_s},
-          {"startup_wait_share", p.startup_wait_share},
-          {"bunched", p.bunched}};
-}
 
 struct Window {
   std::int64_t start_ns = 0;
@@ -41,8 +28,13 @@ constexpr double kZ95 = 1.959963984540054;
 }  // namespace
 
 std::string input_bound_class(double share) {
-  if (share < 0.05) return "not";
-  return share < 0.20 ? "moderately" : "highly";
+  static const char* const kClasses[] = {"not", "moderately", "highly"};
+  return kClasses[input_bound_class_index(share)];
+}
+
+int input_bound_class_index(double share) {
+  if (share < 0.05) return 0;
+  return share < 0.20 ? 1 : 2;
 }
 
 std::size_t startup_batches(std::size_t batches) {
@@ -69,25 +61,49 @@ PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s) {
   return p;
 }
 
-std::string run_stalls_json(const RunStalls& r) {
-  nlohmann::json passes = nlohmann::json::array();
-  for (const PassStalls& p : r.passes) passes.push_back(pass_json(p));
-  nlohmann::json out = {{"run_dir", r.run_dir},
-                        {"status", r.status},
-                        {"passes", std::move(passes)},
-                        {"run", pass_json(r.total)},
-                        {"pattern", r.pattern}};
-  if (r.batch_size) out["batch_size"] = *r.batch_size;
-  out["rank"] = r.rank;
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const RankStalls& k : r.ranks) {
-    nlohmann::json one = pass_json(k.total);
-    one.erase("pass");
-    one["rank"] = k.rank;
-    ranks.push_back(std::move(one));
+std::vector<std::pair<std::string, double>> pass_metrics(const PassStalls& p) {
+  return {{kDataWaitShareMetric, p.share},
+          {kInputBoundClassMetric, input_bound_class_index(p.share)},
+          {kWaitP50Metric, p.wait_p50_s * 1e3},
+          {kWaitP95Metric, p.wait_p95_s * 1e3},
+          {kWaitMaxMetric, p.wait_max_s * 1e3},
+          {kStartupWaitShareMetric, p.startup_wait_share},
+          {kBatchesMetric, static_cast<double>(p.batches)}};
+}
+
+std::string run_stalls_json(const RunStalls& r, int indent) {
+  return detail::run_stalls_to_json(r).dump(indent);
+}
+
+std::string format_run_stalls(const RunStalls& r) {
+  const auto pct = [](double share) { return fmt::format("{:.1f}%", 100 * share); };
+  std::string out =
+      fmt::format("{} ({}){}\n", r.run_dir, r.status,
+                  r.ranks.size() > 1 ? fmt::format(", passes of rank {}", r.rank) : std::string());
+  out += fmt::format("  {:>5} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", "pass", "time",
+                     "waiting", "share", "batches", "p50 wait", "p95 wait", "at start");
+  const auto row = [&](const std::string& name, const PassStalls& p) {
+    out += fmt::format("  {:>5} {:>9.3f}s {:>9.3f}s {:>8} {:>8} {:>8.2f}ms {:>8.2f}ms {:>9}\n",
+                       name, p.wall_s, p.wait_s, pct(p.share), p.batches, p.wait_p50_s * 1e3,
+                       p.wait_p95_s * 1e3, pct(p.startup_wait_share));
+  };
+  for (const PassStalls& p : r.passes) row(std::to_string(p.index), p);
+  row("run", r.total);
+  out += fmt::format("  input-bound: {} ({} of the time waiting for data); waits: {}\n",
+                     input_bound_class(r.total.share), pct(r.total.share), r.pattern);
+  if (r.ranks.size() > 1) {
+    // In a data-parallel job every step waits for the rank that waits longest.
+    const RankStalls* most = &r.ranks.front();
+    std::vector<std::string> shares;
+    for (const RankStalls& k : r.ranks) {
+      shares.push_back(fmt::format("rank {} {}", k.rank, pct(k.total.share)));
+      if (k.total.share > most->total.share) most = &k;
+    }
+    out += fmt::format("  per rank: {}", fmt::join(shares, ", "));
+    out += fmt::format("; rank {} waits most ({} input-bound)\n", most->rank,
+                       input_bound_class(most->total.share));
   }
-  out["ranks"] = std::move(ranks);
-  return out.dump();
+  return out;
 }
 
 namespace {
@@ -175,8 +191,7 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   RunStalls out;
   out.run_dir = run_dir;
   out.status = std::string(run_status_name(reader->info().status));
-  if (auto it = reader->info().params.find("stalls.batch_size");
-      it != reader->info().params.end()) {
+  if (auto it = reader->info().params.find(kBatchSizeParam); it != reader->info().params.end()) {
     int size = 0;
     if (absl::SimpleAtoi(it->second, &size) && size > 0) out.batch_size = size;
   }
@@ -406,10 +421,6 @@ GpuWhatIf gpu_what_if(const Differential& d, double loader_rate, const CacheMode
     g.predicted.emplace_back(k, std::min(k * d.ingestion_rate, g.loader_rate));
   }
   return g;
-}
-
-absl::Status store_analysis(const std::string& analysis_dir, const std::string& json_text) {
-  return detail::write_file_atomically(analysis_dir + "/stalls.json", json_text);
 }
 
 }  // namespace trainscope::stalls

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "common/files.hpp"
-#include "hardware/host/host_parsers.hpp"
+#include "trainscope/hardware/host/proc_files.hpp"
 
 namespace trainscope::stalls {
 namespace {

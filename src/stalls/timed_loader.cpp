@@ -49,8 +49,8 @@ absl::StatusOr<LoopControl> LoopControl::FromEnvironment() {
   LoopControl control;
   if (const char* mode = std::getenv(kModeEnv); mode != nullptr && *mode != '\0') {
     control.mode = mode;
-    if (control.mode != "synthetic" && control.mode != "cold" && control.mode != "warm" &&
-        control.mode != "loader") {
+    if (control.mode != kSyntheticMode && control.mode != kColdMode && control.mode != kWarmMode &&
+        control.mode != kLoaderMode) {
       return absl::InvalidArgumentError(fmt::format(
           "{}='{}': the modes are synthetic, cold, warm and loader (set by trainscope stalls)",
           kModeEnv, mode));
@@ -116,9 +116,9 @@ bool LoaderPass::arrived() {
     // A param that is already there with this value is fine; another value is
     // the run's business (it names the key), not a reason to stop training.
     if (options_.batch_size > 0) {
-      (void)options_.run->log_param("stalls.batch_size", std::to_string(options_.batch_size));
+      (void)options_.run->log_param(kBatchSizeParam, std::to_string(options_.batch_size));
     }
-    if (!control_.mode.empty()) (void)options_.run->log_param("stalls.mode", control_.mode);
+    if (!control_.mode.empty()) (void)options_.run->log_param(kModeParam, control_.mode);
   }
   return true;
 }
@@ -135,24 +135,15 @@ void LoaderPass::log_pass() {
   waits.reserve(waits_ns_.size());
   for (std::int64_t ns : waits_ns_) waits.push_back(static_cast<double>(ns) * 1e-9);
   const double wall = static_cast<double>(::trainscope::detail::now_ns() - began_ns_) * 1e-9;
-  const PassStalls p = pass_stalls(waits, wall);
-  const std::string cls = input_bound_class(p.share);
-  const double class_index = cls == "not" ? 0 : cls == "moderately" ? 1 : 2;
-  Run& run = *options_.run;
-  const std::int64_t step = pass_;
-  (void)run.log_metric("stalls/data_wait_share", p.share, step);
-  (void)run.log_metric("stalls/input_bound_class", class_index, step);
-  (void)run.log_metric("stalls/wait_p50_ms", p.wait_p50_s * 1e3, step);
-  (void)run.log_metric("stalls/wait_p95_ms", p.wait_p95_s * 1e3, step);
-  (void)run.log_metric("stalls/wait_max_ms", p.wait_max_s * 1e3, step);
-  (void)run.log_metric("stalls/startup_wait_share", p.startup_wait_share, step);
-  (void)run.log_metric("stalls/batches", static_cast<double>(p.batches), step);
+  for (const auto& [name, value] : pass_metrics(pass_stalls(waits, wall))) {
+    (void)options_.run->log_metric(name, value, pass_);
+  }
 }
 
 void LoaderPass::stop() {
   const std::int64_t handed_out = budget().handed_out.load(std::memory_order_relaxed);
   if (options_.run != nullptr) {
-    (void)options_.run->log_metric("stalls/handed_out", static_cast<double>(handed_out), pass_);
+    (void)options_.run->log_metric(kHandedOutMetric, static_cast<double>(handed_out), pass_);
     if (absl::Status ended = options_.run->end(RunStatus::kFinished); !ended.ok()) {
       std::cerr << "trainscope: ending the run at the stalls limit: " << ended << "\n";
     }

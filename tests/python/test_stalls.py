@@ -9,6 +9,7 @@ arithmetic is tested on recorded timings (tests/stalls/stalls_analysis_test.cpp)
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -244,6 +245,64 @@ def test_bad_input_is_a_clear_error(dataset, tmp_path):
     assert "the synthetic run recorded no timed loader" in untimed.stderr, untimed.stderr
     assert "tmr.timed(loader)" in untimed.stderr
     assert sorted(os.listdir(tmp_path / "untimed" / "runs")) == ["synthetic"]
+
+
+@pytest.mark.parametrize("name,value", [("TRAINSCOPE_STALLS_ITERATIONS", "-3"),
+                                        ("TRAINSCOPE_STALLS_ITERATIONS", "ten"),
+                                        ("TRAINSCOPE_STALLS_WARMUP", "-1"),
+                                        ("TRAINSCOPE_STALLS_WARMUP", "2.5"),
+                                        ("TRAINSCOPE_STALLS_MODE", "hot")])
+def test_a_bad_stalls_variable_is_a_clear_error(no_inherited_run, monkeypatch, name, value):
+    """The Python timed loader reads the environment as the C++ one does (one parser):
+    a value it cannot use names the variable and the value instead of being ignored."""
+    from trainscope import _stalls
+    monkeypatch.setattr(_stalls, "_budget", None)
+    monkeypatch.setenv("TRAINSCOPE_STALLS_ITERATIONS", "5")
+    monkeypatch.setenv("TRAINSCOPE_STALLS_WARMUP", "2")
+    monkeypatch.setenv(name, value)
+    tmr = trainscope.Timer()
+    with pytest.raises(ValueError, match=re.escape(f"{name}='{value}'")):
+        iter(tmr.timed([1, 2, 3]))
+    # Good values: W + N batches, then the process stops.
+    good = {"TRAINSCOPE_STALLS_ITERATIONS": ("1", 2 + 1), "TRAINSCOPE_STALLS_WARMUP": ("1", 5 + 1),
+            "TRAINSCOPE_STALLS_MODE": ("synthetic", 5 + 2)}
+    monkeypatch.setattr(_stalls, "_budget", None)
+    monkeypatch.setenv(name, good[name][0])
+    iter(tmr.timed([1, 2, 3]))
+    assert _stalls._budget.limit == good[name][1]
+
+
+def test_python_runs_the_differential_analysis_through_the_same_call(dataset, tmp_path,
+                                                                     monkeypatch):
+    """trainscope.stalls.run_differential: the call `trainscope stalls --dataset` makes, on a
+    tiny real command; each run gets its mode and W + N through its own environment only."""
+    from trainscope import stalls
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
+    command = [sys.executable, TRAIN, "--data", str(dataset), "--num_workers", "0", "--batch",
+               str(BATCH), "--decode-ms", "1", "--step-ms", "2"]
+    analysis = stalls.run_differential(command, dataset, iterations=6, warmup=2,
+                                       vary={"num_workers": [1]}, dir=tmp_path / "analysis")
+    assert analysis.dir == str(tmp_path / "analysis")
+    stored = json.loads((tmp_path / "analysis" / "stalls.json").read_text())
+    assert analysis.data == stored and analysis["batch_size"] == BATCH
+    assert sorted(stored["runs"]) == ["cold", "loader", "synthetic", "warm", "warm-num_workers-1"]
+    for leg, result in stored["runs"].items():
+        run = trainscope.read_run(result["run_dir"])
+        assert run.status == "FINISHED", leg
+        assert run.params["stalls.mode"] == ("warm" if leg.startswith("warm") else leg)
+        assert (run.regions["key"] == "iteration").sum() == 8, leg
+        assert result["time_s"] > 0
+    assert stored["what_if"]["workers"]["key"] == "num_workers"
+    assert f"Analysis: {tmp_path / 'analysis' / 'stalls.json'}" in str(analysis)
+    assert "Findings:" in analysis.text
+    for name in ("TRAINSCOPE_STALLS_MODE", "TRAINSCOPE_STALLS_ITERATIONS",
+                 "TRAINSCOPE_STALLS_WARMUP"):
+        assert name not in os.environ  # set for the runs only
+    with pytest.raises(ValueError, match="iterations 3 is smaller than warmup 5"):
+        stalls.run_differential(command, dataset, iterations=3, warmup=5)
+    with pytest.raises(ValueError, match="nothere: no such file or directory"):
+        stalls.run_differential(command, tmp_path / "nothere")
 
 
 def test_a_cpp_loop_under_trainscope_stalls(dataset, tmp_path, record_property):

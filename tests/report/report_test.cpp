@@ -20,10 +20,12 @@
 #include "report/run_data.hpp"
 #include "report/stalls_data.hpp"
 #include "report/study.hpp"
+#include "support/differential_inputs.hpp"
 #include "support/run_dir_test.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/report/report.hpp"
 #include "trainscope/stalls/analysis.hpp"
+#include "trainscope/stalls/differential.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::report {
@@ -485,63 +487,11 @@ TEST_F(ReportRunTest, AFailedStallAnalysisIsANoteNotAFailedPage) {
   EXPECT_THAT(shown["error"].get<std::string>(), HasSubstr("regions-0.csv:"));
 }
 
-// What `trainscope stalls --dataset` stores (tools/stalls_command.cpp), in small.
+// What `trainscope stalls --dataset` stores, in small: the stalls room's
+// conclusions from made-up runs, as its writer writes them.
 json stalls_analysis_file(const std::string& dir) {
-  const auto leg = [&](const std::string& name, double t, double ci, double live) {
-    return json{{"run_dir", dir + "/runs/" + name},
-                {"time_s", t},
-                {"time_ci_s", ci},
-                {"live_wait_share", live},
-                {"disk_read_mb_s", 100.0},
-                {"read_mb", 2.0},
-                {"cpu_pct", 90.0},
-                {"analysis", {{"run", {{"input_bound", "highly"}}}}}};
-  };
-  json runs{{"synthetic", leg("synthetic", 0.1, 0.001, 0.0)},
-            {"cold", leg("cold", 0.4, 0.01, 0.74)},
-            {"warm", leg("warm", 0.35, 0.005, 0.7)},
-            {"warm-num_workers-2", leg("warm-num_workers-2", 0.2, 0.004, 0.5)}};
-  runs["cold"]["residency"] = {
-      {"files", 4}, {"bytes", 4096}, {"resident_bytes", 0}, {"resident_share", 0.0}};
-  return json{
-      {"dataset", {{"path", "/data"}, {"residency_before", {{"files", 4}, {"bytes", 4096}}}}},
-      {"iterations", 10},
-      {"warmup", 2},
-      {"batch_size", 8},
-      {"runs", runs},
-      {"differential",
-       {{"ingestion_rate", 800.0},
-        {"prep_rate", 228.6},
-        {"fetch_rate", 1600.0},
-        {"prep_stall_s", 0.25},
-        {"fetch_stall_s", 0.05},
-        {"prep_share", 0.625},
-        {"prep_share_ci", 0.013},
-        {"fetch_share", 0.125},
-        {"fetch_share_ci", 0.028},
-        {"live_wait_share_cold", 0.74},
-        {"methods_agree", true},
-        {"reconcile", ""}}},
-      {"what_if",
-       {{"cache",
-         {{"disk_read_mb_s", 100.0},
-          {"memory_mb_s", 10000.0},
-          {"bytes_per_sample", 4096.0},
-          {"points",
-           {{{"cached_share", 0.0}, {"samples_per_s", 228.6}},
-            {{"cached_share", 1.0}, {"samples_per_s", 228.6}}}}}},
-        {"workers",
-         {{"key", "num_workers"},
-          {"per_worker_rate", 200.0},
-          {"cores", 2},
-          {"fitted_runs", 1},
-          {"workers_to_keep_up", 0},
-          {"predicted",
-           {{{"workers", 1}, {"samples_per_s", 200.0}},
-            {{"workers", 2}, {"samples_per_s", 400.0}}}}}},
-        {"gpus_until_data_bound", 0.29}}},
-      {"findings", {"prep-bound: 62.5% of the cold run's time"}},
-      {"notes", json::array()}};
+  return json::parse(stalls::differential_json(
+      stalls::conclude(trainscope::testing::made_up_differential_inputs(dir))));
 }
 
 TEST_F(ReportRunTest, AStallsAnalysisDirectoryIsAStudyWithItsAnalysis) {

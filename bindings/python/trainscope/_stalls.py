@@ -19,7 +19,6 @@ TRAINSCOPE_STALLS_WARMUP=W ends the process cleanly (run FINISHED) once W + N
 batches were handed out, whatever epoch loop surrounds the loader.
 """
 
-import os
 import sys
 import time
 import weakref
@@ -27,28 +26,29 @@ import weakref
 from trainscope import _core
 from trainscope import run as _run_api
 
-MODE_ENV = "TRAINSCOPE_STALLS_MODE"
-ITERATIONS_ENV = "TRAINSCOPE_STALLS_ITERATIONS"
-WARMUP_ENV = "TRAINSCOPE_STALLS_WARMUP"
+# The names are C++'s (include/trainscope/stalls/): one definition for both loaders.
+MODE_ENV = _core._STALLS_MODE_ENV
+ITERATIONS_ENV = _core._STALLS_ITERATIONS_ENV
+WARMUP_ENV = _core._STALLS_WARMUP_ENV
 
-EPOCH_KEY = "loader_epoch"
-ITERATION_KEY = "iteration"
+EPOCH_KEY = _core._STALLS_PASS_KEY
+ITERATION_KEY = _core._STALLS_ITERATION_KEY
 COPY_KEY = "h2d"
-
-_CLASS_INDEX = {"not": 0, "moderately": 1, "highly": 2}  # stalls/input_bound_class
 
 
 class _Budget:
     """Batches handed out across every pass of one process (the stop rule)."""
 
     def __init__(self):
+        # The environment read as the C++ timed loader reads it: a bad variable
+        # (another mode, a count that is not a whole number >= 0) raises
+        # ValueError naming the variable and its value.
+        control = _core._stalls_loop_control()
         self.handed_out = 0
-        self.mode = os.environ.get(MODE_ENV, "")
-        self.limit = None
-        iterations = os.environ.get(ITERATIONS_ENV)
-        if iterations:
-            warmup = int(os.environ.get(WARMUP_ENV, "0") or 0)
-            self.limit = warmup + int(iterations)
+        self.mode = control["mode"]
+        self.synthetic = control["synthetic"]
+        self.loader_only = control["loader_only"]
+        self.limit = control["limit"]
         self.first_batch = None
         self.logged_for = None  # the run whose stalls params were logged
         self.passes = weakref.WeakKeyDictionary()  # timer -> passes it timed (metric steps)
@@ -95,19 +95,11 @@ def _copy(batch, device):
 
 
 def pass_metrics(waits, wall_s):
-    """The stalls/ metrics of one pass: waits (seconds per batch) over wall seconds,
-    computed by the C++ analysis (trainscope::stalls::pass_stalls), as
+    """The stalls/ metrics of one pass, name -> value: waits (seconds per batch) over
+    wall seconds, named and computed by the C++ analysis
+    (trainscope::stalls::pass_metrics), as the C++ timed loader logs them and
     `trainscope stalls RUN_DIR` computes them from the rows."""
-    p = _core._pass_stalls(waits, wall_s)
-    return {
-        "stalls/data_wait_share": p["share"],
-        "stalls/input_bound_class": _CLASS_INDEX[p["input_bound"]],
-        "stalls/wait_p50_ms": p["wait_p50_s"] * 1e3,
-        "stalls/wait_p95_ms": p["wait_p95_s"] * 1e3,
-        "stalls/wait_max_ms": p["wait_max_s"] * 1e3,
-        "stalls/startup_wait_share": p["startup_wait_share"],
-        "stalls/batches": p["batches"],
-    }
+    return _core._pass_metrics(waits, wall_s)
 
 
 class TimedLoader:
@@ -129,10 +121,10 @@ class TimedLoader:
         budget = _process_budget()
         self._pass = budget.passes.get(self._timer, 0) + 1
         budget.passes[self._timer] = self._pass
-        if budget.mode == "synthetic":
+        if budget.synthetic:
             return self._timed(budget, self._first_again(budget), copy=False)
         timed = self._timed(budget, iter(self._iterable), copy=self._copy_to is not None)
-        if budget.mode == "loader":
+        if budget.loader_only:
             return self._drained(timed)
         return timed
 
@@ -206,9 +198,9 @@ class TimedLoader:
             budget.logged_for = run.id
             size = _batch_size(batch)
             if size is not None:
-                run.log_param("stalls.batch_size", size)
+                run.log_param(_core._STALLS_BATCH_SIZE_PARAM, size)
             if budget.mode:
-                run.log_param("stalls.mode", budget.mode)
+                run.log_param(_core._STALLS_MODE_PARAM, budget.mode)
 
     def _finish_pass(self, budget, waits, began, stopping):
         timer = self._timer
@@ -223,7 +215,7 @@ class TimedLoader:
             for name, value in metrics.items():
                 run.log_metric(name, value, step=self._pass)
         if stopping and run is not None:
-            run.log_metric("stalls/handed_out", budget.handed_out, step=self._pass)
+            run.log_metric(_core._STALLS_HANDED_OUT_METRIC, budget.handed_out, step=self._pass)
 
 
 def _stop_process():

@@ -1,13 +1,16 @@
 // Data stalls: how long a training loop waits for its data, from a run's
-// region rows (the live method), and DS-Analyzer's differential method over
-// three runs (synthetic, cold cache, warm cache), with what-ifs on cache size,
-// loader workers and GPU count. docs/stalls.md describes the method.
+// region rows (the live method), and the arithmetic of DS-Analyzer's
+// differential method over its runs (synthetic, cold cache, warm cache), with
+// what-ifs on cache size, loader workers and GPU count. The differential
+// analysis itself (its runs, its conclusions, stalls.json) is
+// trainscope/stalls/differential.hpp. docs/stalls.md describes the method.
 #ifndef TRAINSCOPE_STALLS_ANALYSIS_HPP_
 #define TRAINSCOPE_STALLS_ANALYSIS_HPP_
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,8 +22,13 @@ inline constexpr char kPassKey[] = "loader_epoch";
 inline constexpr char kIterationKey[] = "iteration";
 inline constexpr char kWaitKey[] = "IO";
 
+// The params the timed loaders log once per run.
+inline constexpr char kBatchSizeParam[] = "stalls.batch_size";
+inline constexpr char kModeParam[] = "stalls.mode";
+
 // TensorFlow's input-pipeline classes of the data-wait share.
 std::string input_bound_class(double share);  // "not", "moderately", "highly"
+int input_bound_class_index(double share);    // 0 not, 1 moderately, 2 highly
 
 // One pass over the loader (an epoch), or the whole run.
 struct PassStalls {
@@ -38,6 +46,19 @@ struct PassStalls {
 std::size_t startup_batches(std::size_t batches);
 // A pass's figures from its per-batch waits and its wall time.
 PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s);
+
+// The metrics of a pass the timed loaders (C++ and Python) log into the run,
+// step = pass number; and, at the W + N limit, the batches handed out.
+inline constexpr char kDataWaitShareMetric[] = "stalls/data_wait_share";
+inline constexpr char kInputBoundClassMetric[] = "stalls/input_bound_class";
+inline constexpr char kWaitP50Metric[] = "stalls/wait_p50_ms";
+inline constexpr char kWaitP95Metric[] = "stalls/wait_p95_ms";
+inline constexpr char kWaitMaxMetric[] = "stalls/wait_max_ms";
+inline constexpr char kStartupWaitShareMetric[] = "stalls/startup_wait_share";
+inline constexpr char kBatchesMetric[] = "stalls/batches";
+inline constexpr char kHandedOutMetric[] = "stalls/handed_out";
+// A pass's metrics, in the order above (the class as its index).
+std::vector<std::pair<std::string, double>> pass_metrics(const PassStalls& p);
 
 // One rank's run-wide figures.
 struct RankStalls {
@@ -72,8 +93,13 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
 // wait_p95_s, wait_max_s, startup_wait_share, bunched), run (the same for the
 // whole run), pattern, batch_size when known, rank, and ranks (each rank's
 // run-wide figures with its "rank"). `trainscope stalls RUN_DIR
-// --json` prints it and report pages embed it: one field list for both.
-std::string run_stalls_json(const RunStalls& run);
+// --json` prints it (indent 1), report pages and stalls.json embed it: one
+// field list for all. `indent` < 0: compact.
+std::string run_stalls_json(const RunStalls& run, int indent = -1);
+
+// The live analysis as `trainscope stalls RUN_DIR` prints it: a table of the
+// passes and the run, the class and pattern, and each rank's share.
+std::string format_run_stalls(const RunStalls& run);
 
 // Time of `iterations` iterations after `warmup` from per-iteration times,
 // with a 95% confidence interval (normal, from their spread).
@@ -171,10 +197,6 @@ struct GpuWhatIf {
 };
 // `loader_rate` 0 (no loader run): the prep rate instead, a lower bound.
 GpuWhatIf gpu_what_if(const Differential& d, double loader_rate, const CacheModel& cache);
-
-// Stores an analysis (its JSON text) as <analysis_dir>/stalls.json, atomically,
-// beside the runs it was made from (so a report can show it later).
-absl::Status store_analysis(const std::string& analysis_dir, const std::string& json_text);
 
 }  // namespace trainscope::stalls
 

@@ -43,14 +43,19 @@ namespace trainscope::stalls {
 inline constexpr char kModeEnv[] = "TRAINSCOPE_STALLS_MODE";
 inline constexpr char kIterationsEnv[] = "TRAINSCOPE_STALLS_ITERATIONS";
 inline constexpr char kWarmupEnv[] = "TRAINSCOPE_STALLS_WARMUP";
+// The modes (the legs of `trainscope stalls --dataset`); "" outside it.
+inline constexpr char kSyntheticMode[] = "synthetic";  // the first batch again and again
+inline constexpr char kColdMode[] = "cold";            // as usual, the dataset evicted
+inline constexpr char kWarmMode[] = "warm";            // as usual, the dataset read in
+inline constexpr char kLoaderMode[] = "loader";        // the loader alone, no batch handed out
 
 // What `trainscope stalls` asks of a loop, through the environment.
 struct LoopControl {
   std::string mode;                   // "", "synthetic", "cold", "warm" or "loader" (the leg)
   std::optional<std::int64_t> limit;  // W + N batches, then stop
-  bool synthetic() const noexcept { return mode == "synthetic"; }
+  bool synthetic() const noexcept { return mode == kSyntheticMode; }
   // The loader alone: batches taken as soon as they are ready, none handed out.
-  bool loader_only() const noexcept { return mode == "loader"; }
+  bool loader_only() const noexcept { return mode == kLoaderMode; }
 
   // From TRAINSCOPE_STALLS_MODE, _ITERATIONS and _WARMUP. An error names the
   // variable and its value (another mode, a count that is not a whole

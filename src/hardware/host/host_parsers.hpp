@@ -1,4 +1,6 @@
-// Parsers of the /proc files the host sources read, and factories for those
+// Parsers of the /proc files the host sources read (those other rooms use too,
+// /proc/meminfo and /proc/diskstats, are public: trainscope/hardware/host/proc_files.hpp),
+// and factories for those
 // sources rooted at any directory. Internal: the tests feed the parsers fixed
 // texts and point the sources at fake or missing trees; the fuzz target feeds
 // the parsers anything. Every parser accepts any input: lines it cannot read
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "trainscope/hardware/hardware_source.hpp"
+#include "trainscope/hardware/host/proc_files.hpp"  // parse_meminfo, parse_diskstats
 
 namespace trainscope::host {
 
@@ -26,35 +29,6 @@ struct CpuTimes {
 };
 // Appends nothing for a text without cpu lines; `out` is replaced.
 void parse_proc_stat(std::string_view text, std::vector<CpuTimes>* out);
-
-// /proc/meminfo, in kB. Fields the kernel does not show stay 0.
-struct MemInfo {
-  std::uint64_t total_kb = 0;
-  std::uint64_t free_kb = 0;
-  std::uint64_t available_kb = 0;
-  std::uint64_t buffers_kb = 0;
-  std::uint64_t cached_kb = 0;  // the page cache
-  std::uint64_t swap_total_kb = 0;
-  std::uint64_t swap_free_kb = 0;
-  bool has_available = false;  // MemAvailable appeared in Linux 3.14
-};
-// False when MemTotal is missing.
-bool parse_meminfo(std::string_view text, MemInfo* out);
-
-// One line of /proc/diskstats. Sectors are 512 bytes whatever the device's.
-struct DiskCounters {
-  std::string name;
-  unsigned major = 0;
-  unsigned minor = 0;
-  std::uint64_t reads = 0;  // completed
-  std::uint64_t read_sectors = 0;
-  std::uint64_t writes = 0;  // completed
-  std::uint64_t write_sectors = 0;
-  std::uint64_t io_ms = 0;  // time the device was busy (field 13, "io_ticks"); 0 if absent
-};
-// `out` is replaced; its elements are reused so a steady device list does not
-// allocate.
-void parse_diskstats(std::string_view text, std::vector<DiskCounters>* out);
 
 // One interface of /proc/net/dev.
 struct NetCounters {
