@@ -38,13 +38,7 @@ set(TRAINSCOPE_LAYERS
 # uses each entry; a header here is seen by every room above its own (never below).
 set(TRAINSCOPE_SHARED_INTERNAL_HEADERS
   export/mlflow/mlflow_keys.hpp   # run (run.cpp): MLflow's key rules for Run's params and metrics
-  hardware/host/process_tree.hpp  # hardware/gpu (nvml_source.hpp): the training's process tree
-  hardware/host/host_parsers.hpp  # stalls (page_cache.cpp): /proc/meminfo parsing
-  hardware/gpu/nvml_api.hpp       # sweep (slots.hpp): NVML types for GPU slots
-  hardware/gpu/nvml_library.hpp   # sweep (slots.cpp, collocation.cpp): loading NVML
   run/run_format.hpp              # launch (launch.cpp), report (run_data.cpp): run store file formats
-  launch/run_tool.hpp             # sweep (slurm.cpp, collocation.cpp): the trainscope run command line
-  sweep/state_file.hpp            # report (study.cpp): reading a sweep's state file
 )
 
 set(TRAINSCOPE_LAYER_ROOT "${CMAKE_CURRENT_BINARY_DIR}/trainscope-layers")

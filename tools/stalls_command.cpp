@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cli.hpp"
 #include "commands.hpp"
@@ -56,14 +55,6 @@ struct Args {
   bool json = false;
 };
 
-int parse_count(const std::string& flag, const std::string& value, int minimum) {
-  int n = 0;
-  if (!absl::SimpleAtoi(value, &n) || n < minimum) {
-    bad_value(fmt::format("{} needs a whole number >= {}, got '{}'", flag, minimum, value));
-  }
-  return n;
-}
-
 std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
   Args args;
   std::vector<std::string> options = raw;
@@ -77,11 +68,10 @@ std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
                     kDescription, ""});
   line.add_value("--dataset", "PATH", "the files the loader reads (a directory or a file)",
                  &args.dataset);
-  line.add_value(
-      "--iterations", "N", "measured iterations per run (default 50)",
-      [&](const std::string& v) { args.iterations = parse_count("--iterations", v, 1); });
+  line.add_value("--iterations", "N", "measured iterations per run (default 50)",
+                 [&](const std::string& v) { args.iterations = count("--iterations", v, 1); });
   line.add_value("--warmup", "W", "iterations before the measured ones (default 5)",
-                 [&](const std::string& v) { args.warmup = parse_count("--warmup", v, 0); });
+                 [&](const std::string& v) { args.warmup = count("--warmup", v, 0); });
   line.add_value(
       "--vary", "KEY=V1,V2",
       "more warm runs, one per value, with `--KEY V` appended to the command\n"
@@ -94,7 +84,7 @@ std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
         args.vary_key = v.substr(0, eq);
         args.vary_values.clear();
         for (absl::string_view item : absl::StrSplit(v.substr(eq + 1), ',')) {
-          args.vary_values.push_back(parse_count("--vary " + args.vary_key, std::string(item), 0));
+          args.vary_values.push_back(count("--vary " + args.vary_key, std::string(item), 0));
         }
       });
   line.add_value("--dir", "DIR",

@@ -1,6 +1,6 @@
 // CSV helpers shared by the CSV summary and the samples file (internal).
-#ifndef TRAINSCOPE_SRC_CSV_HPP_
-#define TRAINSCOPE_SRC_CSV_HPP_
+#ifndef TRAINSCOPE_SRC_COMMON_CSV_HPP_
+#define TRAINSCOPE_SRC_COMMON_CSV_HPP_
 
 #include <string>
 #include <string_view>
@@ -29,4 +29,4 @@ inline std::string csv_field(std::string_view field) {
 
 }  // namespace trainscope::detail
 
-#endif  // TRAINSCOPE_SRC_CSV_HPP_
+#endif  // TRAINSCOPE_SRC_COMMON_CSV_HPP_

@@ -2,8 +2,8 @@
 // " and ' escaped; the control characters XML 1.0 forbids (all but tab,
 // newline and carriage return) replaced by '?'. One of each: the report's
 // pages and the scaling room's SVG plots use it.
-#ifndef TRAINSCOPE_COMMON_MARKUP_HPP_
-#define TRAINSCOPE_COMMON_MARKUP_HPP_
+#ifndef TRAINSCOPE_SRC_COMMON_MARKUP_HPP_
+#define TRAINSCOPE_SRC_COMMON_MARKUP_HPP_
 
 #include <string>
 #include <string_view>
@@ -43,4 +43,4 @@ inline std::string escape_markup(std::string_view text) {
 
 }  // namespace trainscope::detail
 
-#endif  // TRAINSCOPE_COMMON_MARKUP_HPP_
+#endif  // TRAINSCOPE_SRC_COMMON_MARKUP_HPP_

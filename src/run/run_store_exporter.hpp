@@ -1,7 +1,7 @@
 // The local run store's writer (internal): the exporter that appends one
 // rank's records to a run directory (formats: run_format.hpp).
-#ifndef TRAINSCOPE_SRC_RUN_STORE_EXPORTER_HPP_
-#define TRAINSCOPE_SRC_RUN_STORE_EXPORTER_HPP_
+#ifndef TRAINSCOPE_SRC_RUN_RUN_STORE_EXPORTER_HPP_
+#define TRAINSCOPE_SRC_RUN_RUN_STORE_EXPORTER_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -124,4 +124,4 @@ class RunStoreExporter final : public Exporter {
 
 }  // namespace trainscope::detail
 
-#endif  // TRAINSCOPE_SRC_RUN_STORE_EXPORTER_HPP_
+#endif  // TRAINSCOPE_SRC_RUN_RUN_STORE_EXPORTER_HPP_

@@ -32,6 +32,9 @@ CASES = [
     (["sweep", "--grid", "lr=1"], "--devices", "0,a", "indices >= 0 like 0,1"),
     (["sweep", "--grid", "lr=1"], "--timeout", "-5", "a positive number of seconds"),
     (["sweep", "--grid", "lr=1"], "--timeout", "nan", "a positive number of seconds"),
+    (["stalls", "--dataset", "."], "--iterations", "0", "a whole number >= 1"),
+    (["stalls", "--dataset", "."], "--warmup", "-1", "a whole number >= 0"),
+    (["stalls", "--dataset", "."], "--warmup", "3.5", "a whole number >= 0"),
 ]
 
 

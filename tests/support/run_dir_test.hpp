@@ -7,8 +7,8 @@
 //
 //   using RunTest = trainscope::testing::RunDirTest;       // same suite name
 //   class LaunchTest : public trainscope::testing::RunDirTest { ... };  // more helpers
-#ifndef TRAINSCOPE_TESTS_RUN_DIR_TEST_HPP_
-#define TRAINSCOPE_TESTS_RUN_DIR_TEST_HPP_
+#ifndef TRAINSCOPE_TESTS_SUPPORT_RUN_DIR_TEST_HPP_
+#define TRAINSCOPE_TESTS_SUPPORT_RUN_DIR_TEST_HPP_
 
 #include <cstdlib>
 #include <filesystem>
@@ -82,4 +82,4 @@ class RunDirTest : public ::testing::Test {
 
 }  // namespace trainscope::testing
 
-#endif  // TRAINSCOPE_TESTS_RUN_DIR_TEST_HPP_
+#endif  // TRAINSCOPE_TESTS_SUPPORT_RUN_DIR_TEST_HPP_

@@ -1,7 +1,7 @@
 // A simulated NVML behind NvmlApi for the NVML and DCGM source tests: GPUs
 // with UUIDs, MIG instances, every metric as a field, failures per call.
-#ifndef TRAINSCOPE_TESTS_SIMULATED_NVML_HPP_
-#define TRAINSCOPE_TESTS_SIMULATED_NVML_HPP_
+#ifndef TRAINSCOPE_TESTS_SUPPORT_SIMULATED_NVML_HPP_
+#define TRAINSCOPE_TESTS_SUPPORT_SIMULATED_NVML_HPP_
 
 #include <cstdint>
 #include <map>
@@ -136,4 +136,4 @@ class SimulatedNvml final : public NvmlApi {
 
 }  // namespace trainscope::nvml
 
-#endif  // TRAINSCOPE_TESTS_SIMULATED_NVML_HPP_
+#endif  // TRAINSCOPE_TESTS_SUPPORT_SIMULATED_NVML_HPP_

@@ -1,5 +1,5 @@
-#ifndef TRAINSCOPE_DETAIL_CLOCK_HPP_
-#define TRAINSCOPE_DETAIL_CLOCK_HPP_
+#ifndef TRAINSCOPE_COMMON_CLOCK_HPP_
+#define TRAINSCOPE_COMMON_CLOCK_HPP_
 
 #include <chrono>
 #include <cstdint>
@@ -28,4 +28,4 @@ std::uint32_t thread_index() noexcept;
 
 }  // namespace trainscope::detail
 
-#endif  // TRAINSCOPE_DETAIL_CLOCK_HPP_
+#endif  // TRAINSCOPE_COMMON_CLOCK_HPP_

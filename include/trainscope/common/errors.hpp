@@ -1,8 +1,8 @@
 // Errors. Every operation has a Status-returning form (try_start, ...) for
 // code without exceptions, and a throwing form with Deep500's names. Either
 // way a failed call leaves the timer exactly as it was.
-#ifndef TRAINSCOPE_ERRORS_HPP_
-#define TRAINSCOPE_ERRORS_HPP_
+#ifndef TRAINSCOPE_COMMON_ERRORS_HPP_
+#define TRAINSCOPE_COMMON_ERRORS_HPP_
 
 #include <stdexcept>
 #include <string>
@@ -38,4 +38,4 @@ void warn(const std::string& message);
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_ERRORS_HPP_
+#endif  // TRAINSCOPE_COMMON_ERRORS_HPP_

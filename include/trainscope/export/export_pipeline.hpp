@@ -7,8 +7,8 @@
 // exporters grows the queues by chunks up to `max_pending_bytes` for the
 // whole process; only past that are samples dropped from the stream (counted
 // and warned once); the timer's own statistics never lose them.
-#ifndef TRAINSCOPE_EXPORT_PIPELINE_HPP_
-#define TRAINSCOPE_EXPORT_PIPELINE_HPP_
+#ifndef TRAINSCOPE_EXPORT_EXPORT_PIPELINE_HPP_
+#define TRAINSCOPE_EXPORT_EXPORT_PIPELINE_HPP_
 
 #include <atomic>
 #include <condition_variable>
@@ -93,4 +93,4 @@ class ExportPipeline final : public RegionSink {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_EXPORT_PIPELINE_HPP_
+#endif  // TRAINSCOPE_EXPORT_EXPORT_PIPELINE_HPP_

@@ -1,8 +1,8 @@
 // Export backends behind one interface (as spdlog's sinks, google/benchmark's
 // reporters). Exporters are called only from the ExportPipeline's background
 // thread, never from the thread that times regions.
-#ifndef TRAINSCOPE_EXPORTER_HPP_
-#define TRAINSCOPE_EXPORTER_HPP_
+#ifndef TRAINSCOPE_EXPORT_EXPORTER_HPP_
+#define TRAINSCOPE_EXPORT_EXPORTER_HPP_
 
 #include <cstdint>
 #include <string>
@@ -47,4 +47,4 @@ class Exporter {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_EXPORTER_HPP_
+#endif  // TRAINSCOPE_EXPORT_EXPORTER_HPP_

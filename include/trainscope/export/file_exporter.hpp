@@ -1,5 +1,5 @@
-#ifndef TRAINSCOPE_FILE_EXPORTER_HPP_
-#define TRAINSCOPE_FILE_EXPORTER_HPP_
+#ifndef TRAINSCOPE_EXPORT_FILE_EXPORTER_HPP_
+#define TRAINSCOPE_EXPORT_FILE_EXPORTER_HPP_
 
 #include <cstdio>
 #include <string>
@@ -37,4 +37,4 @@ class FileExporter final : public Exporter {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_FILE_EXPORTER_HPP_
+#endif  // TRAINSCOPE_EXPORT_FILE_EXPORTER_HPP_

@@ -6,8 +6,8 @@
 // whatever a crashed run left is still a loadable trace (the closing "]" is
 // optional in this format; appending it makes the file strict JSON).
 // close(), a final write_run_info() or the destructor write the "]".
-#ifndef TRAINSCOPE_PERFETTO_EXPORTER_HPP_
-#define TRAINSCOPE_PERFETTO_EXPORTER_HPP_
+#ifndef TRAINSCOPE_EXPORT_PERFETTO_EXPORTER_HPP_
+#define TRAINSCOPE_EXPORT_PERFETTO_EXPORTER_HPP_
 
 #include <cstdint>
 #include <cstdio>
@@ -68,4 +68,4 @@ class PerfettoExporter final : public Exporter {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_PERFETTO_EXPORTER_HPP_
+#endif  // TRAINSCOPE_EXPORT_PERFETTO_EXPORTER_HPP_

@@ -1,8 +1,8 @@
 // What a run is made of, shared by the run store, its reader and every
 // exporter: status, metadata, scalar metric points, the process's rank, and
 // the rows a run's record is read back as.
-#ifndef TRAINSCOPE_RUN_RECORD_HPP_
-#define TRAINSCOPE_RUN_RECORD_HPP_
+#ifndef TRAINSCOPE_EXPORT_RUN_RECORD_HPP_
+#define TRAINSCOPE_EXPORT_RUN_RECORD_HPP_
 
 #include <cstdint>
 #include <map>
@@ -111,4 +111,4 @@ struct Chunk {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_RUN_RECORD_HPP_
+#endif  // TRAINSCOPE_EXPORT_RUN_RECORD_HPP_

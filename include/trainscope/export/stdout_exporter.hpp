@@ -1,5 +1,5 @@
-#ifndef TRAINSCOPE_STDOUT_EXPORTER_HPP_
-#define TRAINSCOPE_STDOUT_EXPORTER_HPP_
+#ifndef TRAINSCOPE_EXPORT_STDOUT_EXPORTER_HPP_
+#define TRAINSCOPE_EXPORT_STDOUT_EXPORTER_HPP_
 
 #include <cstdio>
 #include <string>
@@ -25,4 +25,4 @@ class StdoutExporter final : public Exporter {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_STDOUT_EXPORTER_HPP_
+#endif  // TRAINSCOPE_EXPORT_STDOUT_EXPORTER_HPP_

@@ -7,8 +7,8 @@
 // header (":W&B", magic 0xBEE1 little-endian, version 0) followed by
 // LevelDB-log framed protobuf `Record`s of wandb/proto/wandb_internal.proto.
 // Mapping and record sequence: docs/exporters.md.
-#ifndef TRAINSCOPE_WANDB_EXPORTER_HPP_
-#define TRAINSCOPE_WANDB_EXPORTER_HPP_
+#ifndef TRAINSCOPE_EXPORT_WANDB_EXPORTER_HPP_
+#define TRAINSCOPE_EXPORT_WANDB_EXPORTER_HPP_
 
 #include <cstdint>
 #include <cstdio>
@@ -103,4 +103,4 @@ class WandbExporter final : public Exporter {
 // The format's building blocks, exposed for tests.
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_WANDB_EXPORTER_HPP_
+#endif  // TRAINSCOPE_EXPORT_WANDB_EXPORTER_HPP_

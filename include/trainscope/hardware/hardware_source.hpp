@@ -1,8 +1,8 @@
 // Hardware metrics, sampled in-process (radT spawns nvidia-smi, top, iostat,
 // free and dcgmi and parses their text instead). A source reads one family
 // of metrics; the Sampler polls every source from one thread.
-#ifndef TRAINSCOPE_HARDWARE_SOURCE_HPP_
-#define TRAINSCOPE_HARDWARE_SOURCE_HPP_
+#ifndef TRAINSCOPE_HARDWARE_HARDWARE_SOURCE_HPP_
+#define TRAINSCOPE_HARDWARE_HARDWARE_SOURCE_HPP_
 
 #include <sys/types.h>
 
@@ -53,4 +53,4 @@ class HardwareSource {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_HARDWARE_SOURCE_HPP_
+#endif  // TRAINSCOPE_HARDWARE_HARDWARE_SOURCE_HPP_

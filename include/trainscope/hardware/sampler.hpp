@@ -2,8 +2,8 @@
 // submits each reading as a MetricPoint (key = reading name, with a wall
 // timestamp and the current step) to an ExportPipeline, so hardware metrics
 // line up with timer regions in the run store, MLflow and W&B.
-#ifndef TRAINSCOPE_SAMPLER_HPP_
-#define TRAINSCOPE_SAMPLER_HPP_
+#ifndef TRAINSCOPE_HARDWARE_SAMPLER_HPP_
+#define TRAINSCOPE_HARDWARE_SAMPLER_HPP_
 
 #include <atomic>
 #include <condition_variable>
@@ -66,4 +66,4 @@ class Sampler {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_SAMPLER_HPP_
+#endif  // TRAINSCOPE_HARDWARE_SAMPLER_HPP_

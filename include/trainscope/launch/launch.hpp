@@ -13,8 +13,8 @@
 // A library function, so that a scheduler can launch many commands at once
 // from several threads; each launch creates its own run unless it joins its
 // job's (it never attaches to an inherited TRAINSCOPE_RUN_DIR).
-#ifndef TRAINSCOPE_LAUNCH_HPP_
-#define TRAINSCOPE_LAUNCH_HPP_
+#ifndef TRAINSCOPE_LAUNCH_LAUNCH_HPP_
+#define TRAINSCOPE_LAUNCH_LAUNCH_HPP_
 
 #include <sys/types.h>
 
@@ -125,4 +125,4 @@ std::map<std::string, std::string> params_from_arguments(const std::vector<std::
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_LAUNCH_HPP_
+#endif  // TRAINSCOPE_LAUNCH_LAUNCH_HPP_

@@ -5,8 +5,8 @@
 // Layout and format: docs/run-format.md. Processes of one job (ranks, child
 // processes) find the run through TRAINSCOPE_RUN_DIR and each write their
 // own per-rank files, so they never clobber each other.
-#ifndef TRAINSCOPE_RUN_HPP_
-#define TRAINSCOPE_RUN_HPP_
+#ifndef TRAINSCOPE_RUN_RUN_HPP_
+#define TRAINSCOPE_RUN_RUN_HPP_
 
 #include <cstdint>
 #include <map>
@@ -126,4 +126,4 @@ class Run {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_RUN_HPP_
+#endif  // TRAINSCOPE_RUN_RUN_HPP_

@@ -1,8 +1,8 @@
 // Reads a run directory, also while it is being written: a line cut short by
 // a crash is ignored (reported by `truncated`), never an error. Every other
 // defect is an error naming the file and line.
-#ifndef TRAINSCOPE_RUN_READER_HPP_
-#define TRAINSCOPE_RUN_READER_HPP_
+#ifndef TRAINSCOPE_RUN_RUN_READER_HPP_
+#define TRAINSCOPE_RUN_RUN_READER_HPP_
 
 #include <cstdint>
 #include <string>
@@ -65,4 +65,4 @@ class RunReader final : public RunSource {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_RUN_READER_HPP_
+#endif  // TRAINSCOPE_RUN_RUN_READER_HPP_

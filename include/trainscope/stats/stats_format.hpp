@@ -1,6 +1,6 @@
 // Text, table, JSON and CSV renderings of a timer's Summary.
-#ifndef TRAINSCOPE_STATS_FORMAT_HPP_
-#define TRAINSCOPE_STATS_FORMAT_HPP_
+#ifndef TRAINSCOPE_STATS_STATS_FORMAT_HPP_
+#define TRAINSCOPE_STATS_STATS_FORMAT_HPP_
 
 #include <string>
 #include <string_view>
@@ -29,4 +29,4 @@ std::string format_duration(double seconds);
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_STATS_FORMAT_HPP_
+#endif  // TRAINSCOPE_STATS_STATS_FORMAT_HPP_

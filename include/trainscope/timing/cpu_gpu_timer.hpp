@@ -9,8 +9,8 @@
 // timed on the CPU only (one warning per process) unless require_gpu is set.
 //
 // Thread safety: as Timer (one thread at a time; merge() to combine).
-#ifndef TRAINSCOPE_CPU_GPU_TIMER_HPP_
-#define TRAINSCOPE_CPU_GPU_TIMER_HPP_
+#ifndef TRAINSCOPE_TIMING_CPU_GPU_TIMER_HPP_
+#define TRAINSCOPE_TIMING_CPU_GPU_TIMER_HPP_
 
 #include <cstdint>
 #include <iostream>
@@ -163,4 +163,4 @@ class CPUGPUTimer {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_CPU_GPU_TIMER_HPP_
+#endif  // TRAINSCOPE_TIMING_CPU_GPU_TIMER_HPP_

@@ -1,7 +1,7 @@
 // Where GPU timestamps come from. CUDA events in production; a simulated
 // source with a virtual clock in tests (trainscope/testing/simulated_event_source.hpp).
-#ifndef TRAINSCOPE_GPU_EVENT_SOURCE_HPP_
-#define TRAINSCOPE_GPU_EVENT_SOURCE_HPP_
+#ifndef TRAINSCOPE_TIMING_GPU_EVENT_SOURCE_HPP_
+#define TRAINSCOPE_TIMING_GPU_EVENT_SOURCE_HPP_
 
 #include <cstdint>
 #include <memory>
@@ -51,4 +51,4 @@ bool built_with_cuda() noexcept;
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_GPU_EVENT_SOURCE_HPP_
+#endif  // TRAINSCOPE_TIMING_GPU_EVENT_SOURCE_HPP_

@@ -1,5 +1,5 @@
-#ifndef TRAINSCOPE_SCOPED_REGION_HPP_
-#define TRAINSCOPE_SCOPED_REGION_HPP_
+#ifndef TRAINSCOPE_TIMING_SCOPED_REGION_HPP_
+#define TRAINSCOPE_TIMING_SCOPED_REGION_HPP_
 
 #include <string>
 
@@ -54,4 +54,4 @@ class ScopedRegion {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_SCOPED_REGION_HPP_
+#endif  // TRAINSCOPE_TIMING_SCOPED_REGION_HPP_

@@ -1,7 +1,7 @@
 // Region keys: Deep500's TimeType values plus user-defined names, interned once
 // so that the start/end hot path works on a small integer id.
-#ifndef TRAINSCOPE_TIME_TYPE_HPP_
-#define TRAINSCOPE_TIME_TYPE_HPP_
+#ifndef TRAINSCOPE_TIMING_TIME_TYPE_HPP_
+#define TRAINSCOPE_TIMING_TIME_TYPE_HPP_
 
 #include <cstdint>
 #include <string>
@@ -65,4 +65,4 @@ std::string_view time_type_name(TimeType type) noexcept;
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_TIME_TYPE_HPP_
+#endif  // TRAINSCOPE_TIMING_TIME_TYPE_HPP_

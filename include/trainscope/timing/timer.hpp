@@ -4,8 +4,8 @@
 // start/end take no lock. Time other threads with their own Timer and
 // combine with merge(); attach any number of timers, from any threads, to one
 // ExportPipeline. Key interning and the pipeline are thread-safe.
-#ifndef TRAINSCOPE_TIMER_HPP_
-#define TRAINSCOPE_TIMER_HPP_
+#ifndef TRAINSCOPE_TIMING_TIMER_HPP_
+#define TRAINSCOPE_TIMING_TIMER_HPP_
 
 #include <iostream>
 #include <string>
@@ -102,4 +102,4 @@ class Timer {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_TIMER_HPP_
+#endif  // TRAINSCOPE_TIMING_TIMER_HPP_

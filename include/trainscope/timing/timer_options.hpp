@@ -1,5 +1,5 @@
-#ifndef TRAINSCOPE_TIMER_OPTIONS_HPP_
-#define TRAINSCOPE_TIMER_OPTIONS_HPP_
+#ifndef TRAINSCOPE_TIMING_TIMER_OPTIONS_HPP_
+#define TRAINSCOPE_TIMING_TIMER_OPTIONS_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -45,4 +45,4 @@ absl::Status validate_options(const CPUGPUTimerOptions& options);
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_TIMER_OPTIONS_HPP_
+#endif  // TRAINSCOPE_TIMING_TIMER_OPTIONS_HPP_

@@ -3,8 +3,8 @@
 // absl::Status naming the endpoint and MLflow's error_code, retries with
 // exponential backoff and jitter on connection errors, 5xx and 429.
 // No message ever contains the password, the token or URI user info.
-#ifndef TRAINSCOPE_SRC_MLFLOW_CLIENT_HPP_
-#define TRAINSCOPE_SRC_MLFLOW_CLIENT_HPP_
+#ifndef TRAINSCOPE_SRC_EXPORT_MLFLOW_MLFLOW_CLIENT_HPP_
+#define TRAINSCOPE_SRC_EXPORT_MLFLOW_MLFLOW_CLIENT_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -113,4 +113,4 @@ class Client {
 
 }  // namespace trainscope::mlflow
 
-#endif  // TRAINSCOPE_SRC_MLFLOW_CLIENT_HPP_
+#endif  // TRAINSCOPE_SRC_EXPORT_MLFLOW_MLFLOW_CLIENT_HPP_

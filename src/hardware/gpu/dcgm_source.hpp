@@ -2,8 +2,8 @@
 // time with dlopen like NVML: no build-time dependency on DCGM. The source
 // samples the GPUs and MIG instances the job uses (resolved through NVML by
 // the rules NvmlSource follows) and names them as the NVML metrics.
-#ifndef TRAINSCOPE_SRC_DCGM_SOURCE_HPP_
-#define TRAINSCOPE_SRC_DCGM_SOURCE_HPP_
+#ifndef TRAINSCOPE_SRC_HARDWARE_GPU_DCGM_SOURCE_HPP_
+#define TRAINSCOPE_SRC_HARDWARE_GPU_DCGM_SOURCE_HPP_
 
 #include <cstdint>
 #include <functional>
@@ -226,4 +226,4 @@ std::unique_ptr<HardwareSource> make_dcgm_source(std::optional<std::string> cuda
 
 }  // namespace trainscope::dcgm
 
-#endif  // TRAINSCOPE_SRC_DCGM_SOURCE_HPP_
+#endif  // TRAINSCOPE_SRC_HARDWARE_GPU_DCGM_SOURCE_HPP_

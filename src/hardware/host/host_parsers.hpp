@@ -5,8 +5,8 @@
 // texts and point the sources at fake or missing trees; the fuzz target feeds
 // the parsers anything. Every parser accepts any input: lines it cannot read
 // are skipped, so a kernel that adds a column or a field changes nothing.
-#ifndef TRAINSCOPE_SRC_HOST_PARSERS_HPP_
-#define TRAINSCOPE_SRC_HOST_PARSERS_HPP_
+#ifndef TRAINSCOPE_SRC_HARDWARE_HOST_HOST_PARSERS_HPP_
+#define TRAINSCOPE_SRC_HARDWARE_HOST_HOST_PARSERS_HPP_
 
 #include <sys/types.h>
 
@@ -71,4 +71,4 @@ std::unique_ptr<HardwareSource> make_process_tree_source(std::string proc_root);
 
 }  // namespace trainscope::host
 
-#endif  // TRAINSCOPE_SRC_HOST_PARSERS_HPP_
+#endif  // TRAINSCOPE_SRC_HARDWARE_HOST_HOST_PARSERS_HPP_

@@ -15,8 +15,8 @@
 // mean of every summary entry as `{summary_prefix}/{DEVICE}/{KEY}` (Deep500's
 // `train/CPU/EPOCH`), then the status and end time (a crashed run: FAILED).
 // Credentials are never written to the cursor, logs or error messages.
-#ifndef TRAINSCOPE_MLFLOW_EXPORTER_HPP_
-#define TRAINSCOPE_MLFLOW_EXPORTER_HPP_
+#ifndef TRAINSCOPE_EXPORT_MLFLOW_MLFLOW_EXPORTER_HPP_
+#define TRAINSCOPE_EXPORT_MLFLOW_MLFLOW_EXPORTER_HPP_
 
 #include <chrono>
 #include <cstdint>
@@ -100,4 +100,4 @@ class MlflowExporter final : public Exporter {
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_MLFLOW_EXPORTER_HPP_
+#endif  // TRAINSCOPE_EXPORT_MLFLOW_MLFLOW_EXPORTER_HPP_

@@ -1,8 +1,8 @@
 // Exact running moments of integer nanosecond durations. Integer sums make
 // count/total/min/max/mean/stdev exact at any sample count (no Welford drift,
 // no cancellation), at the cost of a 128-bit multiply-add per sample.
-#ifndef TRAINSCOPE_DETAIL_MOMENTS_HPP_
-#define TRAINSCOPE_DETAIL_MOMENTS_HPP_
+#ifndef TRAINSCOPE_STATS_DETAIL_MOMENTS_HPP_
+#define TRAINSCOPE_STATS_DETAIL_MOMENTS_HPP_
 
 #include <cstdint>
 #include <limits>
@@ -47,4 +47,4 @@ struct Moments {
 
 }  // namespace trainscope::stats::detail
 
-#endif  // TRAINSCOPE_DETAIL_MOMENTS_HPP_
+#endif  // TRAINSCOPE_STATS_DETAIL_MOMENTS_HPP_

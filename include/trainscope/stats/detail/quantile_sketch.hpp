@@ -1,7 +1,7 @@
 // Relative-error quantile sketch (DDSketch-style logarithmic buckets) for keys
 // past their exact-sample cap: memory grows with log(max/min), not with n.
-#ifndef TRAINSCOPE_DETAIL_QUANTILE_SKETCH_HPP_
-#define TRAINSCOPE_DETAIL_QUANTILE_SKETCH_HPP_
+#ifndef TRAINSCOPE_STATS_DETAIL_QUANTILE_SKETCH_HPP_
+#define TRAINSCOPE_STATS_DETAIL_QUANTILE_SKETCH_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -48,4 +48,4 @@ class QuantileSketch {
 
 }  // namespace trainscope::stats::detail
 
-#endif  // TRAINSCOPE_DETAIL_QUANTILE_SKETCH_HPP_
+#endif  // TRAINSCOPE_STATS_DETAIL_QUANTILE_SKETCH_HPP_

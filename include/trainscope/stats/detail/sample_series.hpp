@@ -1,7 +1,7 @@
 // All completed durations of one key on one device: exact samples in fixed
 // chunks (8 bytes per sample, no vector doubling), then a sketch past the cap.
-#ifndef TRAINSCOPE_DETAIL_SAMPLE_SERIES_HPP_
-#define TRAINSCOPE_DETAIL_SAMPLE_SERIES_HPP_
+#ifndef TRAINSCOPE_STATS_DETAIL_SAMPLE_SERIES_HPP_
+#define TRAINSCOPE_STATS_DETAIL_SAMPLE_SERIES_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -88,4 +88,4 @@ TimeStats stats_from_sketch(const Moments& moments, const QuantileSketch& sketch
 
 }  // namespace trainscope::stats::detail
 
-#endif  // TRAINSCOPE_DETAIL_SAMPLE_SERIES_HPP_
+#endif  // TRAINSCOPE_STATS_DETAIL_SAMPLE_SERIES_HPP_

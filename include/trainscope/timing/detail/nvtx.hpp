@@ -1,8 +1,8 @@
 // NVTX ranges, out of line so that users' code needs no NVTX headers. Start/end
 // ranges (not push/pop) because Deep500 regions of different keys may overlap
 // without nesting (BATCH ends while the next IO is already open).
-#ifndef TRAINSCOPE_DETAIL_NVTX_HPP_
-#define TRAINSCOPE_DETAIL_NVTX_HPP_
+#ifndef TRAINSCOPE_TIMING_DETAIL_NVTX_HPP_
+#define TRAINSCOPE_TIMING_DETAIL_NVTX_HPP_
 
 #include <cstdint>
 
@@ -17,4 +17,4 @@ void nvtx_range_end(std::uint64_t range) noexcept;
 
 }  // namespace trainscope::timing::detail
 
-#endif  // TRAINSCOPE_DETAIL_NVTX_HPP_
+#endif  // TRAINSCOPE_TIMING_DETAIL_NVTX_HPP_

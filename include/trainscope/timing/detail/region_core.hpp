@@ -1,8 +1,8 @@
 // State shared by Timer and CPUGPUTimer: which keys are open, the completed
 // series per device, the optional export ring. All hot-path members are
 // inline; everything that allocates or formats is out of line.
-#ifndef TRAINSCOPE_DETAIL_REGION_CORE_HPP_
-#define TRAINSCOPE_DETAIL_REGION_CORE_HPP_
+#ifndef TRAINSCOPE_TIMING_DETAIL_REGION_CORE_HPP_
+#define TRAINSCOPE_TIMING_DETAIL_REGION_CORE_HPP_
 
 #include <cstdint>
 #include <memory>
@@ -133,4 +133,4 @@ class RegionCore {
 
 }  // namespace trainscope::timing::detail
 
-#endif  // TRAINSCOPE_DETAIL_REGION_CORE_HPP_
+#endif  // TRAINSCOPE_TIMING_DETAIL_REGION_CORE_HPP_

@@ -15,8 +15,8 @@
 // fast path compares the index with one producer-local limit, and only every
 // quarter chunk does the slow path read the consumer's index; a wake is one
 // RingWaker::wake() call per drain (an atomic flag the consumer re-arms).
-#ifndef TRAINSCOPE_DETAIL_SAMPLE_RING_HPP_
-#define TRAINSCOPE_DETAIL_SAMPLE_RING_HPP_
+#ifndef TRAINSCOPE_TIMING_DETAIL_SAMPLE_RING_HPP_
+#define TRAINSCOPE_TIMING_DETAIL_SAMPLE_RING_HPP_
 
 #include <atomic>
 #include <cstddef>
@@ -152,4 +152,4 @@ class SampleRing {
 
 }  // namespace trainscope::timing::detail
 
-#endif  // TRAINSCOPE_DETAIL_SAMPLE_RING_HPP_
+#endif  // TRAINSCOPE_TIMING_DETAIL_SAMPLE_RING_HPP_

@@ -1,7 +1,7 @@
 // The completed-sample series of every key on one device, indexed by key id,
 // remembering the order in which keys first completed (Deep500's print order).
-#ifndef TRAINSCOPE_DETAIL_SERIES_TABLE_HPP_
-#define TRAINSCOPE_DETAIL_SERIES_TABLE_HPP_
+#ifndef TRAINSCOPE_TIMING_DETAIL_SERIES_TABLE_HPP_
+#define TRAINSCOPE_TIMING_DETAIL_SERIES_TABLE_HPP_
 
 #include <cstdint>
 #include <memory>
@@ -50,4 +50,4 @@ class SeriesTable {
 
 }  // namespace trainscope::timing::detail
 
-#endif  // TRAINSCOPE_DETAIL_SERIES_TABLE_HPP_
+#endif  // TRAINSCOPE_TIMING_DETAIL_SERIES_TABLE_HPP_

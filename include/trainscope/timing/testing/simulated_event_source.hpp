@@ -2,8 +2,8 @@
 // (batching, FIFO harvesting, pool growth, all-or-nothing) is tested on any
 // machine. Each stream is a queue of simulated work: an event recorded on a
 // stream fires when the work enqueued before it has run.
-#ifndef TRAINSCOPE_TESTING_SIMULATED_EVENT_SOURCE_HPP_
-#define TRAINSCOPE_TESTING_SIMULATED_EVENT_SOURCE_HPP_
+#ifndef TRAINSCOPE_TIMING_TESTING_SIMULATED_EVENT_SOURCE_HPP_
+#define TRAINSCOPE_TIMING_TESTING_SIMULATED_EVENT_SOURCE_HPP_
 
 #include <cstdint>
 #include <deque>
@@ -77,4 +77,4 @@ class SimulatedEventSource final : public GpuEventSource {
 
 }  // namespace trainscope::testing
 
-#endif  // TRAINSCOPE_TESTING_SIMULATED_EVENT_SOURCE_HPP_
+#endif  // TRAINSCOPE_TIMING_TESTING_SIMULATED_EVENT_SOURCE_HPP_
