@@ -15,6 +15,7 @@
 #include "fmt/ranges.h"
 #include "report/stalls_data.hpp"
 #include "trainscope/scaling/derived.hpp"
+#include "trainscope/scaling/model_document.hpp"
 #include "trainscope/scaling/modeler.hpp"
 #include "trainscope/scaling/run_input.hpp"
 #include "trainscope/scaling/uncertainty.hpp"
@@ -197,14 +198,13 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
     out["error"] = std::string(model.status().message());
     return out;
   }
-  out["formula"] = model->formula();
-  out["python"] = model->python();
-  out["model_warnings"] = model->warnings;
-  out["costs"] = json{{"rss", model->costs.rss},
-                      {"rrss", model->costs.rrss},
-                      {"smape", model->costs.smape},
-                      {"ar2", model->costs.ar2},
-                      {"re", model->costs.re}};
+  // The model as `trainscope model --json` writes it (one writer: the scaling
+  // room's Model JSON document), the series named by its key and statistic.
+  scaling::ModelDocument document;
+  document.parameters = set->parameters;
+  document.models.push_back(
+      scaling::ModeledSeries{series.callpath, series.metric, *model, {}, {}, {}});
+  out["model"] = json::parse(scaling::model_document_json(document));
   std::vector<std::vector<double>> grid;
   std::vector<double> resources;
   const double hi = max_x * kExtrapolation;

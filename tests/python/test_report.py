@@ -306,7 +306,14 @@ def test_sweep_page_and_scaling_study(sweep_dir, tmp_path):
     from trainscope import scaling as sc
     runs = [r["dir"] for r in data["runs"]]
     measured = sc.read_runs(runs, sc.RunSelection(parameters=["p"], what="BATCH"))
-    assert models[("BATCH", "CPU")]["formula"] == sc.fit(measured).formula()
+    fitted = sc.fit(measured)
+    (embedded,) = models[("BATCH", "CPU")]["model"]["models"]
+    assert embedded["formula"] == fitted.formula()
+    # The whole Model JSON document of `trainscope model --json`: costs with nrss, the terms,
+    # the identifiers and the C++ expression too.
+    assert embedded["cpp"] == fitted.cpp() and embedded["identifiers"] == {"p": "p"}
+    assert embedded["costs"]["nrss"] == pytest.approx(fitted.costs.nrss, rel=1e-12)
+    assert len(embedded["terms"]) == len(fitted.terms)
 
     expected = varying_params(data) + 2 + sum(3 for m in scaling["models"] if "error" not in m)
     dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-sweep.png"), 3000)

@@ -24,6 +24,7 @@
 #include "support/run_dir_test.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/report/report.hpp"
+#include "trainscope/scaling/model_document.hpp"
 #include "trainscope/stalls/analysis.hpp"
 #include "trainscope/stalls/differential.hpp"
 #include "trainscope/stats/time_stats.hpp"
@@ -362,7 +363,22 @@ TEST_F(ReportRunTest, StudyOfRunsWithAScalingParameter) {
   ASSERT_EQ(scaling["models"].size(), 1u);
   const json& model = scaling["models"][0];
   ASSERT_FALSE(model.contains("error")) << model.dump();
-  EXPECT_THAT(model["formula"].get<std::string>(), HasSubstr("p^(-1)"));
+  // The scaling room's Model JSON document, whole: the reader takes it back.
+  absl::StatusOr<scaling::ModelDocument> document =
+      scaling::parse_model_document(model["model"].dump(), "report");
+  ASSERT_TRUE(document.ok()) << document.status();
+  EXPECT_EQ(document->parameters, std::vector<std::string>{"p"});
+  ASSERT_EQ(document->models.size(), 1u);
+  const scaling::Model& fitted = document->models[0].model;
+  EXPECT_THAT(fitted.formula(), HasSubstr("p^(-1)"));
+  EXPECT_EQ(model["model"]["models"][0]["formula"], fitted.formula());
+  EXPECT_EQ(model["model"]["models"][0]["cpp"], fitted.cpp());
+  EXPECT_TRUE(model["model"]["models"][0]["costs"].contains("nrss"));
+  for (const json& point : model["points"]) {  // the model read back is the one fitted
+    double mean = 0;
+    for (const json& v : point["values"]) mean += v.get<double>() / point["values"].size();
+    EXPECT_NEAR(fitted.evaluate(std::vector<double>{point["x"].get<double>()}), mean, 0.01 * mean);
+  }
   EXPECT_EQ(model["points"].size(), 5u);
   EXPECT_EQ(model["curve"]["x"].size(), 48u);
   EXPECT_DOUBLE_EQ(model["curve"]["x"].back().get<double>(), 64.0);  // 4x the largest p

@@ -46,16 +46,29 @@ struct ModelOptions {
   double significance = 0.05;
 };
 
+// fit and fit_series fit the same model to the same points; they differ in
+// what they know of the input the series came from:
+// - fit(parameters, series) sees the series alone and models the points it
+//   has. Use it for a series made by hand or read on its own (one run
+//   selection: read_runs gives one series).
+// - fit_series(set, series) also sees the whole input (set.coordinates, the
+//   coordinates of the experiment) and makes the check Extra-P makes on a
+//   file before modeling any series: where the series is not measured once
+//   at each of them, kExtrap refuses as Extra-P does and kTrainscope warns. Use it for a series
+//   of a MeasurementSet read from an Extra-P file (`trainscope model` does).
+// With every coordinate measured (or set.coordinates empty, as from run
+// directories) both return the same model.
+
 // Fits one series. Errors (with the reason): no points, dimension mismatch,
 // non-finite values, fewer distinct values of a parameter than a model needs.
 absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
                           const ModelOptions& options = {});
 
-// Fits `series` of `set`, with the check Extra-P makes on a whole input: where
-// the series lacks some of set.coordinates (check_coordinates), kExtrap
-// refuses with that error and "Extra-P refuses such an input
-// (InvalidExperimentError)", kTrainscope models the points measured with the
-// error's text as the model's first warning.
+// Fits `series` of `set` (with set.parameters) after the check Extra-P makes
+// on a whole input: where the series lacks some of set.coordinates
+// (check_coordinates), kExtrap refuses with that error and "Extra-P refuses
+// such an input (InvalidExperimentError)", kTrainscope models the points
+// measured with the error's text as the model's first warning.
 absl::StatusOr<Model> fit_series(const MeasurementSet& set, const Series& series,
                                  const ModelOptions& options = {});
 

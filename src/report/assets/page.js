@@ -947,9 +947,10 @@
       var box = add(s, el("div", { class: "card scaling-model" }));
       add(box, el("div", { class: "title", text: m.key + " · " + m.device }));
       if (m.error) { add(box, el("p", { class: "muted", text: "No model: " + m.error })); return; }
-      add(box, el("div", { class: "formula", text: m.key + "(" + p + ") = " + m.formula }));
-      add(box, el("div", { class: "caption", text: "SMAPE " + sig(m.costs.smape, 3) + "%, adjusted R² " + sig(m.costs.ar2, 4) +
-        ", RSS " + sig(m.costs.rss, 3) + ((m.model_warnings || []).length ? " · " + m.model_warnings.join("; ") : "") }));
+      var fit = m.model.models[0];  // the Model JSON document, as `trainscope model --json` writes it
+      add(box, el("div", { class: "formula", text: m.key + "(" + p + ") = " + fit.formula }));
+      add(box, el("div", { class: "caption", text: "SMAPE " + sig(fit.costs.smape, 3) + "%, adjusted R² " + sig(fit.costs.ar2, 4) +
+        ", RSS " + sig(fit.costs.rss, 3) + (fit.warnings.length ? " · " + fit.warnings.join("; ") : "") }));
       var grid = add(box, el("div", { class: "grid" }));
       var c = card(grid, "model and measurements", "", true);
       var measured = [], spreadLines = [];

@@ -1,0 +1,257 @@
+#include "trainscope/scaling/model_study.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "common/files.hpp"
+#include "fmt/format.h"
+#include "trainscope/scaling/derived.hpp"
+#include "trainscope/scaling/extrap_input.hpp"
+#include "trainscope/scaling/svg_plot.hpp"
+
+namespace trainscope::scaling {
+namespace {
+
+// The payload that marks an error about an option (its field name).
+constexpr char kOptionPayload[] = "trainscope.scaling/study-option";
+
+absl::Status option_error(const char* option, const std::string& what) {
+  absl::Status status = absl::InvalidArgumentError(fmt::format("{}: {}", option, what));
+  status.SetPayload(kOptionPayload, absl::Cord(option));
+  return status;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+int index_of(const std::vector<std::string>& names, const std::string& name) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool selected(const std::vector<std::string>& filter, const std::string& name) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
+}
+
+// What the options name, as positions in the input's parameters.
+struct Selection {
+  std::vector<std::vector<double>> points;  // predict, in parameter order
+  int scaling_index = -1;
+  int plot_index = 0;
+};
+
+absl::StatusOr<Selection> resolve_selection(const ModelStudyOptions& options,
+                                            const std::vector<std::string>& parameters) {
+  Selection out;
+  for (const auto& named : options.predict) {
+    std::vector<double> coordinate(parameters.size(), std::nan(""));
+    for (const auto& [name, value] : named) {
+      const int index = index_of(parameters, name);
+      if (index < 0) {
+        return option_error("predict", fmt::format("'{}' is not a parameter of the input", name));
+      }
+      coordinate[static_cast<std::size_t>(index)] = value;
+    }
+    for (std::size_t i = 0; i < coordinate.size(); ++i) {
+      if (std::isnan(coordinate[i])) {
+        return option_error("predict", fmt::format("no value for parameter '{}'", parameters[i]));
+      }
+    }
+    out.points.push_back(std::move(coordinate));
+  }
+  if (!options.scaling.empty()) {
+    out.scaling_index = index_of(parameters, options.scaling);
+    if (out.scaling_index < 0) {
+      return option_error("scaling",
+                          fmt::format("'{}' is not a parameter of the input", options.scaling));
+    }
+  }
+  if (!options.plot_x.empty()) {
+    out.plot_index = index_of(parameters, options.plot_x);
+    if (out.plot_index < 0) {
+      return option_error("plot_x",
+                          fmt::format("'{}' is not a parameter of the input", options.plot_x));
+    }
+  }
+  return out;
+}
+
+// Extra-P refuses an input where a series lacks some of the input's
+// coordinates; kExtrap does too, naming every such series (the default
+// modeler models the points it has: fit_series warns).
+absl::Status check_complete(const MeasurementSet& set, const ModelStudyOptions& options) {
+  if (options.model.modeler != Modeler::kExtrap) return absl::OkStatus();
+  std::string refusals;
+  for (const Series& series : set.series) {
+    const absl::Status complete = check_coordinates(set, series);
+    if (!complete.ok()) refusals += fmt::format("  {}\n", std::string(complete.message()));
+  }
+  if (refusals.empty()) return absl::OkStatus();
+  const std::string file = options.inputs.empty() ? std::string("input") : options.inputs.front();
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: Extra-P refuses this input (InvalidExperimentError: the number of measurements does "
+      "not match the number of coordinates):\n{}the default modeler (without --modeler extrap) "
+      "models the points measured",
+      file, refusals));
+}
+
+// Speedup, efficiency and cost against the scaling parameter, measured and
+// modeled (at the measured resources and the predicted points); the other
+// parameters at the first point's values.
+void add_scaling_views(const Series& series, const Selection& selection, Measure measure,
+                       ModeledSeries* out) {
+  const int index = selection.scaling_index;
+  const std::vector<double>& fixed = series.points.front().coordinate;
+  if (auto measured = measured_scaling(series, index, fixed, measure); measured.ok()) {
+    out->measured_scaling = std::move(*measured);
+  }
+  std::vector<double> resources;
+  for (const ScalingView& v : out->measured_scaling) resources.push_back(v.resource);
+  for (const auto& p : selection.points) resources.push_back(p[static_cast<std::size_t>(index)]);
+  std::sort(resources.begin(), resources.end());
+  resources.erase(std::unique(resources.begin(), resources.end()), resources.end());
+  if (resources.empty()) return;
+  if (auto modeled = modeled_scaling(out->model, index, fixed, resources); modeled.ok()) {
+    out->modeled_scaling = std::move(*modeled);
+  }
+}
+
+// The series' model, predictions and views; a failure's line otherwise.
+absl::StatusOr<ModeledSeries> model_series(const Series& series, const MeasurementSet& set,
+                                           const ModelStudyOptions& options,
+                                           const Selection& selection) {
+  absl::StatusOr<Model> model = fit_series(set, series, options.model);
+  if (!model.ok()) return model.status();
+  ModeledSeries out;
+  out.callpath = series.callpath;
+  out.metric = series.metric;
+  out.model = std::move(*model);
+  if (!selection.points.empty()) {
+    absl::StatusOr<std::vector<Prediction>> predictions =
+        predict_with_band(out.model, series, selection.points, options.band);
+    if (!predictions.ok()) {
+      return absl::Status(predictions.status().code(),
+                          fmt::format("{} / {}: {}", series.callpath, series.metric,
+                                      std::string(predictions.status().message())));
+    }
+    out.predictions = std::move(*predictions);
+  }
+  if (selection.scaling_index >= 0 && !series.points.empty()) {
+    add_scaling_views(series, selection, options.model.extrap.measure, &out);
+  }
+  return out;
+}
+
+absl::StatusOr<MeasurementSet> read_inputs(const ModelStudyOptions& options,
+                                           std::vector<std::string>* warnings) {
+  std::vector<std::string> directories, files;
+  for (const std::string& input : options.inputs) {
+    (is_directory(input) ? directories : files).push_back(input);
+  }
+  if (!directories.empty() && !files.empty()) {
+    return absl::InvalidArgumentError("give either run directories or one Extra-P file, not both");
+  }
+  if (!directories.empty()) {
+    if (options.runs.parameters.empty()) {
+      return absl::InvalidArgumentError(
+          "run directories need --params (the run params to model against)");
+    }
+    return read_runs(directories, options.runs, warnings);
+  }
+  if (files.size() != 1) return absl::InvalidArgumentError("give one Extra-P measurement file");
+  return read_extrap_file(files.front());
+}
+
+}  // namespace
+
+std::string plot_path(const std::string& path, std::size_t index, std::size_t count) {
+  if (count <= 1) return path;
+  const std::size_t dot = path.rfind(".svg");
+  const std::string stem = dot == std::string::npos ? path : path.substr(0, dot);
+  return fmt::format("{}-{}.svg", stem, index + 1);
+}
+
+std::optional<std::string> study_option_error(const absl::Status& status) {
+  const auto option = status.GetPayload(kOptionPayload);
+  if (!option) return std::nullopt;
+  return std::string(*option);
+}
+
+absl::StatusOr<ModelStudy> study_measurements(const MeasurementSet& set,
+                                              const ModelStudyOptions& options) {
+  absl::StatusOr<Selection> selection = resolve_selection(options, set.parameters);
+  if (!selection.ok()) return selection.status();
+  if (absl::Status complete = check_complete(set, options); !complete.ok()) return complete;
+
+  ModelStudy out;
+  out.document.parameters = set.parameters;
+  out.document.modeler = options.model.modeler;
+  std::vector<const Series*> modeled;
+  for (const Series& series : set.series) {
+    if (!selected(options.callpaths, series.callpath) ||
+        !selected(options.metrics, series.metric)) {
+      continue;
+    }
+    absl::StatusOr<ModeledSeries> result = model_series(series, set, options, *selection);
+    if (!result.ok()) {
+      out.failures.emplace_back(std::string(result.status().message()));
+      continue;
+    }
+    StudiedSeries facts;
+    facts.points = series.points.size();
+    for (const Point& p : series.points) facts.values += p.values.size();
+    facts.leave_one_out = set.parameters.size() == 1 && options.model.extrap.use_crossvalidation &&
+                          !result->model.is_constant();
+    out.series.push_back(facts);
+    out.document.models.push_back(*std::move(result));
+    modeled.push_back(&series);
+  }
+  if (out.document.models.empty() && out.failures.empty()) {
+    return absl::NotFoundError("no region/metric of the input matches --callpath/--metric");
+  }
+  if (!options.plot.empty()) {
+    for (std::size_t i = 0; i < modeled.size(); ++i) {
+      PlotOptions plot;
+      plot.x_parameter = selection->plot_index;
+      plot.band = options.band;
+      const std::string path = plot_path(options.plot, i, modeled.size());
+      absl::StatusOr<std::string> svg = render_svg(out.document.models[i].model, *modeled[i], plot);
+      if (!svg.ok()) {
+        out.failures.push_back(
+            fmt::format("plot {}: {}", path, std::string(svg.status().message())));
+        continue;
+      }
+      out.plots.push_back(StudyPlot{path, *std::move(svg)});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ModelStudy> model_study(const ModelStudyOptions& options,
+                                       std::vector<std::string>* warnings) {
+  absl::StatusOr<MeasurementSet> set = read_inputs(options, warnings);
+  if (!set.ok()) return set.status();
+  absl::StatusOr<ModelStudy> study = study_measurements(*set, options);
+  if (!study.ok()) return study.status();
+  for (const StudyPlot& plot : study->plots) {
+    if (absl::Status written = detail::write_file_atomically(plot.path, plot.svg); !written.ok()) {
+      study->failures.push_back(
+          fmt::format("plot {}: {}", plot.path, std::string(written.message())));
+    }
+  }
+  return study;
+}
+
+}  // namespace trainscope::scaling
