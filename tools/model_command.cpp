@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cli.hpp"
 #include "commands.hpp"
@@ -46,10 +45,6 @@ struct ModelArgs {
 
 // --- Command line ----------------------------------------------------------
 
-bool parse_double(const std::string& text, double* out) {
-  return absl::SimpleAtod(text, out) && std::isfinite(*out);
-}
-
 // The value of a name parser (parse_modeler, ...), or the usage error
 // "FLAG: why".
 template <typename T>
@@ -63,11 +58,10 @@ std::map<std::string, double> parse_point(const std::string& value) {
   std::map<std::string, double> point;
   for (const std::string& pair : std::vector<std::string>(absl::StrSplit(value, ','))) {
     const std::size_t eq = pair.find('=');
-    double number = 0;
-    if (eq == std::string::npos || !parse_double(pair.substr(eq + 1), &number)) {
+    if (eq == std::string::npos) {
       bad_value(fmt::format("--predict '{}': expected NAME=NUMBER[,NAME=NUMBER...]", value));
     }
-    point[pair.substr(0, eq)] = number;
+    point[pair.substr(0, eq)] = number("--predict " + pair.substr(0, eq), pair.substr(eq + 1));
   }
   return point;
 }
@@ -100,31 +94,22 @@ void add_modeling_options(CommandLine* line, ModelArgs* out) {
                     out->study.model.modeler = named_value("--modeler", sc::parse_modeler(value));
                   });
   add_modeler_option(line, out);
-  line->add_value(
-      "--physical-up-to", "F",
-      "trainscope modeler: vet models up to F x the largest point\n"
-      "(default 8; 0 turns the veto off)",
-      [out](const std::string& value) {
-        double factor = 0;
-        if (!parse_double(value, &factor) || factor < 0) {
-          bad_value(fmt::format("--physical-up-to '{}': a factor >= 1, or 0 to turn the veto off",
-                                value));
-        }
-        out->study.model.reject_nonphysical = factor > 0;
-        out->study.model.extrapolation_factor = factor;
-      });
-  line->add_value(
-      "--significance", "A",
-      "trainscope modeler: keep a term only when an F-test against the\n"
-      "constant (noise from the repetitions) rejects at level A\n"
-      "(default 0.05; 0 turns the test off)",
-      [out](const std::string& value) {
-        double level = 0;
-        if (!parse_double(value, &level) || level < 0 || level >= 1) {
-          bad_value(fmt::format("--significance '{}': a level in [0, 1), e.g. 0.05", value));
-        }
-        out->study.model.significance = level;
-      });
+  line->add_value("--physical-up-to", "F",
+                  "trainscope modeler: vet models up to F x the largest point\n"
+                  "(default 8; 0 turns the veto off)",
+                  [out](const std::string& value) {
+                    const double factor = number("--physical-up-to", value, {/*min=*/0});
+                    out->study.model.reject_nonphysical = factor > 0;
+                    out->study.model.extrapolation_factor = factor;
+                  });
+  line->add_value("--significance", "A",
+                  "trainscope modeler: keep a term only when an F-test against the\n"
+                  "constant (noise from the repetitions) rejects at level A\n"
+                  "(default 0.05; 0 turns the test off)",
+                  [out](const std::string& value) {
+                    out->study.model.significance = number(
+                        "--significance", value, {/*min=*/0, /*max=*/1, false, /*max_open=*/true});
+                  });
   line->add_value("--measure", "M", "mean (default) | median | minimum | maximum of repetitions",
                   [out](const std::string& value) {
                     const sc::Measure measure = named_value("--measure", sc::parse_measure(value));
@@ -162,12 +147,9 @@ void add_run_directory_options(CommandLine* line, ModelArgs* out) {
                     out->study.runs.ranks =
                         named_value("--ranks", sc::parse_rank_aggregation(value));
                   });
-  line->add_value("--scale", "X", "multiply every value by X (e.g. samples per batch)",
-                  [out](const std::string& value) {
-                    if (!parse_double(value, &out->study.runs.scale)) {
-                      bad_value(fmt::format("--scale '{}' is not a number", value));
-                    }
-                  });
+  line->add_value(
+      "--scale", "X", "multiply every value by X (e.g. samples per batch)",
+      [out](const std::string& value) { out->study.runs.scale = number("--scale", value); });
 }
 
 void add_band_options(CommandLine* line, ModelArgs* out) {
@@ -176,17 +158,12 @@ void add_band_options(CommandLine* line, ModelArgs* out) {
       [out](const std::string& value) { out->study.predict.push_back(parse_point(value)); });
   line->add_value("--confidence", "C", "band coverage, default 0.9",
                   [out](const std::string& value) {
-                    double& confidence = out->study.band.confidence;
-                    if (!parse_double(value, &confidence) || confidence <= 0 || confidence >= 1) {
-                      bad_value(fmt::format("--confidence '{}': a number between 0 and 1", value));
-                    }
+                    out->study.band.confidence =
+                        number("--confidence", value, {0, 1, /*min_open=*/true, /*max_open=*/true});
                   });
   line->add_value("--resamples", "N", "bootstrap resamples for the band, default 400",
                   [out](const std::string& value) {
-                    if (!absl::SimpleAtoi(value, &out->study.band.resamples) ||
-                        out->study.band.resamples < 10) {
-                      bad_value(fmt::format("--resamples '{}': an integer >= 10", value));
-                    }
+                    out->study.band.resamples = count("--resamples", value, 10);
                   });
 }
 

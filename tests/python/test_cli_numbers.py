@@ -35,6 +35,11 @@ CASES = [
     (["stalls", "--dataset", "."], "--iterations", "0", "a whole number >= 1"),
     (["stalls", "--dataset", "."], "--warmup", "-1", "a whole number >= 0"),
     (["stalls", "--dataset", "."], "--warmup", "3.5", "a whole number >= 0"),
+    (["model", "--params", "p"], "--resamples", "5", "a whole number >= 10"),
+    (["model", "--params", "p"], "--confidence", "1", "a number > 0 and < 1"),
+    (["model", "--params", "p"], "--significance", "-0.1", "a number >= 0 and < 1"),
+    (["model", "--params", "p"], "--physical-up-to", "x", "a number >= 0"),
+    (["model", "--params", "p"], "--scale", "nan", "a number"),
 ]
 
 
