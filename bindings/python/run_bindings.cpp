@@ -63,14 +63,26 @@ void WithTimer(py::handle object, F&& f) {
   }
 }
 
-// A damaged run directory is a ValueError (as any bad input), whatever
-// absl code the reader gives it; a missing one FileNotFoundError.
+// A damaged run directory is a ValueError (as any bad input), whatever absl
+// code the reader gives it; a missing one FileNotFoundError, an unreadable
+// one PermissionError or another OSError, as Python's own file errors.
 void ThrowIfReadError(const absl::Status& status) {
-  if (absl::IsDataLoss(status) || absl::IsOutOfRange(status) ||
-      absl::IsFailedPrecondition(status)) {
-    ThrowIfError(absl::InvalidArgumentError(status.message()));
+  if (status.ok()) return;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+      ThrowIfError(absl::InvalidArgumentError(status.message()));
+      break;
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+      ThrowIfError(status);
+      break;
+    default:
+      PyErr_SetString(PyExc_OSError, std::string(status.message()).c_str());
+      throw py::error_already_set();
   }
-  ThrowIfError(status);
 }
 
 template <typename T>

@@ -174,8 +174,8 @@ class Run:
     """A run directory as read by read_run(). Attributes:
 
     dir, id, name, experiment, version (of run.json: 1 or 2), params, tags (dicts of str);
-    status: FINISHED, RUNNING, KILLED or FAILED, combined over ranks and launchers as
-        the C++ RunReader does (a crashed rank or launcher makes it FAILED);
+    status: FINISHED, RUNNING, KILLED or FAILED, combined over ranks and launchers by
+        the C++ RunReader (a crashed rank or launcher makes it FAILED);
     crashed: whether a rank or launcher left RUNNING is gone (pid, on this host) or silent
         (heartbeat older than max(3 * flush_interval_ms, 10 s));
     start_time, end_time: tz-aware UTC pandas Timestamps (end_time is NaT while running);
