@@ -1,5 +1,7 @@
 // trainscope._core._Run: the C++ Run for trainscope/run.py, which adds
-// MLflow-style module functions (start_run, log_metric, ...) around it.
+// MLflow-style module functions (start_run, log_metric, ...) around it; and
+// trainscope._core._RunReader: the C++ RunReader for trainscope/_reading.py
+// (read_run, search_runs), which builds pandas DataFrames from what it reads.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -8,12 +10,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "py_timers.hpp"
 #include "trainscope/export/perfetto_exporter.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/run/run.hpp"
+#include "trainscope/run/run_files.hpp"
+#include "trainscope/run/run_reader.hpp"
 
 namespace py = pybind11;
 
@@ -57,9 +63,170 @@ void WithTimer(py::handle object, F&& f) {
   }
 }
 
+// A damaged run directory is a ValueError (as any bad input), whatever absl
+// code the reader gives it; a missing one FileNotFoundError, an unreadable
+// one PermissionError or another OSError, as Python's own file errors.
+void ThrowIfReadError(const absl::Status& status) {
+  if (status.ok()) return;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+      ThrowIfError(absl::InvalidArgumentError(status.message()));
+      break;
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+      ThrowIfError(status);
+      break;
+    default:
+      PyErr_SetString(PyExc_OSError, std::string(status.message()).c_str());
+      throw py::error_already_set();
+  }
+}
+
+template <typename T>
+T ValueOrThrow(absl::StatusOr<T> value) {
+  ThrowIfReadError(value.status());
+  return *std::move(value);
+}
+
+std::string StatusName(RunStatus status) { return std::string(run_status_name(status)); }
+
+// The fields every process file has, as the DataFrames' columns name them.
+template <typename State>
+py::dict ProcessDict(const State& s) {
+  py::dict d;
+  d["host"] = s.host;
+  d["pid"] = s.pid;
+  d["status"] = StatusName(s.status);
+  d["crashed"] = s.crashed;
+  d["start_time_ms"] = s.start_time_ms;
+  d["end_time_ms"] = s.end_time_ms;
+  d["heartbeat_ms"] = s.heartbeat_ms;
+  d["flush_interval_ms"] = s.flush_interval_ms;
+  return d;
+}
+
+py::list RankDicts(const RunReader& r) {
+  py::list out;
+  for (const RankState& s : r.ranks()) {
+    py::dict d = ProcessDict(s);
+    d["rank"] = s.rank.rank;
+    d["local_rank"] = s.rank.local_rank;
+    d["world_size"] = s.rank.world_size;
+    d["launcher"] = s.launcher;
+    out.append(d);
+  }
+  return out;
+}
+
+py::list LauncherDicts(const RunReader& r) {
+  py::list out;
+  for (const LauncherState& s : r.launchers()) {
+    py::dict d = ProcessDict(s);
+    d["command"] = s.command;
+    d["exit_code"] = s.exit_code;
+    d["term_signal"] = s.term_signal;
+    out.append(d);
+  }
+  return out;
+}
+
+const char* KindName(RunFileKind kind) {
+  switch (kind) {
+    case RunFileKind::kRegions:
+      return "regions";
+    case RunFileKind::kMetrics:
+      return "metrics";
+    case RunFileKind::kSummary:
+      return "summary";
+    case RunFileKind::kHostMetrics:
+      break;
+  }
+  return "host_metrics";
+}
+
+py::list FileDicts(const RunReader& r) {
+  py::list out;
+  for (const RunFile& f : r.files()) {
+    py::dict d;
+    d["kind"] = KindName(f.kind);
+    d["rank"] = f.rank == kNoRank ? py::object(py::none()) : py::int_(f.rank);
+    d["host"] = f.host;
+    d["path"] = f.path;
+    d["size_bytes"] = f.size_bytes;
+    d["csv_header"] = py::bytes(f.csv_header.data(), f.csv_header.size());
+    out.append(d);
+  }
+  return out;
+}
+
+// None when absent; the error (naming the file) otherwise.
+template <typename T>
+std::optional<T> UnlessNotFound(absl::StatusOr<T> value) {
+  if (absl::IsNotFound(value.status())) return std::nullopt;
+  return ValueOrThrow(std::move(value));
+}
+
+void RegisterRunReader(py::module_& m) {
+  m.def("_is_run_directory", &is_run_directory, py::arg("dir"),
+        "Whether dir holds a run (its run.json).");
+  py::class_<RunReader>(m, "_RunReader")
+      .def_static(
+          "open",
+          [](const std::string& dir) {
+            absl::StatusOr<RunReader> reader;
+            {
+              py::gil_scoped_release release;  // reads every rank file
+              reader = RunReader::Open(dir);
+            }
+            return ValueOrThrow(std::move(reader));
+          },
+          py::arg("dir"))
+      .def_property_readonly("dir", &RunReader::dir)
+      .def_property_readonly("version", &RunReader::version)
+      .def_property_readonly("id", [](const RunReader& r) { return r.info().id; })
+      .def_property_readonly("name", [](const RunReader& r) { return r.info().name; })
+      .def_property_readonly("experiment", [](const RunReader& r) { return r.info().experiment; })
+      .def_property_readonly("start_time_ms",
+                             [](const RunReader& r) { return r.info().start_time_ms; })
+      .def_property_readonly("end_time_ms", [](const RunReader& r) { return r.info().end_time_ms; })
+      .def_property_readonly("status",
+                             [](const RunReader& r) { return StatusName(r.info().status); })
+      .def_property_readonly("params", [](const RunReader& r) { return r.info().params; })
+      .def_property_readonly("tags", [](const RunReader& r) { return r.info().tags; })
+      .def_property_readonly("crashed", &RunReader::crashed)
+      .def_property_readonly("in_progress", &RunReader::in_progress)
+      .def_property_readonly("world_size", &RunReader::world_size)
+      .def_property_readonly("hosts", &RunReader::hosts)
+      .def_property_readonly("ranks", &RankDicts)
+      .def_property_readonly("launchers", &LauncherDicts)
+      .def("files", &FileDicts)
+      .def("artifacts", &RunReader::artifacts)
+      .def(
+          "check_summary",
+          [](const RunReader& r, std::uint32_t rank) { ValueOrThrow(r.read_summary(rank)); },
+          py::arg("rank"), "Raises ValueError naming summary-<rank>.json when it is damaged.")
+      .def("environment", [](const RunReader& r) { return UnlessNotFound(r.environment()); })
+      .def(
+          "log_tail",
+          [](const RunReader& r, const std::string& log, std::size_t max_bytes) {
+            if (log != "stdout" && log != "stderr") {
+              throw py::value_error("log must be 'stdout' or 'stderr', not '" + log + "'");
+            }
+            std::optional<std::string> tail = UnlessNotFound(
+                r.log_tail(log == "stdout" ? RunLog::kStdout : RunLog::kStderr, max_bytes));
+            return tail ? py::object(py::bytes(*tail)) : py::object(py::none());
+          },
+          py::arg("log"), py::arg("max_bytes"),
+          "The last max_bytes of stdout.log or stderr.log from a whole line (bytes), or None.");
+}
+
 }  // namespace
 
 void RegisterRun(py::module_& m) {
+  RegisterRunReader(m);
   py::class_<Run>(m, "_Run")
       .def_static("start", &StartRun, py::kw_only(), py::arg("root") = py::none(),
                   py::arg("name") = py::none(), py::arg("experiment") = py::none(),

@@ -25,12 +25,12 @@
 #include "fmt/format.h"
 #include "launch/process.hpp"
 #include "nlohmann/json.hpp"
-#include "run/run_format.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
 #include "trainscope/launch/run_tool.hpp"
+#include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope {
@@ -46,9 +46,6 @@ using launcher::detail::spawn_dying_with_parent;
 }  // namespace
 namespace {
 
-constexpr char kStdoutLog[] = "stdout.log";
-constexpr char kStderrLog[] = "stderr.log";
-constexpr char kEnvironmentFile[] = "environment.json";
 constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 constexpr auto kWaitPoll = std::chrono::milliseconds(20);
 constexpr int kTeeIdleMs = 100;
@@ -272,7 +269,7 @@ nlohmann::json host_description() {
 }
 
 void save_artifact(const std::string& run_dir, const std::string& name, const std::string& text) {
-  const absl::Status status = detail::write_artifact(run_dir, name, text);
+  const absl::Status status = write_run_artifact(run_dir, name, text);
   if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
 }
 
@@ -302,8 +299,8 @@ void record_environment(const std::string& run_dir, const std::vector<std::strin
     env["driver_version"] = first_field(*smi, "Driver Version");
     env["cuda_version"] = first_field(*smi, "CUDA Version");
   }
-  const absl::Status status = detail::write_file_atomically(
-      fmt::format("{}/{}", run_dir, kEnvironmentFile), env.dump(2) + "\n");
+  const absl::Status status =
+      detail::write_file_atomically(run_environment_path(run_dir), env.dump(2) + "\n");
   if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
 }
 
@@ -461,8 +458,8 @@ absl::Status end_run(Run& run, const LaunchResult& result) {
   return end_locked(run, result.status);
 }
 
-absl::StatusOr<int> open_log(const std::string& run_dir, const char* name) {
-  const std::string path = fmt::format("{}/{}", run_dir, name);
+absl::StatusOr<int> open_log(const std::string& run_dir, RunLog log) {
+  const std::string path = run_log_path(run_dir, log);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return detail::file_error(errno, "create", path);
   return fd;
@@ -593,8 +590,8 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   for (std::shared_ptr<Exporter>& exporter : options.exporters) run.add_exporter(exporter);
   record_command(run, options.command);
 
-  absl::StatusOr<int> stdout_log = open_log(run.dir(), kStdoutLog);
-  absl::StatusOr<int> stderr_log = open_log(run.dir(), kStderrLog);
+  absl::StatusOr<int> stdout_log = open_log(run.dir(), RunLog::kStdout);
+  absl::StatusOr<int> stderr_log = open_log(run.dir(), RunLog::kStderr);
   absl::StatusOr<Pipe> out = make_pipe();
   absl::StatusOr<Pipe> err = make_pipe();
   for (const absl::Status& status :

@@ -1,7 +1,5 @@
 #include "report/run_data.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,10 +13,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "common/files.hpp"
 #include "fmt/format.h"
 #include "report/downsample.hpp"
-#include "run/run_format.hpp"
+#include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::report::detail {
@@ -30,11 +27,6 @@ constexpr std::uint64_t kChunkBytes = std::uint64_t{16} << 20;
 constexpr std::string_view kSystemPrefix = "system/";
 constexpr std::size_t kMaxDatasetsPerChart = 16;
 constexpr std::size_t kLogTailBytes = 6000;
-
-std::uint64_t file_size(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-}
 
 std::string megabytes(std::uint64_t bytes) {
   return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6);
@@ -84,16 +76,6 @@ void add_points(const std::vector<MetricPoint>& points, const std::string& host,
     c.step.push_back(static_cast<double>(p.step));
     c.value.push_back(p.value);
   }
-}
-
-std::string tail_of_file(const std::string& path) {
-  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
-  if (!text.ok()) return {};
-  if (text->size() <= kLogTailBytes) return *text;
-  std::string tail = text->substr(text->size() - kLogTailBytes);
-  const std::size_t newline = tail.find('\n');
-  if (newline != std::string::npos) tail.erase(0, newline + 1);
-  return tail;
 }
 
 json rounded(const std::vector<double>& values, int digits) {
@@ -330,21 +312,35 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
     run.last_heartbeat_ms = std::max(run.last_heartbeat_ms, l.heartbeat_ms);
   }
 
+  // The bytes to read, for progress: the ranks' files and the hosts'.
   std::uint64_t total = 0;
-  for (const RankState& r : run.ranks) {
-    total += file_size(
-        trainscope::detail::join_path(run.dir, trainscope::detail::regions_file_name(r.rank.rank)));
-    if (options.metrics || options.hardware) {
-      total += file_size(trainscope::detail::join_path(
-          run.dir, trainscope::detail::metrics_file_name(r.rank.rank)));
+  for (const RunFile& file : reader->files()) {
+    const bool of_rank = std::any_of(run.ranks.begin(), run.ranks.end(),
+                                     [&](const RankState& r) { return r.rank.rank == file.rank; });
+    const bool of_host =
+        std::find(run.hosts.begin(), run.hosts.end(), file.host) != run.hosts.end();
+    switch (file.kind) {
+      case RunFileKind::kRegions:
+        if (of_rank) total += file.size_bytes;
+        break;
+      case RunFileKind::kMetrics:
+        if (of_rank && (options.metrics || options.hardware)) total += file.size_bytes;
+        break;
+      case RunFileKind::kHostMetrics:
+        if (of_host && options.hardware) total += file.size_bytes;
+        break;
+      case RunFileKind::kSummary:
+        break;
     }
   }
-  if (options.hardware) {
-    for (const std::string& host : run.hosts) {
-      total += file_size(
-          trainscope::detail::join_path(run.dir, trainscope::detail::host_metrics_file_name(host)));
-    }
+  absl::StatusOr<std::string> environment = reader->environment();
+  if (environment.ok()) {
+    run.environment = *std::move(environment);
+  } else if (!absl::IsNotFound(environment.status())) {
+    run.notes.push_back(std::string(environment.status().message()));  // damaged: say so
   }
+  run.stdout_tail = reader->log_tail(RunLog::kStdout, kLogTailBytes).value_or("");
+  run.stderr_tail = reader->log_tail(RunLog::kStderr, kLogTailBytes).value_or("");
   const std::string what = run.info.name.empty() ? run.dir : run.info.name;
   ReadProgress read_progress(progress, what, total);
 
@@ -358,7 +354,7 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
       absl::StatusOr<Chunk<RegionRow>> chunk = reader->read_regions(rank, offset, kChunkBytes);
       if (absl::IsNotFound(chunk.status())) {
         run.notes.push_back(fmt::format("rank {} has no {} yet", rank,
-                                        trainscope::detail::regions_file_name(rank)));
+                                        run_data_file_name(RunFileKind::kRegions, rank)));
         break;
       }
       if (!chunk.ok()) return chunk.status();
@@ -509,14 +505,12 @@ json run_meta_json(const RunData& run) {
 json run_page_json(const RunData& run, std::size_t max_points) {
   json out;
   json meta = run_meta_json(run);
-  absl::StatusOr<std::string> environment = trainscope::detail::read_whole_file(
-      trainscope::detail::join_path(run.dir, "environment.json"));
-  if (environment.ok()) {
-    json parsed = json::parse(*environment, nullptr, /*allow_exceptions=*/false);
+  if (!run.environment.empty()) {
+    json parsed = json::parse(run.environment, nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_discarded()) meta["environment"] = std::move(parsed);
   }
-  meta["stdout_tail"] = tail_of_file(trainscope::detail::join_path(run.dir, "stdout.log"));
-  meta["stderr_tail"] = tail_of_file(trainscope::detail::join_path(run.dir, "stderr.log"));
+  meta["stdout_tail"] = run.stdout_tail;
+  meta["stderr_tail"] = run.stderr_tail;
   out["run"] = std::move(meta);
 
   const double t0_ns = static_cast<double>(run.info.start_time_ms) * 1e6;

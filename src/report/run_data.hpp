@@ -57,6 +57,9 @@ struct RunData {
   std::uint64_t hardware_rows = 0;
   std::uint64_t metric_rows = 0;
   std::vector<std::string> notes;  // what the page should say about the data (a missing file)
+  std::string environment;         // environment.json's text ("" when none or damaged)
+  std::string stdout_tail;         // the end of the command's logs ("" when none)
+  std::string stderr_tail;
 };
 
 struct ReadOptions {

@@ -23,11 +23,11 @@
 
 #include "absl/strings/escaping.h"
 #include "common/files.hpp"
-#include "export/mlflow/mlflow_keys.hpp"
 #include "fmt/format.h"
 #include "run/run_store_exporter.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/export/mlflow/mlflow_keys.hpp"
 #include "trainscope/run/sync.hpp"
 #include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/timing/timer.hpp"

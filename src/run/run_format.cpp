@@ -24,36 +24,55 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A value as a message shows it: JSON (escaped, valid UTF-8), cut to 80 characters.
+std::string shown(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  return text;
+}
+
 // Reads typed fields of a JSON object; the first problem becomes status(),
-// naming the file and the field, and later reads return defaults.
+// naming the file, the field and the value found ("field \"id\" is 7, not a
+// string"), and later reads return defaults. The optional_ reads give their
+// default for a field that older or hand-written files leave out.
 class FieldReader {
  public:
   FieldReader(const Json& object, const std::string& path) : object_(object), path_(path) {}
 
+  bool has(const char* name) const { return object_.find(name) != object_.end(); }
+
   std::string text(const char* name) {
     const Json* value = find(name);
     if (value == nullptr) return {};
-    if (!value->is_string()) return fail(name, "is not a string"), std::string();
+    if (!value->is_string()) return fail(name, *value, "a string"), std::string();
     return value->get<std::string>();
+  }
+  std::string optional_text(const char* name, std::string fallback = {}) {
+    return has(name) ? text(name) : fallback;
   }
   std::int64_t integer(const char* name,
                        std::int64_t min = std::numeric_limits<std::int64_t>::min(),
                        std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
     const Json* value = find(name);
     if (value == nullptr) return 0;
-    if (!value->is_number_integer()) return fail(name, "is not an integer"), 0;
-    if (value->is_number_unsigned() &&
-        value->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
-      return fail(name, "is out of range"), 0;
+    if (!value->is_number_integer()) return fail(name, *value, "an integer"), 0;
+    const bool too_big = value->is_number_unsigned() &&
+                         value->get<std::uint64_t>() > static_cast<std::uint64_t>(max);
+    const std::int64_t v = too_big ? 0 : value->get<std::int64_t>();
+    if (too_big || v < min || v > max) {
+      return fail(name, *value, fmt::format("an integer from {} to {}", min, max)), 0;
     }
-    const std::int64_t v = value->get<std::int64_t>();
-    if (v < min || v > max) return fail(name, "is out of range"), 0;
     return v;
+  }
+  std::int64_t optional_integer(const char* name, std::int64_t fallback,
+                                std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                                std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
+    return has(name) ? integer(name, min, max) : fallback;
   }
   std::uint64_t unsigned_integer(const char* name) {
     const Json* value = find(name);
     if (value == nullptr) return 0;
-    if (!value->is_number_unsigned()) return fail(name, "is not a non-negative integer"), 0;
+    if (!value->is_number_unsigned()) return fail(name, *value, "a non-negative integer"), 0;
     return value->get<std::uint64_t>();
   }
   // A number, or null for NaN (JSON has no NaN).
@@ -61,47 +80,67 @@ class FieldReader {
     const Json* value = find(name);
     if (value == nullptr) return 0.0;
     if (value->is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!value->is_number()) return fail(name, "is not a number or null"), 0.0;
+    if (!value->is_number()) return fail(name, *value, "a number or null"), 0.0;
     return value->get<double>();
   }
   bool boolean(const char* name) {
     const Json* value = find(name);
     if (value == nullptr) return false;
-    if (!value->is_boolean()) return fail(name, "is not true or false"), false;
+    if (!value->is_boolean()) return fail(name, *value, "true or false"), false;
     return value->get<bool>();
   }
-  std::map<std::string, std::string> string_map(const char* name) {
+  // An object of strings; an absent one is empty.
+  std::map<std::string, std::string> optional_string_map(const char* name) {
     std::map<std::string, std::string> out;
-    const Json* value = find(name);
-    if (value == nullptr) return out;
-    if (!value->is_object()) return fail(name, "is not an object"), out;
-    for (const auto& [key, item] : value->items()) {
-      if (!item.is_string()) return fail(name, "has a value that is not a string"), out;
+    if (!has(name)) return out;
+    const Json& value = *find(name);
+    if (!value.is_object()) return fail(name, value, "an object of strings"), out;
+    for (const auto& [key, item] : value.items()) {
+      if (!item.is_string()) return fail(name, value, "an object of strings"), out;
       out.emplace(key, item.get<std::string>());
     }
     return out;
   }
-  // A string field that older versions of a file do not have: "" if absent.
-  std::string optional_text(const char* name) {
-    return object_.find(name) == object_.end() ? std::string() : text(name);
+  // An array of strings; an absent one is empty.
+  std::vector<std::string> optional_string_list(const char* name) {
+    std::vector<std::string> out;
+    if (!has(name)) return out;
+    const Json& value = *find(name);
+    if (!value.is_array()) return fail(name, value, "an array of strings"), out;
+    for (const Json& item : value) {
+      if (!item.is_string()) return fail(name, value, "an array of strings"), out;
+      out.push_back(item.get<std::string>());
+    }
+    return out;
   }
   const Json* array(const char* name) {
     const Json* value = find(name);
-    if (value != nullptr && !value->is_array()) return fail(name, "is not an array"), nullptr;
+    if (value != nullptr && !value->is_array()) return fail(name, *value, "an array"), nullptr;
     return value;
+  }
+  // A field that read but holds a value out of its set: "is \"DONE\", not one of ...".
+  void reject(const char* name, std::string_view expected) {
+    if (const Json* value = find(name); value != nullptr) fail(name, *value, expected);
   }
   const absl::Status& status() const { return status_; }
 
  private:
   const Json* find(const char* name) {
     const auto it = object_.find(name);
-    if (it == object_.end()) return fail(name, "is missing"), nullptr;
+    if (it == object_.end()) {
+      if (status_.ok()) {
+        status_ = absl::InvalidArgumentError(
+            fmt::format("{}: field \"{}\" is missing", absl::Utf8SafeCHexEscape(path_), name));
+      }
+      return nullptr;
+    }
     return &*it;
   }
-  void fail(const char* name, const char* what) {
+  void fail(const char* name, const Json& value, std::string_view expected) {
     if (!status_.ok()) return;
-    status_ = absl::InvalidArgumentError(
-        fmt::format("{}: field \"{}\" {}", absl::Utf8SafeCHexEscape(path_), name, what));
+    status_ = absl::InvalidArgumentError(fmt::format("{}: field \"{}\" is {}, not {}",
+                                                     absl::Utf8SafeCHexEscape(path_), name,
+                                                     shown(value), expected));
   }
 
   const Json& object_;
@@ -111,26 +150,36 @@ class FieldReader {
 
 absl::StatusOr<Json> parse_object(std::string_view text, const std::string& path) {
   Json doc = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  if (doc.is_discarded()) {
     return absl::InvalidArgumentError(
-        fmt::format("{}: not a JSON object (corrupt or cut short; {} bytes)",
+        fmt::format("{}: not valid JSON (corrupt or cut short; {} bytes)",
                     absl::Utf8SafeCHexEscape(path), text.size()));
+  }
+  if (!doc.is_object()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: not a JSON object ({})", absl::Utf8SafeCHexEscape(path), shown(doc)));
   }
   return doc;
 }
 
 // Checks "format" and "version" so that a newer writer's file is refused
-// instead of misread.
-absl::Status check_format(FieldReader& fields, std::string_view format, const std::string& path) {
-  const std::string found = fields.text("format");
-  const std::int64_t version = fields.integer("version");
-  if (!fields.status().ok()) return fields.status();
-  if (found != format || version < kOldestReadableVersion || version > kRunFormatVersion) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: format \"{}\" version {} (this reader understands \"{}\" versions {} to {})",
-        absl::Utf8SafeCHexEscape(path), absl::Utf8SafeCHexEscape(found), version, format,
-        kOldestReadableVersion, kRunFormatVersion));
+// instead of misread; *version: the file's.
+absl::Status check_format(const Json& doc, std::string_view format, const std::string& path,
+                          int* version = nullptr) {
+  const auto found = doc.find("format");
+  const auto number = doc.find("version");
+  const bool ok = found != doc.end() && found->is_string() && found->get<std::string>() == format &&
+                  number != doc.end() && number->is_number_integer() &&
+                  number->get<std::int64_t>() >= kOldestReadableVersion &&
+                  number->get<std::int64_t>() <= kRunFormatVersion;
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: format {} version {} (this reader understands \"{}\" versions {} to {})",
+                    absl::Utf8SafeCHexEscape(path), found == doc.end() ? "null" : shown(*found),
+                    number == doc.end() ? "null" : shown(*number), format, kOldestReadableVersion,
+                    kRunFormatVersion));
   }
+  if (version != nullptr) *version = static_cast<int>(number->get<std::int64_t>());
   return absl::OkStatus();
 }
 
@@ -146,13 +195,42 @@ std::string dump(const Json& doc) {
 }
 
 constexpr std::string_view kRankFormat = "trainscope.rank";
+constexpr std::string_view kLauncherFormat = "trainscope.launcher";
 
-// A process file's "status" field, or an error naming the file.
-absl::StatusOr<RunStatus> status_of(const std::string& name, const std::string& path) {
-  absl::StatusOr<RunStatus> status = parse_run_status(name);
-  if (status.ok()) return status;
-  return absl::InvalidArgumentError(fmt::format("{}: {}", absl::Utf8SafeCHexEscape(path),
-                                                std::string(status.status().message())));
+// --- The process part of rank and launcher files --------------------------
+// Both kinds of process file record the same fields of their process (host,
+// pid, status, start, end and heartbeat times, flush interval): written and
+// read here for both, as RankState and LauncherState name them alike.
+
+template <typename State>
+void format_process(const State& s, Json* doc) {
+  (*doc)["host"] = s.host;
+  (*doc)["pid"] = s.pid;
+  (*doc)["status"] = std::string(run_status_name(s.status));
+  (*doc)["start_time_ms"] = s.start_time_ms;
+  (*doc)["end_time_ms"] = s.end_time_ms;
+  (*doc)["heartbeat_ms"] = s.heartbeat_ms;
+  (*doc)["flush_interval_ms"] = s.flush_interval_ms;
+}
+
+// The process fields into *s; a status that is none of RunStatus's is an
+// error naming the field.
+template <typename State>
+void parse_process(FieldReader& fields, State* s) {
+  s->host = fields.text("host");
+  s->pid = fields.integer("pid", 0);
+  const std::string status_name = fields.text("status");
+  s->start_time_ms = fields.integer("start_time_ms");
+  s->end_time_ms = fields.integer("end_time_ms");
+  s->heartbeat_ms = fields.integer("heartbeat_ms");
+  s->flush_interval_ms = fields.integer("flush_interval_ms", 0);
+  if (!fields.status().ok()) return;
+  absl::StatusOr<RunStatus> status = parse_run_status(status_name);
+  if (status.ok()) {
+    s->status = *status;
+  } else {
+    fields.reject("status", "one of RUNNING, FINISHED, FAILED, KILLED");
+  }
 }
 
 absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::string& path) {
@@ -216,6 +294,10 @@ std::string launcher_file_name(std::string_view host, std::int64_t pid) {
   return fmt::format("launcher-{}-{}.json", host_file_part(host), pid);
 }
 
+absl::Status check_json_object(std::string_view text, const std::string& path) {
+  return parse_object(text, path).status();
+}
+
 std::string format_run_file(const RunInfo& info) {
   Json doc;
   doc["format"] = kRunFormat;
@@ -229,129 +311,87 @@ std::string format_run_file(const RunInfo& info) {
   return dump(doc);
 }
 
-absl::StatusOr<RunInfo> parse_run_file(std::string_view text, const std::string& path) {
+absl::StatusOr<RunInfo> parse_run_file(std::string_view text, const std::string& path,
+                                       int* version) {
   absl::StatusOr<Json> doc = parse_object(text, path);
   if (!doc.ok()) return doc.status();
-  FieldReader fields(*doc, path);
-  absl::Status status = check_format(fields, kRunFormat, path);
+  absl::Status status = check_format(*doc, kRunFormat, path, version);
   if (!status.ok()) return status;
+  FieldReader fields(*doc, path);
   RunInfo info;
   info.id = fields.text("id");
-  info.name = fields.text("name");
-  info.experiment = fields.text("experiment");
+  info.name = fields.optional_text("name");
+  info.experiment = fields.optional_text("experiment");
   info.start_time_ms = fields.integer("start_time_ms");
-  info.params = fields.string_map("params");
-  info.tags = fields.string_map("tags");
+  info.params = fields.optional_string_map("params");
+  info.tags = fields.optional_string_map("tags");
   if (!fields.status().ok()) return fields.status();
   return info;
 }
 
-std::string format_rank_file(const RankRecord& record) {
-  const RankState& s = record.state;
+std::string format_rank_file(const RankState& s) {
   Json doc;
   doc["format"] = kRankFormat;
   doc["version"] = kRunFormatVersion;
   doc["rank"] = s.rank.rank;
   doc["local_rank"] = s.rank.local_rank;
   doc["world_size"] = s.rank.world_size;
-  doc["host"] = s.host;
-  doc["pid"] = s.pid;
-  doc["status"] = std::string(run_status_name(s.status));
-  doc["start_time_ms"] = s.start_time_ms;
-  doc["end_time_ms"] = s.end_time_ms;
-  doc["heartbeat_ms"] = s.heartbeat_ms;
-  doc["flush_interval_ms"] = record.flush_interval_ms;
+  format_process(s, &doc);
   if (!s.launcher.empty()) doc["launcher"] = s.launcher;
   return dump(doc);
 }
 
-constexpr std::string_view kLauncherFormat = "trainscope.launcher";
+absl::StatusOr<RankState> parse_rank_file(std::string_view text, const std::string& path) {
+  absl::StatusOr<Json> doc = parse_object(text, path);
+  if (!doc.ok()) return doc.status();
+  absl::Status status = check_format(*doc, kRankFormat, path);
+  if (!status.ok()) return status;
+  FieldReader fields(*doc, path);
+  constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+  RankState s;
+  s.rank.rank = static_cast<std::uint32_t>(fields.integer("rank", 0, kU32Max));
+  s.rank.local_rank =
+      static_cast<std::uint32_t>(fields.optional_integer("local_rank", 0, 0, kU32Max));
+  s.rank.world_size =
+      static_cast<std::uint32_t>(fields.optional_integer("world_size", 1, 1, kU32Max));
+  parse_process(fields, &s);
+  s.launcher = fields.optional_text("launcher");  // format 2
+  if (!fields.status().ok()) return fields.status();
+  return s;
+}
 
-std::string format_launcher_file(const LauncherRecord& record) {
-  const LauncherState& s = record.state;
+std::string format_launcher_file(const LauncherState& s) {
   Json doc;
   doc["format"] = kLauncherFormat;
   doc["version"] = kRunFormatVersion;
-  doc["host"] = s.host;
-  doc["pid"] = s.pid;
+  format_process(s, &doc);
   doc["command"] = s.command;
-  doc["status"] = std::string(run_status_name(s.status));
   doc["exit_code"] = s.exit_code;
   doc["term_signal"] = s.term_signal;
-  doc["start_time_ms"] = s.start_time_ms;
-  doc["end_time_ms"] = s.end_time_ms;
-  doc["heartbeat_ms"] = s.heartbeat_ms;
-  doc["flush_interval_ms"] = record.flush_interval_ms;
   return dump(doc);
 }
 
-absl::StatusOr<LauncherRecord> parse_launcher_file(std::string_view text, const std::string& path) {
+absl::StatusOr<LauncherState> parse_launcher_file(std::string_view text, const std::string& path) {
   absl::StatusOr<Json> doc = parse_object(text, path);
   if (!doc.ok()) return doc.status();
-  FieldReader fields(*doc, path);
-  absl::Status status = check_format(fields, kLauncherFormat, path);
+  absl::Status status = check_format(*doc, kLauncherFormat, path);
   if (!status.ok()) return status;
-  LauncherRecord record;
-  LauncherState& s = record.state;
-  s.host = fields.text("host");
-  s.pid = fields.integer("pid", 0);
-  const std::string status_name = fields.text("status");
-  s.exit_code = static_cast<int>(fields.integer("exit_code", -1, 255 + 128));
-  s.term_signal = static_cast<int>(fields.integer("term_signal", 0, 128));
-  s.start_time_ms = fields.integer("start_time_ms");
-  s.end_time_ms = fields.integer("end_time_ms");
-  s.heartbeat_ms = fields.integer("heartbeat_ms");
-  record.flush_interval_ms = fields.integer("flush_interval_ms", 0);
-  if (const Json* command = fields.array("command"); command != nullptr) {
-    for (const Json& arg : *command) {
-      if (!arg.is_string()) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: field \"command\" has an argument that is not a string",
-                        absl::Utf8SafeCHexEscape(path)));
-      }
-      s.command.push_back(arg.get<std::string>());
-    }
-  }
-  if (!fields.status().ok()) return fields.status();
-  absl::StatusOr<RunStatus> run_status = status_of(status_name, path);
-  if (!run_status.ok()) return run_status.status();
-  s.status = *run_status;
-  return record;
-}
-
-absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::string& path) {
-  absl::StatusOr<Json> doc = parse_object(text, path);
-  if (!doc.ok()) return doc.status();
   FieldReader fields(*doc, path);
-  absl::Status status = check_format(fields, kRankFormat, path);
-  if (!status.ok()) return status;
-  constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
-  RankRecord record;
-  RankState& s = record.state;
-  s.rank.rank = static_cast<std::uint32_t>(fields.integer("rank", 0, kU32Max));
-  s.rank.local_rank = static_cast<std::uint32_t>(fields.integer("local_rank", 0, kU32Max));
-  s.rank.world_size = static_cast<std::uint32_t>(fields.integer("world_size", 1, kU32Max));
-  s.host = fields.text("host");
-  s.pid = fields.integer("pid", 0);
-  const std::string status_name = fields.text("status");
-  s.start_time_ms = fields.integer("start_time_ms");
-  s.end_time_ms = fields.integer("end_time_ms");
-  s.heartbeat_ms = fields.integer("heartbeat_ms");
-  record.flush_interval_ms = fields.integer("flush_interval_ms", 0);
-  s.launcher = fields.optional_text("launcher");
+  LauncherState s;
+  parse_process(fields, &s);
+  s.command = fields.optional_string_list("command");
+  s.exit_code = static_cast<int>(fields.optional_integer("exit_code", -1, -1, 255 + 128));
+  s.term_signal = static_cast<int>(fields.optional_integer("term_signal", 0, 0, 128));
   if (!fields.status().ok()) return fields.status();
-  absl::StatusOr<RunStatus> run_status = status_of(status_name, path);
-  if (!run_status.ok()) return run_status.status();
-  s.status = *run_status;
-  return record;
+  return s;
 }
 
 absl::StatusOr<Summary> parse_summary_file(std::string_view text, const std::string& path) {
   absl::StatusOr<Json> doc = parse_object(text, path);
   if (!doc.ok()) return doc.status();
-  FieldReader fields(*doc, path);
-  absl::Status status = check_format(fields, "trainscope.stats", path);
+  absl::Status status = check_format(*doc, "trainscope.stats", path);
   if (!status.ok()) return status;
+  FieldReader fields(*doc, path);
   Summary summary;
   summary.has_gpu_section = fields.boolean("has_gpu_section");
   const Json* entries = fields.array("entries");

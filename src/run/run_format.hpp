@@ -1,6 +1,7 @@
 // The run directory's files (internal): names, the JSON of run.json, the rank
 // files and summaries, shared by the run store's writer (RunStoreExporter),
-// Run, RunReader and launch(). Layout and format: docs/run-format.md.
+// Run and RunReader; other rooms use the public run_files.hpp and RunReader.
+// Layout and format: docs/run-format.md.
 #ifndef TRAINSCOPE_SRC_RUN_RUN_FORMAT_HPP_
 #define TRAINSCOPE_SRC_RUN_RUN_FORMAT_HPP_
 
@@ -21,6 +22,10 @@ inline constexpr int kRunFormatVersion = 2;
 inline constexpr int kOldestReadableVersion = 1;
 inline constexpr std::string_view kRunFileName = "run.json";
 inline constexpr std::string_view kArtifactsDirName = "artifacts";
+// What `trainscope run` writes beside Run's records (run_files.hpp).
+inline constexpr std::string_view kEnvironmentFileName = "environment.json";
+inline constexpr std::string_view kStdoutLogName = "stdout.log";
+inline constexpr std::string_view kStderrLogName = "stderr.log";
 // Artifacts being copied in; readers do not list them.
 inline constexpr std::string_view kArtifactTmpPrefix = ".trainscope-tmp-";
 inline constexpr std::string_view kRegionsHeader =
@@ -39,26 +44,21 @@ std::string launcher_file_name(std::string_view host,
 // "<dir>/<name>".
 std::string join_path(const std::string& dir, std::string_view name);
 
-// A rank file: RankState (without `crashed`, which readers derive) plus the
-// writer's flush interval, which tells a reader how stale a heartbeat may get.
-struct RankRecord {
-  RankState state;
-  std::int64_t flush_interval_ms = 0;
-};
-
-// A launcher file: LauncherState (without `crashed`) and the flush interval.
-struct LauncherRecord {
-  LauncherState state;
-  std::int64_t flush_interval_ms = 0;
-};
-std::string format_launcher_file(const LauncherRecord& record);
-absl::StatusOr<LauncherRecord> parse_launcher_file(std::string_view text, const std::string& path);
+// Rank and launcher files: their states without `crashed`, which readers
+// derive. The fields of the process (host, pid, status, times, flush
+// interval) are written and read by one function each for both kinds.
+std::string format_rank_file(const RankState& state);
+absl::StatusOr<RankState> parse_rank_file(std::string_view text, const std::string& path);
+std::string format_launcher_file(const LauncherState& state);
+absl::StatusOr<LauncherState> parse_launcher_file(std::string_view text, const std::string& path);
 
 std::string format_run_file(const RunInfo& info);
-// Errors name `path`.
-absl::StatusOr<RunInfo> parse_run_file(std::string_view text, const std::string& path);
-std::string format_rank_file(const RankRecord& record);
-absl::StatusOr<RankRecord> parse_rank_file(std::string_view text, const std::string& path);
+// Errors name `path`; *version: the file's format version (1 or 2).
+absl::StatusOr<RunInfo> parse_run_file(std::string_view text, const std::string& path,
+                                       int* version = nullptr);
+// OK when `text` is a JSON object; else an error naming `path`.
+absl::Status check_json_object(std::string_view text, const std::string& path);
+
 // The stats JSON of format_summary(summary, StatsFormat::kJson); null is NaN.
 absl::StatusOr<Summary> parse_summary_file(std::string_view text, const std::string& path);
 

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <limits>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -38,8 +39,8 @@ bool process_gone(std::int64_t pid) {
 
 // A RUNNING process (rank or launcher) that is gone or has been silent too long.
 template <typename State>
-bool looks_crashed(const State& s, std::int64_t flush_interval_ms, const std::string& host,
-                   std::int64_t now_ms) {
+bool looks_crashed(const State& s, const std::string& host, std::int64_t now_ms) {
+  const std::int64_t flush_interval_ms = s.flush_interval_ms;
   if (s.status != RunStatus::kRunning) return false;
   if (s.host == host && process_gone(s.pid)) return true;
   // An infinite flush interval never renews the heartbeat.
@@ -59,17 +60,16 @@ int severity(const State& s) {
   return s.status == RunStatus::kRunning ? 1 : 0;
 }
 
-// "rank-12.json" -> 12; false for any other name.
-bool parse_rank_file_name(const std::string& name, std::uint32_t* rank) {
-  constexpr std::string_view kPrefix = "rank-";
-  constexpr std::string_view kSuffix = ".json";
-  if (name.size() <= kPrefix.size() + kSuffix.size() ||
-      name.compare(0, kPrefix.size(), kPrefix) != 0 ||
-      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+// "rank-12.json" -> 12 (prefix "rank-", suffix ".json"); false for any
+// other name (also "rank-012.json").
+bool parse_numbered_name(const std::string& name, std::string_view prefix, std::string_view suffix,
+                         std::uint32_t* rank) {
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return false;
   }
-  const char* begin = name.data() + kPrefix.size();
-  const char* end = name.data() + name.size() - kSuffix.size();
+  const char* begin = name.data() + prefix.size();
+  const char* end = name.data() + name.size() - suffix.size();
   const auto [stop, error] = std::from_chars(begin, end, *rank);
   return error == std::errc() && stop == end && (*begin != '0' || end - begin == 1);
 }
@@ -359,14 +359,23 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   RunReader reader;
   reader.dir_ = std::move(dir);
-  const std::string run_path = fmt::format("{}/{}", reader.dir_, detail::kRunFileName);
+  const std::string shown_dir = absl::Utf8SafeCHexEscape(reader.dir_);
+  const std::string run_path = detail::join_path(reader.dir_, detail::kRunFileName);
   absl::StatusOr<std::string> text = detail::read_whole_file(run_path);
-  if (!text.ok()) {
-    return absl::Status(text.status().code(), fmt::format("{} is not a readable trainscope run: {}",
-                                                          absl::Utf8SafeCHexEscape(reader.dir_),
-                                                          std::string(text.status().message())));
+  if (absl::IsNotFound(text.status())) {
+    std::error_code error;
+    if (!fs::exists(reader.dir_, error)) {
+      return absl::NotFoundError(fmt::format("{}: no such run directory", shown_dir));
+    }
+    return absl::NotFoundError(
+        fmt::format("{} is not a trainscope run: it has no {}", shown_dir, detail::kRunFileName));
   }
-  absl::StatusOr<RunInfo> info = detail::parse_run_file(*text, run_path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        fmt::format("{} is not a readable trainscope run: {}", shown_dir,
+                                    std::string(text.status().message())));
+  }
+  absl::StatusOr<RunInfo> info = detail::parse_run_file(*text, run_path, &reader.version_);
   if (!info.ok()) return info.status();
   reader.info_ = *std::move(info);
 
@@ -377,7 +386,8 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
        it.increment(error)) {
     std::uint32_t rank;
     const std::string name = it->path().filename().string();
-    if (parse_rank_file_name(name, &rank)) rank_files.emplace_back(rank, it->path().string());
+    if (parse_numbered_name(name, "rank-", ".json", &rank))
+      rank_files.emplace_back(rank, it->path().string());
     if (is_launcher_file_name(name)) launcher_files.push_back(it->path().string());
   }
   if (error) {
@@ -392,25 +402,24 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   for (const auto& [rank, path] : rank_files) {
     absl::StatusOr<std::string> rank_text = detail::read_whole_file(path);
     if (!rank_text.ok()) return rank_text.status();
-    absl::StatusOr<detail::RankRecord> record = detail::parse_rank_file(*rank_text, path);
-    if (!record.ok()) return record.status();
-    if (record->state.rank.rank != rank) {
-      return absl::DataLossError(fmt::format("{}: records rank {}", absl::Utf8SafeCHexEscape(path),
-                                             record->state.rank.rank));
+    absl::StatusOr<RankState> state = detail::parse_rank_file(*rank_text, path);
+    if (!state.ok()) return state.status();
+    if (state->rank.rank != rank) {
+      return absl::DataLossError(
+          fmt::format("{}: records rank {}", absl::Utf8SafeCHexEscape(path), state->rank.rank));
     }
-    record->state.crashed = looks_crashed(record->state, record->flush_interval_ms, host, now_ms);
-    reader.world_size_ = std::max({reader.world_size_, record->state.rank.world_size,
+    state->crashed = looks_crashed(*state, host, now_ms);
+    reader.world_size_ = std::max({reader.world_size_, state->rank.world_size,
                                    static_cast<std::uint32_t>(reader.ranks_.size() + 1)});
-    reader.ranks_.push_back(record->state);
+    reader.ranks_.push_back(*std::move(state));
   }
   for (const std::string& path : launcher_files) {
     absl::StatusOr<std::string> launcher_text = detail::read_whole_file(path);
     if (!launcher_text.ok()) return launcher_text.status();
-    absl::StatusOr<detail::LauncherRecord> record =
-        detail::parse_launcher_file(*launcher_text, path);
-    if (!record.ok()) return record.status();
-    record->state.crashed = looks_crashed(record->state, record->flush_interval_ms, host, now_ms);
-    reader.launchers_.push_back(record->state);
+    absl::StatusOr<LauncherState> state = detail::parse_launcher_file(*launcher_text, path);
+    if (!state.ok()) return state.status();
+    state->crashed = looks_crashed(*state, host, now_ms);
+    reader.launchers_.push_back(*std::move(state));
   }
   for (const RankState& s : reader.ranks_) reader.hosts_.push_back(s.host);
   for (const LauncherState& s : reader.launchers_) reader.hosts_.push_back(s.host);
@@ -427,6 +436,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
     combine(reader.launchers_, &worst, &running, &reader.info_.end_time_ms);
     if (running) reader.info_.end_time_ms = 0;
     if (running && worst < 2) worst = 1;
+    reader.in_progress_ = running;
   }
   constexpr RunStatus kBySeverity[] = {RunStatus::kFinished, RunStatus::kRunning,
                                        RunStatus::kKilled, RunStatus::kFailed};
@@ -499,6 +509,68 @@ std::vector<std::string> RunReader::artifacts() const {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<RunFile> RunReader::files() const {
+  std::vector<RunFile> out;
+  std::error_code error;
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    RunFile file;
+    std::uint32_t rank = 0;
+    if (parse_numbered_name(name, "regions-", ".csv", &rank)) {
+      file.kind = RunFileKind::kRegions;
+      file.csv_header = detail::kRegionsHeader.substr(0, detail::kRegionsHeader.size() - 1);
+    } else if (parse_numbered_name(name, "metrics-", ".csv", &rank)) {
+      file.kind = RunFileKind::kMetrics;
+      file.csv_header = detail::kMetricsHeader.substr(0, detail::kMetricsHeader.size() - 1);
+    } else if (parse_numbered_name(name, "summary-", ".json", &rank)) {
+      file.kind = RunFileKind::kSummary;
+    } else if (name.size() > 9 && name.compare(0, 5, "host-") == 0 &&
+               name.compare(name.size() - 4, 4, ".csv") == 0) {
+      file.kind = RunFileKind::kHostMetrics;
+      file.csv_header = detail::kMetricsHeader.substr(0, detail::kMetricsHeader.size() - 1);
+      file.host = name.substr(5, name.size() - 9);
+      // The host as the run's processes name it, where one does.
+      for (const std::string& host : hosts_) {
+        if (detail::host_metrics_file_name(host) == name) file.host = host;
+      }
+    } else {
+      continue;
+    }
+    std::error_code type_error;
+    if (!it->is_regular_file(type_error)) continue;
+    if (file.kind != RunFileKind::kHostMetrics) file.rank = rank;
+    file.path = it->path().string();
+    std::error_code size_error;
+    const std::uintmax_t size = it->file_size(size_error);
+    file.size_bytes = size_error ? 0 : static_cast<std::uint64_t>(size);
+    out.push_back(std::move(file));
+  }
+  std::sort(out.begin(), out.end(), [](const RunFile& a, const RunFile& b) {
+    return std::tie(a.kind, a.rank, a.path) < std::tie(b.kind, b.rank, b.path);
+  });
+  return out;
+}
+
+absl::StatusOr<std::string> RunReader::environment() const {
+  const std::string path = run_environment_path(dir_);
+  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  if (!text.ok()) return text.status();
+  absl::Status valid = detail::check_json_object(*text, path);
+  if (!valid.ok()) return valid;
+  return text;
+}
+
+absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_bytes) const {
+  const std::string path = run_log_path(dir_, log);
+  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  if (!text.ok()) return text.status();
+  if (text->size() <= max_bytes) return text;
+  std::string tail = text->substr(text->size() - max_bytes);
+  const std::size_t newline = tail.find('\n');
+  if (newline != std::string::npos) tail.erase(0, newline + 1);
+  return tail;
 }
 
 }  // namespace trainscope

@@ -97,23 +97,23 @@ RunStoreExporter::RunStoreExporter(Options options)
   const std::int64_t flush_ms = absl::ToInt64Milliseconds(options_.flush_interval);
   if (options_.launcher) {
     metrics_.path = join_path(options_.dir, host_metrics_file_name(host_));
-    LauncherState& s = launcher_record_.state;
+    LauncherState& s = launcher_state_;
     s.host = host_;
     s.pid = ::getpid();
     s.command = options_.command;
     s.start_time_ms = options_.start_time_ms;
-    launcher_record_.flush_interval_ms = flush_ms;
+    s.flush_interval_ms = flush_ms;
     return;
   }
   regions_.path = join_path(options_.dir, regions_file_name(options_.rank.rank));
   metrics_.path = join_path(options_.dir, metrics_file_name(options_.rank.rank));
-  RankState& s = rank_record_.state;
+  RankState& s = rank_state_;
   s.rank = options_.rank;
   s.host = host_;
   s.pid = ::getpid();
   s.start_time_ms = options_.start_time_ms;
   s.launcher = options_.launched_by;
-  rank_record_.flush_interval_ms = flush_ms;
+  s.flush_interval_ms = flush_ms;
 }
 
 RunStoreExporter::~RunStoreExporter() {
@@ -144,8 +144,8 @@ absl::Status RunStoreExporter::lock_rank_or_host() {
 
 void RunStoreExporter::set_exit(int exit_code, int term_signal) {
   std::lock_guard<std::mutex> lock(mu_);
-  launcher_record_.state.exit_code = exit_code;
-  launcher_record_.state.term_signal = term_signal;
+  launcher_state_.exit_code = exit_code;
+  launcher_state_.term_signal = term_signal;
 }
 
 absl::Status RunStoreExporter::open_files() {
@@ -171,15 +171,15 @@ absl::Status RunStoreExporter::write_rank_file() {
     std::string text;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      launcher_record_.state.heartbeat_ms = unix_now_ms();
-      text = format_launcher_file(launcher_record_);
+      launcher_state_.heartbeat_ms = unix_now_ms();
+      text = format_launcher_file(launcher_state_);
     }
     return write_file_atomically(
-        join_path(options_.dir, launcher_file_name(host_, launcher_record_.state.pid)), text);
+        join_path(options_.dir, launcher_file_name(host_, launcher_state_.pid)), text);
   }
-  rank_record_.state.heartbeat_ms = unix_now_ms();
+  rank_state_.heartbeat_ms = unix_now_ms();
   return write_file_atomically(join_path(options_.dir, rank_file_name(options_.rank.rank)),
-                               format_rank_file(rank_record_));
+                               format_rank_file(rank_state_));
 }
 
 const std::string& RunStoreExporter::key_field(KeyId id) {
@@ -317,11 +317,11 @@ absl::Status RunStoreExporter::write_run_info(const RunInfo& info) {
   // sees everything recorded before it.
   if (options_.launcher) {
     std::lock_guard<std::mutex> lock(mu_);
-    launcher_record_.state.status = info.status;
-    launcher_record_.state.end_time_ms = info.end_time_ms;
+    launcher_state_.status = info.status;
+    launcher_state_.end_time_ms = info.end_time_ms;
   } else {
-    rank_record_.state.status = info.status;
-    rank_record_.state.end_time_ms = info.end_time_ms;
+    rank_state_.status = info.status;
+    rank_state_.end_time_ms = info.end_time_ms;
   }
   absl::Status flushed = flush();
   return status.ok() ? flushed : status;

@@ -108,8 +108,8 @@ class RunStoreExporter final : public Exporter {
   std::string host_;
   CsvFile regions_;
   CsvFile metrics_;
-  RankRecord rank_record_;
-  LauncherRecord launcher_record_;        // guarded by mu_ (set_exit)
+  RankState rank_state_;
+  LauncherState launcher_state_;          // guarded by mu_ (set_exit)
   std::vector<std::string> key_fields_;   // CSV-quoted key names by id
   std::vector<ThreadProgress> progress_;  // by thread index
   bool drop_warned_ = false;

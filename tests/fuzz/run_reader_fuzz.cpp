@@ -1,5 +1,6 @@
 // Every RunReader method on a run directory whose files are built from
-// arbitrary bytes: run.json, a rank file, the summary and both CSV files.
+// arbitrary bytes: run.json, a rank file, a launcher file, the summary, both
+// CSV files, environment.json and a log.
 // Nothing may crash, hang or trip a sanitizer; errors are fine.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -22,8 +23,9 @@ using trainscope::testing::RankJson;
 using trainscope::testing::RunJson;
 using trainscope::testing::TempDir;
 
-constexpr const char* kFiles[] = {"run.json", "rank-0.json", "summary-0.json", "regions-0.csv",
-                                  "metrics-0.csv"};
+constexpr const char* kFiles[] = {"run.json",         "rank-0.json",   "launcher-h-1.json",
+                                  "summary-0.json",   "regions-0.csv", "metrics-0.csv",
+                                  "environment.json", "stdout.log"};
 
 // Valid starts, one per file of kFiles: the fuzzer reaches past the first
 // check sooner.
@@ -31,9 +33,13 @@ const std::array<std::string, std::size(kFiles)>& seeds() {
   static const std::array<std::string, std::size(kFiles)> seeds = {
       RunJson{}.text(),
       RankJson{}.text(),
+      R"({"format":"trainscope.launcher","version":2,"host":"h","pid":1,"status":"RUNNING",)"
+      R"("start_time_ms":0,"end_time_ms":0,"heartbeat_ms":0,"flush_interval_ms":1000})",
       R"({"format":"trainscope.stats","version":1,"has_gpu_section":false,"entries":[]})",
       trainscope::testing::kRegionsHeader,
       trainscope::testing::kMetricsHeader,
+      R"({"hostname":"h"})",
+      "line\n",
   };
   return seeds;
 }
@@ -65,6 +71,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   if (!reader.ok()) return 0;
   (void)reader->crashed();
   (void)reader->artifacts();
+  (void)reader->files();
+  (void)reader->environment();
+  const std::size_t tail = data.ConsumeIntegralInRange<std::size_t>(0, 64);
+  for (trainscope::RunLog log : {trainscope::RunLog::kStdout, trainscope::RunLog::kStderr}) {
+    absl::StatusOr<std::string> text = reader->log_tail(log, tail);
+    if (text.ok() && text->size() > tail) std::abort();  // never more than asked
+  }
   for (std::uint32_t rank : {0u, 1u}) {
     (void)reader->read_summary(rank);
     for (std::uint64_t from : {std::uint64_t{0}, offset}) {

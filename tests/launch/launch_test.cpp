@@ -3,7 +3,6 @@
 #include "trainscope/launch/launch.hpp"
 
 #include "common/files.hpp"
-#include "run/run_format.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 #include <gmock/gmock.h>
@@ -230,8 +229,15 @@ TEST_F(LaunchTest, CancelMidRunEndsKilledWithEverythingOnDisk) {
   EXPECT_EQ(launcher_status(result.run_dir), "KILLED");
   EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), "started\n");
   // Hardware readings are the host's (format 2), with no rank: the launcher is none.
-  const fs::path host_file =
-      fs::path(result.run_dir) / detail::host_metrics_file_name(detail::this_host());
+  absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<RunFile> host_files;
+  for (const RunFile& file : reader->files()) {
+    if (file.kind == RunFileKind::kHostMetrics) host_files.push_back(file);
+  }
+  ASSERT_EQ(host_files.size(), 1u);
+  EXPECT_EQ(host_files[0].host, detail::this_host());
+  const fs::path host_file = host_files[0].path;
   EXPECT_THAT(read_file(host_file), HasSubstr("test/fake,1,"));
   EXPECT_THAT(read_file(host_file), HasSubstr(",\n"));
 }

@@ -1,13 +1,13 @@
 // Run accepts exactly the keys the MLflow syncer can upload: both use the one
-// rule in src/export/mlflow/mlflow_keys.hpp, so nothing a user logs is later
+// rule in trainscope/export/mlflow/mlflow_keys.hpp, so nothing a user logs is later
 // skipped by `trainscope sync`.
 #include <string>
 #include <vector>
 
-#include "export/mlflow/mlflow_keys.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/run_dir_test.hpp"
+#include "trainscope/export/mlflow/mlflow_keys.hpp"
 
 namespace trainscope::testing {
 namespace {

@@ -229,13 +229,13 @@ TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
   rank1.host = "b";
   write(rank0.file_name(), rank0.text());
   write(rank1.file_name(), rank1.text());
-  detail::LauncherRecord launcher;
-  launcher.state.host = "b";
-  launcher.state.pid = 77;
-  launcher.state.command = {"python", "train.py"};
-  launcher.state.status = RunStatus::kFinished;
-  launcher.state.exit_code = 0;
-  launcher.state.end_time_ms = 9;
+  LauncherState launcher;
+  launcher.host = "b";
+  launcher.pid = 77;
+  launcher.command = {"python", "train.py"};
+  launcher.status = RunStatus::kFinished;
+  launcher.exit_code = 0;
+  launcher.end_time_ms = 9;
   write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
   write(
       detail::host_metrics_file_name("b"),
@@ -260,10 +260,184 @@ TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
   EXPECT_TRUE(none->rows.empty());
 
   // A command that failed fails the run, even where every rank finished.
-  launcher.state.status = RunStatus::kFailed;
-  launcher.state.exit_code = 1;
+  launcher.status = RunStatus::kFailed;
+  launcher.exit_code = 1;
   write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
   EXPECT_EQ(open_run(dir_.string()).info().status, RunStatus::kFailed);
+}
+
+// Rank and launcher files share their process fields: each round-trips every
+// field, and a rank file of the writer is byte for byte what it was.
+TEST_F(RunReaderTest, ProcessFilesRoundTrip) {
+  RankState rank;
+  rank.rank = {3, 1, 8};
+  rank.host = "node7";
+  rank.pid = 4242;
+  rank.status = RunStatus::kKilled;
+  rank.start_time_ms = 10;
+  rank.end_time_ms = 20;
+  rank.heartbeat_ms = 19;
+  rank.flush_interval_ms = 250;
+  rank.launcher = "node7:4200";
+  const std::string text = detail::format_rank_file(rank);
+  EXPECT_EQ(text,
+            "{\n \"format\": \"trainscope.rank\",\n \"version\": 2,\n \"rank\": 3,\n"
+            " \"local_rank\": 1,\n \"world_size\": 8,\n \"host\": \"node7\",\n \"pid\": 4242,\n"
+            " \"status\": \"KILLED\",\n \"start_time_ms\": 10,\n \"end_time_ms\": 20,\n"
+            " \"heartbeat_ms\": 19,\n \"flush_interval_ms\": 250,\n"
+            " \"launcher\": \"node7:4200\"\n}\n");
+  absl::StatusOr<RankState> back = detail::parse_rank_file(text, "r.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rank.rank, 3u);
+  EXPECT_EQ(back->rank.local_rank, 1u);
+  EXPECT_EQ(back->rank.world_size, 8u);
+  EXPECT_EQ(back->host, "node7");
+  EXPECT_EQ(back->pid, 4242);
+  EXPECT_EQ(back->status, RunStatus::kKilled);
+  EXPECT_EQ(back->start_time_ms, 10);
+  EXPECT_EQ(back->end_time_ms, 20);
+  EXPECT_EQ(back->heartbeat_ms, 19);
+  EXPECT_EQ(back->flush_interval_ms, 250);
+  EXPECT_EQ(back->launcher, "node7:4200");
+
+  LauncherState launcher;
+  launcher.host = "node7";
+  launcher.pid = 4200;
+  launcher.status = RunStatus::kFailed;
+  launcher.command = {"python", "t.py"};
+  launcher.exit_code = 3;
+  launcher.term_signal = 0;
+  launcher.start_time_ms = 1;
+  launcher.end_time_ms = 2;
+  launcher.heartbeat_ms = 2;
+  launcher.flush_interval_ms = 1000;
+  absl::StatusOr<LauncherState> again =
+      detail::parse_launcher_file(detail::format_launcher_file(launcher), "l.json");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->id(), "node7:4200");
+  EXPECT_EQ(again->status, RunStatus::kFailed);
+  EXPECT_THAT(again->command, ElementsAre("python", "t.py"));
+  EXPECT_EQ(again->exit_code, 3);
+  EXPECT_EQ(again->end_time_ms, 2);
+  EXPECT_EQ(again->heartbeat_ms, 2);
+  EXPECT_EQ(again->flush_interval_ms, 1000);
+
+  // The same process fields, the same errors, naming the file and the value.
+  EXPECT_THAT(
+      message(detail::parse_launcher_file(
+                  R"({"format":"trainscope.launcher","version":2,"host":"h","pid":-4})", "l.json")
+                  .status()),
+      HasSubstr("l.json: field \"pid\" is -4, not an integer from 0 to"));
+  EXPECT_THAT(
+      message(
+          detail::parse_rank_file(
+              R"({"format":"trainscope.rank","version":2,"rank":0,"host":"h","pid":-4})", "r.json")
+              .status()),
+      HasSubstr("r.json: field \"pid\" is -4, not an integer from 0 to"));
+}
+
+// Hand-written files may leave out what has a natural default; what is there
+// must be right, and errors say what was found.
+TEST_F(RunReaderTest, OptionalFieldsAndErrorsNamingTheValue) {
+  write("run.json", R"({"format":"trainscope.run","version":1,"id":"x","start_time_ms":3})");
+  write("rank-0.json", R"({"format":"trainscope.rank","version":1,"rank":0,"host":"h","pid":1,)"
+                       R"("status":"FINISHED","start_time_ms":1,"end_time_ms":2,"heartbeat_ms":2,)"
+                       R"("flush_interval_ms":1000})");
+  RunReader reader = open();
+  EXPECT_EQ(reader.version(), 1);
+  EXPECT_EQ(reader.info().name, "");
+  EXPECT_TRUE(reader.info().params.empty());
+  ASSERT_EQ(reader.ranks().size(), 1u);
+  EXPECT_EQ(reader.ranks()[0].rank.world_size, 1u);
+  EXPECT_EQ(reader.ranks()[0].launcher, "");
+  EXPECT_FALSE(reader.in_progress());
+
+  write("run.json", R"({"format":"trainscope.run","version":2,"id":7,"start_time_ms":3})");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()),
+              HasSubstr("run.json: field \"id\" is 7, not a string"));
+  write("run.json", "{\"format\":");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()),
+              HasSubstr("run.json: not valid JSON"));
+  write("run.json", "[1]");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()),
+              HasSubstr("run.json: not a JSON object ([1])"));
+  write("run.json", R"({"format":"other"})");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()),
+              HasSubstr("run.json: format \"other\" version null"));
+  write("run.json", R"({"format":"trainscope.run","version":2,"id":"x","start_time_ms":3})");
+  write("rank-0.json", rank_json("h", 1, "DONE", 1));
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()),
+              HasSubstr("rank-0.json: field \"status\" is \"DONE\", not one of RUNNING"));
+
+  fs::remove(dir_ / "run.json");
+  EXPECT_THAT(message(RunReader::Open(dir_.string()).status()),
+              HasSubstr("is not a trainscope run: it has no run.json"));
+  EXPECT_EQ(message(RunReader::Open((dir_ / "nope").string()).status()),
+            (dir_ / "nope").string() + ": no such run directory");
+}
+
+// The data files as they are now, whoever's they are; the host of a host file
+// as the run's processes name it.
+TEST_F(RunReaderTest, FilesListsTheDataFilesWithTheirSizes) {
+  RankJson rank;
+  rank.host = "node/7";
+  write(rank.file_name(), rank.text());
+  write("regions-10.csv", std::string(kRegionsHeader) + "k,CPU,10,0,1,2,3,4\n");
+  write("regions-2.csv", kRegionsHeader);
+  write("metrics-0.csv", kMetricsHeader);
+  write("summary-0.json", "{}");
+  write("host-node_7.csv", kMetricsHeader);
+  write("host-other.csv", kMetricsHeader);
+  write("regions-02.csv", "not a rank's");
+  write("notes.csv", "not a run file");
+  const std::vector<RunFile> files = open().files();
+  ASSERT_EQ(files.size(), 6u);
+  EXPECT_EQ(files[0].kind, RunFileKind::kRegions);
+  EXPECT_EQ(files[0].rank, 2u);
+  EXPECT_EQ(files[1].rank, 10u);
+  EXPECT_EQ(files[1].path, (dir_ / "regions-10.csv").string());
+  EXPECT_EQ(files[1].size_bytes, std::string(kRegionsHeader).size() + 19);
+  EXPECT_EQ(files[1].csv_header, "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch");
+  EXPECT_EQ(files[2].kind, RunFileKind::kMetrics);
+  EXPECT_EQ(files[2].csv_header, "key,value,step,timestamp_ms,rank");
+  EXPECT_EQ(files[3].kind, RunFileKind::kSummary);
+  EXPECT_EQ(files[3].csv_header, "");
+  EXPECT_EQ(files[4].kind, RunFileKind::kHostMetrics);
+  EXPECT_EQ(files[4].rank, kNoRank);
+  EXPECT_EQ(files[4].host, "node/7");
+  EXPECT_EQ(files[5].host, "other");
+  EXPECT_EQ(run_data_file_name(RunFileKind::kRegions, 3), "regions-3.csv");
+  EXPECT_EQ(run_data_file_name(RunFileKind::kHostMetrics, kNoRank, "node/7"), "host-node_7.csv");
+  EXPECT_TRUE(is_run_directory(dir_.string()));
+  EXPECT_FALSE(is_run_directory((dir_ / "artifacts").string()));
+}
+
+TEST_F(RunReaderTest, EnvironmentAndLogTails) {
+  RunReader reader = open();
+  EXPECT_TRUE(absl::IsNotFound(reader.environment().status()));
+  EXPECT_TRUE(absl::IsNotFound(reader.log_tail(RunLog::kStdout, 10).status()));
+
+  write("environment.json", R"({"hostname": "h"})");
+  EXPECT_EQ(reader.environment().value_or(""), R"({"hostname": "h"})");
+  write("environment.json", R"({"hostname": )");
+  EXPECT_THAT(message(reader.environment().status()),
+              HasSubstr((dir_ / "environment.json").string() + ": not valid JSON"));
+
+  write("stdout.log", "first\nsecond\nthird\n");
+  write("stderr.log", "only\n");
+  EXPECT_EQ(reader.log_tail(RunLog::kStdout, 100).value_or(""), "first\nsecond\nthird\n");
+  // The last 10 bytes ("ond\nthird\n") from their first whole line.
+  EXPECT_EQ(reader.log_tail(RunLog::kStdout, 10).value_or(""), "third\n");
+  EXPECT_EQ(reader.log_tail(RunLog::kStderr, 5).value_or("?"), "only\n");
+  EXPECT_EQ(run_log_path(dir_.string(), RunLog::kStderr), (dir_ / "stderr.log").string());
+  EXPECT_EQ(run_environment_path(dir_.string()), (dir_ / "environment.json").string());
+}
+
+TEST_F(RunReaderTest, WriteRunArtifactIsListed) {
+  fs::create_directories(dir_ / "artifacts");
+  ASSERT_TRUE(write_run_artifact(dir_.string(), "notes.txt", "n").ok());
+  EXPECT_EQ(open().artifacts(), std::vector<std::string>{"notes.txt"});
+  EXPECT_EQ(trainscope::testing::read_file(dir_ / "artifacts" / "notes.txt"), "n");
 }
 
 }  // namespace

@@ -16,22 +16,16 @@ import json
 import math
 import os
 import re
-import socket
-import time
 import warnings
 
 from trainscope import _core
 
 __all__ = ["Run", "read_run", "search_runs"]
 
-_RUN_FORMAT = "trainscope.run"
-_RANK_FORMAT = "trainscope.rank"
-_LAUNCHER_FORMAT = "trainscope.launcher"
-_STATS_FORMAT = "trainscope.stats"
-_READABLE_VERSIONS = (1, 2)
+# The format (file names, versions, headers, the crash rule, the status of a
+# run) is the C++ RunReader's (trainscope._core._RunReader): this module only
+# turns what it reads into DataFrames.
 
-_REGIONS_HEADER = b"key,device,rank,thread,start_unix_ns,duration_ns,step,epoch"
-_METRICS_HEADER = b"key,value,step,timestamp_ms,rank"
 _REGIONS_DTYPES = {"key": "category", "device": "category", "rank": "int64", "thread": "int64",
                    "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64",
                    "epoch": "int64"}
@@ -39,19 +33,6 @@ _METRICS_DTYPES = {"key": "category", "value": "float64", "step": "int64",
                    "timestamp_ms": "int64", "rank": "int64"}
 # Host files leave `rank` empty for host-wide readings.
 _HARDWARE_DTYPES = dict(_METRICS_DTYPES, rank="Int64")
-
-_RANK_FILE = re.compile(r"rank-(0|[1-9][0-9]*)\.json")
-_REGIONS_FILE = re.compile(r"regions-(0|[1-9][0-9]*)\.csv")
-_METRICS_FILE = re.compile(r"metrics-(0|[1-9][0-9]*)\.csv")
-_SUMMARY_FILE = re.compile(r"summary-(0|[1-9][0-9]*)\.json")
-_HOST_FILE = re.compile(r"host-(.+)\.csv")
-_ARTIFACT_TMP_PREFIX = ".trainscope-tmp-"
-
-# As the C++ RunReader: a RUNNING process whose heartbeat is older than
-# max(3 * flush_interval_ms, 10 s) is presumed dead.
-_HEARTBEAT_INTERVALS = 3
-_MIN_HEARTBEAT_SILENCE_MS = 10_000
-_INT64_MAX = 2**63 - 1
 
 # The fields of a summary entry, in file order, from the C++ TimeStats field list
 # (trainscope/stats/time_stats.hpp kTimeStatsFields): (name, kind, seconds).
@@ -69,156 +50,9 @@ def _pandas():
     return pandas
 
 
-# --- JSON files --------------------------------------------------------------
-
-
-def _read_json(path):
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}") from error
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8: {error}") from error
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return doc
-
-
-class _Fields:
-    """Typed access to a JSON object's fields; errors name the file and the field."""
-
-    def __init__(self, doc, path):
-        self.doc = doc
-        self.path = path
-
-    def _get(self, name, kinds, what, default):
-        if name not in self.doc:
-            if default is not _REQUIRED:
-                return default
-            raise ValueError(f"{self.path}: field \"{name}\" is missing")
-        value = self.doc[name]
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise ValueError(f"{self.path}: field \"{name}\" is {json.dumps(value)}, not {what}")
-        return value
-
-    def text(self, name, default=None):
-        return self._get(name, (str,), "a string", _REQUIRED if default is None else default)
-
-    def integer(self, name, default=None):
-        return self._get(name, (int,), "an integer", _REQUIRED if default is None else default)
-
-    def string_list(self, name):
-        return self._get(name, (list,), "an array of strings", [])
-
-    def string_map(self, name):
-        value = self._get(name, (dict,), "an object", {})
-        for key, item in value.items():
-            if not isinstance(item, str):
-                raise ValueError(f"{self.path}: field \"{name}\": \"{key}\" is "
-                                 f"{json.dumps(item)}, not a string")
-        return dict(value)
-
-    def check_format(self, expected):
-        found = self.doc.get("format")
-        version = self.doc.get("version")
-        if found != expected or version not in _READABLE_VERSIONS:
-            raise ValueError(
-                f"{self.path}: format {json.dumps(found)} version {json.dumps(version)} (this "
-                f"reader understands \"{expected}\" versions {_READABLE_VERSIONS[0]} to "
-                f"{_READABLE_VERSIONS[-1]})")
-        return version
-
-
-_REQUIRED = object()
-_STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED")
-
-
-def _process_gone(pid):
-    if pid <= 0 or pid > 2**31 - 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: it exists, as another user's process
-        return False
-    return False
-
-
-def _looks_crashed(state, host, now_ms):
-    """A RUNNING rank or launcher that is gone (on this host) or silent too long."""
-    if state["status"] != "RUNNING":
-        return False
-    if state["host"] == host and _process_gone(state["pid"]):
-        return True
-    interval = state["flush_interval_ms"]
-    if interval > _INT64_MAX // _HEARTBEAT_INTERVALS:  # an infinite interval never renews it
-        return False
-    allowed = max(_HEARTBEAT_INTERVALS * interval, _MIN_HEARTBEAT_SILENCE_MS)
-    return state["heartbeat_ms"] < now_ms - allowed
-
-
-def _parse_process(path, expected_format):
-    fields = _Fields(_read_json(path), path)
-    fields.check_format(expected_format)
-    state = {"host": fields.text("host"), "pid": fields.integer("pid"),
-             "status": fields.text("status"), "start_time_ms": fields.integer("start_time_ms"),
-             "end_time_ms": fields.integer("end_time_ms"),
-             "heartbeat_ms": fields.integer("heartbeat_ms"),
-             "flush_interval_ms": fields.integer("flush_interval_ms")}
-    if state["status"] not in _STATUSES:
-        raise ValueError(f"{path}: field \"status\" is {json.dumps(state['status'])}, not one of "
-                         f"{', '.join(_STATUSES)}")
-    return fields, state
-
-
-def _parse_rank_file(path, rank):
-    fields, state = _parse_process(path, _RANK_FORMAT)
-    recorded = fields.integer("rank")
-    if recorded != rank:
-        raise ValueError(f"{path}: records rank {recorded}")
-    return dict({"rank": rank, "local_rank": fields.integer("local_rank", 0),
-                 "world_size": fields.integer("world_size", 1)},
-                **state, launcher=fields.text("launcher", ""))
-
-
-def _parse_launcher_file(path):
-    fields, state = _parse_process(path, _LAUNCHER_FORMAT)
-    command = fields.string_list("command")
-    if not all(isinstance(arg, str) for arg in command):
-        raise ValueError(f"{path}: field \"command\" is not an array of strings")
-    return dict(state, command=command, exit_code=fields.integer("exit_code", -1),
-                term_signal=fields.integer("term_signal", 0))
-
-
-def _severity(state):
-    """FAILED (or crashed) beats KILLED beats RUNNING beats FINISHED."""
-    if state["crashed"] or state["status"] == "FAILED":
-        return 3
-    if state["status"] == "KILLED":
-        return 2
-    return 1 if state["status"] == "RUNNING" else 0
-
-
-def _combine_status(states):
-    """(status, end_time_ms or None, latest sign of life in ms) as RunReader::info()."""
-    if not states:
-        return "RUNNING", None, None
-    worst = max(_severity(s) for s in states)
-    running = any(s["status"] == "RUNNING" and not s["crashed"] for s in states)
-    # A crashed process ended at its last sign of life.
-    end_ms = max(s["heartbeat_ms"] if s["crashed"] else s["end_time_ms"] for s in states)
-    alive_ms = max(max(s["heartbeat_ms"], s["end_time_ms"]) for s in states)
-    if running and worst < 2:
-        worst = 1
-    status = ("FINISHED", "RUNNING", "KILLED", "FAILED")[worst]
-    return status, (None if running else end_ms), alive_ms
-
-
-def _host_file_part(host):
-    """As the writer names host-<host>.csv and launcher-<host>-<pid>.json."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", host or "unknown-host")
+def _core():
+    from trainscope import _core as core  # pylint: disable=import-outside-toplevel
+    return core
 
 
 # --- CSV files ---------------------------------------------------------------
@@ -335,15 +169,6 @@ def _check_devices(path, frame):
         raise ValueError(f"{path}: unknown device {sorted(unknown)[0]!r} (CPU or GPU)")
 
 
-def _numbered_files(directory, pattern, names):
-    found = []
-    for name in names:
-        match = pattern.fullmatch(name)
-        if match:
-            found.append((int(match.group(1)), os.path.join(directory, name)))
-    return sorted(found)
-
-
 def _key_name(key):
     return key.name if isinstance(key, enum.Enum) else str(key)
 
@@ -355,8 +180,8 @@ class Run:
     """A run directory as read by read_run(). Attributes:
 
     dir, id, name, experiment, version (of run.json: 1 or 2), params, tags (dicts of str);
-    status: FINISHED, RUNNING, KILLED or FAILED, combined over ranks and launchers as
-        the C++ RunReader does (a crashed rank or launcher makes it FAILED);
+    status: FINISHED, RUNNING, KILLED or FAILED, combined over ranks and launchers by
+        the C++ RunReader (a crashed rank or launcher makes it FAILED);
     crashed: whether a rank or launcher left RUNNING is gone (pid, on this host) or silent
         (heartbeat older than max(3 * flush_interval_ms, 10 s));
     start_time, end_time: tz-aware UTC pandas Timestamps (end_time is NaT while running);
@@ -377,43 +202,32 @@ class Run:
     def __init__(self, path):
         pd = _pandas()
         self.dir = os.fspath(path)
-        if not os.path.isdir(self.dir):
-            if os.path.exists(self.dir):
-                raise NotADirectoryError(f"{self.dir}: not a run directory (not a directory)")
-            raise FileNotFoundError(f"{self.dir}: no such run directory")
-        run_path = os.path.join(self.dir, "run.json")
-        if not os.path.isfile(run_path):
-            raise FileNotFoundError(f"{self.dir} is not a trainscope run: it has no run.json")
-        fields = _Fields(_read_json(run_path), run_path)
-        self.version = fields.check_format(_RUN_FORMAT)
-        self.id = fields.text("id")
-        self.name = fields.text("name", "")
-        self.experiment = fields.text("experiment", "")
-        self.start_time_ms = fields.integer("start_time_ms")
-        self.params = fields.string_map("params")
-        self.tags = fields.string_map("tags")
-
-        self._names = sorted(os.listdir(self.dir))
-        host = socket.gethostname()
-        now_ms = time.time_ns() // 1_000_000
-        ranks = []
-        for rank, rank_path in _numbered_files(self.dir, _RANK_FILE, self._names):
-            state = _parse_rank_file(rank_path, rank)
-            state["crashed"] = _looks_crashed(state, host, now_ms)
-            ranks.append(state)
-        launchers = []
-        for name in self._names:
-            if len(name) > 14 and name.startswith("launcher-") and name.endswith(".json"):
-                state = _parse_launcher_file(os.path.join(self.dir, name))
-                state["crashed"] = _looks_crashed(state, host, now_ms)
-                launchers.append(state)
-        self.status, self.end_time_ms, alive_ms = _combine_status(ranks + launchers)
-        self.crashed = any(s["crashed"] for s in ranks + launchers)
-        self.world_size = max([len(ranks)] + [s["world_size"] for s in ranks]) if ranks else 0
-        self.hosts = sorted({s["host"] for s in ranks + launchers})
+        if os.path.exists(self.dir) and not os.path.isdir(self.dir):
+            raise NotADirectoryError(f"{self.dir}: not a run directory (not a directory)")
+        reader = _core()._RunReader.open(self.dir)
+        self._reader = reader
+        self.version = reader.version
+        self.id = reader.id
+        self.name = reader.name
+        self.experiment = reader.experiment
+        self.start_time_ms = reader.start_time_ms
+        self.params = reader.params
+        self.tags = reader.tags
+        self.status = reader.status
+        self.crashed = reader.crashed
+        self.world_size = reader.world_size
+        self.hosts = reader.hosts
+        self.end_time_ms = None if reader.in_progress else reader.end_time_ms
+        ranks = reader.ranks
+        launchers = reader.launchers
+        # What is there now: files written later are for the next read_run().
+        self._files = reader.files()
         self.start_time = pd.Timestamp(self.start_time_ms, unit="ms", tz="UTC")
         self.end_time = (pd.NaT if self.end_time_ms is None
                          else pd.Timestamp(self.end_time_ms, unit="ms", tz="UTC"))
+        # While running, up to the latest sign of life of any rank or launcher.
+        alive_ms = max((max(s["heartbeat_ms"], s["end_time_ms"]) for s in ranks + launchers),
+                       default=None)
         until_ms = self.end_time_ms if self.end_time_ms is not None else alive_ms
         self.duration_s = (math.nan if until_ms is None
                            else max(0, until_ms - self.start_time_ms) / 1000.0)
@@ -439,14 +253,10 @@ class Run:
 
     @property
     def artifacts(self):
-        root = os.path.join(self.dir, "artifacts")
-        out = []
-        for directory, subdirs, files in os.walk(root):
-            subdirs[:] = [d for d in subdirs if not d.startswith(_ARTIFACT_TMP_PREFIX)]
-            for name in files:
-                if not name.startswith(_ARTIFACT_TMP_PREFIX):
-                    out.append(os.path.relpath(os.path.join(directory, name), root))
-        return sorted(out)
+        return self._reader.artifacts()
+
+    def _files_of(self, kind):
+        return [f for f in self._files if f["kind"] == kind]
 
     @property
     def regions(self):
@@ -456,8 +266,9 @@ class Run:
 
     def _read_regions(self):
         frames = []
-        for _, path in _numbered_files(self.dir, _REGIONS_FILE, self._names):
-            frame = _read_csv(path, _REGIONS_HEADER, _REGIONS_DTYPES)
+        for file in self._files_of("regions"):
+            path = file["path"]
+            frame = _read_csv(path, file["csv_header"], _REGIONS_DTYPES)
             if frame is not None:
                 _check_devices(path, frame)
             frames.append(frame)
@@ -469,8 +280,9 @@ class Run:
     def _read_metric_files(self):
         """(user metrics, hardware readings of version-1 runs) of every metrics-<r>.csv."""
         user, hardware = [], []
-        for rank, path in _numbered_files(self.dir, _METRICS_FILE, self._names):
-            frame = _read_csv(path, _METRICS_HEADER, _METRICS_DTYPES)
+        for file in self._files_of("metrics"):
+            rank = file["rank"]
+            frame = _read_csv(file["path"], file["csv_header"], _METRICS_DTYPES)
             if frame is None:
                 continue
             if self.version == 1:
@@ -503,14 +315,10 @@ class Run:
         frames = []
         if self.version == 1:
             frames = list(self._metric_files()[1])
-        by_part = {_host_file_part(h): h for h in self.hosts}
-        for name in self._names:
-            match = _HOST_FILE.fullmatch(name)
-            if not match:
-                continue
-            frame = _read_csv(os.path.join(self.dir, name), _METRICS_HEADER, _HARDWARE_DTYPES)
+        for file in self._files_of("host_metrics"):
+            frame = _read_csv(file["path"], file["csv_header"], _HARDWARE_DTYPES)
             if frame is not None:
-                frame["host"] = by_part.get(match.group(1), match.group(1))
+                frame["host"] = file["host"]
                 frames.append(frame)
         hardware = _concat(frames, dict(_HARDWARE_DTYPES, host="category"))
         hardware["host"] = hardware["host"].astype("category")
@@ -527,21 +335,12 @@ class Run:
     def _read_summaries(self):
         pd = _pandas()
         rows, columns = [], ["rank", "key", "device"]
-        for rank, path in _numbered_files(self.dir, _SUMMARY_FILE, self._names):
-            doc = _read_json(path)
-            if doc.get("format") != _STATS_FORMAT:
-                raise ValueError(f"{path}: format {json.dumps(doc.get('format'))}, "
-                                 f"not \"{_STATS_FORMAT}\"")
-            entries = doc.get("entries", [])
-            if not isinstance(entries, list):
-                raise ValueError(f"{path}: field \"entries\" is not an array")
+        for file in self._files_of("summary"):
+            rank = file["rank"]
+            self._reader.check_summary(rank)  # the format's checks, naming the file
+            with open(file["path"], "rb") as f:
+                entries = json.loads(f.read())["entries"]
             for entry in entries:
-                if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
-                    raise ValueError(f"{path}: an entry without a \"key\" string: "
-                                     f"{json.dumps(entry)[:200]}")
-                if entry.get("device") not in ("CPU", "GPU"):
-                    raise ValueError(f"{path}: entry \"{entry['key']}\" has device "
-                                     f"{json.dumps(entry.get('device'))} (CPU or GPU)")
                 for name in entry:
                     if name not in columns:
                         columns.append(name)
@@ -688,11 +487,12 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: no such directory of runs")
-    if os.path.isfile(os.path.join(root, "run.json")):
+    is_run = _core()._is_run_directory
+    if is_run(root):
         dirs = [root]
     else:
         dirs = [os.path.join(root, name) for name in sorted(os.listdir(root))
-                if os.path.isfile(os.path.join(root, name, "run.json"))]
+                if is_run(os.path.join(root, name))]
     rows = []
     for directory in dirs:
         try:

@@ -78,8 +78,9 @@ struct RankState {
   std::int64_t pid = 0;
   std::int64_t start_time_ms = 0;
   std::int64_t end_time_ms = 0;
-  std::int64_t heartbeat_ms = 0;  // last flush
-  bool crashed = false;           // RUNNING, but its process is gone or silent
+  std::int64_t heartbeat_ms = 0;       // last flush
+  std::int64_t flush_interval_ms = 0;  // how often it renews heartbeat_ms
+  bool crashed = false;                // RUNNING, but its process is gone or silent
   // The launcher (`trainscope run`) that started this rank's process tree, as
   // "<host>:<pid>" (TRAINSCOPE_LAUNCHER); empty when none did.
   std::string launcher;
@@ -97,7 +98,8 @@ struct LauncherState {
   std::int64_t start_time_ms = 0;
   std::int64_t end_time_ms = 0;
   std::int64_t heartbeat_ms = 0;
-  bool crashed = false;  // RUNNING, but its process is gone or silent
+  std::int64_t flush_interval_ms = 0;  // how often it renews heartbeat_ms
+  bool crashed = false;                // RUNNING, but its process is gone or silent
   std::string id() const { return host + ":" + std::to_string(pid); }
 };
 

@@ -1,9 +1,11 @@
 // Reads a run directory, also while it is being written: a line cut short by
 // a crash is ignored (reported by `truncated`), never an error. Every other
-// defect is an error naming the file and line.
+// defect is an error naming the file and line. The one reader of the format:
+// the report, the CLI and Python's trainscope.read_run all read through it.
 #ifndef TRAINSCOPE_RUN_RUN_READER_HPP_
 #define TRAINSCOPE_RUN_RUN_READER_HPP_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,14 +13,21 @@
 #include "absl/status/statusor.h"
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/export/run_source.hpp"
+#include "trainscope/run/run_files.hpp"
 
 namespace trainscope {
 
 class RunReader final : public RunSource {
  public:
+  // NotFound for a missing directory or run.json ("<dir>: no such run
+  // directory", "<dir> is not a trainscope run: it has no run.json");
+  // InvalidArgument or DataLoss naming the file for a damaged run.json, rank
+  // or launcher file, or one of a newer format version.
   static absl::StatusOr<RunReader> Open(std::string dir);
 
   const std::string& dir() const noexcept override { return dir_; }
+  // run.json's format version (1 or 2; docs/run-format.md).
+  int version() const noexcept { return version_; }
   // Metadata; status combines the ranks and the launchers: KILLED or FAILED
   // if any is, FAILED if any crashed, RUNNING while any runs (or while none
   // has started), else FINISHED.
@@ -32,6 +41,9 @@ class RunReader final : public RunSource {
   // least the number of ranks); 0 before any rank recorded.
   std::uint32_t world_size() const noexcept { return world_size_; }
   bool crashed() const noexcept;
+  // Whether the run goes on: a rank or launcher is RUNNING and not crashed,
+  // or none has started yet (info().end_time_ms is 0 then).
+  bool in_progress() const noexcept { return in_progress_; }
 
   absl::StatusOr<Chunk<RegionRow>> read_regions(std::uint32_t rank,
                                                 std::uint64_t offset = 0) const override;
@@ -53,6 +65,18 @@ class RunReader final : public RunSource {
   // Paths of the files under artifacts/, relative to it.
   std::vector<std::string> artifacts() const;
 
+  // The data files in the directory now (also of ranks without a rank file,
+  // and hosts of no rank or launcher), with their sizes: by kind, then rank
+  // or file name.
+  std::vector<RunFile> files() const;
+  // environment.json's text (a JSON object): NotFound when the run has none
+  // (not launched by `trainscope run`, or not yet written), InvalidArgument
+  // naming the file when it is not a JSON object.
+  absl::StatusOr<std::string> environment() const;
+  // The last `max_bytes` of the command's log, from its first whole line
+  // (all of it when shorter); NotFound when there is none.
+  absl::StatusOr<std::string> log_tail(RunLog log, std::size_t max_bytes) const;
+
  private:
   RunReader() = default;
   std::string dir_;
@@ -61,6 +85,8 @@ class RunReader final : public RunSource {
   std::vector<LauncherState> launchers_;
   std::vector<std::string> hosts_;
   std::uint32_t world_size_ = 0;
+  int version_ = 0;
+  bool in_progress_ = true;
 };
 
 }  // namespace trainscope

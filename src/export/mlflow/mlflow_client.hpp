@@ -15,8 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "export/mlflow/mlflow_keys.hpp"
 #include "trainscope/export/mlflow/mlflow_config.hpp"
+#include "trainscope/export/mlflow/mlflow_keys.hpp"
 #include "trainscope/export/run_record.hpp"
 
 namespace trainscope::mlflow {

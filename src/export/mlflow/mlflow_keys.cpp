@@ -1,4 +1,4 @@
-#include "export/mlflow/mlflow_keys.hpp"
+#include "trainscope/export/mlflow/mlflow_keys.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,9 @@
 // MLflow's rules for keys and values (mlflow/utils/validation.py), in one
 // place: Run refuses what MLflow would refuse when the user logs it, and the
 // syncer skips what an older run directory holds that MLflow would refuse.
-#ifndef TRAINSCOPE_SRC_EXPORT_MLFLOW_MLFLOW_KEYS_HPP_
-#define TRAINSCOPE_SRC_EXPORT_MLFLOW_MLFLOW_KEYS_HPP_
+// Public (Abseil only) so that Run, in the run room, applies them too.
+#ifndef TRAINSCOPE_EXPORT_MLFLOW_MLFLOW_KEYS_HPP_
+#define TRAINSCOPE_EXPORT_MLFLOW_MLFLOW_KEYS_HPP_
 
 #include <cstddef>
 #include <string_view>
@@ -26,4 +27,4 @@ absl::Status validate_value(std::string_view kind, std::string_view key, std::st
 
 }  // namespace trainscope::mlflow
 
-#endif  // TRAINSCOPE_SRC_EXPORT_MLFLOW_MLFLOW_KEYS_HPP_
+#endif  // TRAINSCOPE_EXPORT_MLFLOW_MLFLOW_KEYS_HPP_
