@@ -55,9 +55,9 @@ std::vector<MetricPoint> metric_batch() {
   return batch;
 }
 
-std::shared_ptr<detail::RunStoreExporter> make_store(const TempDir& dir) {
-  absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> store =
-      detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
+std::shared_ptr<run::detail::RunStoreExporter> make_store(const TempDir& dir) {
+  absl::StatusOr<std::shared_ptr<run::detail::RunStoreExporter>> store =
+      run::detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     std::abort();
@@ -80,7 +80,8 @@ void BM_RunStoreRegions(benchmark::State& state) {
     (void)store->write_samples(batch);
     (void)store->flush();
   }
-  report(state, dir.str() + "/" + detail::regions_file_name(0), detail::kRegionsHeader.size());
+  report(state, dir.str() + "/" + run::detail::regions_file_name(0),
+         run::detail::kRegionsHeader.size());
 }
 BENCHMARK(BM_RunStoreRegions);
 
@@ -92,7 +93,8 @@ void BM_RunStoreMetrics(benchmark::State& state) {
     (void)store->write_metrics(batch);
     (void)store->flush();
   }
-  report(state, dir.str() + "/" + detail::metrics_file_name(0), detail::kMetricsHeader.size());
+  report(state, dir.str() + "/" + run::detail::metrics_file_name(0),
+         run::detail::kMetricsHeader.size());
 }
 BENCHMARK(BM_RunStoreMetrics);
 

@@ -103,8 +103,8 @@ struct RunStoreSetup {
   explicit RunStoreSetup(
       std::size_t max_pending_bytes = ExportPipeline::Options{}.max_pending_bytes)
       : pipeline(options(max_pending_bytes)) {
-    absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> created =
-        detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
+    absl::StatusOr<std::shared_ptr<run::detail::RunStoreExporter>> created =
+        run::detail::RunStoreExporter::Create({dir.str(), RankInfo{}, absl::Seconds(1), 0});
     if (!created.ok()) {
       std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
       std::abort();
@@ -127,7 +127,7 @@ struct RunStoreSetup {
   }
   // Data rows in the regions file (a check that the figures are real).
   double rows_on_disk() const {
-    std::FILE* f = std::fopen((dir.str() + "/" + detail::regions_file_name(0)).c_str(), "rb");
+    std::FILE* f = std::fopen((dir.str() + "/" + run::detail::regions_file_name(0)).c_str(), "rb");
     if (f == nullptr) return -1;
     std::vector<char> block(1 << 20);
     double lines = 0;
@@ -140,7 +140,7 @@ struct RunStoreSetup {
 
   const TempDir dir{"timer_bench"};
   ExportPipeline pipeline;
-  std::shared_ptr<detail::RunStoreExporter> store;
+  std::shared_ptr<run::detail::RunStoreExporter> store;
   Timer timer{quiet_options()};
 
   static TimerOptions quiet_options() {

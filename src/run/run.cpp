@@ -96,10 +96,10 @@ absl::StatusOr<std::string> create_run_directory(const std::string& root, std::s
 }
 
 absl::StatusOr<RunInfo> read_run_file(const std::string& dir) {
-  const std::string path = fmt::format("{}/{}", dir, detail::kRunFileName);
+  const std::string path = fmt::format("{}/{}", dir, run::detail::kRunFileName);
   absl::StatusOr<std::string> text = detail::read_whole_file(path);
   if (!text.ok()) return text.status();
-  return detail::parse_run_file(*text, path);
+  return run::detail::parse_run_file(*text, path);
 }
 
 // The one place a Run turns on MLflow export: when MLFLOW_TRACKING_URI is
@@ -183,7 +183,7 @@ struct Run::State {
   RunOptions options;
   bool set_environment = false;  // this Run published TRAINSCOPE_RUN_DIR
   bool owns_signals = false;
-  std::shared_ptr<detail::RunStoreExporter> store;
+  std::shared_ptr<run::detail::RunStoreExporter> store;
   std::unique_ptr<ExportPipeline> pipeline;
 
   std::mutex mu;  // guards info, last_step, ended, end_status
@@ -383,24 +383,25 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   // Whichever process links run.json first creates the run; the others
   // attach to what it wrote.
   bool created;
-  status = detail::create_file_exclusively(fmt::format("{}/{}", state->dir, detail::kRunFileName),
-                                           detail::format_run_file(fresh), &created);
+  status =
+      detail::create_file_exclusively(fmt::format("{}/{}", state->dir, run::detail::kRunFileName),
+                                      run::detail::format_run_file(fresh), &created);
   if (status.ok()) {
     RunInfo wanted;
     wanted.params = options.params;
     wanted.tags = options.tags;
-    status = detail::merge_into_run_file(state->dir, wanted);
+    status = run::detail::merge_into_run_file(state->dir, wanted);
   }
   if (!status.ok()) return status;
   absl::StatusOr<RunInfo> info = read_run_file(state->dir);
   if (!info.ok()) return info.status();
   state->info = *std::move(info);
 
-  const std::string artifacts = fmt::format("{}/{}", state->dir, detail::kArtifactsDirName);
+  const std::string artifacts = fmt::format("{}/{}", state->dir, run::detail::kArtifactsDirName);
   if (::mkdir(artifacts.c_str(), 0755) != 0 && errno != EEXIST) {
     return detail::file_error(errno, "create", artifacts);
   }
-  detail::RunStoreExporter::Options store_options;
+  run::detail::RunStoreExporter::Options store_options;
   store_options.dir = state->dir;
   store_options.rank = state->rank;
   store_options.flush_interval = options.flush_interval;
@@ -408,8 +409,8 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   store_options.launcher = options.role == RunRole::kLauncher;
   store_options.command = options.command;
   if (!store_options.launcher) store_options.launched_by = env_or(kLauncherEnv.data(), "");
-  absl::StatusOr<std::shared_ptr<detail::RunStoreExporter>> store =
-      detail::RunStoreExporter::Create(std::move(store_options));
+  absl::StatusOr<std::shared_ptr<run::detail::RunStoreExporter>> store =
+      run::detail::RunStoreExporter::Create(std::move(store_options));
   if (!store.ok()) return store.status();
   state->store = *std::move(store);
 
@@ -458,7 +459,7 @@ absl::Status Run::State::record_key_value(const char* kind,
   if (!status.ok()) return status;
   RunInfo update;
   (update.*field).emplace(key, value);
-  status = detail::merge_into_run_file(dir, update);
+  status = run::detail::merge_into_run_file(dir, update);
   if (!status.ok()) return status;
   (info.*field)[std::string(key)] = value;
   pipeline->submit_run_info(info);
@@ -503,10 +504,11 @@ absl::Status Run::log_artifact(std::string_view path) {
     return absl::NotFoundError(
         fmt::format("log_artifact({}): not a readable regular file", quote(path)));
   }
-  const fs::path target = fs::path(state_->dir) / detail::kArtifactsDirName / source.filename();
+  const fs::path target =
+      fs::path(state_->dir) / run::detail::kArtifactsDirName / source.filename();
   // Copied under a temporary name that readers skip, so none lists a partial artifact.
-  absl::Status status =
-      detail::copy_file_atomically(source.string(), target.string(), detail::kArtifactTmpPrefix);
+  absl::Status status = detail::copy_file_atomically(source.string(), target.string(),
+                                                     run::detail::kArtifactTmpPrefix);
   if (!status.ok()) {
     return absl::Status(status.code(), fmt::format("log_artifact({}): {}", quote(path),
                                                    std::string(status.message())));

@@ -8,36 +8,36 @@ namespace trainscope {
 
 bool is_run_directory(const std::string& dir) {
   struct stat st;
-  const std::string path = detail::join_path(dir, detail::kRunFileName);
+  const std::string path = run::detail::join_path(dir, run::detail::kRunFileName);
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 std::string run_data_file_name(RunFileKind kind, std::uint32_t rank, std::string_view host) {
   switch (kind) {
     case RunFileKind::kRegions:
-      return detail::regions_file_name(rank);
+      return run::detail::regions_file_name(rank);
     case RunFileKind::kMetrics:
-      return detail::metrics_file_name(rank);
+      return run::detail::metrics_file_name(rank);
     case RunFileKind::kSummary:
-      return detail::summary_file_name(rank);
+      return run::detail::summary_file_name(rank);
     case RunFileKind::kHostMetrics:
       break;
   }
-  return detail::host_metrics_file_name(host);
+  return run::detail::host_metrics_file_name(host);
 }
 
 std::string run_log_path(const std::string& run_dir, RunLog log) {
-  return detail::join_path(
-      run_dir, log == RunLog::kStdout ? detail::kStdoutLogName : detail::kStderrLogName);
+  return run::detail::join_path(
+      run_dir, log == RunLog::kStdout ? run::detail::kStdoutLogName : run::detail::kStderrLogName);
 }
 
 std::string run_environment_path(const std::string& run_dir) {
-  return detail::join_path(run_dir, detail::kEnvironmentFileName);
+  return run::detail::join_path(run_dir, run::detail::kEnvironmentFileName);
 }
 
 absl::Status write_run_artifact(const std::string& run_dir, std::string_view name,
                                 std::string_view contents) {
-  return detail::write_artifact(run_dir, name, contents);
+  return run::detail::write_artifact(run_dir, name, contents);
 }
 
 }  // namespace trainscope

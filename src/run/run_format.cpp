@@ -19,7 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::run::detail {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -407,15 +407,16 @@ absl::StatusOr<Summary> parse_summary_file(std::string_view text, const std::str
 absl::Status merge_into_run_file(const std::string& dir, const RunInfo& info) {
   const std::string lock_path = join_path(dir, ".lock");
   const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) return file_error(errno, "open", lock_path);
+  if (lock_fd < 0) return trainscope::detail::file_error(errno, "open", lock_path);
   // Closing the descriptor releases the lock on every path out.
   const auto unlock = [lock_fd](absl::Status status) {
     ::close(lock_fd);
     return status;
   };
-  if (::flock(lock_fd, LOCK_EX) != 0) return unlock(file_error(errno, "lock", lock_path));
+  if (::flock(lock_fd, LOCK_EX) != 0)
+    return unlock(trainscope::detail::file_error(errno, "lock", lock_path));
   const std::string path = join_path(dir, kRunFileName);
-  absl::StatusOr<std::string> text = read_whole_file(path);
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
   if (!text.ok()) return unlock(text.status());
   absl::StatusOr<RunInfo> stored = parse_run_file(*text, path);
   if (!stored.ok()) return unlock(stored.status());
@@ -436,13 +437,13 @@ absl::Status merge_into_run_file(const std::string& dir, const RunInfo& info) {
     slot = value;
   }
   if (!changed) return unlock(absl::OkStatus());
-  return unlock(write_file_atomically(path, format_run_file(*stored)));
+  return unlock(trainscope::detail::write_file_atomically(path, format_run_file(*stored)));
 }
 
 absl::Status write_artifact(const std::string& run_dir, std::string_view name,
                             std::string_view contents) {
-  return write_file_atomically(fmt::format("{}/{}/{}", run_dir, kArtifactsDirName, name), contents,
-                               kArtifactTmpPrefix);
+  return trainscope::detail::write_file_atomically(
+      fmt::format("{}/{}/{}", run_dir, kArtifactsDirName, name), contents, kArtifactTmpPrefix);
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::run::detail

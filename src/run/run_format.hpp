@@ -13,7 +13,7 @@
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/stats/summary.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::run::detail {
 
 inline constexpr std::string_view kRunFormat = "trainscope.run";
 // 2: launchers are not ranks (launcher-<host>-<pid>.json) and hardware
@@ -72,6 +72,6 @@ absl::Status merge_into_run_file(const std::string& dir, const RunInfo& info);
 absl::Status write_artifact(const std::string& run_dir, std::string_view name,
                             std::string_view contents);
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::run::detail
 
 #endif  // TRAINSCOPE_SRC_RUN_RUN_FORMAT_HPP_

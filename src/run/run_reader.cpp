@@ -360,22 +360,22 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   RunReader reader;
   reader.dir_ = std::move(dir);
   const std::string shown_dir = absl::Utf8SafeCHexEscape(reader.dir_);
-  const std::string run_path = detail::join_path(reader.dir_, detail::kRunFileName);
+  const std::string run_path = run::detail::join_path(reader.dir_, run::detail::kRunFileName);
   absl::StatusOr<std::string> text = detail::read_whole_file(run_path);
   if (absl::IsNotFound(text.status())) {
     std::error_code error;
     if (!fs::exists(reader.dir_, error)) {
       return absl::NotFoundError(fmt::format("{}: no such run directory", shown_dir));
     }
-    return absl::NotFoundError(
-        fmt::format("{} is not a trainscope run: it has no {}", shown_dir, detail::kRunFileName));
+    return absl::NotFoundError(fmt::format("{} is not a trainscope run: it has no {}", shown_dir,
+                                           run::detail::kRunFileName));
   }
   if (!text.ok()) {
     return absl::Status(text.status().code(),
                         fmt::format("{} is not a readable trainscope run: {}", shown_dir,
                                     std::string(text.status().message())));
   }
-  absl::StatusOr<RunInfo> info = detail::parse_run_file(*text, run_path, &reader.version_);
+  absl::StatusOr<RunInfo> info = run::detail::parse_run_file(*text, run_path, &reader.version_);
   if (!info.ok()) return info.status();
   reader.info_ = *std::move(info);
 
@@ -402,7 +402,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   for (const auto& [rank, path] : rank_files) {
     absl::StatusOr<std::string> rank_text = detail::read_whole_file(path);
     if (!rank_text.ok()) return rank_text.status();
-    absl::StatusOr<RankState> state = detail::parse_rank_file(*rank_text, path);
+    absl::StatusOr<RankState> state = run::detail::parse_rank_file(*rank_text, path);
     if (!state.ok()) return state.status();
     if (state->rank.rank != rank) {
       return absl::DataLossError(
@@ -416,7 +416,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   for (const std::string& path : launcher_files) {
     absl::StatusOr<std::string> launcher_text = detail::read_whole_file(path);
     if (!launcher_text.ok()) return launcher_text.status();
-    absl::StatusOr<LauncherState> state = detail::parse_launcher_file(*launcher_text, path);
+    absl::StatusOr<LauncherState> state = run::detail::parse_launcher_file(*launcher_text, path);
     if (!state.ok()) return state.status();
     state->crashed = looks_crashed(*state, host, now_ms);
     reader.launchers_.push_back(*std::move(state));
@@ -452,57 +452,57 @@ bool RunReader::crashed() const noexcept {
 
 absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::string& host,
                                                                 std::uint64_t offset) const {
-  const std::string path = fmt::format("{}/{}", dir_, detail::host_metrics_file_name(host));
+  const std::string path = fmt::format("{}/{}", dir_, run::detail::host_metrics_file_name(host));
   absl::StatusOr<Chunk<MetricPoint>> chunk =
-      read_csv<MetricPoint>(path, detail::kMetricsHeader, offset, parse_metric);
+      read_csv<MetricPoint>(path, run::detail::kMetricsHeader, offset, parse_metric);
   if (absl::IsNotFound(chunk.status())) return Chunk<MetricPoint>{{}, offset, false};
   return chunk;
 }
 
 absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank, std::uint64_t offset,
                                                          std::uint64_t max_bytes) const {
-  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, detail::regions_file_name(rank)),
-                             detail::kRegionsHeader, offset, parse_region, max_bytes);
+  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)),
+                             run::detail::kRegionsHeader, offset, parse_region, max_bytes);
 }
 
 absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::string& host,
                                                                 std::uint64_t offset,
                                                                 std::uint64_t max_bytes) const {
-  const std::string path = fmt::format("{}/{}", dir_, detail::host_metrics_file_name(host));
+  const std::string path = fmt::format("{}/{}", dir_, run::detail::host_metrics_file_name(host));
   absl::StatusOr<Chunk<MetricPoint>> chunk =
-      read_csv<MetricPoint>(path, detail::kMetricsHeader, offset, parse_metric, max_bytes);
+      read_csv<MetricPoint>(path, run::detail::kMetricsHeader, offset, parse_metric, max_bytes);
   if (absl::IsNotFound(chunk.status())) return Chunk<MetricPoint>{{}, offset, false};
   return chunk;
 }
 
 absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank,
                                                          std::uint64_t offset) const {
-  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, detail::regions_file_name(rank)),
-                             detail::kRegionsHeader, offset, parse_region);
+  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)),
+                             run::detail::kRegionsHeader, offset, parse_region);
 }
 
 absl::StatusOr<Chunk<MetricPoint>> RunReader::read_metrics(std::uint32_t rank,
                                                            std::uint64_t offset) const {
-  return read_csv<MetricPoint>(fmt::format("{}/{}", dir_, detail::metrics_file_name(rank)),
-                               detail::kMetricsHeader, offset, parse_metric);
+  return read_csv<MetricPoint>(fmt::format("{}/{}", dir_, run::detail::metrics_file_name(rank)),
+                               run::detail::kMetricsHeader, offset, parse_metric);
 }
 
 absl::StatusOr<Summary> RunReader::read_summary(std::uint32_t rank) const {
-  const std::string path = fmt::format("{}/{}", dir_, detail::summary_file_name(rank));
+  const std::string path = fmt::format("{}/{}", dir_, run::detail::summary_file_name(rank));
   absl::StatusOr<std::string> text = detail::read_whole_file(path);
   if (absl::IsNotFound(text.status())) return Summary{};
   if (!text.ok()) return text.status();
-  return detail::parse_summary_file(*text, path);
+  return run::detail::parse_summary_file(*text, path);
 }
 
 std::vector<std::string> RunReader::artifacts() const {
   std::vector<std::string> out;
-  const fs::path root = fs::path(dir_) / detail::kArtifactsDirName;
+  const fs::path root = fs::path(dir_) / run::detail::kArtifactsDirName;
   std::error_code error;
   for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
        it.increment(error)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind(detail::kArtifactTmpPrefix, 0) == 0) continue;
+    if (name.rfind(run::detail::kArtifactTmpPrefix, 0) == 0) continue;
     std::error_code type_error;
     if (it->is_regular_file(type_error))
       out.push_back(it->path().lexically_relative(root).string());
@@ -520,20 +520,23 @@ std::vector<RunFile> RunReader::files() const {
     std::uint32_t rank = 0;
     if (parse_numbered_name(name, "regions-", ".csv", &rank)) {
       file.kind = RunFileKind::kRegions;
-      file.csv_header = detail::kRegionsHeader.substr(0, detail::kRegionsHeader.size() - 1);
+      file.csv_header =
+          run::detail::kRegionsHeader.substr(0, run::detail::kRegionsHeader.size() - 1);
     } else if (parse_numbered_name(name, "metrics-", ".csv", &rank)) {
       file.kind = RunFileKind::kMetrics;
-      file.csv_header = detail::kMetricsHeader.substr(0, detail::kMetricsHeader.size() - 1);
+      file.csv_header =
+          run::detail::kMetricsHeader.substr(0, run::detail::kMetricsHeader.size() - 1);
     } else if (parse_numbered_name(name, "summary-", ".json", &rank)) {
       file.kind = RunFileKind::kSummary;
     } else if (name.size() > 9 && name.compare(0, 5, "host-") == 0 &&
                name.compare(name.size() - 4, 4, ".csv") == 0) {
       file.kind = RunFileKind::kHostMetrics;
-      file.csv_header = detail::kMetricsHeader.substr(0, detail::kMetricsHeader.size() - 1);
+      file.csv_header =
+          run::detail::kMetricsHeader.substr(0, run::detail::kMetricsHeader.size() - 1);
       file.host = name.substr(5, name.size() - 9);
       // The host as the run's processes name it, where one does.
       for (const std::string& host : hosts_) {
-        if (detail::host_metrics_file_name(host) == name) file.host = host;
+        if (run::detail::host_metrics_file_name(host) == name) file.host = host;
       }
     } else {
       continue;
@@ -557,7 +560,7 @@ absl::StatusOr<std::string> RunReader::environment() const {
   const std::string path = run_environment_path(dir_);
   absl::StatusOr<std::string> text = detail::read_whole_file(path);
   if (!text.ok()) return text.status();
-  absl::Status valid = detail::check_json_object(*text, path);
+  absl::Status valid = run::detail::check_json_object(*text, path);
   if (!valid.ok()) return valid;
   return text;
 }

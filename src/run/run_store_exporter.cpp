@@ -23,7 +23,7 @@
 #include "trainscope/stats/stats_format.hpp"
 #include "trainscope/timing/time_type.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::run::detail {
 namespace {
 
 // The byte just after the last newline in the file's first `size` bytes, or
@@ -48,7 +48,7 @@ off_t end_of_last_line(int fd, off_t size) {
 absl::Status check_and_repair(int fd, const std::string& path, std::string_view header,
                               bool repair) {
   struct stat st;
-  if (::fstat(fd, &st) != 0) return file_error(errno, "inspect", path);
+  if (::fstat(fd, &st) != 0) return trainscope::detail::file_error(errno, "inspect", path);
   std::string start(header.size(), '\0');
   const ssize_t n = ::pread(fd, start.data(), start.size(), 0);
   if (n != static_cast<ssize_t>(header.size()) || start != header) {
@@ -59,9 +59,10 @@ absl::Status check_and_repair(int fd, const std::string& path, std::string_view 
   }
   if (!repair) return absl::OkStatus();
   const off_t keep = end_of_last_line(fd, st.st_size);
-  if (keep < 0) return file_error(errno == 0 ? EIO : errno, "read", path);
+  if (keep < 0) return trainscope::detail::file_error(errno == 0 ? EIO : errno, "read", path);
   if (keep == st.st_size) return absl::OkStatus();
-  if (::ftruncate(fd, keep) != 0) return file_error(errno, "repair (truncate)", path);
+  if (::ftruncate(fd, keep) != 0)
+    return trainscope::detail::file_error(errno, "repair (truncate)", path);
   warn(
       fmt::format("{}: dropped an incomplete last line of {} bytes (a record cut short by a "
                   "crash) before appending",
@@ -93,7 +94,7 @@ TimerOptions stream_table_options() {
 
 RunStoreExporter::RunStoreExporter(Options options)
     : options_(std::move(options)), cpu_(stream_table_options()), gpu_(stream_table_options()) {
-  host_ = this_host();
+  host_ = trainscope::detail::this_host();
   const std::int64_t flush_ms = absl::ToInt64Milliseconds(options_.flush_interval);
   if (options_.launcher) {
     metrics_.path = join_path(options_.dir, host_metrics_file_name(host_));
@@ -130,7 +131,7 @@ absl::Status RunStoreExporter::lock_rank_or_host() {
           ? join_path(options_.dir, fmt::format("host-{}.lock", host_file_part(host_)))
           : join_path(options_.dir, fmt::format("rank-{}.lock", options_.rank.rank));
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return file_error(errno, "open", lock_path);
+  if (fd < 0) return trainscope::detail::file_error(errno, "open", lock_path);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
   } else if (options_.launcher) {
@@ -156,10 +157,10 @@ absl::Status RunStoreExporter::open_files() {
        {std::make_pair(&regions_, kRegionsHeader), std::make_pair(&metrics_, kMetricsHeader)}) {
     if (file->path.empty()) continue;  // a launcher has no regions
     bool created;
-    absl::Status status = create_file_exclusively(file->path, header, &created);
+    absl::Status status = trainscope::detail::create_file_exclusively(file->path, header, &created);
     if (!status.ok()) return status;
     file->fd = ::open(file->path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-    if (file->fd < 0) return file_error(errno, "open", file->path);
+    if (file->fd < 0) return trainscope::detail::file_error(errno, "open", file->path);
     status = check_and_repair(file->fd, file->path, header, repair);
     if (!status.ok()) return status;
   }
@@ -171,15 +172,15 @@ absl::Status RunStoreExporter::write_rank_file() {
     std::string text;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      launcher_state_.heartbeat_ms = unix_now_ms();
+      launcher_state_.heartbeat_ms = trainscope::detail::unix_now_ms();
       text = format_launcher_file(launcher_state_);
     }
-    return write_file_atomically(
+    return trainscope::detail::write_file_atomically(
         join_path(options_.dir, launcher_file_name(host_, launcher_state_.pid)), text);
   }
-  rank_state_.heartbeat_ms = unix_now_ms();
-  return write_file_atomically(join_path(options_.dir, rank_file_name(options_.rank.rank)),
-                               format_rank_file(rank_state_));
+  rank_state_.heartbeat_ms = trainscope::detail::unix_now_ms();
+  return trainscope::detail::write_file_atomically(
+      join_path(options_.dir, rank_file_name(options_.rank.rank)), format_rank_file(rank_state_));
 }
 
 const std::string& RunStoreExporter::key_field(KeyId id) {
@@ -187,7 +188,7 @@ const std::string& RunStoreExporter::key_field(KeyId id) {
   std::string& field = key_fields_[id];
   // The trailing comma makes a cached field never empty, even for key "".
   if (field.empty()) {
-    append_csv_field(Key::FromId(id).name(), &field);
+    trainscope::detail::append_csv_field(Key::FromId(id).name(), &field);
     field.push_back(',');
   }
   return field;
@@ -276,7 +277,7 @@ absl::Status RunStoreExporter::write_metrics(absl::Span<const MetricPoint> metri
   auto out = std::back_inserter(metrics_.pending);
   for (const MetricPoint& m : metrics) {
     if (!make_room(1)) continue;
-    append_csv_field(m.key, &metrics_.pending);
+    trainscope::detail::append_csv_field(m.key, &metrics_.pending);
     if (m.rank == kNoRank) {
       fmt::format_to(out, ",{},{},{},\n", m.value, m.step, m.timestamp_ms);
     } else {
@@ -306,8 +307,8 @@ absl::Status RunStoreExporter::write_summary(const Summary& summary) {
     }
     text = format_summary(summary_, StatsFormat::kJson);
   }
-  return write_file_atomically(join_path(options_.dir, summary_file_name(options_.rank.rank)),
-                               text);
+  return trainscope::detail::write_file_atomically(
+      join_path(options_.dir, summary_file_name(options_.rank.rank)), text);
 }
 
 absl::Status RunStoreExporter::write_run_info(const RunInfo& info) {
@@ -330,11 +331,11 @@ absl::Status RunStoreExporter::write_run_info(const RunInfo& info) {
 absl::Status RunStoreExporter::append_pending(CsvFile* file) {
   if (file->fd < 0) file->pending.clear();  // a launcher has no regions file
   if (file->pending.empty()) return absl::OkStatus();
-  const std::size_t written = write_all(file->fd, file->pending);
+  const std::size_t written = trainscope::detail::write_all(file->fd, file->pending);
   const int error = errno;
   // What did not make it stays for the next flush (a full disk may clear).
   file->pending.erase(0, written);
-  if (!file->pending.empty()) return file_error(error, "append to", file->path);
+  if (!file->pending.empty()) return trainscope::detail::file_error(error, "append to", file->path);
   return absl::OkStatus();
 }
 
@@ -374,4 +375,4 @@ absl::Status RunStoreExporter::last_flush_status() const {
   return last_flush_;
 }
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::run::detail

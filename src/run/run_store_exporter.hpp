@@ -19,7 +19,7 @@
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/timing/detail/series_table.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::run::detail {
 
 // Appends one rank's regions and metrics to its CSV files and keeps its rank
 // file's heartbeat. Called only from the pipeline thread, except
@@ -122,6 +122,6 @@ class RunStoreExporter final : public Exporter {
   absl::Status last_flush_;
 };
 
-}  // namespace trainscope::detail
+}  // namespace trainscope::run::detail
 
 #endif  // TRAINSCOPE_SRC_RUN_RUN_STORE_EXPORTER_HPP_

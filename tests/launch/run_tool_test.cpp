@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace trainscope::detail {
+namespace trainscope {
 namespace {
 
 TEST(RunToolTest, CapturesStdoutStderrAndTheExitCode) {
@@ -68,4 +68,4 @@ TEST(RunToolTest, AToolPastItsTimeoutIsKilledAndDeadlineExceeded) {
 }
 
 }  // namespace
-}  // namespace trainscope::detail
+}  // namespace trainscope

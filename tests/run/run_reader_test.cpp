@@ -236,9 +236,9 @@ TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
   launcher.status = RunStatus::kFinished;
   launcher.exit_code = 0;
   launcher.end_time_ms = 9;
-  write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
+  write(run::detail::launcher_file_name("b", 77), run::detail::format_launcher_file(launcher));
   write(
-      detail::host_metrics_file_name("b"),
+      run::detail::host_metrics_file_name("b"),
       std::string(kMetricsHeader) + "system/cpu.util_pct,50,0,10,\nsystem/proc.rss_mb,8,0,10,1\n");
 
   RunReader reader = open_run(dir_.string());
@@ -262,7 +262,7 @@ TEST_F(RunReaderTest, LaunchersHostsAndWorldSize) {
   // A command that failed fails the run, even where every rank finished.
   launcher.status = RunStatus::kFailed;
   launcher.exit_code = 1;
-  write(detail::launcher_file_name("b", 77), detail::format_launcher_file(launcher));
+  write(run::detail::launcher_file_name("b", 77), run::detail::format_launcher_file(launcher));
   EXPECT_EQ(open_run(dir_.string()).info().status, RunStatus::kFailed);
 }
 
@@ -279,14 +279,14 @@ TEST_F(RunReaderTest, ProcessFilesRoundTrip) {
   rank.heartbeat_ms = 19;
   rank.flush_interval_ms = 250;
   rank.launcher = "node7:4200";
-  const std::string text = detail::format_rank_file(rank);
+  const std::string text = run::detail::format_rank_file(rank);
   EXPECT_EQ(text,
             "{\n \"format\": \"trainscope.rank\",\n \"version\": 2,\n \"rank\": 3,\n"
             " \"local_rank\": 1,\n \"world_size\": 8,\n \"host\": \"node7\",\n \"pid\": 4242,\n"
             " \"status\": \"KILLED\",\n \"start_time_ms\": 10,\n \"end_time_ms\": 20,\n"
             " \"heartbeat_ms\": 19,\n \"flush_interval_ms\": 250,\n"
             " \"launcher\": \"node7:4200\"\n}\n");
-  absl::StatusOr<RankState> back = detail::parse_rank_file(text, "r.json");
+  absl::StatusOr<RankState> back = run::detail::parse_rank_file(text, "r.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->rank.rank, 3u);
   EXPECT_EQ(back->rank.local_rank, 1u);
@@ -312,7 +312,7 @@ TEST_F(RunReaderTest, ProcessFilesRoundTrip) {
   launcher.heartbeat_ms = 2;
   launcher.flush_interval_ms = 1000;
   absl::StatusOr<LauncherState> again =
-      detail::parse_launcher_file(detail::format_launcher_file(launcher), "l.json");
+      run::detail::parse_launcher_file(run::detail::format_launcher_file(launcher), "l.json");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->id(), "node7:4200");
   EXPECT_EQ(again->status, RunStatus::kFailed);
@@ -324,13 +324,13 @@ TEST_F(RunReaderTest, ProcessFilesRoundTrip) {
 
   // The same process fields, the same errors, naming the file and the value.
   EXPECT_THAT(
-      message(detail::parse_launcher_file(
+      message(run::detail::parse_launcher_file(
                   R"({"format":"trainscope.launcher","version":2,"host":"h","pid":-4})", "l.json")
                   .status()),
       HasSubstr("l.json: field \"pid\" is -4, not an integer from 0 to"));
   EXPECT_THAT(
       message(
-          detail::parse_rank_file(
+          run::detail::parse_rank_file(
               R"({"format":"trainscope.rank","version":2,"rank":0,"host":"h","pid":-4})", "r.json")
               .status()),
       HasSubstr("r.json: field \"pid\" is -4, not an integer from 0 to"));

@@ -12,7 +12,7 @@
 #include "trainscope/stats/stats_format.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
-namespace trainscope::detail {
+namespace trainscope::run::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -97,9 +97,10 @@ TEST(RunSummaryTest, EachMissingOrMistypedFieldIsAnErrorNamingTheFileAndField) {
     read = parse_summary_file(mistyped.dump(), "runs/r/summary-3.json");
     ASSERT_FALSE(read.ok());
     EXPECT_THAT(std::string(read.status().message()),
-                HasSubstr("field \"" + std::string(f.name) + "\" is not"));
+                HasSubstr("runs/r/summary-3.json: field \"" + std::string(f.name) +
+                          "\" is \"text\", not "));
   }
 }
 
 }  // namespace
-}  // namespace trainscope::detail
+}  // namespace trainscope::run::detail

@@ -2,8 +2,8 @@
 // room) for their writers and RunReader: the data files a reader lists, and
 // what `trainscope run` (launch) adds beside Run's records: the command's
 // logs, environment.json and artifacts. Layout: docs/run-format.md.
-#ifndef TRAINSCOPE_RUN_FILES_HPP_
-#define TRAINSCOPE_RUN_FILES_HPP_
+#ifndef TRAINSCOPE_RUN_RUN_FILES_HPP_
+#define TRAINSCOPE_RUN_RUN_FILES_HPP_
 
 #include <cstdint>
 #include <string>
@@ -54,4 +54,4 @@ absl::Status write_run_artifact(const std::string& run_dir, std::string_view nam
 
 }  // namespace trainscope
 
-#endif  // TRAINSCOPE_RUN_FILES_HPP_
+#endif  // TRAINSCOPE_RUN_RUN_FILES_HPP_

@@ -112,7 +112,7 @@ inline constexpr TimeStatsField kTimeStatsFields[] = {
     TimeStatsField::flag_field("approximate", &TimeStats::approximate),
 };
 
-namespace detail {
+namespace stats::detail {
 // sizeof(TimeStats) if it held exactly the fields of kTimeStatsFields (no padding but the tail).
 constexpr std::size_t time_stats_listed_size() {
   std::size_t size = 0;
@@ -123,8 +123,8 @@ constexpr std::size_t time_stats_listed_size() {
   }
   return (size + alignof(TimeStats) - 1) / alignof(TimeStats) * alignof(TimeStats);
 }
-}  // namespace detail
-static_assert(sizeof(TimeStats) == detail::time_stats_listed_size(),
+}  // namespace stats::detail
+static_assert(sizeof(TimeStats) == stats::detail::time_stats_listed_size(),
               "TimeStats has a field that kTimeStatsFields does not list (or new padding)");
 
 // Statistics of plain durations in seconds (all of them; no warm-up).
