@@ -217,56 +217,6 @@ void print_error(const std::string& message) {
   }
 }
 
-std::string point_text(const std::vector<std::string>& parameters,
-                       const std::vector<double>& coordinate) {
-  std::string out;
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    out += fmt::format("{}{}={:g}", i == 0 ? "" : ",", parameters[i], coordinate[i]);
-  }
-  return out;
-}
-
-void print_scaling_views(const sc::ModeledSeries& r, const std::string& parameter) {
-  std::printf("  scaling vs %s:\n    %-9s %10s %14s %10s %10s %14s\n", parameter.c_str(), "from",
-              parameter.c_str(), "time", "speedup", "efficiency", "cost");
-  auto row = [](const char* from, const sc::ScalingView& v) {
-    std::printf("    %-9s %10s %14.6g %10.4g %10.4g %14.6g\n", from,
-                fmt::format("{:g}", v.resource).c_str(), v.time, v.speedup, v.efficiency, v.cost);
-  };
-  for (const auto& v : r.measured_scaling) row("measured", v);
-  for (const auto& v : r.modeled_scaling) row("model", v);
-}
-
-void print_text(const sc::ModeledSeries& r, const sc::StudiedSeries& input,
-                const sc::ModelDocument& document, const ModelArgs& args) {
-  const sc::Model& model = r.model;
-  std::printf("%s / %s  (%zu points, %zu values, modeler %s)\n", r.callpath.c_str(),
-              r.metric.c_str(), input.points, input.values, sc::modeler_name(document.modeler));
-  std::printf("  model:   %s\n", model.formula().c_str());
-  std::printf("  costs:   RSS %.4g  SMAPE %.4g%%  adj. R^2 %.6g  RE %.4g%s\n", model.costs.rss,
-              model.costs.smape, model.costs.ar2, model.costs.re,
-              input.leave_one_out ? "  (leave-one-out)" : "");
-  std::printf("  python:  %s\n", model.python().c_str());
-  const std::vector<std::string> ids = model.identifiers();
-  for (std::size_t i = 0; i < ids.size() && i < model.parameters.size(); ++i) {
-    if (ids[i] != model.parameters[i]) {
-      std::printf("  (parameter %s is %s in the expressions)\n", model.parameters[i].c_str(),
-                  ids[i].c_str());
-    }
-  }
-  std::printf("  c++:     %s\n", model.cpp().c_str());
-  for (const sc::Prediction& p : r.predictions) {
-    std::printf("  predict: %s -> %.6g  [%.6g, %.6g] (%g%% band)\n",
-                point_text(document.parameters, p.coordinate).c_str(), p.value, p.lower, p.upper,
-                args.study.band.confidence * 100);
-  }
-  if (!r.measured_scaling.empty() || !r.modeled_scaling.empty()) {
-    print_scaling_views(r, args.study.scaling);
-  }
-  for (const std::string& w : model.warnings) std::printf("  warning: %s\n", w.c_str());
-  std::printf("\n");
-}
-
 }  // namespace
 
 int model_command(const std::vector<std::string>& raw_args) {
@@ -298,9 +248,8 @@ int model_command(const std::vector<std::string>& raw_args) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
   } else {
-    for (std::size_t i = 0; i < study->document.models.size(); ++i) {
-      print_text(study->document.models[i], study->series[i], study->document, args);
-    }
+    const std::string text = sc::format_model_study(*study, args.study);
+    std::fwrite(text.data(), 1, text.size(), stdout);
   }
   return study->failures.empty() ? kExitOk : kExitFailed;
 }

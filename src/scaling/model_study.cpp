@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -174,6 +176,74 @@ absl::StatusOr<MeasurementSet> read_inputs(const ModelStudyOptions& options,
   return read_extrap_file(files.front());
 }
 
+// printf into *out: the text `trainscope model` printed with printf, unchanged.
+void appendf(std::string* out, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void appendf(std::string* out, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    const std::size_t old = out->size();
+    out->resize(old + static_cast<std::size_t>(n) + 1);
+    std::vsnprintf(out->data() + old, static_cast<std::size_t>(n) + 1, format, again);
+    out->resize(old + static_cast<std::size_t>(n));
+  }
+  va_end(again);
+}
+
+std::string point_text(const std::vector<std::string>& parameters,
+                       const std::vector<double>& coordinate) {
+  std::string out;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    out += fmt::format("{}{}={:g}", i == 0 ? "" : ",", parameters[i], coordinate[i]);
+  }
+  return out;
+}
+
+void append_scaling_views(std::string* out, const ModeledSeries& r, const std::string& parameter) {
+  appendf(out, "  scaling vs %s:\n    %-9s %10s %14s %10s %10s %14s\n", parameter.c_str(), "from",
+          parameter.c_str(), "time", "speedup", "efficiency", "cost");
+  auto row = [out](const char* from, const ScalingView& v) {
+    appendf(out, "    %-9s %10s %14.6g %10.4g %10.4g %14.6g\n", from,
+            fmt::format("{:g}", v.resource).c_str(), v.time, v.speedup, v.efficiency, v.cost);
+  };
+  for (const auto& v : r.measured_scaling) row("measured", v);
+  for (const auto& v : r.modeled_scaling) row("model", v);
+}
+
+void append_text(std::string* out, const ModeledSeries& r, const StudiedSeries& input,
+                 const ModelDocument& document, const ModelStudyOptions& options) {
+  const Model& model = r.model;
+  appendf(out, "%s / %s  (%zu points, %zu values, modeler %s)\n", r.callpath.c_str(),
+          r.metric.c_str(), input.points, input.values, modeler_name(document.modeler));
+  appendf(out, "  model:   %s\n", model.formula().c_str());
+  appendf(out, "  costs:   RSS %.4g  SMAPE %.4g%%  adj. R^2 %.6g  RE %.4g%s\n", model.costs.rss,
+          model.costs.smape, model.costs.ar2, model.costs.re,
+          input.leave_one_out ? "  (leave-one-out)" : "");
+  appendf(out, "  python:  %s\n", model.python().c_str());
+  const std::vector<std::string> ids = model.identifiers();
+  for (std::size_t i = 0; i < ids.size() && i < model.parameters.size(); ++i) {
+    if (ids[i] != model.parameters[i]) {
+      appendf(out, "  (parameter %s is %s in the expressions)\n", model.parameters[i].c_str(),
+              ids[i].c_str());
+    }
+  }
+  appendf(out, "  c++:     %s\n", model.cpp().c_str());
+  for (const Prediction& p : r.predictions) {
+    appendf(out, "  predict: %s -> %.6g  [%.6g, %.6g] (%g%% band)\n",
+            point_text(document.parameters, p.coordinate).c_str(), p.value, p.lower, p.upper,
+            options.band.confidence * 100);
+  }
+  if (!r.measured_scaling.empty() || !r.modeled_scaling.empty()) {
+    append_scaling_views(out, r, options.scaling);
+  }
+  for (const std::string& w : model.warnings) appendf(out, "  warning: %s\n", w.c_str());
+  appendf(out, "\n");
+}
+
 }  // namespace
 
 std::string plot_path(const std::string& path, std::size_t index, std::size_t count) {
@@ -252,6 +322,14 @@ absl::StatusOr<ModelStudy> model_study(const ModelStudyOptions& options,
     }
   }
   return study;
+}
+
+std::string format_model_study(const ModelStudy& study, const ModelStudyOptions& options) {
+  std::string out;
+  for (std::size_t i = 0; i < study.document.models.size() && i < study.series.size(); ++i) {
+    append_text(&out, study.document.models[i], study.series[i], study.document, options);
+  }
+  return out;
 }
 
 }  // namespace trainscope::scaling

@@ -285,6 +285,19 @@ TEST(ModelStudy, ModelsPredictsAndDerivesTheScalingViews) {
       parse_model_document(model_document_json(study->document), "study");
   ASSERT_TRUE(back.ok()) << back.status();
   ExpectSameDocument(study->document, *back);
+
+  // What the text prints: each series' header, model, prediction with its band
+  // and scaling views, in document order.
+  const std::string text = format_model_study(*study, options);
+  const std::size_t epoch_at = text.find("epoch / ");
+  ASSERT_NE(epoch_at, std::string::npos) << text;
+  EXPECT_LT(epoch_at, text.find(eval.callpath + " / ")) << text;
+  EXPECT_THAT(text, HasSubstr("(6 points, 18 values, modeler trainscope)"));
+  EXPECT_THAT(text, HasSubstr("  model:   " + epoch.model.formula() + "\n"));
+  EXPECT_THAT(text, HasSubstr("  c++:     " + epoch.model.cpp() + "\n"));
+  EXPECT_THAT(text, HasSubstr("  predict: p=256 -> "));
+  EXPECT_THAT(text, HasSubstr("(90% band)"));
+  EXPECT_THAT(text, HasSubstr("  scaling vs p:"));
 }
 
 TEST(ModelStudy, SelectsSeriesByCallpathAndMetric) {

@@ -93,6 +93,11 @@ absl::StatusOr<ModelStudy> model_study(const ModelStudyOptions& options,
 // of study_measurements is about; nullopt for any other error.
 std::optional<std::string> study_option_error(const absl::Status& status);
 
+// The study as `trainscope model` prints it: per series the model, its costs,
+// the python and C++ expressions, the predictions with their band, the scaling
+// views and the warnings (the text output; model_document_json is the JSON).
+std::string format_model_study(const ModelStudy& study, const ModelStudyOptions& options);
+
 // Where the plot of series `index` (0-based) of `count` goes: `path` itself
 // for one series, else "<path without .svg>-<index + 1>.svg".
 std::string plot_path(const std::string& path, std::size_t index, std::size_t count);
