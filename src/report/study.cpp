@@ -14,6 +14,7 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "report/stalls_data.hpp"
+#include "trainscope/run/run_files.hpp"
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/model_document.hpp"
 #include "trainscope/scaling/modeler.hpp"
@@ -71,7 +72,7 @@ absl::StatusOr<std::vector<std::string>> runs_in(const fs::path& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) return found;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (is_file(it->path() / "run.json")) found.push_back(it->path().string());
+    if (is_run_directory(it->path().string())) found.push_back(it->path().string());
   }
   if (error) {
     return absl::PermissionDeniedError(fmt::format("{}: cannot list the directory: {}",
@@ -254,7 +255,7 @@ absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs) {
                       shown_path(input)));
     }
     const std::size_t before = out.runs.size();
-    if (is_file(dir / "run.json")) {
+    if (is_run_directory(dir.string())) {
       out.runs.push_back(StudyRun{input, "", "", {}});
       out.single_run = inputs.size() == 1;
     } else if (sweep::is_sweep_dir(dir.string())) {

@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "fmt/format.h"
 #include "scaling/number_text.hpp"
+#include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
@@ -117,10 +118,7 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
   return out;
 }
 
-bool is_run_dir(const fs::path& dir) {
-  std::error_code error;
-  return fs::is_regular_file(dir / "run.json", error);
-}
+bool is_run_dir(const fs::path& dir) { return is_run_directory(dir.string()); }
 
 // The run directories `paths` name, in order; a directory holding runs gives
 // its runs sorted by name.

@@ -28,6 +28,7 @@
 #include "sweep/job_launch.hpp"
 #include "sweep/state_file.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::sweep {
@@ -286,8 +287,7 @@ struct Scheduler::State {
     if (!reader.ok()) {
       // Never started (no run.json yet): run it again; an empty directory goes.
       std::error_code ignored;
-      if (!fs::exists(fs::path(record.run_dir) / "run.json", ignored))
-        fs::remove_all(record.run_dir, ignored);
+      if (!is_run_directory(record.run_dir)) fs::remove_all(record.run_dir, ignored);
       record.status = JobStatus::kQueued;
       record.attempts = std::max(0, record.attempts - 1);
       return absl::OkStatus();
