@@ -35,16 +35,6 @@
 
 namespace trainscope {
 namespace {
-// The launch room's process helpers (src/launch/process.hpp).
-using launcher::detail::close_fd;
-using launcher::detail::environment_copy;
-using launcher::detail::environment_mutex;
-using launcher::detail::make_pipe;
-using launcher::detail::Pipe;
-using launcher::detail::spawn;
-using launcher::detail::spawn_dying_with_parent;
-}  // namespace
-namespace {
 
 constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 constexpr auto kWaitPoll = std::chrono::milliseconds(20);
