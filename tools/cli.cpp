@@ -183,6 +183,14 @@ namespace {
   bad_value(fmt::format("{} needs {}, got '{}'", flag, what, value));
 }
 
+// The whole word as a finite number. absl::SimpleAtod alone would accept
+// surrounding spaces and "inf"/"nan": both refused.
+bool finite_number(const std::string& value, double* x) {
+  return !value.empty() && !std::isspace(static_cast<unsigned char>(value.front())) &&
+         !std::isspace(static_cast<unsigned char>(value.back())) && absl::SimpleAtod(value, x) &&
+         std::isfinite(*x);
+}
+
 // Shortest text of a bound: 1, 0.5, 1e+06.
 std::string bound_text(double x) { return fmt::format("{}", x); }
 
@@ -219,10 +227,7 @@ double number(const std::string& flag, const std::string& value, Bounds bounds) 
     what += fmt::format(" {} {}", bounds.max_open ? "<" : "<=", bound_text(bounds.max));
   }
   double x = 0;
-  // absl::SimpleAtod accepts surrounding spaces and "inf"/"nan": both refused.
-  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front())) ||
-      std::isspace(static_cast<unsigned char>(value.back())) || !absl::SimpleAtod(value, &x) ||
-      !std::isfinite(x) || (bounds.min_open ? x <= bounds.min : x < bounds.min) ||
+  if (!finite_number(value, &x) || (bounds.min_open ? x <= bounds.min : x < bounds.min) ||
       (bounds.max_open ? x >= bounds.max : x > bounds.max)) {
     needs(flag, what, value);
   }
@@ -231,9 +236,7 @@ double number(const std::string& flag, const std::string& value, Bounds bounds) 
 
 double seconds(const std::string& flag, const std::string& value) {
   double x = 0;
-  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front())) ||
-      std::isspace(static_cast<unsigned char>(value.back())) || !absl::SimpleAtod(value, &x) ||
-      !std::isfinite(x) || !(x > 0)) {
+  if (!finite_number(value, &x) || !(x > 0)) {
     needs(flag, "a positive number of seconds", value);
   }
   return x;
