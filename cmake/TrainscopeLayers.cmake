@@ -29,6 +29,7 @@ set(TRAINSCOPE_LAYERS
   scaling         # scaling models (Extra-P inputs, modelers, bands, views, plots)
   sweep           # trainscope sweep: plans (radT CSV/YAML, Furcate JSON, grids), scheduler
   stalls          # trainscope stalls: data-wait shares, page cache, differential analysis, what-ifs
+  diagnosis       # trainscope diagnose / top: a run's step phases and labels, live (the follower)
   report          # trainscope report: one self-contained HTML page for runs, sweeps, scaling
 )
 

@@ -1,0 +1,366 @@
+// A diagnosis of a run, live or finished: what its steps are made of (data
+// wait, host-to-device, forward, backward, optimizer, communication, the rest)
+// on every rank, and labels with their statistical evidence and a next step
+// (INPUT-BOUND, COMPUTE-BOUND, WAIT-HEAVY, BALANCED, STRAGGLER, MEMORY-CREEP,
+// THROUGHPUT-DRIFT, GPU-IDLE, HOST-PRESSURE, NO-DATA), over the last K steps
+// and over the whole run. docs/diagnosis.md describes the method.
+//
+// The pieces, as every analysis (docs/architecture.md):
+//   Follower          reads a run directory incrementally (each rank's regions
+//                     and each host's readings from where it stopped), so a
+//                     live run costs what it appends; builds the Inputs
+//   conclude()        the pure step: Inputs -> Scope (phases, labels)
+//   diagnose_run()    Follower::Open + poll + diagnose, once
+//   diagnosis_json() / parse_diagnosis()   the one writer and reader of the
+//                     document (`trainscope diagnose --json`, the report,
+//                     Python's trainscope.diagnose)
+#ifndef TRAINSCOPE_DIAGNOSIS_DIAGNOSIS_HPP_
+#define TRAINSCOPE_DIAGNOSIS_DIAGNOSIS_HPP_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainscope/stats/summary.hpp"
+
+namespace trainscope::diagnosis {
+
+// ---------------------------------------------------------------------------
+// Keys by meaning
+
+// The parts of a step. kRest is what the step's time holds beyond the
+// measured phases (computed, never a key of its own).
+enum class Phase : std::uint8_t {
+  kDataWait,
+  kHostToDevice,
+  kForward,
+  kBackward,
+  kOptimizer,
+  kComm,
+  kRest,
+};
+inline constexpr std::size_t kPhaseCount = 7;
+// "data_wait", "h2d", "forward", "backward", "optimizer", "comm", "rest".
+std::string_view phase_name(Phase phase) noexcept;
+// A phase by its name (also "io", "input" for data_wait); InvalidArgument naming it.
+absl::StatusOr<Phase> parse_phase(std::string_view name);
+// Compute phases: host-to-device, forward, backward, optimizer.
+bool is_compute(Phase phase) noexcept;
+
+// The keys the auto-instrumentation records (and users may time by hand).
+inline constexpr char kOptimizerKey[] = "OPTIMIZER";  // Optimizer.step
+inline constexpr char kHostToDeviceKey[] = "H2D";     // batch to device
+
+// Which region keys mean what. Defaults: step BATCH, else the timed loader's
+// `iteration`; data_wait IO; h2d H2D; forward FORWARD; backward BACKWARD;
+// optimizer OPTIMIZER; comm COMM.
+struct KeyMap {
+  std::vector<std::string> step_keys;  // the first one a rank recorded is its step
+  std::array<std::vector<std::string>, kPhaseCount> phase_keys;  // kRest stays empty
+
+  // Adds "PHASE=KEY" (also "step=KEY"): `--phase optimizer=opt_step`. The key
+  // then means that phase only. InvalidArgument naming the spec.
+  absl::Status map(std::string_view spec);
+  std::optional<Phase> phase_of(std::string_view key) const;
+  bool is_step(std::string_view key) const;
+};
+KeyMap default_key_map();
+
+// ---------------------------------------------------------------------------
+// Thresholds: named after what they mean, overridable by name
+// (`--threshold input_bound_share=0.3`, Python's thresholds={...}).
+
+struct Thresholds {
+  // INPUT-BOUND: the data-wait share of the step, its interval wholly above.
+  double input_bound_share = 0.20;
+  // COMPUTE-BOUND: the compute share (h2d, forward, backward, optimizer, or the
+  // unattributed rest when none of them is timed), its interval wholly above.
+  double compute_bound_share = 0.50;
+  // WAIT-HEAVY: communication plus the unattributed rest of a step whose
+  // compute phases are timed, its interval wholly above.
+  double wait_heavy_share = 0.30;
+  // STRAGGLER: a rank's lag behind the median of the other ranks in one phase
+  // group (input or compute), its interval wholly above this share of the step
+  // and above straggler_min_lag_s.
+  double straggler_lag_share = 0.05;
+  double straggler_min_lag_s = 0.0005;
+  // MEMORY-CREEP: growth per 1,000 steps (slope, interval wholly above) of
+  // process RSS or device memory, and at least this share of the level.
+  double memory_creep_mb_per_1k_steps = 1.0;
+  double memory_creep_min_share_per_1k_steps = 0.005;
+  // THROUGHPUT-DRIFT: step time growing over the run by at least this share
+  // (Sen's slope over block medians; Mann-Kendall trend test at drift_p_value).
+  double throughput_drift_share = 0.10;
+  double drift_p_value = 0.01;
+  // GPU-IDLE: GPU-timed work over the step, its interval wholly below, while
+  // the job is not input-bound.
+  double gpu_idle_busy_share = 0.50;
+  // HOST-PRESSURE: the host's CPU busy at least this much (% of all cores)
+  // with other processes taking at least other_cpu_share of all cores, or swap
+  // in use growing by swap_growth_mb.
+  double host_pressure_cpu_util_pct = 90.0;
+  double host_pressure_other_cpu_share = 0.25;
+  double host_pressure_swap_growth_mb = 64.0;
+  // Fewer steps than this (per rank, after warm-up) is NO-DATA.
+  double min_steps = 8;
+  // Steps dropped at the start of the run before any statistic (warm-up).
+  double warmup_steps = 5;
+
+  // Sets a threshold by name; InvalidArgument naming an unknown name or a
+  // value that is negative or not finite.
+  absl::Status set(std::string_view name, double value);
+  // "NAME=VALUE".
+  absl::Status set(std::string_view spec);
+};
+struct ThresholdInfo {
+  std::string_view name;
+  double Thresholds::*field;
+  std::string_view meaning;
+};
+// Every threshold, in the order above (docs, `--help`, Python).
+const std::vector<ThresholdInfo>& threshold_table();
+
+// ---------------------------------------------------------------------------
+// Measured inputs of the pure step
+
+// One step of one rank (or, in a long run's history, `steps` consecutive
+// steps merged: times are then sums).
+struct StepSample {
+  std::int64_t step = 0;      // the rank's step index, from 0
+  std::int64_t start_ns = 0;  // Unix ns
+  double period_s = 0;        // this step's start to the next's (its own duration for the last)
+  std::uint32_t steps = 1;
+  std::array<double, kPhaseCount> cpu_s{};  // kRest: period - measured phases, >= 0
+  std::array<double, kPhaseCount> gpu_s{};  // GPU-timed time of the phase's regions
+};
+
+// A reading against the rank's step (fractional: between two steps).
+struct Reading {
+  double step = 0;
+  double value = 0;
+  std::int64_t time_ms = 0;
+};
+
+struct RankInput {
+  std::uint32_t rank = 0;
+  std::string host;
+  std::string step_key;  // empty: the rank recorded no step key
+  std::array<bool, kPhaseCount> cpu_measured{};
+  std::array<bool, kPhaseCount> gpu_measured{};
+  std::vector<StepSample> steps;  // in step order
+  std::vector<Reading> rss_mb;    // system/proc.rss_mb of the rank's process tree
+  std::vector<Reading> gpu_mem_mb;  // system/gpu.<i>.proc.mem_used_mb, summed over devices
+};
+
+struct HostReading {
+  std::int64_t time_ms = 0;
+  double cpu_util_pct = std::numeric_limits<double>::quiet_NaN();  // % of all cores
+  double job_cpu_pct = std::numeric_limits<double>::quiet_NaN();   // % of all cores, the job's
+  double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct HostInput {
+  std::string host;
+  std::vector<HostReading> readings;  // in time order
+};
+
+struct Inputs {
+  std::vector<RankInput> ranks;
+  std::vector<HostInput> hosts;
+};
+
+// ---------------------------------------------------------------------------
+// The result
+
+struct Interval {
+  double value = std::numeric_limits<double>::quiet_NaN();
+  double low = std::numeric_limits<double>::quiet_NaN();  // 95%
+  double high = std::numeric_limits<double>::quiet_NaN();
+};
+
+// One phase on one device over a scope's steps.
+struct PhaseRow {
+  Phase phase = Phase::kRest;
+  Device device = Device::kCPU;
+  double median_s = 0;  // of every rank's steps
+  double p95_s = 0;
+  double share = 0;          // of the step time (sums over all ranks' steps)
+  double median_rank_s = 0;  // the median over ranks of each rank's median
+  double worst_rank_s = 0;   // the largest rank median
+  std::uint32_t worst_rank = 0;
+  double skew = 0;  // worst_rank_s / median_rank_s - 1 (0 with one rank)
+};
+
+inline constexpr char kBalanced[] = "BALANCED";
+inline constexpr char kInputBound[] = "INPUT-BOUND";
+inline constexpr char kComputeBound[] = "COMPUTE-BOUND";
+inline constexpr char kWaitHeavy[] = "WAIT-HEAVY";
+inline constexpr char kStraggler[] = "STRAGGLER";
+inline constexpr char kMemoryCreep[] = "MEMORY-CREEP";
+inline constexpr char kThroughputDrift[] = "THROUGHPUT-DRIFT";
+inline constexpr char kGpuIdle[] = "GPU-IDLE";
+inline constexpr char kHostPressure[] = "HOST-PRESSURE";
+inline constexpr char kNoData[] = "NO-DATA";
+
+struct Label {
+  std::string name;  // kInputBound, ...
+  // COMPUTE-BOUND: the largest compute phase; STRAGGLER: "input" or
+  // "compute"; MEMORY-CREEP: "host" or "device"; else empty.
+  std::string kind;
+  std::optional<std::uint32_t> rank;  // STRAGGLER, MEMORY-CREEP
+  std::optional<std::string> host;    // HOST-PRESSURE
+  std::string quantity;               // what `value` is ("data-wait share", "lag_s", ...)
+  Interval value;                     // the estimate and its 95% interval
+  double threshold = 0;               // what the interval was held against
+  std::string threshold_name;         // its name in Thresholds
+  std::string evidence;               // one line: the numbers and the test
+  std::string next_step;              // one line: what to try
+};
+
+struct Scope {
+  std::string name;        // "window" or "run"
+  std::size_t steps = 0;   // steps per rank used (the most any rank has)
+  std::size_t warmup = 0;  // steps dropped at the run's start
+  double steps_per_s = 0;  // the median rank's
+  Interval step_s;         // mean step time (median rank), 95% interval
+  std::vector<PhaseRow> phases;
+  std::vector<Label> labels;  // the primary label first
+  // What could not be judged and why ("MEMORY-CREEP: no RSS readings: run
+  // under `trainscope run`").
+  std::vector<std::string> notes;
+
+  const Label* find(std::string_view name) const;
+};
+
+// One region key over the window (and its count over the run).
+struct KeyRow {
+  std::string key;
+  Device device = Device::kCPU;
+  std::uint64_t count = 0;         // over the run
+  std::uint64_t window_count = 0;  // in the window
+  double rate_per_s = 0;           // in the window
+  double p50_s = 0, p95_s = 0;     // in the window
+  double share = 0;                // summed time over the window's wall time, per rank
+  // Over the run: the median with its 95% interval (order statistics), p95.
+  double run_median_s = 0, run_median_low_s = 0, run_median_high_s = 0, run_p95_s = 0;
+};
+
+struct GpuNow {
+  int index = 0;
+  double util_pct = std::numeric_limits<double>::quiet_NaN();
+  double mem_used_mb = std::numeric_limits<double>::quiet_NaN();
+  double mem_total_mb = std::numeric_limits<double>::quiet_NaN();
+};
+// A host's latest hardware readings.
+struct HostNow {
+  std::string host;
+  std::int64_t time_ms = 0;
+  double cpu_util_pct = std::numeric_limits<double>::quiet_NaN();
+  double mem_used_pct = std::numeric_limits<double>::quiet_NaN();
+  double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
+  std::vector<GpuNow> gpus;
+};
+
+struct RankNow {
+  std::uint32_t rank = 0;
+  std::string host;
+  std::string status;  // RUNNING, FINISHED, FAILED, KILLED, CRASHED
+  std::uint64_t steps = 0;
+};
+
+struct Diagnosis {
+  std::string run_dir;
+  std::string run_id;
+  std::string run_name;
+  std::string status;  // the run's (RunReader::info())
+  std::int64_t start_time_ms = 0;
+  std::int64_t elapsed_ms = 0;  // to the end, or to the last poll while running
+  std::uint32_t world_size = 0;
+  std::vector<RankNow> ranks;
+  std::vector<std::string> hosts;
+  std::size_t window_steps = 0;  // K
+  Scope window;
+  Scope run;
+  std::vector<KeyRow> keys;  // by summed window time, largest first
+  std::vector<HostNow> host_now;
+
+  // The labels of the run scope (the window's while running) in one line:
+  // "INPUT-BOUND, STRAGGLER(compute, rank 1)".
+  std::string headline() const;
+};
+
+// ---------------------------------------------------------------------------
+// The pure step
+
+// Concludes a scope from its steps (already trimmed to the scope; warm-up
+// already dropped) and readings.
+Scope conclude(const Inputs& inputs, const Thresholds& thresholds, std::string_view name);
+
+// ---------------------------------------------------------------------------
+// Measuring: following a run directory
+
+struct FollowOptions {
+  std::size_t window_steps = 100;  // K
+  KeyMap keys = default_key_map();
+  Thresholds thresholds;
+  // Past this many steps a rank's history merges neighbouring steps in pairs
+  // (memory stays flat; the window is always exact).
+  std::size_t max_history_steps = std::size_t{1} << 18;
+};
+
+class Follower {
+ public:
+  // NotFound / InvalidArgument naming the directory when it is no run.
+  static absl::StatusOr<Follower> Open(std::string run_dir, FollowOptions options = {});
+  Follower(Follower&&) noexcept;
+  Follower& operator=(Follower&&) noexcept;
+  ~Follower();
+
+  // Reads what the run appended since the last poll (a cut last line is left
+  // for the next). An error names the file; what was read before is kept.
+  absl::Status poll();
+  Diagnosis diagnose() const;
+
+  const std::string& run_dir() const noexcept;
+  bool in_progress() const noexcept;   // as of the last poll
+  std::uint64_t bytes_read() const noexcept;  // over all polls
+  std::uint64_t rows_read() const noexcept;
+
+ private:
+  struct State;
+  explicit Follower(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Open + poll + diagnose.
+absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir,
+                                       const FollowOptions& options = {});
+
+// ---------------------------------------------------------------------------
+// The document: one writer, one reader
+
+// {"format": "trainscope.diagnosis", "version": 1, ...}; indent < 0: compact.
+std::string diagnosis_json(const Diagnosis& diagnosis, int indent = -1);
+// `source` names the text in errors (a file name); errors name the key.
+absl::StatusOr<Diagnosis> parse_diagnosis(std::string_view text, std::string_view source);
+absl::StatusOr<Diagnosis> read_diagnosis(const std::string& path);
+
+// `trainscope diagnose RUN` as text: the run line, the labels with evidence
+// and next steps, the phase table of the window and the run.
+std::string format_diagnosis(const Diagnosis& diagnosis);
+// The compact end-of-run summary `trainscope run` prints on stderr: status,
+// duration, steps, per-key medians with their intervals, data-wait share, the
+// labels, where the run is.
+std::string format_run_summary(const Diagnosis& diagnosis);
+
+}  // namespace trainscope::diagnosis
+
+#endif  // TRAINSCOPE_DIAGNOSIS_DIAGNOSIS_HPP_
