@@ -86,7 +86,7 @@ struct Thresholds {
   double compute_bound_share = 0.50;
   // WAIT-HEAVY: communication plus the unattributed rest of a step whose
   // compute phases are timed, its interval wholly above.
-  double wait_heavy_share = 0.30;
+  double wait_heavy_share = 0.40;
   // STRAGGLER: a rank's lag behind the median of the other ranks in one phase
   // group (input or compute), its interval wholly above this share of the step
   // and above straggler_min_lag_s.
