@@ -30,10 +30,12 @@ constexpr Command kCommands[] = {
      trainscope::cli::sweep_command},
     {"stalls", "how long training waits for data: a run, or DS-Analyzer's differential analysis",
      trainscope::cli::stalls_command},
-    {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
-     trainscope::cli::report_command},
+    {"diagnose", "what a run's steps are made of and what holds it back (labels with evidence)",
+     trainscope::cli::diagnose_command},
     {"top", "a live terminal view of a run (or a sweep): its diagnosis, phases, keys, hardware",
      trainscope::cli::top_command},
+    {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
+     trainscope::cli::report_command},
 };
 
 void print_usage(std::FILE* out) {
