@@ -230,7 +230,9 @@ void print_figure(const char* name, const Figure& f, double writer_us_per_1k) {
 // Phase 1: the follower in this process, its thread's CPU time.
 Figure follow_in_process(const Options& options, const std::string& dir, Writers* writers) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  auto opened = diagnosis::Follower::Open(dir);
+  diagnosis::FollowOptions follow;
+  follow.run_refresh_s = 10;  // as trainscope top
+  auto opened = diagnosis::Follower::Open(dir, follow);
   if (!opened.ok()) die(opened.status().ToString());
   diagnosis::Follower follower = *std::move(opened);
   const Clock::time_point start = Clock::now();

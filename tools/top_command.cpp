@@ -103,10 +103,18 @@ SortOrder next_sort(SortOrder order, int step) {
 constexpr std::size_t kMinWindow = 2;
 constexpr std::size_t kMaxWindow = 1000000;
 
+// Following live: the run scope is concluded again at most every 10 s
+// (docs/diagnosis.md, "Cost"); the window is fresh at every refresh.
+FollowOptions live_options() {
+  FollowOptions options;
+  options.run_refresh_s = 10;
+  return options;
+}
+
 struct Args {
   std::vector<std::string> targets;
   double interval_s = 1.0;
-  FollowOptions follow;
+  FollowOptions follow = live_options();
   bool once = false;
   bool json = false;
   SortOrder sort = SortOrder::kShare;
@@ -121,11 +129,7 @@ std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
                     kDescription, kFooter});
   line.add_value("--interval", "S", "seconds between refreshes (default 1)",
                  [&](const std::string& v) { args.interval_s = seconds("--interval", v); });
-  line.add_value("--window", "K", "the sliding window: the last K steps (default 100)",
-                 [&](const std::string& v) {
-                   args.follow.window_steps = static_cast<std::size_t>(count(
-                       "--window", v, static_cast<int>(kMinWindow), static_cast<int>(kMaxWindow)));
-                 });
+  add_diagnosis_options(&line, &args.follow);
   line.add_flag("--once", "print one plain-text snapshot and exit", &args.once);
   line.add_flag("--json", "print one JSON snapshot (the diagnosis document) and exit", &args.json);
   line.add_value("--sort", "BY", "the per-key table's order: share, p95, count, name",
@@ -137,21 +141,6 @@ std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
                      }
                    }
                    bad_value("--sort needs share, p95, count or name, got '" + v + "'");
-                 });
-  line.add_value("--phase", "P=KEY",
-                 "the region KEY means phase P (data_wait, h2d, forward,\n"
-                 "backward, optimizer, comm; step=KEY for the step), e.g.\n"
-                 "optimizer=opt_step; repeatable",
-                 [&](const std::string& v) {
-                   const absl::Status status = args.follow.keys.map(v);
-                   if (!status.ok()) bad_value("--phase: " + std::string(status.message()));
-                 });
-  line.add_value("--threshold", "NAME=V",
-                 "override a diagnosis threshold (docs/diagnosis.md), e.g.\n"
-                 "input_bound_share=0.3; repeatable",
-                 [&](const std::string& v) {
-                   const absl::Status status = args.follow.thresholds.set(v);
-                   if (!status.ok()) bad_value("--threshold: " + std::string(status.message()));
                  });
   line.add_positionals("RUN | ROOT | SWEEP_DIR", &args.targets, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(raw)) {

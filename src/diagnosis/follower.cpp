@@ -238,6 +238,7 @@ struct Follower::State {
   std::int64_t last_poll_ms = 0;
   mutable std::optional<Scope> run_cache;  // see diagnose()
   mutable std::size_t run_cache_steps = 0;
+  mutable std::int64_t run_cache_ms = 0;
 
   void feed(RankTrack* t, const RegionView& row) {
     ++rows;
@@ -442,9 +443,11 @@ Diagnosis Follower::diagnose() const {
   // The run scope costs what the history holds: while the run goes on it is
   // concluded again only once the history grew by a twentieth (or ended), so
   // following a run costs what it appends.
+  const std::int64_t now = s.last_poll_ms ? s.last_poll_ms : now_ms();
   const bool need_run =
       !s.run_cache || !s.in_progress ||
-      static_cast<double>(history_steps) >= 1.05 * static_cast<double>(s.run_cache_steps) + 1;
+      (static_cast<double>(history_steps) >= 1.05 * static_cast<double>(s.run_cache_steps) + 1 &&
+       static_cast<double>(now - s.run_cache_ms) >= s.options.run_refresh_s * 1000.0);
   Inputs window, run;
   std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end_ns = 0;
@@ -510,6 +513,7 @@ Diagnosis Follower::diagnose() const {
   if (need_run) {
     s.run_cache = conclude(run, th, "run");
     s.run_cache_steps = history_steps;
+    s.run_cache_ms = now;
   }
   d.run = *s.run_cache;
   std::size_t most = 0;

@@ -301,9 +301,10 @@ std::size_t field_count(std::string_view header) {
 inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
 
 // Everything from `offset` to the end of the file, or at most `max_bytes` of
-// it (*at_end: the data reaches the end of the file).
-absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset,
-                                      std::uint64_t max_bytes = kNoLimit, bool* at_end = nullptr) {
+// it (*at_end: the data reaches the end of the file), into *data (its
+// capacity is reused: a follower's buffer is allocated once).
+absl::Status read_into(const std::string& path, std::uint64_t offset, std::uint64_t max_bytes,
+                       bool* at_end, std::string* data) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return detail::file_error(errno, "open", path);
   struct stat st;
@@ -320,17 +321,26 @@ absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t off
   }
   const std::uint64_t wanted = std::min(size - offset, max_bytes);
   if (at_end != nullptr) *at_end = wanted == size - offset;
-  std::string data(static_cast<std::size_t>(wanted), '\0');
+  data->resize(static_cast<std::size_t>(wanted));
   std::size_t done = 0;
-  while (done < data.size()) {
+  while (done < data->size()) {
     const ssize_t n =
-        ::pread(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+        ::pread(fd, data->data() + done, data->size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the file shrank: read what is there
     done += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  data.resize(done);
+  data->resize(done);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset,
+                                      std::uint64_t max_bytes = kNoLimit, bool* at_end = nullptr) {
+  std::string data;
+  if (absl::Status read = read_into(path, offset, max_bytes, at_end, &data); !read.ok()) {
+    return read;
+  }
   return data;
 }
 
@@ -394,10 +404,18 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
   const std::size_t columns = field_count(header);
   std::vector<std::string_view> fields;
   std::vector<std::string> scratch;
+  thread_local std::string buffer;  // kept between calls: no allocation per poll
+  struct Trim {                     // ... unless a whole large file was read into it
+    ~Trim() {
+      if (buffer.capacity() > (std::size_t{64} << 20)) std::string().swap(buffer);
+    }
+  } trim;
   for (;;) {
     bool at_end = true;
-    absl::StatusOr<std::string> data = read_from(path, offset, max_bytes, &at_end);
-    if (!data.ok()) return data.status();
+    if (absl::Status read = read_into(path, offset, max_bytes, &at_end, &buffer); !read.ok()) {
+      return read;
+    }
+    const std::string* data = &buffer;
     RunReader::Scan scan;
     CsvScanner scanner(*data);
     for (bool first = offset == 0;; first = false) {
