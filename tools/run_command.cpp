@@ -183,21 +183,22 @@ std::string final_status(const diagnosis::Diagnosis& d, const LaunchResult& resu
 std::string number(double value) { return fmt::format("{:.3g}", value); }
 
 // "compute, rank 1: lag_s 0.0123 [0.0101, 0.0145]": what the label names and
-// its estimate with the 95% interval (the evidence line when it has none).
+// its estimate with the 95% interval (the evidence line when it has no interval).
 std::string label_tag_value(const diagnosis::Label& label) {
   std::vector<std::string> who;
   if (!label.kind.empty()) who.push_back(label.kind);
   if (label.rank) who.push_back(fmt::format("rank {}", *label.rank));
-  if (label.host) who.push_back("host " + *label.host);
+  if (label.host) who.push_back(*label.host);
   std::string out;
   for (const std::string& w : who) out += (out.empty() ? "" : ", ") + w;
   if (!out.empty()) out += ": ";
   const diagnosis::Interval& v = label.value;
-  if (!std::isfinite(v.value)) return out + label.evidence;
-  out += fmt::format("{} {}", label.quantity.empty() ? "value" : label.quantity, number(v.value));
-  if (std::isfinite(v.low) && std::isfinite(v.high)) {
-    out += fmt::format(" [{}, {}]", number(v.low), number(v.high));
+  const bool interval = std::isfinite(v.low) && std::isfinite(v.high);
+  if (!std::isfinite(v.value) || (!interval && !label.evidence.empty())) {
+    return out + label.evidence;
   }
+  out += fmt::format("{} {}", label.quantity.empty() ? "value" : label.quantity, number(v.value));
+  if (interval) out += fmt::format(" [{}, {}]", number(v.low), number(v.high));
   return out;
 }
 
