@@ -455,7 +455,9 @@ Diagnosis Follower::diagnose() const {
   Inputs window, run;
   std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end_ns = 0;
-  for (const auto& [rank, t] : s.ranks) {
+  for (const auto& entry : s.ranks) {
+    const std::uint32_t rank = entry.first;
+    const RankTrack& t = entry.second;
     d.ranks.push_back(RankNow{rank, t.host, t.status, t.steps + (t.open ? 1 : 0)});
     last_end_ns = std::max(last_end_ns, t.last_end_ns);
     RankInput base;
