@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trainscope/diagnosis/diagnosis.hpp"
+
 namespace trainscope::cli {
 
 // What `--help` shows, and the name usage errors start with.
@@ -92,6 +94,11 @@ double number(const std::string& flag, const std::string& value, Bounds bounds =
 double seconds(const std::string& flag, const std::string& value);
 // Comma-separated whole numbers >= 0, e.g. GPU indices "0,1,3"; none empty.
 std::vector<int> index_list(const std::string& flag, const std::string& value);
+
+// The options of every command that diagnoses a run (diagnose, top):
+// --window K, --phase PHASE=KEY (repeatable), --threshold NAME=VALUE
+// (repeatable), into `options`.
+void add_diagnosis_options(CommandLine* line, diagnosis::FollowOptions* options);
 
 }  // namespace trainscope::cli
 

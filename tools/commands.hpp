@@ -18,6 +18,7 @@ int model_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);
 int report_command(const std::vector<std::string>& args);
 int stalls_command(const std::vector<std::string>& args);
+int diagnose_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

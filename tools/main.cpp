@@ -30,6 +30,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::sweep_command},
     {"stalls", "how long training waits for data: a run, or DS-Analyzer's differential analysis",
      trainscope::cli::stalls_command},
+    {"diagnose", "what a run's steps are made of and what holds it back (labels with evidence)",
+     trainscope::cli::diagnose_command},
     {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
      trainscope::cli::report_command},
 };

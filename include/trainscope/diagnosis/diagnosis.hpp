@@ -86,7 +86,7 @@ struct Thresholds {
   double compute_bound_share = 0.50;
   // WAIT-HEAVY: communication plus the unattributed rest of a step whose
   // compute phases are timed, its interval wholly above.
-  double wait_heavy_share = 0.30;
+  double wait_heavy_share = 0.40;
   // STRAGGLER: a rank's lag behind the median of the other ranks in one phase
   // group (input or compute), its interval wholly above this share of the step
   // and above straggler_min_lag_s.
@@ -155,8 +155,8 @@ struct RankInput {
   std::string step_key;  // empty: the rank recorded no step key
   std::array<bool, kPhaseCount> cpu_measured{};
   std::array<bool, kPhaseCount> gpu_measured{};
-  std::vector<StepSample> steps;  // in step order
-  std::vector<Reading> rss_mb;    // system/proc.rss_mb of the rank's process tree
+  std::vector<StepSample> steps;    // in step order
+  std::vector<Reading> rss_mb;      // system/proc.rss_mb of the rank's process tree
   std::vector<Reading> gpu_mem_mb;  // system/gpu.<i>.proc.mem_used_mb, summed over devices
 };
 
@@ -330,7 +330,7 @@ class Follower {
   Diagnosis diagnose() const;
 
   const std::string& run_dir() const noexcept;
-  bool in_progress() const noexcept;   // as of the last poll
+  bool in_progress() const noexcept;          // as of the last poll
   std::uint64_t bytes_read() const noexcept;  // over all polls
   std::uint64_t rows_read() const noexcept;
 

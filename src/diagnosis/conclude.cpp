@@ -1,0 +1,538 @@
+// The pure step: a scope's steps and readings -> phases and labels.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnosis/statistics.hpp"
+#include "fmt/format.h"
+#include "trainscope/diagnosis/diagnosis.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+using detail::mann_kendall;
+using detail::mean_interval;
+using detail::median;
+using detail::quantile;
+using detail::ratio_interval;
+using detail::slope_hac;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::size_t kIndex(Phase p) { return static_cast<std::size_t>(p); }
+
+std::string ms(double s) {
+  if (!std::isfinite(s)) return "n/a";
+  return fmt::format("{:.3g} ms", s * 1e3);
+}
+std::string pct(double share) {
+  if (!std::isfinite(share)) return "n/a";
+  return fmt::format("{:.1f}%", share * 100);
+}
+std::string pct_interval(const Interval& i) {
+  if (!std::isfinite(i.low)) return pct(i.value) + " (no interval: too few steps)";
+  return fmt::format("{} [{}, {}]", pct(i.value), pct(i.low), pct(i.high));
+}
+
+// Per-step sums over ranks, keyed by step index: the pooled series of a scope.
+struct Pooled {
+  std::vector<double> period;
+  std::vector<double> steps;
+  std::array<std::vector<double>, kPhaseCount> cpu;
+  std::array<std::vector<double>, kPhaseCount> gpu;
+};
+
+Pooled pool(const std::vector<const RankInput*>& ranks) {
+  struct Sum {
+    double period = 0, steps = 0;
+    std::array<double, kPhaseCount> cpu{}, gpu{};
+  };
+  std::map<std::int64_t, Sum> by_step;
+  for (const RankInput* rank : ranks) {
+    for (const StepSample& s : rank->steps) {
+      Sum& sum = by_step[s.step];
+      sum.period += s.period_s;
+      sum.steps += s.steps;
+      for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        sum.cpu[p] += s.cpu_s[p];
+        sum.gpu[p] += s.gpu_s[p];
+      }
+    }
+  }
+  Pooled out;
+  for (const auto& [step, sum] : by_step) {
+    out.period.push_back(sum.period);
+    out.steps.push_back(sum.steps);
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+      out.cpu[p].push_back(sum.cpu[p]);
+      out.gpu[p].push_back(sum.gpu[p]);
+    }
+  }
+  return out;
+}
+
+std::vector<double> sum_of(const Pooled& pooled, const std::vector<Phase>& phases, bool gpu) {
+  std::vector<double> out(pooled.period.size(), 0.0);
+  for (Phase p : phases) {
+    const std::vector<double>& v = gpu ? pooled.gpu[kIndex(p)] : pooled.cpu[kIndex(p)];
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] += v[i];
+  }
+  return out;
+}
+
+bool measured_anywhere(const std::vector<const RankInput*>& ranks, Phase p, bool gpu) {
+  for (const RankInput* r : ranks) {
+    if ((gpu ? r->gpu_measured : r->cpu_measured)[kIndex(p)]) return true;
+  }
+  return false;
+}
+
+bool measured_everywhere(const std::vector<const RankInput*>& ranks, Phase p) {
+  for (const RankInput* r : ranks) {
+    if (!r->cpu_measured[kIndex(p)]) return false;
+  }
+  return !ranks.empty();
+}
+
+// Per-step values (time / steps) of one phase of one rank.
+std::vector<double> per_step(const RankInput& rank, Phase p, bool gpu) {
+  std::vector<double> out;
+  out.reserve(rank.steps.size());
+  for (const StepSample& s : rank.steps) {
+    const double v =
+        p == Phase::kRest && !gpu ? s.cpu_s[kIndex(p)] : (gpu ? s.gpu_s : s.cpu_s)[kIndex(p)];
+    out.push_back(v / std::max<std::uint32_t>(1, s.steps));
+  }
+  return out;
+}
+
+PhaseRow phase_row(const std::vector<const RankInput*>& ranks, Phase p, bool gpu,
+                   const Pooled& pooled) {
+  PhaseRow row;
+  row.phase = p;
+  row.device = gpu ? Device::kGPU : Device::kCPU;
+  std::vector<double> all;
+  std::vector<std::pair<double, std::uint32_t>> rank_medians;
+  for (const RankInput* r : ranks) {
+    std::vector<double> v = per_step(*r, p, gpu);
+    all.insert(all.end(), v.begin(), v.end());
+    rank_medians.emplace_back(median(v), r->rank);
+  }
+  row.median_s = median(all);
+  row.p95_s = quantile(all, 0.95);
+  double num = 0, den = 0;
+  const std::vector<double>& v = gpu ? pooled.gpu[kIndex(p)] : pooled.cpu[kIndex(p)];
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    num += v[i];
+    den += pooled.period[i];
+  }
+  row.share = den > 0 ? num / den : 0;
+  std::vector<double> medians;
+  for (const auto& [m, rank] : rank_medians) medians.push_back(m);
+  row.median_rank_s = median(medians);
+  const auto worst = std::max_element(rank_medians.begin(), rank_medians.end());
+  row.worst_rank_s = worst->first;
+  row.worst_rank = worst->second;
+  row.skew =
+      ranks.size() > 1 && row.median_rank_s > 0 ? row.worst_rank_s / row.median_rank_s - 1 : 0.0;
+  return row;
+}
+
+Label make_label(std::string name, std::string kind, std::string quantity, Interval value,
+                 double threshold, std::string threshold_name, std::string evidence,
+                 std::string next_step) {
+  Label l;
+  l.name = std::move(name);
+  l.kind = std::move(kind);
+  l.quantity = std::move(quantity);
+  l.value = value;
+  l.threshold = threshold;
+  l.threshold_name = std::move(threshold_name);
+  l.evidence = std::move(evidence);
+  l.next_step = std::move(next_step);
+  return l;
+}
+
+bool above(const Interval& i, double threshold) {
+  return std::isfinite(i.low) && i.low > threshold;
+}
+bool below(const Interval& i, double threshold) {
+  return std::isfinite(i.high) && i.high < threshold;
+}
+
+// STRAGGLER: the first phase (in step order) where one rank lags the median of
+// the others with an interval wholly above the threshold. A waiting rank's
+// excess shows later in the step (in the collective, or DDP's backward), so
+// the earliest phase is the cause.
+void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds& t,
+                    double mean_step_s, bool compute_timed, Scope* scope) {
+  if (ranks.size() < 2) return;
+  std::vector<Phase> candidates = {Phase::kDataWait, Phase::kHostToDevice, Phase::kForward,
+                                   Phase::kBackward, Phase::kOptimizer};
+  if (!compute_timed) candidates.push_back(Phase::kRest);
+  const double threshold = std::max(t.straggler_min_lag_s, t.straggler_lag_share * mean_step_s);
+  for (Phase p : candidates) {
+    if (p != Phase::kRest && !measured_everywhere(ranks, p)) continue;
+    // step -> per-rank value, for the steps every rank has.
+    std::map<std::int64_t, std::vector<double>> by_step;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      for (const StepSample& s : ranks[r]->steps) {
+        std::vector<double>& v = by_step[s.step];
+        v.resize(ranks.size(), kNaN);
+        v[r] = s.cpu_s[kIndex(p)] / std::max<std::uint32_t>(1, s.steps);
+      }
+    }
+    std::vector<std::vector<double>> lags(ranks.size());
+    for (const auto& [step, values] : by_step) {
+      if (values.size() != ranks.size() ||
+          std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) {
+        continue;
+      }
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        std::vector<double> others;
+        for (std::size_t q = 0; q < ranks.size(); ++q) {
+          if (q != r) others.push_back(values[q]);
+        }
+        lags[r].push_back(values[r] - median(others));
+      }
+    }
+    std::size_t best = ranks.size();
+    Interval best_lag;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      const Interval lag = mean_interval(lags[r]);
+      if (above(lag, threshold) && (best == ranks.size() || lag.value > best_lag.value)) {
+        best = r;
+        best_lag = lag;
+      }
+    }
+    if (best == ranks.size()) continue;
+    const bool input = p == Phase::kDataWait;
+    const double lost = mean_step_s > 0 ? best_lag.value / mean_step_s : kNaN;
+    Label label = make_label(
+        kStraggler, input ? "input" : "compute", "lag_s", best_lag, threshold,
+        "straggler_lag_share",
+        fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the other "
+                    "ranks over {} steps; the others lose about {} of every step waiting for it",
+                    ranks[best]->rank, ms(best_lag.value), ms(best_lag.low), ms(best_lag.high),
+                    phase_name(p), lags[best].size(), pct(lost)),
+        input ? fmt::format("rank {} waits longer for its data: check its loader workers, disk "
+                            "and page cache (trainscope stalls), or uneven shards",
+                            ranks[best]->rank)
+              : fmt::format("rank {} is slower in {}: check its device and host (clocks, other "
+                            "tenants, throttling) and uneven work per rank",
+                            ranks[best]->rank, phase_name(p)));
+    label.rank = ranks[best]->rank;
+    scope->labels.push_back(std::move(label));
+    return;
+  }
+}
+
+void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresholds& t,
+                       Scope* scope) {
+  for (const bool device : {false, true}) {
+    bool any = false;
+    std::optional<Label> worst;
+    for (const RankInput* r : ranks) {
+      const std::vector<Reading>& readings = device ? r->gpu_mem_mb : r->rss_mb;
+      if (readings.size() < 6) continue;
+      any = true;
+      std::vector<double> x, y;
+      for (const Reading& reading : readings) {
+        x.push_back(reading.step / 1000.0);
+        y.push_back(reading.value);
+      }
+      const detail::Slope fit = slope_hac(x, y);
+      const double threshold = std::max(t.memory_creep_mb_per_1k_steps,
+                                        t.memory_creep_min_share_per_1k_steps * fit.mean_y);
+      if (!above(fit.slope, threshold)) continue;
+      if (worst && worst->value.value >= fit.slope.value) continue;
+      Label label = make_label(
+          kMemoryCreep, device ? "device" : "host", "mb_per_1k_steps", fit.slope, threshold,
+          "memory_creep_mb_per_1k_steps",
+          fmt::format("{} of rank {} grows {:.3g} MB [{:.3g}, {:.3g}] per 1,000 steps (least "
+                      "squares over {} readings, Newey-West interval; level {:.0f} MB)",
+                      device ? "device memory" : "process RSS", r->rank, fit.slope.value,
+                      fit.slope.low, fit.slope.high, fit.n, fit.mean_y),
+          device ? "device memory grows every step: look for tensors kept across steps (losses "
+                   "kept without .item(), growing caches), or the allocator's fragmentation"
+                 : "host memory grows every step: look for objects kept across steps (lists of "
+                   "losses or batches, caches without bounds, leaks in native code)");
+      label.rank = r->rank;
+      worst = std::move(label);
+    }
+    if (worst) {
+      scope->labels.push_back(std::move(*worst));
+    } else if (!any && !device) {
+      scope->notes.push_back(
+          "MEMORY-CREEP: too few process RSS readings (they come from `trainscope run`'s "
+          "hardware sampling)");
+    }
+  }
+}
+
+void find_drift(const Pooled& pooled, const Thresholds& t, Scope* scope) {
+  std::vector<double> per_step;
+  for (std::size_t i = 0; i < pooled.period.size(); ++i) {
+    if (pooled.steps[i] > 0) per_step.push_back(pooled.period[i] / pooled.steps[i]);
+  }
+  const std::size_t blocks = std::min<std::size_t>(20, per_step.size() / 5);
+  if (blocks < 6) {
+    scope->notes.push_back("THROUGHPUT-DRIFT: too few steps for a trend test (30 at least)");
+    return;
+  }
+  std::vector<double> block_medians;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = b * per_step.size() / blocks;
+    const std::size_t end = (b + 1) * per_step.size() / blocks;
+    block_medians.push_back(
+        median(std::vector<double>(per_step.begin() + begin, per_step.begin() + end)));
+  }
+  const detail::Trend trend = mann_kendall(block_medians);
+  // The fitted level at the first block, and the change over the scope.
+  std::vector<double> residual_levels;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    residual_levels.push_back(block_medians[b] - trend.sen_slope.value * static_cast<double>(b));
+  }
+  const double start = median(residual_levels);
+  const double span = static_cast<double>(blocks - 1);
+  Interval drift;
+  if (start > 0) {
+    drift.value = trend.sen_slope.value * span / start;
+    drift.low = trend.sen_slope.low * span / start;
+    drift.high = trend.sen_slope.high * span / start;
+  }
+  if (trend.p_increasing < t.drift_p_value && drift.value >= t.throughput_drift_share) {
+    scope->labels.push_back(make_label(
+        kThroughputDrift, "", "step_time_growth", drift, t.throughput_drift_share,
+        "throughput_drift_share",
+        fmt::format("the step time grows {} [{}, {}] over {} steps (Sen's slope over {} block "
+                    "medians, from {} per step; Mann-Kendall p = {:.2g})",
+                    pct(drift.value), pct(drift.low), pct(drift.high), per_step.size(), blocks,
+                    ms(start), trend.p_increasing),
+        "steps get slower as the run goes on: look for work that grows per step (growing "
+        "lists, logging, checkpoints), memory pressure or thermal throttling"));
+  }
+}
+
+void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope) {
+  for (const HostInput& host : inputs.hosts) {
+    std::vector<double> util, others;
+    double swap_first = kNaN, swap_last = kNaN;
+    for (const HostReading& r : host.readings) {
+      if (std::isfinite(r.cpu_util_pct)) {
+        util.push_back(r.cpu_util_pct);
+        if (std::isfinite(r.job_cpu_pct)) {
+          others.push_back(std::max(0.0, r.cpu_util_pct - r.job_cpu_pct) / 100.0);
+        }
+      }
+      if (std::isfinite(r.swap_used_mb)) {
+        if (std::isnan(swap_first)) swap_first = r.swap_used_mb;
+        swap_last = r.swap_used_mb;
+      }
+    }
+    const double util_median = median(util);
+    const Interval other = mean_interval(others);
+    if (util.size() >= 4 && util_median >= t.host_pressure_cpu_util_pct &&
+        above(other, t.host_pressure_other_cpu_share)) {
+      Label label = make_label(
+          kHostPressure, "cpu", "other_cpu_share", other, t.host_pressure_other_cpu_share,
+          "host_pressure_other_cpu_share",
+          fmt::format("host {} is {:.0f}% busy (median of {} readings) and other processes take "
+                      "{} of all its cores",
+                      host.host, util_median, util.size(), pct_interval(other)),
+          "other processes compete for this host's CPU: move them, pin the job's cores, or use "
+          "fewer loader workers");
+      label.host = host.host;
+      scope->labels.push_back(std::move(label));
+    } else if (std::isfinite(swap_first) &&
+               swap_last - swap_first > t.host_pressure_swap_growth_mb) {
+      Label label = make_label(
+          kHostPressure, "swap", "swap_growth_mb", Interval{swap_last - swap_first, kNaN, kNaN},
+          t.host_pressure_swap_growth_mb, "host_pressure_swap_growth_mb",
+          fmt::format("host {} swaps: swap in use grew {:.0f} MB (from {:.0f} to {:.0f} MB)",
+                      host.host, swap_last - swap_first, swap_first, swap_last),
+          "the host is out of memory and swaps: fewer loader workers, smaller prefetch, or "
+          "more memory");
+      label.host = host.host;
+      scope->labels.push_back(std::move(label));
+    }
+  }
+  if (inputs.hosts.empty()) {
+    scope->notes.push_back(
+        "HOST-PRESSURE: no host readings (they come from `trainscope run`'s hardware sampling)");
+  }
+}
+
+}  // namespace
+
+const Label* Scope::find(std::string_view label_name) const {
+  for (const Label& l : labels) {
+    if (l.name == label_name) return &l;
+  }
+  return nullptr;
+}
+
+Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name) {
+  Scope scope;
+  scope.name = std::string(name);
+  std::vector<const RankInput*> ranks;
+  std::size_t most = 0;
+  bool any_step_key = false;
+  for (const RankInput& r : inputs.ranks) {
+    std::size_t steps = 0;
+    for (const StepSample& s : r.steps) steps += s.steps;
+    most = std::max(most, steps);
+    any_step_key = any_step_key || !r.step_key.empty();
+    if (static_cast<double>(steps) >= std::max(1.0, t.min_steps)) ranks.push_back(&r);
+  }
+  scope.steps = most;
+  if (ranks.empty()) {
+    const std::string why =
+        inputs.ranks.empty() ? "no rank has recorded yet"
+        : !any_step_key
+            ? "no step key: time each step as BATCH (or iterate tmr.timed(loader), or map a key "
+              "with --phase step=KEY)"
+            : fmt::format("{} steps, fewer than min_steps = {:g}", most, t.min_steps);
+    scope.labels.push_back(make_label(
+        kNoData, "", "steps", Interval{static_cast<double>(most), kNaN, kNaN}, t.min_steps,
+        "min_steps", why,
+        "time steps (BATCH, tmr.timed(loader), or `trainscope run --auto`) and their phases "
+        "(IO, FORWARD, BACKWARD, OPTIMIZER, COMM)"));
+    return scope;
+  }
+
+  const Pooled pooled = pool(ranks);
+  // The step time: the median rank's mean.
+  std::vector<std::pair<double, const RankInput*>> means;
+  for (const RankInput* r : ranks) {
+    double period = 0, steps = 0;
+    for (const StepSample& s : r->steps) {
+      period += s.period_s;
+      steps += s.steps;
+    }
+    means.emplace_back(period / steps, r);
+  }
+  std::sort(means.begin(), means.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const RankInput* median_rank = means[(means.size() - 1) / 2].second;
+  {
+    std::vector<double> period, steps;
+    for (const StepSample& s : median_rank->steps) {
+      period.push_back(s.period_s);
+      steps.push_back(s.steps);
+    }
+    scope.step_s = ratio_interval(period, steps);
+    scope.steps_per_s = scope.step_s.value > 0 ? 1.0 / scope.step_s.value : 0.0;
+  }
+  const double mean_step_s = scope.step_s.value;
+
+  // Phase table.
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    const auto phase = static_cast<Phase>(p);
+    if (phase == Phase::kRest || measured_anywhere(ranks, phase, false)) {
+      scope.phases.push_back(phase_row(ranks, phase, false, pooled));
+    }
+    if (phase != Phase::kRest && measured_anywhere(ranks, phase, true)) {
+      scope.phases.push_back(phase_row(ranks, phase, true, pooled));
+    }
+  }
+
+  // The primary label.
+  std::vector<Phase> compute;
+  for (Phase p : {Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+    if (measured_anywhere(ranks, p, false)) compute.push_back(p);
+  }
+  const bool compute_timed = !compute.empty();
+  const bool wait_timed = measured_anywhere(ranks, Phase::kDataWait, false);
+  const Interval wait = ratio_interval(pooled.cpu[kIndex(Phase::kDataWait)], pooled.period);
+  const Interval compute_share = ratio_interval(
+      sum_of(pooled, compute_timed ? compute : std::vector<Phase>{Phase::kRest}, false),
+      pooled.period);
+  const Interval wait_heavy =
+      ratio_interval(sum_of(pooled, {Phase::kComm, Phase::kRest}, false), pooled.period);
+  bool input_bound = false;
+  if (!wait_timed) {
+    scope.notes.push_back(
+        "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
+        "tmr.timed(loader) or --auto");
+  }
+  if (wait_timed && above(wait, t.input_bound_share)) {
+    input_bound = true;
+    scope.labels.push_back(make_label(
+        kInputBound, "", "data_wait_share", wait, t.input_bound_share, "input_bound_share",
+        fmt::format("the step waits for data {} of its time (over {} steps, batch-means "
+                    "interval)",
+                    pct_interval(wait), pooled.period.size()),
+        "the loader cannot keep up: more DataLoader workers, pin_memory and prefetching, a "
+        "faster store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
+        "prep)"));
+  } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
+    scope.labels.push_back(make_label(
+        kWaitHeavy, "", "wait_share", wait_heavy, t.wait_heavy_share, "wait_heavy_share",
+        fmt::format("communication and untimed work take {} of the step (comm {}, rest {})",
+                    pct_interval(wait_heavy),
+                    pct(ratio_interval(pooled.cpu[kIndex(Phase::kComm)], pooled.period).value),
+                    pct(ratio_interval(pooled.cpu[kIndex(Phase::kRest)], pooled.period).value)),
+        "time goes to waiting, not compute: overlap communication with backward (DDP buckets), "
+        "look for a straggling rank and for host syncs (.item(), prints) in the step"));
+  } else if (above(compute_share, t.compute_bound_share)) {
+    Phase largest = compute_timed ? compute.front() : Phase::kRest;
+    double largest_sum = -1;
+    for (Phase p : compute_timed ? compute : std::vector<Phase>{Phase::kRest}) {
+      double s = 0;
+      for (double v : pooled.cpu[kIndex(p)]) s += v;
+      if (s > largest_sum) {
+        largest_sum = s;
+        largest = p;
+      }
+    }
+    scope.labels.push_back(make_label(
+        kComputeBound, std::string(phase_name(largest)), "compute_share", compute_share,
+        t.compute_bound_share, "compute_bound_share",
+        fmt::format("compute takes {} of the step, most of it in {} ({}){}",
+                    pct_interval(compute_share), phase_name(largest),
+                    pct(ratio_interval(pooled.cpu[kIndex(largest)], pooled.period).value),
+                    wait_timed ? fmt::format("; data wait {}", pct(wait.value))
+                               : std::string("; data wait not timed")),
+        fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), try "
+                    "mixed precision, a larger batch or a faster kernel",
+                    phase_name(largest))));
+  } else {
+    scope.labels.push_back(make_label(
+        kBalanced, "", "compute_share", compute_share, t.compute_bound_share, "compute_bound_share",
+        fmt::format("no part dominates: compute {}, data wait {}, communication and rest {}",
+                    pct_interval(compute_share), pct(wait.value), pct(wait_heavy.value)),
+        "nothing stands out; measure a change against this run with trainscope compare"));
+  }
+
+  find_straggler(ranks, t, mean_step_s, compute_timed, &scope);
+  find_memory_creep(ranks, t, &scope);
+  find_drift(pooled, t, &scope);
+
+  // GPU-IDLE: GPU-timed compute over the step.
+  std::vector<Phase> gpu_compute;
+  for (Phase p : {Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+    if (measured_anywhere(ranks, p, true)) gpu_compute.push_back(p);
+  }
+  if (gpu_compute.empty()) {
+    scope.notes.push_back("GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with gpu=True)");
+  } else {
+    const Interval busy = ratio_interval(sum_of(pooled, gpu_compute, true), pooled.period);
+    if (!input_bound && below(busy, t.gpu_idle_busy_share)) {
+      scope.labels.push_back(make_label(
+          kGpuIdle, "", "gpu_busy_share", busy, t.gpu_idle_busy_share, "gpu_idle_busy_share",
+          fmt::format("GPU-timed work covers {} of the step while the job is not input-bound",
+                      pct_interval(busy)),
+          "the GPU waits for the host: move work to the GPU, overlap copies (pin_memory, "
+          "non_blocking), fewer host syncs, CUDA graphs or a larger batch"));
+    }
+  }
+  find_host_pressure(inputs, t, &scope);
+  return scope;
+}
+
+}  // namespace trainscope::diagnosis

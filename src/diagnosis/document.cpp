@@ -1,0 +1,364 @@
+// The diagnosis document (one writer, one reader) and its texts.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/files.hpp"
+#include "common/json_field.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "trainscope/diagnosis/diagnosis.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;  // the writer keeps the fields' order
+using ::trainscope::detail::DocumentError;
+using ::trainscope::detail::Field;
+
+constexpr char kFormat[] = "trainscope.diagnosis";
+constexpr int kVersion = 1;
+
+// NaN and infinities are null (JSON has no such numbers); null reads as NaN.
+ojson num(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
+
+ojson interval_json(const Interval& i) {
+  return {{"value", num(i.value)}, {"low", num(i.low)}, {"high", num(i.high)}};
+}
+Interval interval_from(const Field& f) {
+  return Interval{f["value"].number(), f["low"].number(), f["high"].number()};
+}
+
+Device device_from(const Field& f) {
+  const std::string name = f.string();
+  if (name == "CPU") return Device::kCPU;
+  if (name == "GPU") return Device::kGPU;
+  f.fail(fmt::format("'{}', not CPU or GPU", name));
+}
+
+std::uint32_t u32_from(const Field& f) {
+  const std::int64_t v = f.integer(0);
+  if (v > std::numeric_limits<std::uint32_t>::max()) f.fail("too large");
+  return static_cast<std::uint32_t>(v);
+}
+
+ojson scope_json(const Scope& s) {
+  ojson phases = ojson::array();
+  for (const PhaseRow& p : s.phases) {
+    phases.push_back({{"phase", phase_name(p.phase)},
+                      {"device", device_name(p.device)},
+                      {"median_s", num(p.median_s)},
+                      {"p95_s", num(p.p95_s)},
+                      {"share", num(p.share)},
+                      {"median_rank_s", num(p.median_rank_s)},
+                      {"worst_rank_s", num(p.worst_rank_s)},
+                      {"worst_rank", p.worst_rank},
+                      {"skew", num(p.skew)}});
+  }
+  ojson labels = ojson::array();
+  for (const Label& l : s.labels) {
+    ojson one = {{"name", l.name},
+                 {"kind", l.kind},
+                 {"quantity", l.quantity},
+                 {"value", interval_json(l.value)},
+                 {"threshold", num(l.threshold)},
+                 {"threshold_name", l.threshold_name},
+                 {"evidence", l.evidence},
+                 {"next_step", l.next_step}};
+    if (l.rank) one["rank"] = *l.rank;
+    if (l.host) one["host"] = *l.host;
+    labels.push_back(std::move(one));
+  }
+  return {{"name", s.name},
+          {"steps", s.steps},
+          {"warmup", s.warmup},
+          {"steps_per_s", num(s.steps_per_s)},
+          {"step_s", interval_json(s.step_s)},
+          {"phases", std::move(phases)},
+          {"labels", std::move(labels)},
+          {"notes", s.notes}};
+}
+
+Scope scope_from(const Field& f) {
+  Scope s;
+  s.name = f["name"].string();
+  s.steps = f["steps"].unsigned_integer();
+  s.warmup = f["warmup"].unsigned_integer();
+  s.steps_per_s = f["steps_per_s"].number();
+  s.step_s = interval_from(f["step_s"]);
+  for (const Field& p : f["phases"].items()) {
+    PhaseRow row;
+    const Field name = p["phase"];
+    absl::StatusOr<Phase> phase = parse_phase(name.string());
+    if (!phase.ok()) name.fail(std::string(phase.status().message()));
+    row.phase = *phase;
+    row.device = device_from(p["device"]);
+    row.median_s = p["median_s"].number();
+    row.p95_s = p["p95_s"].number();
+    row.share = p["share"].number();
+    row.median_rank_s = p["median_rank_s"].number();
+    row.worst_rank_s = p["worst_rank_s"].number();
+    row.worst_rank = u32_from(p["worst_rank"]);
+    row.skew = p["skew"].number();
+    s.phases.push_back(row);
+  }
+  for (const Field& l : f["labels"].items()) {
+    Label label;
+    label.name = l["name"].string();
+    label.kind = l["kind"].string();
+    label.quantity = l["quantity"].string();
+    label.value = interval_from(l["value"]);
+    label.threshold = l["threshold"].number();
+    label.threshold_name = l["threshold_name"].string();
+    label.evidence = l["evidence"].string();
+    label.next_step = l["next_step"].string();
+    if (std::optional<Field> rank = l.find("rank")) label.rank = u32_from(*rank);
+    if (std::optional<Field> host = l.find("host")) label.host = host->string();
+    s.labels.push_back(std::move(label));
+  }
+  s.notes = f["notes"].strings();
+  return s;
+}
+
+Diagnosis from_document(const Field& root) {
+  const std::string format = root["format"].string();
+  if (format != kFormat) root["format"].fail(fmt::format("'{}', not {}", format, kFormat));
+  const int version = root["version"].int_at_least(1);
+  if (version > kVersion) {
+    root["version"].fail(
+        fmt::format("{} is newer than this trainscope reads ({})", version, kVersion));
+  }
+  Diagnosis d;
+  d.run_dir = root["run_dir"].string();
+  d.run_id = root["run_id"].string();
+  d.run_name = root["run_name"].string();
+  d.status = root["status"].string();
+  d.start_time_ms = root["start_time_ms"].integer(0);
+  d.elapsed_ms = root["elapsed_ms"].integer(0);
+  d.world_size = u32_from(root["world_size"]);
+  for (const Field& r : root["ranks"].items()) {
+    d.ranks.push_back(RankNow{u32_from(r["rank"]), r["host"].string(), r["status"].string(),
+                              r["steps"].unsigned_integer()});
+  }
+  d.hosts = root["hosts"].strings();
+  d.window_steps = root["window_steps"].unsigned_integer();
+  d.window = scope_from(root["window"]);
+  d.run = scope_from(root["run"]);
+  for (const Field& k : root["keys"].items()) {
+    KeyRow row;
+    row.key = k["key"].string();
+    row.device = device_from(k["device"]);
+    row.count = k["count"].unsigned_integer();
+    row.window_count = k["window_count"].unsigned_integer();
+    row.rate_per_s = k["rate_per_s"].number();
+    row.p50_s = k["p50_s"].number();
+    row.p95_s = k["p95_s"].number();
+    row.share = k["share"].number();
+    row.run_median_s = k["run_median_s"].number();
+    row.run_median_low_s = k["run_median_low_s"].number();
+    row.run_median_high_s = k["run_median_high_s"].number();
+    row.run_p95_s = k["run_p95_s"].number();
+    d.keys.push_back(std::move(row));
+  }
+  for (const Field& h : root["host_now"].items()) {
+    HostNow now;
+    now.host = h["host"].string();
+    now.time_ms = h["time_ms"].integer(0);
+    now.cpu_util_pct = h["cpu_util_pct"].number();
+    now.mem_used_pct = h["mem_used_pct"].number();
+    now.swap_used_mb = h["swap_used_mb"].number();
+    for (const Field& g : h["gpus"].items()) {
+      now.gpus.push_back(GpuNow{g["index"].int_at_least(0), g["util_pct"].number(),
+                                g["mem_used_mb"].number(), g["mem_total_mb"].number()});
+    }
+    d.host_now.push_back(std::move(now));
+  }
+  return d;
+}
+
+std::string pct(double share) {
+  return std::isfinite(share) ? fmt::format("{:.1f}%", share * 100) : std::string("n/a");
+}
+std::string secs(double s) {
+  if (!std::isfinite(s)) return "n/a";
+  if (s >= 1) return fmt::format("{:.3g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} us", s * 1e6);
+}
+std::string duration(std::int64_t ms) {
+  const std::int64_t s = ms / 1000;
+  if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
+}
+
+std::string label_text(const Label& l) {
+  std::string out = l.name;
+  std::vector<std::string> parts;
+  if (!l.kind.empty()) parts.push_back(l.kind);
+  if (l.rank) parts.push_back(fmt::format("rank {}", *l.rank));
+  if (l.host) parts.push_back(*l.host);
+  if (!parts.empty()) out += fmt::format("({})", fmt::join(parts, ", "));
+  return out;
+}
+
+void phase_table(const Scope& s, std::string* out) {
+  if (s.phases.empty()) return;
+  *out += fmt::format("  {:<10} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n", "phase", "dev",
+                      "median", "p95", "share", "worst", "worst rank", "skew");
+  for (const PhaseRow& p : s.phases) {
+    *out += fmt::format("  {:<10} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n",
+                        phase_name(p.phase), device_name(p.device), secs(p.median_s), secs(p.p95_s),
+                        pct(p.share), secs(p.worst_rank_s), p.worst_rank, pct(p.skew));
+  }
+}
+
+}  // namespace
+
+std::string Diagnosis::headline() const {
+  const Scope& s = status == "RUNNING" ? window : run;
+  std::vector<std::string> parts;
+  for (const Label& l : s.labels) parts.push_back(label_text(l));
+  return parts.empty() ? std::string(kNoData) : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string diagnosis_json(const Diagnosis& d, int indent) {
+  ojson ranks = ojson::array();
+  for (const RankNow& r : d.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"host", r.host}, {"status", r.status}, {"steps", r.steps}});
+  }
+  ojson keys = ojson::array();
+  for (const KeyRow& k : d.keys) {
+    keys.push_back({{"key", k.key},
+                    {"device", device_name(k.device)},
+                    {"count", k.count},
+                    {"window_count", k.window_count},
+                    {"rate_per_s", num(k.rate_per_s)},
+                    {"p50_s", num(k.p50_s)},
+                    {"p95_s", num(k.p95_s)},
+                    {"share", num(k.share)},
+                    {"run_median_s", num(k.run_median_s)},
+                    {"run_median_low_s", num(k.run_median_low_s)},
+                    {"run_median_high_s", num(k.run_median_high_s)},
+                    {"run_p95_s", num(k.run_p95_s)}});
+  }
+  ojson hosts = ojson::array();
+  for (const HostNow& h : d.host_now) {
+    ojson gpus = ojson::array();
+    for (const GpuNow& g : h.gpus) {
+      gpus.push_back({{"index", g.index},
+                      {"util_pct", num(g.util_pct)},
+                      {"mem_used_mb", num(g.mem_used_mb)},
+                      {"mem_total_mb", num(g.mem_total_mb)}});
+    }
+    hosts.push_back({{"host", h.host},
+                     {"time_ms", h.time_ms},
+                     {"cpu_util_pct", num(h.cpu_util_pct)},
+                     {"mem_used_pct", num(h.mem_used_pct)},
+                     {"swap_used_mb", num(h.swap_used_mb)},
+                     {"gpus", std::move(gpus)}});
+  }
+  const ojson doc = {{"format", kFormat},
+                     {"version", kVersion},
+                     {"run_dir", d.run_dir},
+                     {"run_id", d.run_id},
+                     {"run_name", d.run_name},
+                     {"status", d.status},
+                     {"start_time_ms", d.start_time_ms},
+                     {"elapsed_ms", d.elapsed_ms},
+                     {"world_size", d.world_size},
+                     {"ranks", std::move(ranks)},
+                     {"hosts", d.hosts},
+                     {"headline", d.headline()},
+                     {"window_steps", d.window_steps},
+                     {"window", scope_json(d.window)},
+                     {"run", scope_json(d.run)},
+                     {"keys", std::move(keys)},
+                     {"host_now", std::move(hosts)}};
+  return doc.dump(indent, ' ', false, ojson::error_handler_t::replace);
+}
+
+absl::StatusOr<Diagnosis> parse_diagnosis(std::string_view text, std::string_view source) {
+  json parsed;
+  try {
+    parsed = json::parse(text);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+  try {
+    return from_document(Field(parsed, ""));
+  } catch (const DocumentError& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: not a trainscope diagnosis: {}", source, e.problem));
+  }
+}
+
+absl::StatusOr<Diagnosis> read_diagnosis(const std::string& path) {
+  absl::StatusOr<std::string> text = ::trainscope::detail::read_whole_file(path);
+  if (!text.ok()) return text.status();
+  return parse_diagnosis(*text, path);
+}
+
+std::string format_diagnosis(const Diagnosis& d) {
+  std::string out = fmt::format(
+      "run {}{}: {}, {} elapsed, {} rank{}, {} host{}\n",
+      d.run_name.empty() ? d.run_id : d.run_name,
+      d.run_name.empty() || d.run_name == d.run_id ? "" : fmt::format(" ({})", d.run_id), d.status,
+      duration(d.elapsed_ms), d.ranks.size(), d.ranks.size() == 1 ? "" : "s", d.hosts.size(),
+      d.hosts.size() == 1 ? "" : "s");
+  out += fmt::format("{}\n", d.run_dir);
+  for (const Scope* s : {&d.run, &d.window}) {
+    out += fmt::format(
+        "\n{} ({} steps{}{}):\n", s->name == "run" ? "Over the run" : "Over the last window",
+        s->steps, s->warmup ? fmt::format(", {} warm-up steps dropped", s->warmup) : "",
+        std::isfinite(s->step_s.value)
+            ? fmt::format(", {:.3g} steps/s, step {}", s->steps_per_s, secs(s->step_s.value))
+            : "");
+    for (const Label& l : s->labels) {
+      out +=
+          fmt::format("  {}\n      {}\n      next: {}\n", label_text(l), l.evidence, l.next_step);
+    }
+    phase_table(*s, &out);
+    for (const std::string& note : s->notes) out += fmt::format("  note: {}\n", note);
+  }
+  return out;
+}
+
+std::string format_run_summary(const Diagnosis& d) {
+  const Scope& s = d.run;
+  std::string out = fmt::format("trainscope: run {} {} after {}, {} steps", d.run_id, d.status,
+                                duration(d.elapsed_ms), s.steps);
+  if (std::isfinite(s.step_s.value)) {
+    out += fmt::format(" ({:.3g} steps/s)", s.steps_per_s);
+  }
+  out += "\n";
+  std::size_t shown = 0;
+  for (const KeyRow& k : d.keys) {
+    if (shown == 6) break;
+    if (k.count == 0) continue;
+    ++shown;
+    out += fmt::format(
+        "  {:<16} {:<3} median {:>9}{}  n={}\n", k.key, device_name(k.device), secs(k.run_median_s),
+        std::isfinite(k.run_median_low_s)
+            ? fmt::format(" [{}, {}]", secs(k.run_median_low_s), secs(k.run_median_high_s))
+            : std::string(),
+        k.count);
+  }
+  for (const PhaseRow& p : s.phases) {
+    if (p.phase == Phase::kDataWait && p.device == Device::kCPU) {
+      out += fmt::format("  data wait {} of the step\n", pct(p.share));
+    }
+  }
+  out += fmt::format("  diagnosis: {}\n", d.headline());
+  for (const Label& l : s.labels) {
+    out += fmt::format("    {}: {}\n", l.name, l.evidence);
+  }
+  out += fmt::format("  run: {}\n  more: trainscope diagnose {}   trainscope report {}\n",
+                     d.run_dir, d.run_dir, d.run_dir);
+  return out;
+}
+
+}  // namespace trainscope::diagnosis

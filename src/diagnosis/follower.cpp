@@ -1,0 +1,539 @@
+// The follower: reads a run directory from where it stopped and keeps, per
+// rank, its steps with their phases (a window of the last K exact steps and a
+// history that merges pairs past a cap), per key a run-long series and recent
+// samples, per host its readings. diagnose() hands them to conclude().
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "diagnosis/statistics.hpp"
+#include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/run/run_reader.hpp"
+#include "trainscope/stats/detail/sample_series.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::uint64_t kReadBytes = std::uint64_t{4} << 20;  // per read call
+constexpr std::size_t kRecentPerKey = 8192;
+constexpr std::size_t kExactPerKey = 65536;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct PhaseRowRef {
+  std::int64_t start_ns = 0;
+  std::int64_t duration_ns = 0;
+  Phase phase = Phase::kRest;
+  bool gpu = false;
+};
+
+void add_row(StepSample* s, const PhaseRowRef& row) {
+  const double seconds = static_cast<double>(row.duration_ns) * 1e-9;
+  (row.gpu ? s->gpu_s : s->cpu_s)[static_cast<std::size_t>(row.phase)] += seconds;
+}
+
+void merge_into(StepSample* into, const StepSample& s) {
+  into->period_s += s.period_s;
+  into->steps += s.steps;
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    into->cpu_s[p] += s.cpu_s[p];
+    into->gpu_s[p] += s.gpu_s[p];
+  }
+}
+
+struct RankTrack {
+  std::uint32_t rank = 0;
+  std::string host;
+  std::string status = "RUNNING";
+  std::uint64_t offset = 0;
+  std::string step_key;
+  std::uint32_t step_thread = 0;
+  std::array<bool, kPhaseCount> cpu_measured{};
+  std::array<bool, kPhaseCount> gpu_measured{};
+  bool open = false;
+  bool closed = false;  // the run ended and the open step was closed
+  StepSample current;   // the open step (period unknown until the next starts)
+  std::int64_t current_end_ns = 0;
+  std::vector<PhaseRowRef> pending;  // rows of the open step or after it
+  std::vector<StepSample> history;   // merged past the cap
+  std::uint32_t merge_width = 1;
+  std::deque<StepSample> window;  // exact, the last K
+  std::uint64_t steps = 0;        // finalized steps
+  std::int64_t last_end_ns = 0;
+  std::vector<std::pair<std::int64_t, double>> rss;  // time_ms, MB
+  std::map<std::int64_t, double> gpu_mem;            // time_ms -> MB over devices
+  std::vector<std::uint64_t> dropped_late;
+
+  // A late row of an already finalized step (a GPU row collected after the
+  // next step ended): into history and window by its start.
+  void add_late(const PhaseRowRef& row) {
+    auto by_start = [](const StepSample& s, std::int64_t t) { return s.start_ns <= t; };
+    auto h = std::partition_point(history.begin(), history.end(),
+                                  [&](const StepSample& s) { return by_start(s, row.start_ns); });
+    if (h == history.begin()) return;
+    add_row(&*std::prev(h), row);
+    auto w = std::partition_point(window.begin(), window.end(),
+                                  [&](const StepSample& s) { return by_start(s, row.start_ns); });
+    if (w != window.begin()) add_row(&*std::prev(w), row);
+  }
+
+  void finalize(StepSample s, std::size_t window_steps, std::size_t max_history) {
+    window.push_back(s);
+    while (window.size() > window_steps) window.pop_front();
+    if (!history.empty() && history.back().steps < merge_width) {
+      merge_into(&history.back(), s);
+    } else {
+      history.push_back(s);
+    }
+    ++steps;
+    if (history.size() >= max_history) {
+      std::vector<StepSample> merged;
+      merged.reserve(history.size() / 2 + 1);
+      for (std::size_t i = 0; i < history.size(); i += 2) {
+        StepSample m = history[i];
+        if (i + 1 < history.size()) merge_into(&m, history[i + 1]);
+        merged.push_back(m);
+      }
+      history = std::move(merged);
+      merge_width *= 2;
+    }
+  }
+
+  // A new step row: closes the open step at its start.
+  void on_step(std::int64_t start_ns, std::int64_t duration_ns, std::size_t window_steps,
+               std::size_t max_history) {
+    if (open) {
+      current.period_s = static_cast<double>(start_ns - current.start_ns) * 1e-9;
+      if (current.period_s <= 0) {
+        current.period_s = static_cast<double>(current_end_ns - current.start_ns) * 1e-9;
+      }
+      take_pending(start_ns);
+      finalize(current, window_steps, max_history);
+    } else {
+      // Rows before the first step belong to no step.
+      pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                   [&](const PhaseRowRef& r) { return r.start_ns < start_ns; }),
+                    pending.end());
+    }
+    open = true;
+    current = StepSample{};
+    current.step = static_cast<std::int64_t>(steps);
+    current.start_ns = start_ns;
+    current_end_ns = start_ns + duration_ns;
+  }
+
+  // Pending rows that start before `until` go to the open step.
+  void take_pending(std::int64_t until) {
+    std::vector<PhaseRowRef> keep;
+    for (const PhaseRowRef& r : pending) {
+      if (r.start_ns < until) {
+        add_row(&current, r);
+      } else {
+        keep.push_back(r);
+      }
+    }
+    pending = std::move(keep);
+  }
+
+  void close(std::size_t window_steps, std::size_t max_history) {
+    if (closed) return;
+    closed = true;
+    if (!open) return;
+    current.period_s = static_cast<double>(current_end_ns - current.start_ns) * 1e-9;
+    take_pending(current_end_ns + 1);
+    finalize(current, window_steps, max_history);
+    open = false;
+  }
+
+  // The rank's step at a wall-clock time (fractional), or NaN before its first step.
+  double step_at(std::int64_t time_ns) const {
+    auto it = std::partition_point(history.begin(), history.end(),
+                                   [&](const StepSample& s) { return s.start_ns <= time_ns; });
+    if (it == history.begin()) return kNaN;
+    const StepSample& s = *std::prev(it);
+    const double into =
+        s.period_s > 0 ? static_cast<double>(time_ns - s.start_ns) * 1e-9 / s.period_s : 0.0;
+    return static_cast<double>(s.step) + std::min(1.0, into) * s.steps;
+  }
+};
+
+struct KeyTrack {
+  std::string key;
+  Device device = Device::kCPU;
+  stats::detail::SampleSeries run{0, kExactPerKey, 0.01};
+  std::deque<std::pair<std::int64_t, std::int64_t>> recent;  // start_ns, duration_ns
+};
+
+struct HostTrack {
+  std::string host;
+  std::uint64_t offset = 0;
+  std::map<std::int64_t, HostReading> readings;  // by time
+  std::map<std::int64_t, double> job_cpu;        // time -> sum of proc.cpu_pct (% of one core)
+  int cores = 0;
+  std::map<int, bool> core_seen;
+  HostNow now;
+};
+
+// "system/gpu.<i>.<rest>" -> i, rest.
+bool consume_prefix(std::string_view* s, std::string_view prefix) {
+  if (s->substr(0, prefix.size()) != prefix) return false;
+  s->remove_prefix(prefix.size());
+  return true;
+}
+
+bool to_int(std::string_view s, int* out) {
+  return absl::SimpleAtoi(absl::string_view(s.data(), s.size()), out);
+}
+
+bool gpu_key(std::string_view key, int* index, std::string_view* rest) {
+  if (!consume_prefix(&key, "system/gpu.")) return false;
+  const std::size_t dot = key.find('.');
+  if (dot == std::string_view::npos) return false;
+  if (!to_int(key.substr(0, dot), index)) return false;
+  *rest = key.substr(dot + 1);
+  return true;
+}
+
+}  // namespace
+
+struct Follower::State {
+  std::string dir;
+  FollowOptions options;
+  RunInfo info;
+  std::uint32_t world_size = 0;
+  bool in_progress = true;
+  std::vector<std::string> hosts;
+  std::map<std::uint32_t, RankTrack> ranks;
+  std::array<std::unordered_map<std::string, KeyTrack>, 2> keys;  // by device
+  std::map<std::string, HostTrack> host_tracks;
+  std::uint64_t bytes = 0;
+  std::uint64_t rows = 0;
+  std::int64_t last_poll_ms = 0;
+
+  void feed(RankTrack* t, const RegionRow& row) {
+    ++rows;
+    t->last_end_ns = std::max(t->last_end_ns, row.start_unix_ns + row.duration_ns);
+    auto& by_key = keys[row.device == Device::kGPU ? 1 : 0];
+    auto found = by_key.find(row.key);
+    if (found == by_key.end()) {
+      found = by_key.emplace(row.key, KeyTrack{}).first;
+      found->second.key = row.key;
+      found->second.device = row.device;
+    }
+    KeyTrack& k = found->second;
+    k.run.add(row.duration_ns);
+    k.recent.emplace_back(row.start_unix_ns, row.duration_ns);
+    if (k.recent.size() > kRecentPerKey) k.recent.pop_front();
+
+    const KeyMap& map = options.keys;
+    if (row.device == Device::kCPU && map.is_step(row.key)) {
+      if (t->step_key.empty()) {
+        t->step_key = row.key;
+        t->step_thread = row.thread;
+      }
+      // A step key of lower priority than the rank's is ignored; one of higher
+      // priority seen later is ignored too (the rank keeps its first).
+      if (row.key == t->step_key && row.thread == t->step_thread) {
+        t->on_step(row.start_unix_ns, row.duration_ns, options.window_steps,
+                   options.max_history_steps);
+      }
+      return;
+    }
+    const std::optional<Phase> phase = map.phase_of(row.key);
+    if (!phase) return;
+    const bool gpu = row.device == Device::kGPU;
+    (gpu ? t->gpu_measured : t->cpu_measured)[static_cast<std::size_t>(*phase)] = true;
+    PhaseRowRef ref{row.start_unix_ns, row.duration_ns, *phase, gpu};
+    if (t->open && row.start_unix_ns < t->current.start_ns) {
+      t->add_late(ref);
+    } else {
+      t->pending.push_back(ref);
+      if (t->pending.size() > 1'000'000) t->pending.erase(t->pending.begin());
+    }
+  }
+
+  void feed_host(HostTrack* h, const MetricPoint& m) {
+    ++rows;
+    std::string_view key = m.key;
+    const double v = m.value;
+    HostNow& now = h->now;
+    now.host = h->host;
+    now.time_ms = std::max(now.time_ms, m.timestamp_ms);
+    int gpu = 0;
+    std::string_view rest;
+    if (key == "system/cpu.util_pct") {
+      h->readings[m.timestamp_ms].cpu_util_pct = v;
+      h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
+      now.cpu_util_pct = v;
+    } else if (consume_prefix(&key, "system/cpu.")) {
+      int core = 0;
+      if (to_int(key.substr(0, key.find('.')), &core) && !h->core_seen[core]) {
+        h->core_seen[core] = true;
+        ++h->cores;
+      }
+    } else if (key == "system/proc.cpu_pct") {
+      h->job_cpu[m.timestamp_ms] += v;
+    } else if (key == "system/mem.used_pct") {
+      now.mem_used_pct = v;
+    } else if (key == "system/swap.used_mb") {
+      h->readings[m.timestamp_ms].swap_used_mb = v;
+      h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
+      now.swap_used_mb = v;
+    } else if (key == "system/proc.rss_mb") {
+      rank_for(m.rank).rss.emplace_back(m.timestamp_ms, v);
+    } else if (gpu_key(key, &gpu, &rest)) {
+      if (rest == "proc.mem_used_mb") {
+        rank_for(m.rank).gpu_mem[m.timestamp_ms] += v;
+        return;
+      }
+      auto it = std::find_if(now.gpus.begin(), now.gpus.end(),
+                             [gpu](const GpuNow& g) { return g.index == gpu; });
+      if (it == now.gpus.end()) {
+        now.gpus.push_back(GpuNow{gpu});
+        std::sort(now.gpus.begin(), now.gpus.end(),
+                  [](const GpuNow& a, const GpuNow& b) { return a.index < b.index; });
+        it = std::find_if(now.gpus.begin(), now.gpus.end(),
+                          [gpu](const GpuNow& g) { return g.index == gpu; });
+      }
+      if (rest == "util_pct") it->util_pct = v;
+      if (rest == "mem_used_mb") it->mem_used_mb = v;
+      if (rest == "mem_total_mb") it->mem_total_mb = v;
+    }
+  }
+
+  // Readings of a process tree that is no single rank's (one launcher running
+  // several ranks) count for the lowest rank: the job's.
+  RankTrack& rank_for(std::uint32_t rank) {
+    if (rank == kNoRank) {
+      if (ranks.empty()) return orphan;
+      return ranks.begin()->second;
+    }
+    RankTrack& t = ranks[rank];
+    t.rank = rank;
+    return t;
+  }
+  RankTrack orphan;
+};
+
+Follower::Follower(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Follower::Follower(Follower&&) noexcept = default;
+Follower& Follower::operator=(Follower&&) noexcept = default;
+Follower::~Follower() = default;
+
+absl::StatusOr<Follower> Follower::Open(std::string run_dir, FollowOptions options) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return reader.status();
+  if (options.window_steps == 0) {
+    return absl::InvalidArgumentError("the window must hold at least one step");
+  }
+  options.max_history_steps = std::max<std::size_t>(options.max_history_steps, 64);
+  auto state = std::make_unique<State>();
+  state->dir = std::move(run_dir);
+  state->options = std::move(options);
+  state->info = reader->info();
+  return Follower(std::move(state));
+}
+
+const std::string& Follower::run_dir() const noexcept { return state_->dir; }
+bool Follower::in_progress() const noexcept { return state_->in_progress; }
+std::uint64_t Follower::bytes_read() const noexcept { return state_->bytes; }
+std::uint64_t Follower::rows_read() const noexcept { return state_->rows; }
+
+absl::Status Follower::poll() {
+  State& s = *state_;
+  absl::StatusOr<RunReader> reader = RunReader::Open(s.dir);
+  if (!reader.ok()) return reader.status();
+  s.info = reader->info();
+  s.world_size = reader->world_size();
+  s.hosts = reader->hosts();
+  s.in_progress = reader->in_progress();
+  s.last_poll_ms = now_ms();
+  for (const RankState& state : reader->ranks()) {
+    RankTrack& t = s.ranks[state.rank.rank];
+    t.rank = state.rank.rank;
+    t.host = state.host;
+    t.status = state.crashed ? "CRASHED" : std::string(run_status_name(state.status));
+    while (true) {
+      absl::StatusOr<Chunk<RegionRow>> chunk = reader->read_regions(t.rank, t.offset, kReadBytes);
+      if (absl::IsNotFound(chunk.status())) break;
+      if (!chunk.ok()) return chunk.status();
+      for (const RegionRow& row : chunk->rows) s.feed(&t, row);
+      s.bytes += chunk->next_offset - t.offset;
+      const bool advanced = chunk->next_offset > t.offset;
+      t.offset = chunk->next_offset;
+      if (!advanced || chunk->rows.empty()) break;
+    }
+  }
+  for (const std::string& host : s.hosts) {
+    HostTrack& h = s.host_tracks[host];
+    h.host = host;
+    while (true) {
+      absl::StatusOr<Chunk<MetricPoint>> chunk =
+          reader->read_host_metrics(host, h.offset, kReadBytes);
+      if (!chunk.ok()) return chunk.status();
+      for (const MetricPoint& m : chunk->rows) s.feed_host(&h, m);
+      s.bytes += chunk->next_offset - h.offset;
+      const bool advanced = chunk->next_offset > h.offset;
+      h.offset = chunk->next_offset;
+      if (!advanced || chunk->rows.empty()) break;
+    }
+  }
+  if (!s.in_progress) {
+    for (auto& [rank, t] : s.ranks) t.close(s.options.window_steps, s.options.max_history_steps);
+  }
+  return absl::OkStatus();
+}
+
+Diagnosis Follower::diagnose() const {
+  const State& s = *state_;
+  const Thresholds& th = s.options.thresholds;
+  const auto warmup = static_cast<std::int64_t>(std::max(0.0, th.warmup_steps));
+  Diagnosis d;
+  d.run_dir = s.dir;
+  d.run_id = s.info.id;
+  d.run_name = s.info.name;
+  d.status = std::string(run_status_name(s.info.status));
+  d.start_time_ms = s.info.start_time_ms;
+  const std::int64_t end_ms = s.in_progress || s.info.end_time_ms == 0
+                                  ? (s.last_poll_ms ? s.last_poll_ms : now_ms())
+                                  : s.info.end_time_ms;
+  d.elapsed_ms = std::max<std::int64_t>(0, end_ms - s.info.start_time_ms);
+  d.world_size = s.world_size;
+  d.hosts = s.hosts;
+  d.window_steps = s.options.window_steps;
+
+  Inputs window, run;
+  std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last_end_ns = 0;
+  for (const auto& [rank, t] : s.ranks) {
+    d.ranks.push_back(RankNow{rank, t.host, t.status, t.steps + (t.open ? 1 : 0)});
+    last_end_ns = std::max(last_end_ns, t.last_end_ns);
+    RankInput base;
+    base.rank = rank;
+    base.host = t.host;
+    base.step_key = t.step_key;
+    base.cpu_measured = t.cpu_measured;
+    base.gpu_measured = t.gpu_measured;
+    RankInput w = base, r = base;
+    auto with_rest = [](StepSample x) {
+      double measured = 0;
+      for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        if (static_cast<Phase>(p) != Phase::kRest) measured += x.cpu_s[p];
+      }
+      x.cpu_s[static_cast<std::size_t>(Phase::kRest)] = std::max(0.0, x.period_s - measured);
+      return x;
+    };
+    for (const StepSample& x : t.window) {
+      if (x.step >= warmup) w.steps.push_back(with_rest(x));
+    }
+    for (const StepSample& x : t.history) {
+      if (x.step >= warmup) r.steps.push_back(with_rest(x));
+    }
+    if (!w.steps.empty()) window_start_ns = std::min(window_start_ns, w.steps.front().start_ns);
+    const std::int64_t w_start =
+        w.steps.empty() ? std::numeric_limits<std::int64_t>::max() : w.steps.front().start_ns;
+    const std::int64_t r_start =
+        r.steps.empty() ? std::numeric_limits<std::int64_t>::max() : r.steps.front().start_ns;
+    auto add_reading = [&](std::int64_t time_ms, double value, bool device) {
+      const std::int64_t ns = time_ms * 1'000'000;
+      const double step = t.step_at(ns);
+      if (std::isnan(step)) return;
+      const Reading reading{step, value, time_ms};
+      if (ns >= r_start) (device ? r.gpu_mem_mb : r.rss_mb).push_back(reading);
+      if (ns >= w_start) (device ? w.gpu_mem_mb : w.rss_mb).push_back(reading);
+    };
+    for (const auto& [time_ms, mb] : t.rss) add_reading(time_ms, mb, false);
+    for (const auto& [time_ms, mb] : t.gpu_mem) add_reading(time_ms, mb, true);
+    window.ranks.push_back(std::move(w));
+    run.ranks.push_back(std::move(r));
+  }
+  for (const auto& [name, h] : s.host_tracks) {
+    HostInput all{name, {}}, recent{name, {}};
+    for (const auto& [time_ms, reading] : h.readings) {
+      HostReading x = reading;
+      x.time_ms = time_ms;
+      auto cpu = h.job_cpu.find(time_ms);
+      if (cpu != h.job_cpu.end() && h.cores > 0) x.job_cpu_pct = cpu->second / h.cores;
+      all.readings.push_back(x);
+      if (time_ms * 1'000'000 >= window_start_ns) recent.readings.push_back(x);
+    }
+    if (!all.readings.empty()) run.hosts.push_back(std::move(all));
+    if (!recent.readings.empty()) window.hosts.push_back(std::move(recent));
+    if (h.now.time_ms != 0) d.host_now.push_back(h.now);
+  }
+  d.window = conclude(window, th, "window");
+  d.run = conclude(run, th, "run");
+  std::size_t most = 0;
+  for (const auto& [rank, t] : s.ranks) most = std::max<std::size_t>(most, t.steps);
+  d.window.warmup = d.run.warmup = std::min<std::size_t>(static_cast<std::size_t>(warmup), most);
+
+  // Keys: the window is the window's steps' span (the last minute before any step).
+  if (window_start_ns == std::numeric_limits<std::int64_t>::max()) {
+    window_start_ns = last_end_ns - std::int64_t{60} * 1'000'000'000;
+  }
+  const double wall_s = std::max(1e-9, static_cast<double>(last_end_ns - window_start_ns) * 1e-9);
+  const double ranks = std::max<double>(1.0, static_cast<double>(s.ranks.size()));
+  for (const auto& by_key : s.keys)
+    for (const auto& [id, k] : by_key) {
+      KeyRow row;
+      row.key = k.key;
+      row.device = k.device;
+      row.count = k.run.count();
+      std::vector<double> durations;
+      double sum = 0;
+      std::int64_t first = 0;
+      for (const auto& [start, duration] : k.recent) {
+        if (start < window_start_ns) continue;
+        if (durations.empty()) first = start;
+        durations.push_back(static_cast<double>(duration) * 1e-9);
+        sum += static_cast<double>(duration) * 1e-9;
+      }
+      row.window_count = durations.size();
+      // When the recent samples do not reach back to the window's start, their own span.
+      const bool capped =
+          k.recent.size() == kRecentPerKey && k.recent.front().first > window_start_ns;
+      const double span_s =
+          capped ? std::max(1e-9, static_cast<double>(last_end_ns - first) * 1e-9) : wall_s;
+      row.rate_per_s = static_cast<double>(durations.size()) / span_s;
+      row.p50_s = detail::quantile(durations, 0.5);
+      row.p95_s = detail::quantile(durations, 0.95);
+      row.share = sum / span_s / ranks;
+      const TimeStats st = k.run.stats();
+      row.run_median_s = st.median;
+      row.run_median_low_s = st.median_ci_low;
+      row.run_median_high_s = st.median_ci_high;
+      row.run_p95_s = st.p95;
+      d.keys.push_back(std::move(row));
+    }
+  std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
+    return a.share != b.share ? a.share > b.share : a.key < b.key;
+  });
+  return d;
+}
+
+absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowOptions& options) {
+  absl::StatusOr<Follower> follower = Follower::Open(run_dir, options);
+  if (!follower.ok()) return follower.status();
+  if (absl::Status polled = follower->poll(); !polled.ok()) return polled;
+  return follower->diagnose();
+}
+
+}  // namespace trainscope::diagnosis

@@ -1,0 +1,314 @@
+// The pure step on hand-made inputs: each label from steps whose truth is
+// known by construction, with seeded noise, and none where there is nothing.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainscope/diagnosis/diagnosis.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+constexpr std::size_t P(Phase p) { return static_cast<std::size_t>(p); }
+
+// Steps of one rank: each phase's mean seconds, jittered by `noise` (relative, uniform).
+struct Shape {
+  double data_wait = 0, forward = 0, backward = 0, optimizer = 0, comm = 0, rest = 0.001;
+  double gpu_forward = -1;  // < 0: not GPU-timed
+  double noise = 0.05;
+  double growth_per_step = 0;  // added to forward, seconds per step
+};
+
+RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
+                     std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> jitter(1 - shape.noise, 1 + shape.noise);
+  RankInput in;
+  in.rank = rank;
+  in.host = "h";
+  in.step_key = "BATCH";
+  in.cpu_measured[P(Phase::kDataWait)] = shape.data_wait > 0;
+  in.cpu_measured[P(Phase::kForward)] = shape.forward > 0;
+  in.cpu_measured[P(Phase::kBackward)] = shape.backward > 0;
+  in.cpu_measured[P(Phase::kOptimizer)] = shape.optimizer > 0;
+  in.cpu_measured[P(Phase::kComm)] = shape.comm > 0;
+  in.gpu_measured[P(Phase::kForward)] = shape.gpu_forward >= 0;
+  std::int64_t t = 1'000'000'000'000'000'000;
+  for (std::size_t i = 0; i < steps; ++i) {
+    StepSample s;
+    s.step = static_cast<std::int64_t>(i);
+    s.start_ns = t;
+    s.cpu_s[P(Phase::kDataWait)] = shape.data_wait * jitter(rng);
+    s.cpu_s[P(Phase::kForward)] =
+        shape.forward * jitter(rng) + shape.growth_per_step * static_cast<double>(i);
+    s.cpu_s[P(Phase::kBackward)] = shape.backward * jitter(rng);
+    s.cpu_s[P(Phase::kOptimizer)] = shape.optimizer * jitter(rng);
+    s.cpu_s[P(Phase::kComm)] = shape.comm * jitter(rng);
+    s.cpu_s[P(Phase::kRest)] = shape.rest * jitter(rng);
+    if (shape.gpu_forward >= 0) s.gpu_s[P(Phase::kForward)] = shape.gpu_forward * jitter(rng);
+    for (double v : s.cpu_s) s.period_s += v;
+    t += static_cast<std::int64_t>(s.period_s * 1e9);
+    in.steps.push_back(s);
+  }
+  return in;
+}
+
+Inputs one_rank(const Shape& shape, std::size_t steps = 200) {
+  Inputs in;
+  in.ranks.push_back(rank_input(0, steps, shape, 1));
+  return in;
+}
+
+std::vector<std::string> names(const Scope& s) {
+  std::vector<std::string> out;
+  for (const Label& l : s.labels) out.push_back(l.name);
+  return out;
+}
+
+TEST(Conclude, NoRankIsNoData) {
+  const Scope s = conclude(Inputs{}, Thresholds{}, "run");
+  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("no rank"));
+}
+
+TEST(Conclude, TooFewStepsIsNoDataNamingTheCount) {
+  const Scope s = conclude(one_rank(Shape{.forward = 0.01}, 5), Thresholds{}, "run");
+  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("5 steps"));
+}
+
+TEST(Conclude, NoStepKeyIsNoDataSayingHowToTimeSteps) {
+  Inputs in;
+  in.ranks.push_back(RankInput{});
+  const Scope s = conclude(in, Thresholds{}, "run");
+  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("--phase step=KEY"));
+}
+
+TEST(Conclude, InputBoundWithTheBuiltInShare) {
+  // 40% data wait.
+  const Scope s = conclude(
+      one_rank(Shape{.data_wait = 0.004, .forward = 0.003, .backward = 0.003, .rest = 0.0}),
+      Thresholds{}, "run");
+  const Label* l = s.find(kInputBound);
+  ASSERT_NE(l, nullptr) << names(s).size();
+  EXPECT_NEAR(l->value.value, 0.4, 0.02);
+  EXPECT_LT(l->value.low, l->value.value);
+  EXPECT_GT(l->value.high, l->value.value);
+  EXPECT_GT(l->value.low, 0.2);
+  EXPECT_EQ(l->threshold_name, "input_bound_share");
+  EXPECT_FALSE(l->next_step.empty());
+  EXPECT_EQ(s.find(kComputeBound), nullptr);
+}
+
+TEST(Conclude, ComputeBoundNamesTheLargestPhaseAndNothingElse) {
+  const Scope s = conclude(
+      one_rank(Shape{.data_wait = 0.0002, .forward = 0.003, .backward = 0.006, .optimizer = 0.001}),
+      Thresholds{}, "run");
+  EXPECT_EQ(names(s), std::vector<std::string>{kComputeBound});
+  EXPECT_EQ(s.labels[0].kind, "backward");
+  EXPECT_GT(s.labels[0].value.low, 0.5);
+  // The phase table holds every timed phase and the rest.
+  ASSERT_EQ(s.phases.size(), 5u);
+  EXPECT_EQ(s.phases.back().phase, Phase::kRest);
+  EXPECT_NEAR(s.phases[P(Phase::kForward) - 1].median_s, 0.003, 0.0003);
+}
+
+TEST(Conclude, WaitHeavyWhenCommunicationAndRestTakeTheStep) {
+  const Scope s =
+      conclude(one_rank(Shape{.forward = 0.002, .backward = 0.002, .comm = 0.005, .rest = 0.001}),
+               Thresholds{}, "run");
+  ASSERT_NE(s.find(kWaitHeavy), nullptr);
+  EXPECT_NEAR(s.find(kWaitHeavy)->value.value, 0.6, 0.03);
+}
+
+TEST(Conclude, BalancedWhenNoPartDominates) {
+  const Scope s = conclude(one_rank(Shape{.data_wait = 0.0016,
+                                          .forward = 0.0024,
+                                          .backward = 0.0023,
+                                          .comm = 0.0032,
+                                          .rest = 0.0005}),
+                           Thresholds{}, "run");
+  EXPECT_EQ(names(s), std::vector<std::string>{kBalanced});
+}
+
+TEST(Conclude, ThresholdsAreOverridable) {
+  const Inputs in = one_rank(Shape{.data_wait = 0.002, .forward = 0.008});  // 20% wait
+  Thresholds t;
+  EXPECT_EQ(conclude(in, t, "run").find(kInputBound), nullptr);
+  ASSERT_TRUE(t.set("input_bound_share", 0.1).ok());
+  EXPECT_NE(conclude(in, t, "run").find(kInputBound), nullptr);
+}
+
+TEST(Conclude, ComputeStragglerIsTheRankSlowInForwardNotTheOneWaitingInBackward) {
+  // Rank 1's forward takes 4 ms longer; the others wait for it in backward
+  // (DDP's all-reduce), where their excess shows.
+  Inputs in;
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    Shape shape{.data_wait = 0.0005, .forward = 0.005, .backward = 0.005, .optimizer = 0.001};
+    if (r == 1) shape.forward += 0.004;
+    if (r != 1) shape.backward += 0.004;
+    in.ranks.push_back(rank_input(r, 200, shape, 10 + r));
+  }
+  const Scope s = conclude(in, Thresholds{}, "run");
+  const Label* l = s.find(kStraggler);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "compute");
+  ASSERT_TRUE(l->rank.has_value());
+  EXPECT_EQ(*l->rank, 1u);
+  EXPECT_NEAR(l->value.value, 0.004, 0.0008);
+  EXPECT_THAT(l->evidence, ::testing::HasSubstr("forward"));
+  // The phase table names rank 1 as the worst in forward, with its skew.
+  for (const PhaseRow& p : s.phases) {
+    if (p.phase == Phase::kForward) {
+      EXPECT_EQ(p.worst_rank, 1u);
+      EXPECT_NEAR(p.skew, 0.8, 0.1);
+    }
+  }
+}
+
+TEST(Conclude, InputStragglerIsTheRankWaitingLongerForData) {
+  Inputs in;
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    Shape shape{.data_wait = 0.001, .forward = 0.004, .backward = 0.004, .comm = 0.0005};
+    if (r == 1) shape.data_wait += 0.003;
+    if (r == 0) shape.comm += 0.003;
+    in.ranks.push_back(rank_input(r, 200, shape, 20 + r));
+  }
+  const Scope scope_l = conclude(in, Thresholds{}, "run");
+  const Label* l = scope_l.find(kStraggler);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "input");
+  EXPECT_EQ(*l->rank, 1u);
+  EXPECT_NEAR(l->value.value, 0.003, 0.0006);
+}
+
+TEST(Conclude, EqualRanksHaveNoStraggler) {
+  Inputs in;
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    in.ranks.push_back(rank_input(r, 200, Shape{.forward = 0.004, .backward = 0.004}, 30 + r));
+  }
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kStraggler), nullptr);
+}
+
+TEST(Conclude, MemoryCreepSlopeWithinItsInterval) {
+  Inputs in = one_rank(Shape{.forward = 0.004}, 2000);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0, 2.0);
+  // 50 MB per 1,000 steps from 1,000 MB, read every 40 steps.
+  for (int step = 0; step < 2000; step += 40) {
+    in.ranks[0].rss_mb.push_back(
+        Reading{static_cast<double>(step), 1000 + 0.05 * step + noise(rng), step});
+  }
+  const Scope scope_l = conclude(in, Thresholds{}, "run");
+  const Label* l = scope_l.find(kMemoryCreep);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "host");
+  EXPECT_NEAR(l->value.value, 50, 5);
+  EXPECT_LT(l->value.low, 50);
+  EXPECT_GT(l->value.high, 50);
+}
+
+TEST(Conclude, FlatMemoryWithNoiseIsNoCreep) {
+  Inputs in = one_rank(Shape{.forward = 0.004}, 2000);
+  std::mt19937 rng(6);
+  std::normal_distribution<double> noise(0, 5.0);
+  for (int step = 0; step < 2000; step += 40) {
+    in.ranks[0].rss_mb.push_back(Reading{static_cast<double>(step), 1000 + noise(rng), step});
+    in.ranks[0].gpu_mem_mb.push_back(Reading{static_cast<double>(step), 4000 + noise(rng), step});
+  }
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kMemoryCreep), nullptr);
+}
+
+TEST(Conclude, DeviceMemoryCreep) {
+  Inputs in = one_rank(Shape{.forward = 0.004}, 1000);
+  for (int step = 0; step < 1000; step += 20) {
+    in.ranks[0].gpu_mem_mb.push_back(Reading{static_cast<double>(step), 2000 + 0.5 * step, step});
+  }
+  const Scope scope_l = conclude(in, Thresholds{}, "run");
+  const Label* l = scope_l.find(kMemoryCreep);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "device");
+  EXPECT_NEAR(l->value.value, 500, 1);
+}
+
+TEST(Conclude, ThroughputDriftWhenStepsSlowDown) {
+  // The forward grows by 10 us per step: 4 ms -> 8 ms over 400 steps.
+  const Scope s = conclude(one_rank(Shape{.forward = 0.004, .growth_per_step = 1e-5}, 400),
+                           Thresholds{}, "run");
+  const Label* l = s.find(kThroughputDrift);
+  ASSERT_NE(l, nullptr);
+  EXPECT_NEAR(l->value.value, 1.0, 0.25);
+}
+
+TEST(Conclude, SteadyComputeBoundJobHasNoFalseAlarm) {
+  for (std::uint32_t seed = 0; seed < 20; ++seed) {
+    Inputs in;
+    for (std::uint32_t r = 0; r < 2; ++r) {
+      in.ranks.push_back(rank_input(
+          r, 300, Shape{.data_wait = 0.0002, .forward = 0.004, .backward = 0.004, .noise = 0.2},
+          seed * 7 + r));
+    }
+    EXPECT_EQ(names(conclude(in, Thresholds{}, "run")), std::vector<std::string>{kComputeBound})
+        << "seed " << seed;
+  }
+}
+
+TEST(Conclude, GpuIdleWhenGpuWorkCoversLittleOfTheStep) {
+  const Scope s =
+      conclude(one_rank(Shape{.forward = 0.008, .gpu_forward = 0.002}), Thresholds{}, "run");
+  const Label* l = s.find(kGpuIdle);
+  ASSERT_NE(l, nullptr);
+  EXPECT_NEAR(l->value.value, 0.25, 0.03);
+  // GPU rows are in the phase table as their own device.
+  bool gpu_row = false;
+  for (const PhaseRow& p : s.phases) gpu_row = gpu_row || p.device == Device::kGPU;
+  EXPECT_TRUE(gpu_row);
+  EXPECT_EQ(conclude(one_rank(Shape{.forward = 0.008, .gpu_forward = 0.0075}), Thresholds{}, "run")
+                .find(kGpuIdle),
+            nullptr);
+}
+
+TEST(Conclude, HostPressureFromOtherProcessesOrSwap) {
+  Inputs in = one_rank(Shape{.forward = 0.004});
+  HostInput host{"node1", {}};
+  for (int i = 0; i < 20; ++i) {
+    host.readings.push_back(HostReading{i * 1000, 97.0 + (i % 3), 40.0 + (i % 5), 0.0});
+  }
+  in.hosts.push_back(host);
+  const Scope scope_l = conclude(in, Thresholds{}, "run");
+  const Label* l = scope_l.find(kHostPressure);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "cpu");
+  EXPECT_EQ(l->host, "node1");
+  EXPECT_NEAR(l->value.value, 0.58, 0.03);
+
+  // The job itself keeping the host busy is no pressure.
+  for (HostReading& r : in.hosts[0].readings) r.job_cpu_pct = r.cpu_util_pct - 2;
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kHostPressure), nullptr);
+  // Swap growing is.
+  for (std::size_t i = 0; i < in.hosts[0].readings.size(); ++i) {
+    in.hosts[0].readings[i].swap_used_mb = 10.0 * static_cast<double>(i);
+  }
+  const Scope scope_swap = conclude(in, Thresholds{}, "run");
+  const Label* swap = scope_swap.find(kHostPressure);
+  ASSERT_NE(swap, nullptr);
+  EXPECT_EQ(swap->kind, "swap");
+}
+
+TEST(Conclude, NotesSayWhatCouldNotBeJudged) {
+  const Scope s = conclude(one_rank(Shape{.forward = 0.004}), Thresholds{}, "run");
+  EXPECT_THAT(s.notes, Not(IsEmpty()));
+  bool input_note = false;
+  for (const std::string& n : s.notes) input_note = input_note || n.rfind("INPUT-BOUND", 0) == 0;
+  EXPECT_TRUE(input_note);
+}
+
+}  // namespace
+}  // namespace trainscope::diagnosis

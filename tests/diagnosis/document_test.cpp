@@ -1,0 +1,165 @@
+// The diagnosis document: the writer's output reads back the same through the
+// one reader, errors name the source and the key, and the texts carry the
+// labels, evidence and next steps.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
+#include "trainscope/diagnosis/diagnosis.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+using ::testing::HasSubstr;
+
+Diagnosis sample() {
+  Diagnosis d;
+  d.run_dir = "/runs/abc";
+  d.run_id = "abc";
+  d.run_name = "resnet";
+  d.status = "FINISHED";
+  d.start_time_ms = 1000;
+  d.elapsed_ms = 65000;
+  d.world_size = 2;
+  d.ranks = {{0, "h1", "FINISHED", 120}, {1, "h2", "CRASHED", 90}};
+  d.hosts = {"h1", "h2"};
+  d.window_steps = 100;
+  Scope s;
+  s.name = "run";
+  s.steps = 115;
+  s.warmup = 5;
+  s.steps_per_s = 10;
+  s.step_s = Interval{0.1, 0.09, 0.11};
+  s.phases.push_back(
+      PhaseRow{Phase::kDataWait, Device::kCPU, 0.04, 0.05, 0.4, 0.04, 0.05, 1, 0.25});
+  s.phases.push_back(PhaseRow{Phase::kForward, Device::kGPU, 0.02, 0.03, 0.2, 0.02, 0.02, 0, 0});
+  Label input;
+  input.name = kInputBound;
+  input.quantity = "data_wait_share";
+  input.value = Interval{0.4, 0.38, 0.42};
+  input.threshold = 0.2;
+  input.threshold_name = "input_bound_share";
+  input.evidence = "waits 40%";
+  input.next_step = "more workers";
+  Label straggler = input;
+  straggler.name = kStraggler;
+  straggler.kind = "compute";
+  straggler.rank = 1;
+  straggler.value = Interval{0.003, std::numeric_limits<double>::quiet_NaN(), 0.004};
+  Label host = input;
+  host.name = kHostPressure;
+  host.host = "h2";
+  s.labels = {input, straggler, host};
+  s.notes = {"GPU-IDLE: no GPU-timed phases"};
+  d.run = s;
+  d.window = s;
+  d.window.name = "window";
+  KeyRow k;
+  k.key = "data \"aug\", v2";
+  k.count = 7;
+  k.window_count = 3;
+  k.rate_per_s = 1.5;
+  k.p50_s = 0.01;
+  k.p95_s = 0.02;
+  k.share = 0.1;
+  k.run_median_s = 0.011;
+  k.run_median_low_s = 0.009;
+  k.run_median_high_s = 0.012;
+  k.run_p95_s = 0.02;
+  d.keys = {k};
+  HostNow now;
+  now.host = "h1";
+  now.time_ms = 5;
+  now.cpu_util_pct = 50;
+  now.gpus = {GpuNow{0, 90, 1000, 80000}};
+  d.host_now = {now};
+  return d;
+}
+
+TEST(Document, RoundTripsThroughTheOneReader) {
+  const std::string text = diagnosis_json(sample(), 1);
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(text, "d.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(diagnosis_json(*back, 1), text);
+  EXPECT_EQ(back->run.labels[1].rank, 1u);
+  EXPECT_EQ(back->run.labels[2].host, "h2");
+  EXPECT_TRUE(std::isnan(back->run.labels[1].value.low));
+  EXPECT_EQ(back->keys[0].key, "data \"aug\", v2");
+  EXPECT_EQ(back->host_now[0].gpus[0].mem_total_mb, 80000);
+  EXPECT_THAT(text, HasSubstr("\"headline\": \"INPUT-BOUND, STRAGGLER(compute, rank 1), "
+                              "HOST-PRESSURE(h2)\""));
+}
+
+TEST(Document, ReadsAFileAndNamesItInErrors) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("d.json");
+  testing::write_file(path, diagnosis_json(sample()));
+  ASSERT_TRUE(read_diagnosis(path).ok());
+
+  testing::write_file(path, "{\"format\": \"trainscope.diagnosis\", \"version\": 1}");
+  absl::StatusOr<Diagnosis> missing = read_diagnosis(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr(path));
+  EXPECT_THAT(missing.status().message(), HasSubstr("run_dir: missing"));
+
+  std::string wrong = diagnosis_json(sample());
+  wrong.replace(wrong.find("\"worst_rank\":1"), 14, "\"worst_rank\":\"x\"");
+  absl::StatusOr<Diagnosis> typed = parse_diagnosis(wrong, "w.json");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_THAT(typed.status().message(), HasSubstr("w.json: "));
+  EXPECT_THAT(typed.status().message(), HasSubstr("window.phases[0].worst_rank"));
+
+  EXPECT_THAT(parse_diagnosis("{", "x.json").status().message(), HasSubstr("x.json: not valid"));
+  std::string newer = diagnosis_json(sample());
+  newer.replace(newer.find("\"version\":1"), 11, "\"version\":9");
+  EXPECT_THAT(parse_diagnosis(newer, "n.json").status().message(), HasSubstr("newer"));
+}
+
+TEST(Document, TextsCarryLabelsEvidenceAndNextSteps) {
+  const std::string text = format_diagnosis(sample());
+  EXPECT_THAT(text, HasSubstr("INPUT-BOUND"));
+  EXPECT_THAT(text, HasSubstr("STRAGGLER(compute, rank 1)"));
+  EXPECT_THAT(text, HasSubstr("waits 40%"));
+  EXPECT_THAT(text, HasSubstr("next: more workers"));
+  EXPECT_THAT(text, HasSubstr("data_wait"));
+  EXPECT_THAT(text, HasSubstr("1m05s"));
+  const std::string summary = format_run_summary(sample());
+  EXPECT_THAT(summary, HasSubstr("FINISHED"));
+  EXPECT_THAT(summary, HasSubstr("data wait 40.0%"));
+  EXPECT_THAT(summary, HasSubstr("median"));
+  EXPECT_THAT(summary, HasSubstr("[9 ms, 12 ms]"));
+  EXPECT_THAT(summary, HasSubstr("trainscope report /runs/abc"));
+}
+
+TEST(Keys, MapsPhasesAndRefusesNonsense) {
+  KeyMap map = default_key_map();
+  EXPECT_EQ(map.phase_of("IO"), Phase::kDataWait);
+  EXPECT_EQ(map.phase_of(kOptimizerKey), Phase::kOptimizer);
+  EXPECT_TRUE(map.is_step("BATCH"));
+  EXPECT_TRUE(map.is_step("iteration"));
+  ASSERT_TRUE(map.map("optimizer=opt_step").ok());
+  EXPECT_EQ(map.phase_of("opt_step"), Phase::kOptimizer);
+  ASSERT_TRUE(map.map("forward=opt_step").ok());  // a key means one phase
+  EXPECT_EQ(map.phase_of("opt_step"), Phase::kForward);
+  ASSERT_TRUE(map.map("step=train_step").ok());
+  EXPECT_TRUE(map.is_step("train_step"));
+  EXPECT_THAT(map.map("nonsense=x").message(), HasSubstr("unknown phase 'nonsense'"));
+  EXPECT_THAT(map.map("forward").message(), HasSubstr("expected PHASE=KEY"));
+  EXPECT_THAT(map.map("rest=x").message(), HasSubstr("not a key"));
+}
+
+TEST(Keys, ThresholdsByName) {
+  Thresholds t;
+  ASSERT_TRUE(t.set("input_bound_share=0.3").ok());
+  EXPECT_EQ(t.input_bound_share, 0.3);
+  EXPECT_THAT(t.set("nope", 1).message(), HasSubstr("unknown threshold 'nope'"));
+  EXPECT_THAT(t.set("min_steps", -1).message(), HasSubstr(">= 0"));
+  EXPECT_THAT(t.set("min_steps=abc").message(), HasSubstr("expected NAME=NUMBER"));
+  EXPECT_EQ(threshold_table().size(), 15u);
+  for (const ThresholdInfo& info : threshold_table()) EXPECT_FALSE(info.meaning.empty());
+}
+
+}  // namespace
+}  // namespace trainscope::diagnosis

@@ -1,0 +1,283 @@
+// The follower on run directories written by hand: steps and phases from
+// BATCH rows and from the timed loader's rows, incremental polls that leave a
+// cut last line for later, late GPU rows, host readings, a run that ends
+// while followed, and errors naming the run.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
+#include "trainscope/diagnosis/diagnosis.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+using testing::RankJson;
+using testing::RunJson;
+using testing::TempDir;
+using testing::write_file;
+using testing::write_run_dir;
+
+constexpr std::int64_t kT0 = 1'700'000'000'000'000'000;  // ns
+constexpr std::int64_t kMs = 1'000'000;
+
+std::string row(const std::string& key, std::int64_t start, std::int64_t ns, std::uint32_t rank = 0,
+                const char* device = "CPU") {
+  return key + "," + device + "," + std::to_string(rank) + ",0," + std::to_string(start) + "," +
+         std::to_string(ns) + ",0,0\n";
+}
+
+// A step of 10 ms: IO 4 ms, FORWARD 3 ms, BACKWARD 2 ms, 1 ms untimed; BATCH
+// encloses it (rows in completion order).
+std::string step_rows(std::int64_t start, std::uint32_t rank = 0, std::int64_t extra_forward = 0) {
+  std::string out;
+  out += row("IO", start, 4 * kMs, rank);
+  out += row("FORWARD", start + 4 * kMs, 3 * kMs + extra_forward, rank);
+  out += row("BACKWARD", start + 7 * kMs + extra_forward, 2 * kMs, rank);
+  out += row("BATCH", start, 10 * kMs + extra_forward, rank);
+  return out;
+}
+
+RankJson finished(std::uint32_t rank = 0) {
+  RankJson r;
+  r.rank = rank;
+  r.status = "FINISHED";
+  r.end_time_ms = 2;
+  r.heartbeat_ms = 2;
+  return r;
+}
+
+TEST(Follower, PhasesAndSharesFromBatchRows) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 50; ++i) rows += step_rows(kT0 + i * 10 * kMs);
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->status, "FINISHED");
+  ASSERT_EQ(d->ranks.size(), 1u);
+  EXPECT_EQ(d->ranks[0].steps, 50u);
+  // 5 warm-up steps dropped.
+  EXPECT_EQ(d->run.steps, 45u);
+  EXPECT_EQ(d->run.warmup, 5u);
+  EXPECT_NEAR(d->run.step_s.value, 0.010, 1e-6);
+  const Label* input = d->run.find(kInputBound);
+  ASSERT_NE(input, nullptr);
+  EXPECT_NEAR(input->value.value, 0.4, 1e-6);
+  for (const PhaseRow& p : d->run.phases) {
+    if (p.phase == Phase::kForward) EXPECT_NEAR(p.median_s, 0.003, 1e-9);
+    if (p.phase == Phase::kRest) EXPECT_NEAR(p.median_s, 0.001, 1e-9);
+  }
+  // Keys: BATCH, IO, FORWARD, BACKWARD with their run counts.
+  ASSERT_EQ(d->keys.size(), 4u);
+  EXPECT_EQ(d->keys[0].key, "BATCH");
+  EXPECT_EQ(d->keys[0].count, 50u);
+  EXPECT_NEAR(d->keys[0].run_median_s, 0.010, 1e-9);
+}
+
+TEST(Follower, TimedLoaderRowsMakeSteps) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::int64_t t = kT0;
+  // 3 passes of 20 batches: 6 ms of compute, 4 ms waits.
+  write_file(dir / "regions-0.csv",
+             testing::timed_loader_rows(
+                 3, 20, 6 * kMs, [](int, int) { return 4 * kMs; }, &t),
+             /*append=*/true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->ranks[0].steps, 60u);
+  const Label* input = d->run.find(kInputBound);
+  ASSERT_NE(input, nullptr);
+  EXPECT_NEAR(input->value.value, 0.4, 0.01);
+}
+
+TEST(Follower, ReadsOnlyWhatWasAppendedAndLeavesACutLineForLater) {
+  TempDir tmp;
+  RankJson running;
+  running.heartbeat_ms = 4'000'000'000'000;  // far future: not crashed
+  running.host = "elsewhere";
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {running});
+  std::string first;
+  for (int i = 0; i < 20; ++i) first += step_rows(kT0 + i * 10 * kMs);
+  const std::string cut = step_rows(kT0 + 20 * 10 * kMs);
+  const std::string half = cut.substr(0, cut.size() - 5);
+  write_file(dir / "regions-0.csv", first + half, /*append=*/true);
+
+  absl::StatusOr<Follower> f = Follower::Open(dir.string());
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->poll().ok());
+  EXPECT_TRUE(f->in_progress());
+  const std::uint64_t bytes = f->bytes_read();
+  const std::string batch_line = cut.substr(cut.rfind("BATCH"));
+  EXPECT_EQ(bytes, std::string(testing::kRegionsHeader).size() + first.size() + cut.size() -
+                       batch_line.size());
+  Diagnosis d = f->diagnose();
+  EXPECT_EQ(d.status, "RUNNING");
+  // 20 whole steps plus the rows of the cut one before its BATCH line; the
+  // last BATCH is open (its period unknown).
+  EXPECT_EQ(d.ranks[0].steps, 20u);
+
+  // The rest of the cut line and 10 more steps.
+  std::string more = cut.substr(cut.size() - 5);
+  for (int i = 21; i < 31; ++i) more += step_rows(kT0 + i * 10 * kMs);
+  write_file(dir / "regions-0.csv", more, /*append=*/true);
+  ASSERT_TRUE(f->poll().ok());
+  EXPECT_EQ(f->bytes_read(), std::filesystem::file_size(dir / "regions-0.csv"));
+  d = f->diagnose();
+  EXPECT_EQ(d.ranks[0].steps, 31u);
+  EXPECT_EQ(d.run.steps, 25u);  // 30 closed steps, 5 of warm-up
+
+  // Polling again reads nothing new.
+  ASSERT_TRUE(f->poll().ok());
+  EXPECT_EQ(f->bytes_read(), std::filesystem::file_size(dir / "regions-0.csv"));
+
+  // The run ends: the open step closes with its own duration.
+  write_file(dir / "rank-0.json", finished().text());
+  ASSERT_TRUE(f->poll().ok());
+  EXPECT_FALSE(f->in_progress());
+  d = f->diagnose();
+  EXPECT_EQ(d.status, "FINISHED");
+  EXPECT_EQ(d.run.steps, 26u);
+}
+
+TEST(Follower, WindowHoldsTheLastKSteps) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  // 100 steps without IO, then 40 input-bound ones.
+  for (int i = 0; i < 100; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += row("FORWARD", s, 9 * kMs) + row("BATCH", s, 10 * kMs);
+  }
+  for (int i = 100; i < 140; ++i) rows += step_rows(kT0 + i * 10 * kMs);
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  FollowOptions options;
+  options.window_steps = 30;
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string(), options);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->window.steps, 30u);
+  EXPECT_NE(d->window.find(kInputBound), nullptr);
+  EXPECT_EQ(d->run.find(kInputBound), nullptr);
+}
+
+TEST(Follower, LateGpuRowsJoinTheirStep) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 40; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += row("FORWARD", s + kMs, 8 * kMs) + row("BATCH", s, 10 * kMs);
+    // The GPU row of step i is collected after step i + 1 ended.
+    if (i > 0) rows += row("FORWARD", s - 9 * kMs, 2 * kMs, 0, "GPU");
+  }
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok());
+  const Label* idle = d->run.find(kGpuIdle);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_NEAR(idle->value.value, 0.2, 0.01);
+}
+
+TEST(Follower, StragglerAcrossTwoRanks) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished(0), finished(1)});
+  std::string r0, r1;
+  for (int i = 0; i < 60; ++i) {
+    r0 += step_rows(kT0 + i * 13 * kMs, 0);
+    r1 += step_rows(kT0 + i * 13 * kMs, 1, 3 * kMs);
+  }
+  write_file(dir / "regions-0.csv", r0, true);
+  write_file(dir / "regions-1.csv", r1, true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok());
+  const Label* s = d->run.find(kStraggler);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(*s->rank, 1u);
+  EXPECT_EQ(s->kind, "compute");
+  EXPECT_NEAR(s->value.value, 0.003, 1e-6);
+}
+
+TEST(Follower, HostReadingsGiveMemoryCreepAndTheLatestGauges) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 1000; ++i) rows += step_rows(kT0 + i * 10 * kMs);
+  write_file(dir / "regions-0.csv", rows, true);
+  // RSS +2 MB per 100 ms (10 steps) = 200 MB per 1,000 steps.
+  std::string host = testing::kMetricsHeader;
+  for (int i = 0; i < 100; ++i) {
+    const std::int64_t ms = kT0 / kMs + i * 100;
+    host +=
+        "system/proc.rss_mb," + std::to_string(500 + 2 * i) + ",0," + std::to_string(ms) + ",0\n";
+    host += "system/cpu.util_pct,50,0," + std::to_string(ms) + ",\n";
+    host += "system/mem.used_pct,12.5,0," + std::to_string(ms) + ",\n";
+    host += "system/gpu.0.util_pct,77,0," + std::to_string(ms) + ",\n";
+  }
+  write_file(dir / "host-h.csv", host);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const Label* creep = d->run.find(kMemoryCreep);
+  ASSERT_NE(creep, nullptr);
+  EXPECT_NEAR(creep->value.value, 200, 1);
+  ASSERT_EQ(d->host_now.size(), 1u);
+  EXPECT_EQ(d->host_now[0].mem_used_pct, 12.5);
+  ASSERT_EQ(d->host_now[0].gpus.size(), 1u);
+  EXPECT_EQ(d->host_now[0].gpus[0].util_pct, 77);
+}
+
+TEST(Follower, PhaseMappingAndStepKey) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 40; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += row("opt_step", s, 7 * kMs) + row("train_step", s, 10 * kMs);
+  }
+  write_file(dir / "regions-0.csv", rows, true);
+  absl::StatusOr<Diagnosis> plain = diagnose_run(dir.string());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(plain->run.find(kNoData), nullptr);
+  FollowOptions options;
+  ASSERT_TRUE(options.keys.map("step=train_step").ok());
+  ASSERT_TRUE(options.keys.map("optimizer=opt_step").ok());
+  absl::StatusOr<Diagnosis> mapped = diagnose_run(dir.string(), options);
+  ASSERT_TRUE(mapped.ok());
+  const Label* compute = mapped->run.find(kComputeBound);
+  ASSERT_NE(compute, nullptr);
+  EXPECT_EQ(compute->kind, "optimizer");
+}
+
+TEST(Follower, ErrorsNameTheRun) {
+  TempDir tmp;
+  absl::StatusOr<Follower> missing = Follower::Open(tmp.file("nope"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), ::testing::HasSubstr("nope"));
+
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  write_file(dir / "regions-0.csv", "BATCH,CPU,0,0,notanumber,5,0,0\n", true);
+  absl::StatusOr<Follower> f = Follower::Open(dir.string());
+  ASSERT_TRUE(f.ok());
+  const absl::Status polled = f->poll();
+  ASSERT_FALSE(polled.ok());
+  EXPECT_THAT(polled.message(), ::testing::HasSubstr("regions-0.csv:2"));
+
+  // A run that vanishes while followed: an error naming it, what was read kept.
+  const auto gone = write_run_dir(tmp.file("gone"), RunJson{}, {finished()});
+  absl::StatusOr<Follower> g = Follower::Open(gone.string());
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(g->poll().ok());
+  std::filesystem::remove_all(gone);
+  const absl::Status after = g->poll();
+  ASSERT_FALSE(after.ok());
+  EXPECT_THAT(after.message(), ::testing::HasSubstr("gone"));
+  EXPECT_EQ(g->diagnose().status, "FINISHED");
+}
+
+}  // namespace
+}  // namespace trainscope::diagnosis
