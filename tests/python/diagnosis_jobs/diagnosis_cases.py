@@ -10,9 +10,11 @@ import subprocess
 import sys
 
 JOBS_DIR = os.path.dirname(os.path.abspath(__file__))
-# Labels a steady compute-bound job with no defect must never carry.
+# Labels a steady compute-bound job with no defect must never carry (THROUGHPUT-DRIFT:
+# when nothing else slows it down; see compute.py).
 DEFECTS = ("INPUT-BOUND", "STRAGGLER", "MEMORY-CREEP", "THROUGHPUT-DRIFT")
-SAMPLE_INTERVAL_S = 0.2  # `trainscope run --interval`: enough RSS readings in a few seconds
+SAMPLE_INTERVAL_S = 0.2
+WARMUP_STEPS = 5  # the diagnosis's default warmup_steps  # `trainscope run --interval`: enough RSS readings in a few seconds
 
 
 class Case:
@@ -97,15 +99,21 @@ def _delay_s(args):
 
 
 def _drift_share(args):
-    # Step time at the end over the start, less one.
-    return args["end_ms"] / args["start_ms"] - 1.0
+    """The growth of the step time over the steps the diagnosis judges (after its
+    warm-up): the step time at the last step over the one at the first, less one."""
+    steps, start, end = args["steps"], args["start_ms"], args["end_ms"]
+    first = start + (end - start) * WARMUP_STEPS / (steps - 1)
+    return end / first - 1.0
 
 
 CASES = {
     "input": Case("input", "input_bound.py",
-                  {"steps": 100, "load_ms": 80.0, "compute_ms": 16.0, "workers": 2},
+                  {"steps": 100, "load_ms": 80.0, "compute_ms": 24.0, "workers": 2},
                   "INPUT-BOUND", truth=_input_share, margin=0.05, margin_abs=True),
-    "compute": Case("compute", "compute.py", {"steps": 150}, "COMPUTE-BOUND", kind="forward"),
+    # Matmuls on the CPU: its step time follows the machine's other load, so only the
+    # defects that load cannot make are absent by construction.
+    "compute": Case("compute", "compute.py", {"steps": 150}, "COMPUTE-BOUND", kind="forward",
+                    absent=("INPUT-BOUND", "STRAGGLER", "MEMORY-CREEP")),
     "straggler_compute": Case("straggler_compute", "straggler.py",
                               {"steps": 120, "slow": "forward", "delay_ms": 15.0,
                                "compute_ms": 10.0},
@@ -120,8 +128,10 @@ CASES = {
                                                  "step_ms": 20.0},
                    "MEMORY-CREEP", kind="host", rank=0, truth=_creep_mb_per_1k, margin=0.2),
     "drift": Case("drift", "drift.py", {"steps": 150, "start_ms": 15.0, "end_ms": 30.0},
-                  "THROUGHPUT-DRIFT"),
-    "steady": Case("steady", "compute.py", {"steps": 150}, "COMPUTE-BOUND", absent=DEFECTS),
+                  "THROUGHPUT-DRIFT", truth=_drift_share, margin=0.2),
+    # The compute job with its backbone on a "GPU" (a wait): steady by construction.
+    "steady": Case("steady", "compute.py", {"steps": 150, "backbone_ms": 20.0}, "COMPUTE-BOUND",
+                   kind="forward", absent=DEFECTS),
 }
 
 
