@@ -19,3 +19,10 @@ def wait(seconds):
     the built-in quantity of the job, whatever else runs on the machine."""
     if seconds > 0:
         time.sleep(seconds)
+
+
+def wait_until(deadline):
+    """Waits until time.perf_counter() reaches `deadline`: a step's phases waiting
+    up to deadlines from the step's start add one late wake-up per step on a busy
+    machine, not one per phase."""
+    wait(deadline - time.perf_counter())

@@ -108,26 +108,26 @@ def _drift_share(args):
 
 CASES = {
     "input": Case("input", "input_bound.py",
-                  {"steps": 100, "load_ms": 80.0, "compute_ms": 24.0, "workers": 2},
+                  {"steps": 60, "load_ms": 200.0, "compute_ms": 60.0, "workers": 2},
                   "INPUT-BOUND", truth=_input_share, margin=0.05, margin_abs=True),
     # Matmuls on the CPU: its step time follows the machine's other load, so only the
     # defects that load cannot make are absent by construction.
     "compute": Case("compute", "compute.py", {"steps": 150}, "COMPUTE-BOUND", kind="forward",
                     absent=("INPUT-BOUND", "STRAGGLER", "MEMORY-CREEP")),
     "straggler_compute": Case("straggler_compute", "straggler.py",
-                              {"steps": 120, "slow": "forward", "delay_ms": 15.0,
-                               "compute_ms": 10.0},
+                              {"steps": 100, "slow": "forward", "delay_ms": 25.0,
+                               "compute_ms": 15.0},
                               "STRAGGLER", kind="compute", rank=1, truth=_delay_s, margin=0.2,
                               ranks=2),
     "straggler_input": Case("straggler_input", "straggler.py",
-                            {"steps": 120, "slow": "loader", "delay_ms": 15.0,
-                             "compute_ms": 10.0},
+                            {"steps": 100, "slow": "loader", "delay_ms": 25.0,
+                             "compute_ms": 15.0},
                             "STRAGGLER", kind="input", rank=1, truth=_delay_s, margin=0.2,
                             ranks=2),
     "memory": Case("memory", "memory_creep.py", {"steps": 150, "mb_per_step": 1.0,
                                                  "step_ms": 20.0},
                    "MEMORY-CREEP", kind="host", rank=0, truth=_creep_mb_per_1k, margin=0.2),
-    "drift": Case("drift", "drift.py", {"steps": 150, "start_ms": 15.0, "end_ms": 30.0},
+    "drift": Case("drift", "drift.py", {"steps": 100, "start_ms": 40.0, "end_ms": 80.0},
                   "THROUGHPUT-DRIFT", truth=_drift_share, margin=0.2),
     # The compute job with its backbone on a "GPU" (a wait): steady by construction.
     "steady": Case("steady", "compute.py", {"steps": 150, "backbone_ms": 20.0}, "COMPUTE-BOUND",

@@ -1,11 +1,14 @@
 """A DataLoader-bound job: `--workers` loader workers each take `--load-ms` for a
 batch (a sleep in __getitem__: a slow read or decode), and the step computes for
-`--compute-ms` (sleeps in FORWARD and BACKWARD, as a GPU would). The loader
+`--compute-ms` (waits in FORWARD and BACKWARD, as a GPU would). The loader
 delivers a batch every load/workers, the step needs compute of it, so every step
 waits the rest: the data-wait share built in is 1 - compute * workers / load
-(the defaults: 1 - 24 * 2 / 80 = 0.40). Timed with the timed loader
+(the defaults: 1 - 60 * 2 / 200 = 0.40). Long steps (100 ms) keep the late
+wake-ups of a busy machine (a few ms) small against the share. Timed with the timed loader
 (`tmr.timed(loader)`: IO and the step key `iteration`).
 """
+
+import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -35,8 +38,8 @@ def built_in_share(load_ms, compute_ms, workers):
 
 def main():
     p = _job.parser(__doc__)
-    p.add_argument("--load-ms", type=float, default=80.0)
-    p.add_argument("--compute-ms", type=float, default=24.0)
+    p.add_argument("--load-ms", type=float, default=200.0)
+    p.add_argument("--compute-ms", type=float, default=60.0)
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -45,11 +48,12 @@ def main():
     tmr = trainscope.Timer()
     compute_s = args.compute_ms / 1e3
     for batch in tmr.timed(loader):
+        began = time.perf_counter()
         with tmr.scope(trainscope.TimeType.FORWARD):
             batch.sum()
-            _job.wait(0.6 * compute_s)
+            _job.wait_until(began + 0.6 * compute_s)
         with tmr.scope(trainscope.TimeType.BACKWARD):
-            _job.wait(0.4 * compute_s)
+            _job.wait_until(began + compute_s)
 
 
 if __name__ == "__main__":

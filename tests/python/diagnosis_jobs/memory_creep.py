@@ -6,6 +6,8 @@ itself waits `--step-ms` (FORWARD, BACKWARD). RSS is read by `trainscope run`'s
 hardware sampling (run it with --interval 0.2 for enough readings).
 """
 
+import time
+
 import trainscope
 import _job
 
@@ -22,14 +24,15 @@ def main():
     kept = []  # the leak
     tmr = trainscope.Timer()
     for _ in range(args.steps):
+        began = time.perf_counter()
         with tmr.scope(trainscope.TimeType.BATCH):
             with tmr.scope(trainscope.TimeType.FORWARD):
                 chunk = bytearray(size)
                 chunk[::PAGE] = b"\x01" * len(range(0, size, PAGE))  # resident, not just mapped
                 kept.append(chunk)
-                _job.wait(0.6 * step_s)
+                _job.wait_until(began + 0.6 * step_s)
             with tmr.scope(trainscope.TimeType.BACKWARD):
-                _job.wait(0.4 * step_s)
+                _job.wait_until(began + step_s)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ balanced two-rank job. Every step also computes for `--compute-ms` (a wait in
 FORWARD, as a GPU would) plus a small model's real forward and backward.
 """
 
-import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -39,8 +39,8 @@ def main():
     p = _job.parser(__doc__)
     p.add_argument("--slow", choices=["forward", "loader", "none"], default="forward")
     p.add_argument("--slow-rank", type=int, default=1)
-    p.add_argument("--delay-ms", type=float, default=15.0)
-    p.add_argument("--compute-ms", type=float, default=10.0)
+    p.add_argument("--delay-ms", type=float, default=25.0)
+    p.add_argument("--compute-ms", type=float, default=15.0)
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -57,10 +57,11 @@ def main():
     for inputs, targets in tmr.timed(loader):
         with tmr.scope(trainscope.TimeType.BATCH):
             with tmr.scope(trainscope.TimeType.FORWARD):
+                began = time.perf_counter()
                 loss = torch.nn.functional.mse_loss(model(inputs), targets)
-                _job.wait(args.compute_ms / 1e3)
-                if slow and args.slow == "forward":
-                    _job.wait(delay_s)  # the straggler
+                # One wait (one wake-up) per step, the straggler's longer by the delay.
+                _job.wait_until(began + args.compute_ms / 1e3 +
+                                (delay_s if slow and args.slow == "forward" else 0.0))
             with tmr.scope(trainscope.TimeType.BACKWARD):
                 optimizer.zero_grad()
                 loss.backward()
