@@ -29,9 +29,9 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    backbone = torch.nn.Sequential(*[
-        layer for _ in range(args.backbone)
-        for layer in (torch.nn.Linear(args.width, args.width), torch.nn.ReLU())]).requires_grad_(False)
+    layers = [layer for _ in range(args.backbone)
+              for layer in (torch.nn.Linear(args.width, args.width), torch.nn.ReLU())]
+    backbone = torch.nn.Sequential(*layers).requires_grad_(False)  # frozen: forward only
     head = torch.nn.Linear(args.width, 10)
     optimizer = torch.optim.SGD(head.parameters(), lr=0.01)
     data = TensorDataset(torch.randn(args.batch * 4, args.width),

@@ -13,8 +13,8 @@ JOBS_DIR = os.path.dirname(os.path.abspath(__file__))
 # Labels a steady compute-bound job with no defect must never carry (THROUGHPUT-DRIFT:
 # when nothing else slows it down; see compute.py).
 DEFECTS = ("INPUT-BOUND", "STRAGGLER", "MEMORY-CREEP", "THROUGHPUT-DRIFT")
-SAMPLE_INTERVAL_S = 0.2
-WARMUP_STEPS = 5  # the diagnosis's default warmup_steps  # `trainscope run --interval`: enough RSS readings in a few seconds
+SAMPLE_INTERVAL_S = 0.2  # `trainscope run --interval`: enough RSS readings in a few seconds
+WARMUP_STEPS = 5  # the diagnosis's default warmup_steps
 
 
 class Case:
