@@ -15,6 +15,8 @@ packages=(
   slurm-wlm munge  # a one-node Slurm for the tests (scripts/slurm-local.sh)
   libjs-chart.js  # Chart.js, which `trainscope report` embeds in its pages
   chromium  # headless, opens the report pages in tests/python/test_report.py
+  libncurses-dev  # `trainscope top` draws with ncurses
+  tmux  # runs `trainscope top` in a real terminal in tests/python/test_top.py
 )
 
 missing=()

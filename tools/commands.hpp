@@ -19,6 +19,7 @@ int sweep_command(const std::vector<std::string>& args);
 int report_command(const std::vector<std::string>& args);
 int stalls_command(const std::vector<std::string>& args);
 int diagnose_command(const std::vector<std::string>& args);
+int top_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

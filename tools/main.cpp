@@ -32,6 +32,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::stalls_command},
     {"diagnose", "what a run's steps are made of and what holds it back (labels with evidence)",
      trainscope::cli::diagnose_command},
+    {"top", "a live terminal view of a run (or a sweep): its diagnosis, phases, keys, hardware",
+     trainscope::cli::top_command},
     {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
      trainscope::cli::report_command},
 };

@@ -19,14 +19,16 @@ namespace {
 
 constexpr char kReportDescription[] =
     "Writes one HTML file that opens offline in any browser (the charting library and the\n"
-    "data are embedded). One run directory gives a run page: status, command, params,\n"
-    "environment, statistics of every key (CPU and GPU, medians with 95% CIs), distributions,\n"
-    "region times and hardware metrics over the run, ranks and the slowest rank per step,\n"
-    "metrics, and the data stalls of a run that timed its loader (IO regions). Several runs,\n"
-    "a sweep directory (sweep.json) or a directory of runs give a study page: one sortable,\n"
-    "filterable row per run, each key against each param, runs side by side, and a scaling\n"
-    "model of every key against a numeric param. The directory of a `trainscope stalls\n"
-    "--dataset` analysis (stalls.json) adds its differential breakdown and what-ifs.\n";
+    "data are embedded). One run directory gives a run page: its diagnosis at the top (the\n"
+    "labels of `trainscope diagnose` with their evidence and next step, the step's phases\n"
+    "over the last steps and the run), status, command, params, environment, statistics of\n"
+    "every key (CPU and GPU, medians with 95% CIs), distributions, region times and hardware\n"
+    "metrics over the run, ranks and the slowest rank per step, metrics, and the data stalls\n"
+    "of a run that timed its loader (IO regions). Several runs, a sweep directory\n"
+    "(sweep.json) or a directory of runs give a study page: one sortable, filterable row per\n"
+    "run, each key against each param, runs side by side, and a scaling model of every key\n"
+    "against a numeric param. The directory of a `trainscope stalls --dataset` analysis\n"
+    "(stalls.json) adds its differential breakdown and what-ifs.\n";
 
 constexpr char kReportFooter[] =
     "Statistics use every row; time series are drawn from at most --max-points points each\n"

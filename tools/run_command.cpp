@@ -3,16 +3,24 @@
 #include <string.h>  // strsignal (POSIX)
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "fmt/format.h"
+#include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/launch/launch.hpp"
 
@@ -45,6 +53,16 @@ constexpr char kRunFooter[] =
     "of one Slurm step (SLURM_JOB_ID, SLURM_STEP_ID), torchrun job\n"
     "(TORCHELASTIC_RUN_ID) or mpirun job (PMIX_NAMESPACE) join one run.\n"
     "\n"
+    "At the end, a summary on stderr: status, duration, steps, each key's median\n"
+    "with its 95% interval, the data-wait share, the diagnosis (`trainscope diagnose\n"
+    "RUN` tells more) and the report command; the last line stays \"trainscope run:\n"
+    "exit code N, run DIR STATUS\". --quiet drops the summary, not that line. The\n"
+    "run (run.json, MLflow, W&B) gets the diagnosis as tags: trainscope.diagnosis\n"
+    "(the headline, e.g. \"INPUT-BOUND, STRAGGLER(compute, rank 1)\"),\n"
+    "trainscope.diagnosis.labels (\"INPUT-BOUND,STRAGGLER\") and per label\n"
+    "trainscope.diagnosis.<label> (input_bound, straggler, ...: its estimate and\n"
+    "95% interval). A diagnosis that fails is one warning line, never the exit status.\n"
+    "\n"
     "Exit status: the command's (128 + N when it died of signal N), 127 when it\n"
     "could not be started, 1 when the run could not be created, 2 bad usage.\n";
 
@@ -55,6 +73,7 @@ struct RunArgs {
   std::optional<std::string> ncu_range;   // set: run under Nsight Compute
   bool no_sample = false;
   bool wandb = false;
+  bool quiet = false;
 };
 
 // The profilers take their NVTX range only as --nsys=RANGE: a separate word
@@ -103,6 +122,10 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                   &out->mlflow_uri);
   line->add_flag("--wandb", "also write a W&B offline run (upload it with `wandb sync`)",
                  &out->wandb);
+  line->add_flag("--quiet",
+                 "no summary at the end (the diagnosis tags and the last line,\n"
+                 "exit code and run, stay)",
+                 &out->quiet);
 }
 
 // The options, then the command: nullopt with *exit_code set when there is
@@ -127,6 +150,122 @@ std::optional<RunArgs> parse(const std::vector<std::string>& args, int* exit_cod
     out.launch.profile_range = out.nsys_range ? *out.nsys_range : *out.ncu_range;
   }
   return out;
+}
+
+// ---- The diagnosis at the end of the run ------------------------------------
+
+// What the end-of-run hook leaves for the summary: the diagnosis, or why there is none.
+struct EndOfRun {
+  std::optional<diagnosis::Diagnosis> diagnosis;
+  std::string error;
+};
+
+int severity(std::string_view status) {
+  if (status == "FINISHED") return 0;
+  if (status == "RUNNING") return 1;
+  if (status == "KILLED") return 2;
+  if (status == "FAILED") return 3;
+  return 4;  // CRASHED
+}
+
+// The run's status once this launcher has ended. While the hook runs the run
+// directory still counts this launcher RUNNING, so the status is the worst of
+// the command's outcome and the ranks' (RUNNING while another launcher's ranks
+// still run), as RunReader combines them once the launcher file is final.
+std::string final_status(const diagnosis::Diagnosis& d, const LaunchResult& result) {
+  std::string status(run_status_name(result.status));
+  for (const diagnosis::RankNow& rank : d.ranks) {
+    if (severity(rank.status) > severity(status)) status = rank.status;
+  }
+  return status;
+}
+
+std::string number(double value) { return fmt::format("{:.3g}", value); }
+
+// "compute, rank 1: lag_s 0.0123 [0.0101, 0.0145]": what the label names and
+// its estimate with the 95% interval (the evidence line when it has no interval).
+std::string label_tag_value(const diagnosis::Label& label) {
+  std::vector<std::string> who;
+  if (!label.kind.empty()) who.push_back(label.kind);
+  if (label.rank) who.push_back(fmt::format("rank {}", *label.rank));
+  if (label.host) who.push_back(*label.host);
+  std::string out;
+  for (const std::string& w : who) out += (out.empty() ? "" : ", ") + w;
+  if (!out.empty()) out += ": ";
+  const diagnosis::Interval& v = label.value;
+  const bool interval = std::isfinite(v.low) && std::isfinite(v.high);
+  if (!std::isfinite(v.value) || (!interval && !label.evidence.empty())) {
+    return out + label.evidence;
+  }
+  out += fmt::format("{} {}", label.quantity.empty() ? "value" : label.quantity, number(v.value));
+  if (interval) out += fmt::format(" [{}, {}]", number(v.low), number(v.high));
+  return out;
+}
+
+// "STRAGGLER" -> "trainscope.diagnosis.straggler".
+std::string label_tag_key(const std::string& name) {
+  std::string key = "trainscope.diagnosis.";
+  for (char c : name) {
+    key += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return key;
+}
+
+// The tags of the run's diagnosis (--help's footer lists them): the headline,
+// the label names, and one short tag per label name (several labels of one
+// name, e.g. two stragglers, joined by "; ").
+std::map<std::string, std::string> diagnosis_tags(const diagnosis::Diagnosis& d) {
+  // The scope headline() names: the run's, the window's while the run goes on.
+  const diagnosis::Scope& scope = d.status == "RUNNING" ? d.window : d.run;
+  std::map<std::string, std::string> tags;
+  tags["trainscope.diagnosis"] = d.headline();
+  std::string names;
+  for (const diagnosis::Label& label : scope.labels) {
+    std::string& value = tags[label_tag_key(label.name)];
+    if (value.empty()) names += (names.empty() ? "" : ",") + label.name;
+    value += (value.empty() ? "" : "; ") + label_tag_value(label);
+  }
+  tags["trainscope.diagnosis.labels"] = names;
+  return tags;
+}
+
+// The hook LaunchOptions::end_tags calls: diagnoses the ended run, keeps the
+// diagnosis for the summary and returns its tags. Never throws.
+std::function<std::map<std::string, std::string>(const LaunchResult&)> diagnose_at_end(
+    std::shared_ptr<EndOfRun> end) {
+  return [end](const LaunchResult& result) -> std::map<std::string, std::string> {
+    try {
+      absl::StatusOr<diagnosis::Diagnosis> d = diagnosis::diagnose_run(result.run_dir);
+      if (!d.ok()) {
+        end->error = std::string(d.status().message());
+        return {};
+      }
+      d->status = final_status(*d, result);
+      end->diagnosis = *std::move(d);
+      return diagnosis_tags(*end->diagnosis);
+    } catch (const std::exception& error) {
+      end->error = error.what();
+    } catch (...) {
+      end->error = "an unknown exception";
+    }
+    end->diagnosis.reset();
+    return {};
+  };
+}
+
+// The summary on stderr, or the one line that says why there is none.
+void print_summary(const EndOfRun& end, const LaunchResult& result, bool quiet) {
+  if (!end.diagnosis) {
+    if (!end.error.empty()) {
+      std::fprintf(stderr, "trainscope run: warning: no diagnosis of %s: %s\n",
+                   result.run_dir.c_str(), end.error.c_str());
+    }
+    return;
+  }
+  if (quiet) return;
+  std::string text = diagnosis::format_run_summary(*end.diagnosis);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  std::fputs(text.c_str(), stderr);
 }
 
 // "trainscope run: exit code 0, run DIR FINISHED" (or how the command died).
@@ -159,6 +298,8 @@ int run_command(const std::vector<std::string>& args) {
     }
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
+  auto end = std::make_shared<EndOfRun>();
+  parsed->launch.end_tags = diagnose_at_end(end);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());
@@ -166,6 +307,7 @@ int run_command(const std::vector<std::string>& args) {
         absl::IsInvalidArgument(result.status()) || absl::IsFailedPrecondition(result.status());
     return usage ? kExitUsage : kExitFailed;
   }
+  print_summary(*end, *result, parsed->quiet);
   return report(*result);
 }
 

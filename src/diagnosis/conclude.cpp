@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -164,10 +165,41 @@ bool below(const Interval& i, double threshold) {
   return std::isfinite(i.high) && i.high < threshold;
 }
 
-// STRAGGLER: the first phase (in step order) where one rank lags the median of
-// the others with an interval wholly above the threshold. A waiting rank's
-// excess shows later in the step (in the collective, or DDP's backward), so
-// the earliest phase is the cause.
+// Per step, each rank's value minus the median of the other ranks' (steps
+// every rank has), for values[rank][step].
+std::vector<std::vector<double>> lags_of(
+    const std::vector<std::map<std::int64_t, double>>& values) {
+  const std::size_t n = values.size();
+  std::vector<std::vector<double>> lags(n);
+  for (const auto& [step, first] : values[0]) {
+    std::vector<double> at(n);
+    bool all = true;
+    for (std::size_t r = 0; r < n && all; ++r) {
+      const auto it = values[r].find(step);
+      all = it != values[r].end();
+      if (all) at[r] = it->second;
+    }
+    if (!all) continue;
+    for (std::size_t r = 0; r < n; ++r) {
+      std::vector<double> others;
+      for (std::size_t q = 0; q < n; ++q) {
+        if (q != r) others.push_back(at[q]);
+      }
+      lags[r].push_back(at[r] - median(others));
+    }
+  }
+  return lags;
+}
+
+// STRAGGLER: a rank that lags the median of the other ranks in a phase (an
+// interval wholly above the threshold) while it is behind them at that point
+// of the step (its lag summed over this phase and the earlier ones, also
+// wholly above half the threshold). A rank that waits for a straggler shows
+// an excess too, but later in the step (in the collective, or DDP's
+// backward), after the straggler's excess, so it is not behind there: the
+// rule tells the cause from the wait. Of the phases that qualify, the largest
+// lag wins. Phases in step order: data_wait, h2d, forward, backward,
+// optimizer (the rest when no compute phase is timed); never comm.
 void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds& t,
                     double mean_step_s, bool compute_timed, Scope* scope) {
   if (ranks.size() < 2) return;
@@ -175,60 +207,44 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
                                    Phase::kBackward, Phase::kOptimizer};
   if (!compute_timed) candidates.push_back(Phase::kRest);
   const double threshold = std::max(t.straggler_min_lag_s, t.straggler_lag_share * mean_step_s);
+  std::vector<std::map<std::int64_t, double>> cumulative(ranks.size());
+  std::optional<Label> best;
   for (Phase p : candidates) {
     if (p != Phase::kRest && !measured_everywhere(ranks, p)) continue;
-    // step -> per-rank value, for the steps every rank has.
-    std::map<std::int64_t, std::vector<double>> by_step;
+    std::vector<std::map<std::int64_t, double>> phase(ranks.size());
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       for (const StepSample& s : ranks[r]->steps) {
-        std::vector<double>& v = by_step[s.step];
-        v.resize(ranks.size(), kNaN);
-        v[r] = s.cpu_s[kIndex(p)] / std::max<std::uint32_t>(1, s.steps);
+        const double v = s.cpu_s[kIndex(p)] / std::max<std::uint32_t>(1, s.steps);
+        phase[r][s.step] = v;
+        cumulative[r][s.step] += v;
       }
     }
-    std::vector<std::vector<double>> lags(ranks.size());
-    for (const auto& [step, values] : by_step) {
-      if (values.size() != ranks.size() ||
-          std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) {
-        continue;
-      }
-      for (std::size_t r = 0; r < ranks.size(); ++r) {
-        std::vector<double> others;
-        for (std::size_t q = 0; q < ranks.size(); ++q) {
-          if (q != r) others.push_back(values[q]);
-        }
-        lags[r].push_back(values[r] - median(others));
-      }
-    }
-    std::size_t best = ranks.size();
-    Interval best_lag;
+    const std::vector<std::vector<double>> lags = lags_of(phase);
+    const std::vector<std::vector<double>> behind = lags_of(cumulative);
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       const Interval lag = mean_interval(lags[r]);
-      if (above(lag, threshold) && (best == ranks.size() || lag.value > best_lag.value)) {
-        best = r;
-        best_lag = lag;
-      }
+      if (!above(lag, threshold) || !above(mean_interval(behind[r]), threshold / 2)) continue;
+      if (best && best->value.value >= lag.value) continue;
+      const bool input = p == Phase::kDataWait;
+      const double lost = mean_step_s > 0 ? lag.value / mean_step_s : kNaN;
+      Label label = make_label(
+          kStraggler, input ? "input" : "compute", "lag_s", lag, threshold, "straggler_lag_share",
+          fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the "
+                      "other ranks over {} steps; the others lose about {} of every step "
+                      "waiting for it",
+                      ranks[r]->rank, ms(lag.value), ms(lag.low), ms(lag.high), phase_name(p),
+                      lags[r].size(), pct(lost)),
+          input ? fmt::format("rank {} waits longer for its data: check its loader workers, disk "
+                              "and page cache (trainscope stalls), or uneven shards",
+                              ranks[r]->rank)
+                : fmt::format("rank {} is slower in {}: check its device and host (clocks, other "
+                              "tenants, throttling) and uneven work per rank",
+                              ranks[r]->rank, phase_name(p)));
+      label.rank = ranks[r]->rank;
+      best = std::move(label);
     }
-    if (best == ranks.size()) continue;
-    const bool input = p == Phase::kDataWait;
-    const double lost = mean_step_s > 0 ? best_lag.value / mean_step_s : kNaN;
-    Label label = make_label(
-        kStraggler, input ? "input" : "compute", "lag_s", best_lag, threshold,
-        "straggler_lag_share",
-        fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the other "
-                    "ranks over {} steps; the others lose about {} of every step waiting for it",
-                    ranks[best]->rank, ms(best_lag.value), ms(best_lag.low), ms(best_lag.high),
-                    phase_name(p), lags[best].size(), pct(lost)),
-        input ? fmt::format("rank {} waits longer for its data: check its loader workers, disk "
-                            "and page cache (trainscope stalls), or uneven shards",
-                            ranks[best]->rank)
-              : fmt::format("rank {} is slower in {}: check its device and host (clocks, other "
-                            "tenants, throttling) and uneven work per rank",
-                            ranks[best]->rank, phase_name(p)));
-    label.rank = ranks[best]->rank;
-    scope->labels.push_back(std::move(label));
-    return;
   }
+  if (best) scope->labels.push_back(std::move(*best));
 }
 
 void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresholds& t,

@@ -10,12 +10,13 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -175,11 +176,19 @@ struct RankTrack {
   }
 };
 
+// What a key means to the diagnosis, resolved once per key.
+constexpr int kNoRole = -1;
+constexpr int kStepRole = -2;
+
 struct KeyTrack {
   std::string key;
   Device device = Device::kCPU;
+  int role = kNoRole;  // kStepRole, a Phase, or kNoRole
   stats::detail::SampleSeries run{0, kExactPerKey, 0.01};
   std::deque<std::pair<std::int64_t, std::int64_t>> recent;  // start_ns, duration_ns
+  // The run's statistics, computed again once the count grew by a twentieth.
+  mutable TimeStats stats;
+  mutable std::uint64_t stats_count = 0;
 };
 
 struct HostTrack {
@@ -222,46 +231,55 @@ struct Follower::State {
   bool in_progress = true;
   std::vector<std::string> hosts;
   std::map<std::uint32_t, RankTrack> ranks;
-  std::array<std::unordered_map<std::string, KeyTrack>, 2> keys;  // by device
+  std::array<absl::flat_hash_map<std::string, KeyTrack>, 2> keys;  // by device
   std::map<std::string, HostTrack> host_tracks;
   std::uint64_t bytes = 0;
   std::uint64_t rows = 0;
   std::int64_t last_poll_ms = 0;
+  mutable std::optional<Scope> run_cache;  // see diagnose()
+  mutable std::size_t run_cache_steps = 0;
+  mutable std::int64_t run_cache_ms = 0;
 
-  void feed(RankTrack* t, const RegionRow& row) {
+  void feed(RankTrack* t, const RegionView& row) {
     ++rows;
     t->last_end_ns = std::max(t->last_end_ns, row.start_unix_ns + row.duration_ns);
     auto& by_key = keys[row.device == Device::kGPU ? 1 : 0];
-    auto found = by_key.find(row.key);
+    const absl::string_view key(row.key.data(), row.key.size());
+    auto found = by_key.find(key);
     if (found == by_key.end()) {
-      found = by_key.emplace(row.key, KeyTrack{}).first;
-      found->second.key = row.key;
-      found->second.device = row.device;
+      found = by_key.emplace(std::string(row.key), KeyTrack{}).first;
+      KeyTrack& k = found->second;
+      k.key = std::string(row.key);
+      k.device = row.device;
+      if (options.keys.is_step(row.key)) {
+        k.role = kStepRole;
+      } else if (const std::optional<Phase> phase = options.keys.phase_of(row.key)) {
+        k.role = static_cast<int>(*phase);
+      }
     }
     KeyTrack& k = found->second;
     k.run.add(row.duration_ns);
     k.recent.emplace_back(row.start_unix_ns, row.duration_ns);
     if (k.recent.size() > kRecentPerKey) k.recent.pop_front();
 
-    const KeyMap& map = options.keys;
-    if (row.device == Device::kCPU && map.is_step(row.key)) {
+    if (k.role == kStepRole) {
+      if (row.device != Device::kCPU) return;  // GPU step rows time no step
       if (t->step_key.empty()) {
-        t->step_key = row.key;
+        t->step_key = k.key;
         t->step_thread = row.thread;
       }
-      // A step key of lower priority than the rank's is ignored; one of higher
-      // priority seen later is ignored too (the rank keeps its first).
+      // The rank keeps the first step key it recorded, on its thread.
       if (row.key == t->step_key && row.thread == t->step_thread) {
         t->on_step(row.start_unix_ns, row.duration_ns, options.window_steps,
                    options.max_history_steps);
       }
       return;
     }
-    const std::optional<Phase> phase = map.phase_of(row.key);
-    if (!phase) return;
+    if (k.role == kNoRole) return;
+    const auto phase = static_cast<Phase>(k.role);
     const bool gpu = row.device == Device::kGPU;
-    (gpu ? t->gpu_measured : t->cpu_measured)[static_cast<std::size_t>(*phase)] = true;
-    PhaseRowRef ref{row.start_unix_ns, row.duration_ns, *phase, gpu};
+    (gpu ? t->gpu_measured : t->cpu_measured)[static_cast<std::size_t>(phase)] = true;
+    PhaseRowRef ref{row.start_unix_ns, row.duration_ns, phase, gpu};
     if (t->open && row.start_unix_ns < t->current.start_ns) {
       t->add_late(ref);
     } else {
@@ -372,14 +390,14 @@ absl::Status Follower::poll() {
     t.host = state.host;
     t.status = state.crashed ? "CRASHED" : std::string(run_status_name(state.status));
     while (true) {
-      absl::StatusOr<Chunk<RegionRow>> chunk = reader->read_regions(t.rank, t.offset, kReadBytes);
-      if (absl::IsNotFound(chunk.status())) break;
-      if (!chunk.ok()) return chunk.status();
-      for (const RegionRow& row : chunk->rows) s.feed(&t, row);
-      s.bytes += chunk->next_offset - t.offset;
-      const bool advanced = chunk->next_offset > t.offset;
-      t.offset = chunk->next_offset;
-      if (!advanced || chunk->rows.empty()) break;
+      absl::StatusOr<RunReader::Scan> scan = reader->scan_regions(
+          t.rank, t.offset, kReadBytes, [&s, &t](const RegionView& row) { s.feed(&t, row); });
+      if (absl::IsNotFound(scan.status())) break;
+      if (!scan.ok()) return scan.status();
+      s.bytes += scan->next_offset - t.offset;
+      const bool advanced = scan->next_offset > t.offset;
+      t.offset = scan->next_offset;
+      if (!advanced || scan->rows == 0) break;
     }
   }
   for (const std::string& host : s.hosts) {
@@ -420,6 +438,16 @@ Diagnosis Follower::diagnose() const {
   d.hosts = s.hosts;
   d.window_steps = s.options.window_steps;
 
+  std::size_t history_steps = 0;
+  for (const auto& [rank, t] : s.ranks) history_steps += t.steps;
+  // The run scope costs what the history holds: while the run goes on it is
+  // concluded again only once the history grew by a twentieth (or ended), so
+  // following a run costs what it appends.
+  const std::int64_t now = s.last_poll_ms ? s.last_poll_ms : now_ms();
+  const bool need_run =
+      !s.run_cache || !s.in_progress ||
+      (static_cast<double>(history_steps) >= 1.05 * static_cast<double>(s.run_cache_steps) + 1 &&
+       static_cast<double>(now - s.run_cache_ms) >= s.options.run_refresh_s * 1000.0);
   Inputs window, run;
   std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end_ns = 0;
@@ -444,8 +472,10 @@ Diagnosis Follower::diagnose() const {
     for (const StepSample& x : t.window) {
       if (x.step >= warmup) w.steps.push_back(with_rest(x));
     }
-    for (const StepSample& x : t.history) {
-      if (x.step >= warmup) r.steps.push_back(with_rest(x));
+    if (need_run) {
+      for (const StepSample& x : t.history) {
+        if (x.step >= warmup) r.steps.push_back(with_rest(x));
+      }
     }
     if (!w.steps.empty()) window_start_ns = std::min(window_start_ns, w.steps.front().start_ns);
     const std::int64_t w_start =
@@ -480,7 +510,12 @@ Diagnosis Follower::diagnose() const {
     if (h.now.time_ms != 0) d.host_now.push_back(h.now);
   }
   d.window = conclude(window, th, "window");
-  d.run = conclude(run, th, "run");
+  if (need_run) {
+    s.run_cache = conclude(run, th, "run");
+    s.run_cache_steps = history_steps;
+    s.run_cache_ms = now;
+  }
+  d.run = *s.run_cache;
   std::size_t most = 0;
   for (const auto& [rank, t] : s.ranks) most = std::max<std::size_t>(most, t.steps);
   d.window.warmup = d.run.warmup = std::min<std::size_t>(static_cast<std::size_t>(warmup), most);
@@ -516,7 +551,12 @@ Diagnosis Follower::diagnose() const {
       row.p50_s = detail::quantile(durations, 0.5);
       row.p95_s = detail::quantile(durations, 0.95);
       row.share = sum / span_s / ranks;
-      const TimeStats st = k.run.stats();
+      if (k.stats_count == 0 || !s.in_progress ||
+          static_cast<double>(k.run.count()) >= 1.05 * static_cast<double>(k.stats_count) + 1) {
+        k.stats = k.run.stats();
+        k.stats_count = k.run.count();
+      }
+      const TimeStats& st = k.stats;
       row.run_median_s = st.median;
       row.run_median_low_s = st.median_ci_low;
       row.run_median_high_s = st.median_ci_high;

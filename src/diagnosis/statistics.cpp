@@ -29,12 +29,16 @@ double normal_sf(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
 
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return kNaN;
-  std::sort(values.begin(), values.end());
   const double pos = q * static_cast<double>(values.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, values.size() - 1);
   const double frac = pos - static_cast<double>(lo);
-  return values[lo] + (values[hi] - values[lo]) * frac;
+  // Selection, not a sort: the lo-th value, then the smallest above it.
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
+  const double low = values[lo];
+  if (frac == 0 || lo + 1 >= values.size()) return low;
+  const double high =
+      *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1, values.end());
+  return low + (high - low) * frac;
 }
 
 double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }

@@ -250,6 +250,22 @@ absl::Status WandbExporter::write_config_changes(const RunInfo& info) {
   return write_record(record.bytes());
 }
 
+// Tags (key/value; W&B's own tags are plain strings) as summary items, JSON
+// strings, each written again only when its value changed.
+absl::Status WandbExporter::write_tag_changes(const RunInfo& info) {
+  ProtoWriter update;
+  for (const auto& [key, value] : info.tags) {
+    auto [it, inserted] = tags_.emplace(key, value);
+    if (!inserted && it->second == value) continue;
+    it->second = value;
+    update.message(field::kItems, item(key, json_string(value)));
+  }
+  if (update.bytes().empty()) return absl::OkStatus();
+  ProtoWriter record;
+  record.message(field::kRecordSummary, update);
+  return write_record(record.bytes());
+}
+
 // One history row, preceded by the summary update wandb derives from it (a
 // metric's summary is its last value).
 absl::Status WandbExporter::emit_row() {
@@ -333,6 +349,8 @@ absl::Status WandbExporter::write_run_info(const RunInfo& info) {
     status = write_config_changes(info);
     if (!status.ok()) return status;
   }
+  status = write_tag_changes(info);
+  if (!status.ok()) return status;
   if (info.status == RunStatus::kRunning) return absl::OkStatus();
   return finish(info);
 }

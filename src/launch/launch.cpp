@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -437,6 +439,28 @@ absl::Status end_locked(Run& run, RunStatus status) {
   return run.end(status);
 }
 
+// The caller's end-of-run tags (LaunchOptions::end_tags). The readings still
+// queued reach the run directory first, so the hook reads the whole run.
+void set_end_tags(Run& run, const LaunchOptions& options, const LaunchResult& result) {
+  if (!options.end_tags) return;
+  run.pipeline().flush();
+  std::map<std::string, std::string> tags;
+  try {
+    tags = options.end_tags(result);
+  } catch (const std::exception& error) {
+    warn(fmt::format("trainscope run: the end-of-run tags of {} failed: {}", run.dir(),
+                     error.what()));
+    return;
+  } catch (...) {
+    warn(fmt::format("trainscope run: the end-of-run tags of {} failed (an unknown exception)",
+                     run.dir()));
+    return;
+  }
+  for (const auto& [key, value] : tags) {
+    warn_if_error(run.set_tag(key, value.substr(0, kMaxTagValue)), fmt::format("tag '{}'", key));
+  }
+}
+
 absl::Status end_run(Run& run, const LaunchResult& result) {
   run.record_exit(result.exit_code, result.term_signal);
   warn_if_error(run.set_tag("trainscope.exit_code", std::to_string(result.exit_code)),
@@ -642,6 +666,7 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
 
   LaunchResult result = outcome(wait_status, cancelled != 0 ? cancelled : forwarding.forwarded());
   result.run_dir = run.dir();
+  set_end_tags(run, options, result);
   warn_if_error(end_run(run, result), "run end");
   return result;
 }

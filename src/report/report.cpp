@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "report/assets.hpp"
+#include "report/diagnosis_data.hpp"
 #include "report/run_data.hpp"
 #include "report/stalls_data.hpp"
 #include "report/study.hpp"
@@ -106,6 +107,7 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
     }
     data["kind"] = "run";
     data.update(detail::run_page_json(*run, max_points));
+    data["diagnosis"] = detail::run_diagnosis_json(run->dir);
     data["stalls"] = detail::run_stalls_json(*run, max_points);
     data["stalls_analysis"] = nullptr;
     if (const std::string analysis = detail::stalls_analysis_dir_of(run->dir, run->info.tags);

@@ -143,6 +143,33 @@ class CsvScanner {
     }
   }
 
+  // As next(), without copying a record that has no quoted field: its fields
+  // are views into the buffer. A record with a quoted field is unquoted into
+  // *scratch, and the views point there (valid until the next call).
+  Result next_views(std::vector<std::string_view>* views, std::vector<std::string>* scratch) {
+    views->clear();
+    const std::size_t newline = data_.find('\n', pos_);
+    const std::string_view line =
+        newline == std::string_view::npos ? std::string_view() : data_.substr(pos_, newline - pos_);
+    if (newline == std::string_view::npos || line.find('"') != std::string_view::npos) {
+      const Result result = next(scratch);
+      if (result == Result::kRecord) views->assign(scratch->begin(), scratch->end());
+      return result;
+    }
+    for (std::size_t start = 0;;) {
+      const std::size_t comma = line.find(',', start);
+      if (comma == std::string_view::npos) {
+        views->push_back(line.substr(start));
+        break;
+      }
+      views->push_back(line.substr(start, comma - start));
+      start = comma + 1;
+    }
+    pos_ = newline + 1;
+    ++line_;
+    return Result::kRecord;
+  }
+
   std::size_t consumed() const { return pos_; }
   // Lines before the record being parsed, relative to the buffer's start.
   std::int64_t lines_before() const { return line_; }
@@ -189,15 +216,16 @@ absl::Status row_error(const RowSource& source, std::string_view what) {
 
 // Converts fields to typed values; the first bad one becomes an error naming
 // the file, line and column.
+template <typename Text>
 class FieldParser {
  public:
-  FieldParser(const std::vector<std::string>& fields, const RowSource& source)
+  FieldParser(const std::vector<Text>& fields, const RowSource& source)
       : fields_(fields), source_(source) {}
 
   template <typename Int>
   Int integer(std::size_t column, const char* name) {
     Int value = 0;
-    const std::string& text = fields_[column];
+    const std::string_view text = fields_[column];
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
       fail(name, text, "an integer in range");
@@ -206,7 +234,7 @@ class FieldParser {
   }
   double finite(std::size_t column, const char* name) {
     double value = 0.0;
-    const std::string& text = fields_[column];
+    const std::string_view text = fields_[column];
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
         !std::isfinite(value)) {
@@ -215,28 +243,31 @@ class FieldParser {
     return value;
   }
   Device device(std::size_t column) {
-    const std::string& text = fields_[column];
+    const std::string_view text = fields_[column];
     if (text != "CPU" && text != "GPU") fail("device", text, "CPU or GPU");
     return text == "GPU" ? Device::kGPU : Device::kCPU;
   }
   const absl::Status& status() const { return status_; }
 
  private:
-  void fail(const char* name, const std::string& text, const char* expected) {
+  void fail(const char* name, std::string_view text, const char* expected) {
     if (!status_.ok()) return;
-    status_ = row_error(source_, fmt::format("{} is \"{}\", not {}", name,
-                                             absl::CHexEscape(text.substr(0, 64)), expected));
+    const std::string_view shown = text.substr(0, 64);
+    status_ = row_error(
+        source_,
+        fmt::format("{} is \"{}\", not {}", name,
+                    absl::CHexEscape(absl::string_view(shown.data(), shown.size())), expected));
   }
 
-  const std::vector<std::string>& fields_;
+  const std::vector<Text>& fields_;
   const RowSource& source_;
   absl::Status status_;
 };
 
-absl::StatusOr<RegionRow> parse_region(const std::vector<std::string>& fields,
-                                       const RowSource& source) {
-  FieldParser p(fields, source);
-  RegionRow row;
+absl::StatusOr<RegionView> parse_region(const std::vector<std::string_view>& fields,
+                                        const RowSource& source) {
+  FieldParser<std::string_view> p(fields, source);
+  RegionView row;
   row.key = fields[0];
   row.device = p.device(1);
   row.rank = p.integer<std::uint32_t>(2, "rank");
@@ -251,7 +282,7 @@ absl::StatusOr<RegionRow> parse_region(const std::vector<std::string>& fields,
 
 absl::StatusOr<MetricPoint> parse_metric(const std::vector<std::string>& fields,
                                          const RowSource& source) {
-  FieldParser p(fields, source);
+  FieldParser<std::string> p(fields, source);
   MetricPoint point;
   point.key = fields[0];
   point.value = p.finite(1, "value");
@@ -270,9 +301,10 @@ std::size_t field_count(std::string_view header) {
 inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
 
 // Everything from `offset` to the end of the file, or at most `max_bytes` of
-// it (*at_end: the data reaches the end of the file).
-absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset,
-                                      std::uint64_t max_bytes = kNoLimit, bool* at_end = nullptr) {
+// it (*at_end: the data reaches the end of the file), into *data (its
+// capacity is reused: a follower's buffer is allocated once).
+absl::Status read_into(const std::string& path, std::uint64_t offset, std::uint64_t max_bytes,
+                       bool* at_end, std::string* data) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return detail::file_error(errno, "open", path);
   struct stat st;
@@ -289,17 +321,26 @@ absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t off
   }
   const std::uint64_t wanted = std::min(size - offset, max_bytes);
   if (at_end != nullptr) *at_end = wanted == size - offset;
-  std::string data(static_cast<std::size_t>(wanted), '\0');
+  data->resize(static_cast<std::size_t>(wanted));
   std::size_t done = 0;
-  while (done < data.size()) {
+  while (done < data->size()) {
     const ssize_t n =
-        ::pread(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+        ::pread(fd, data->data() + done, data->size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the file shrank: read what is there
     done += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  data.resize(done);
+  data->resize(done);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> read_from(const std::string& path, std::uint64_t offset,
+                                      std::uint64_t max_bytes = kNoLimit, bool* at_end = nullptr) {
+  std::string data;
+  if (absl::Status read = read_into(path, offset, max_bytes, at_end, &data); !read.ok()) {
+    return read;
+  }
   return data;
 }
 
@@ -353,7 +394,89 @@ absl::StatusOr<Chunk<Row>> read_csv(const std::string& path, std::string_view he
   }
 }
 
+// Scans complete region records from `offset` without copying them: each
+// is handed to `visit` as views into the read buffer. At offset 0 the first
+// record must be the header.
+absl::StatusOr<RunReader::Scan> scan_regions_file(
+    const std::string& path, std::uint64_t offset, std::uint64_t max_bytes,
+    absl::FunctionRef<void(const RegionView&)> visit) {
+  const std::string_view header = run::detail::kRegionsHeader;
+  const std::size_t columns = field_count(header);
+  std::vector<std::string_view> fields;
+  std::vector<std::string> scratch;
+  thread_local std::string buffer;  // kept between calls: no allocation per poll
+  struct Trim {                     // ... unless a whole large file was read into it
+    ~Trim() {
+      if (buffer.capacity() > (std::size_t{64} << 20)) std::string().swap(buffer);
+    }
+  } trim;
+  for (;;) {
+    bool at_end = true;
+    if (absl::Status read = read_into(path, offset, max_bytes, &at_end, &buffer); !read.ok()) {
+      return read;
+    }
+    const std::string* data = &buffer;
+    RunReader::Scan scan;
+    CsvScanner scanner(*data);
+    for (bool first = offset == 0;; first = false) {
+      const RowSource source{path, offset, scanner.lines_before()};
+      const CsvScanner::Result result = scanner.next_views(&fields, &scratch);
+      if (result == CsvScanner::Result::kIncomplete) break;
+      if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
+      if (fields.size() != columns) {
+        return row_error(source, fmt::format("{} fields, expected {}", fields.size(), columns));
+      }
+      if (first) {
+        std::string found(fields[0]);
+        for (std::size_t i = 1; i < fields.size(); ++i) {
+          found += ',';
+          found += fields[i];
+        }
+        const std::string expected(header.substr(0, header.size() - 1));
+        if (found != expected) {
+          return row_error(source, fmt::format("header \"{}\", expected \"{}\"",
+                                               absl::CHexEscape(found), expected));
+        }
+        continue;
+      }
+      absl::StatusOr<RegionView> row = parse_region(fields, source);
+      if (!row.ok()) return row.status();
+      visit(*row);
+      ++scan.rows;
+    }
+    if (scanner.consumed() == 0 && !at_end) {
+      max_bytes =
+          max_bytes > kNoLimit / 2 ? kNoLimit : std::max<std::uint64_t>(max_bytes * 2, 4096);
+      continue;
+    }
+    scan.next_offset = offset + scanner.consumed();
+    scan.truncated = at_end && scanner.consumed() < data->size();
+    return scan;
+  }
+}
+
+absl::StatusOr<Chunk<RegionRow>> collect_regions(const std::string& path, std::uint64_t offset,
+                                                 std::uint64_t max_bytes) {
+  Chunk<RegionRow> chunk;
+  absl::StatusOr<RunReader::Scan> scan =
+      scan_regions_file(path, offset, max_bytes, [&chunk](const RegionView& v) {
+        chunk.rows.push_back(RegionRow{std::string(v.key), v.device, v.rank, v.thread,
+                                       v.start_unix_ns, v.duration_ns, v.step, v.epoch});
+      });
+  if (!scan.ok()) return scan.status();
+  chunk.next_offset = scan->next_offset;
+  chunk.truncated = scan->truncated;
+  return chunk;
+}
+
 }  // namespace
+
+absl::StatusOr<RunReader::Scan> RunReader::scan_regions(
+    std::uint32_t rank, std::uint64_t offset, std::uint64_t max_bytes,
+    absl::FunctionRef<void(const RegionView&)> visit) const {
+  return scan_regions_file(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)), offset,
+                           max_bytes, visit);
+}
 
 absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
@@ -461,8 +584,8 @@ absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::strin
 
 absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank, std::uint64_t offset,
                                                          std::uint64_t max_bytes) const {
-  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)),
-                             run::detail::kRegionsHeader, offset, parse_region, max_bytes);
+  return collect_regions(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)), offset,
+                         max_bytes);
 }
 
 absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::string& host,
@@ -477,8 +600,8 @@ absl::StatusOr<Chunk<MetricPoint>> RunReader::read_host_metrics(const std::strin
 
 absl::StatusOr<Chunk<RegionRow>> RunReader::read_regions(std::uint32_t rank,
                                                          std::uint64_t offset) const {
-  return read_csv<RegionRow>(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)),
-                             run::detail::kRegionsHeader, offset, parse_region);
+  return collect_regions(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)), offset,
+                         kNoLimit);
 }
 
 absl::StatusOr<Chunk<MetricPoint>> RunReader::read_metrics(std::uint32_t rank,

@@ -173,6 +173,28 @@ TEST(Conclude, ComputeStragglerIsTheRankSlowInForwardNotTheOneWaitingInBackward)
   }
 }
 
+TEST(Conclude, TheLargestLagWhereTheRankIsBehindIsTheCause) {
+  // Rank 1 also waits a little longer for data (its loader prefetches less),
+  // but its forward's 10 ms is the cause; rank 0 waits in backward.
+  Inputs in;
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    Shape shape{.data_wait = 0.002, .forward = 0.006, .backward = 0.006, .optimizer = 0.0002};
+    if (r == 1) {
+      shape.data_wait += 0.0025;
+      shape.forward += 0.010;
+    } else {
+      shape.backward += 0.0125;
+    }
+    in.ranks.push_back(rank_input(r, 150, shape, 40 + r));
+  }
+  const Scope s = conclude(in, Thresholds{}, "run");
+  const Label* l = s.find(kStraggler);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "compute");
+  EXPECT_EQ(*l->rank, 1u);
+  EXPECT_NEAR(l->value.value, 0.010, 0.001);
+}
+
 TEST(Conclude, InputStragglerIsTheRankWaitingLongerForData) {
   Inputs in;
   for (std::uint32_t r = 0; r < 2; ++r) {

@@ -231,6 +231,43 @@ TEST(Follower, HostReadingsGiveMemoryCreepAndTheLatestGauges) {
   EXPECT_EQ(d->host_now[0].gpus[0].util_pct, 77);
 }
 
+TEST(Follower, RanksOnTwoHostsInOneDirectory) {
+  // A shared filesystem: ranks 0 and 1 on host a, 2 and 3 on host b, each
+  // host's launcher sampling its own host file; rank 3 is the straggler.
+  TempDir tmp;
+  std::vector<RankJson> ranks;
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    RankJson rank = finished(r);
+    rank.world_size = 4;
+    rank.host = r < 2 ? "a" : "b";
+    ranks.push_back(rank);
+  }
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, ranks);
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    std::string rows;
+    for (int i = 0; i < 60; ++i) rows += step_rows(kT0 + i * 14 * kMs, r, r == 3 ? 4 * kMs : 0);
+    write_file(dir / ("regions-" + std::to_string(r) + ".csv"), rows, true);
+  }
+  for (const char* host : {"a", "b"}) {
+    std::string readings = testing::kMetricsHeader;
+    for (int i = 0; i < 5; ++i) {
+      readings += "system/cpu.util_pct,40,0," + std::to_string(kT0 / kMs + i * 100) + ",\n";
+    }
+    write_file(dir / (std::string("host-") + host + ".csv"), readings);
+  }
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->world_size, 4u);
+  EXPECT_EQ(d->hosts, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(d->ranks.size(), 4u);
+  EXPECT_EQ(d->ranks[3].host, "b");
+  EXPECT_EQ(d->host_now.size(), 2u);
+  const Label* s = d->run.find(kStraggler);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(*s->rank, 3u);
+  EXPECT_NEAR(s->value.value, 0.004, 1e-6);
+}
+
 TEST(Follower, PhaseMappingAndStepKey) {
   TempDir tmp;
   const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});

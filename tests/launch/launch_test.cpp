@@ -14,12 +14,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/recording_exporter.hpp"
 #include "support/run_dir_test.hpp"
+#include "support/warnings.hpp"
 
 namespace trainscope {
 namespace {
@@ -294,6 +299,88 @@ TEST_F(LaunchTest, MissingProfilerIsAnErrorBeforeAnyRun) {
   EXPECT_TRUE(absl::IsFailedPrecondition(result.status())) << result.status();
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("nsys is not installed"));
   EXPECT_TRUE(fs::is_empty(root_));
+}
+
+// ---- End-of-run tags (LaunchOptions::end_tags: `trainscope run`'s diagnosis) ----
+
+TEST_F(LaunchTest, EndTagsAreSetBeforeTheRunEndsAndReachEveryExporter) {
+  auto recording = std::make_shared<trainscope::testing::RecordingExporter>();
+  LaunchOptions o = options({"/bin/sh", "-c", "exit 3"});
+  o.exporters.push_back(recording);
+  int calls = 0;
+  LaunchResult seen;
+  std::string launcher_while_hooked;
+  o.end_tags = [&](const LaunchResult& result) {
+    ++calls;
+    seen = result;
+    launcher_while_hooked = launcher_status(result.run_dir);
+    return std::map<std::string, std::string>{{"trainscope.diagnosis", "INPUT-BOUND"},
+                                              {"trainscope.diagnosis.labels", "INPUT-BOUND"}};
+  };
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(calls, 1);
+  // The hook saw the outcome while the run was still going (the launcher RUNNING).
+  EXPECT_EQ(seen.run_dir, result.run_dir);
+  EXPECT_EQ(seen.exit_code, 3);
+  EXPECT_EQ(seen.status, RunStatus::kFailed);
+  EXPECT_EQ(launcher_while_hooked, "RUNNING");
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(launcher_status(result.run_dir), "FAILED");
+  absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->info().tags.at("trainscope.diagnosis"), "INPUT-BOUND");
+  EXPECT_EQ(reader->info().tags.at("trainscope.diagnosis.labels"), "INPUT-BOUND");
+  EXPECT_EQ(reader->info().tags.at("trainscope.exit_code"), "3");
+  // The run's final record (FAILED) carries them, as MLflow's and W&B's exporters get it.
+  const std::vector<RunInfo> infos = recording->run_infos();
+  ASSERT_FALSE(infos.empty());
+  EXPECT_EQ(infos.back().status, RunStatus::kFailed);
+  EXPECT_EQ(infos.back().tags.at("trainscope.diagnosis"), "INPUT-BOUND");
+}
+
+TEST_F(LaunchTest, AThrowingEndTagsHookCostsAWarningNotTheRunOrTheExitCode) {
+  trainscope::testing::CapturedWarnings warnings;
+  LaunchOptions o = options({"/bin/sh", "-c", "exit 5"});
+  o.end_tags = [](const LaunchResult&) -> std::map<std::string, std::string> {
+    throw std::runtime_error("the run directory vanished");
+  };
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(result.exit_code, 5);
+  EXPECT_EQ(result.status, RunStatus::kFailed);
+  EXPECT_EQ(launcher_status(result.run_dir), "FAILED");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
+              HasSubstr("\"trainscope.exit_code\": \"5\""));
+  ASSERT_EQ(warnings.count(), 1u) << warnings.joined();
+  EXPECT_THAT(warnings.messages()[0], HasSubstr("the run directory vanished"));
+  EXPECT_THAT(warnings.messages()[0], HasSubstr(result.run_dir));
+}
+
+TEST_F(LaunchTest, AnEndTagTheRunRefusesIsAWarningAndTheOthersAreSet) {
+  trainscope::testing::CapturedWarnings warnings;
+  LaunchOptions o = options({"true"});
+  o.end_tags = [](const LaunchResult&) {
+    return std::map<std::string, std::string>{{"bad key!", "x"}, {"trainscope.diagnosis", "OK"}};
+  };
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(launcher_status(result.run_dir), "FINISHED");
+  const std::string run_json = read_file(fs::path(result.run_dir) / "run.json");
+  EXPECT_THAT(run_json, HasSubstr("\"trainscope.diagnosis\": \"OK\""));
+  EXPECT_THAT(run_json, Not(HasSubstr("bad key!")));
+  ASSERT_EQ(warnings.count(), 1u) << warnings.joined();
+  EXPECT_THAT(warnings.messages()[0], HasSubstr("bad key!"));
+}
+
+TEST_F(LaunchTest, EndTagsAreNotAskedWhenTheCommandNeverStarted) {
+  int calls = 0;
+  LaunchOptions o = options({"trainscope-no-such-command"});
+  o.end_tags = [&](const LaunchResult&) {
+    ++calls;
+    return std::map<std::string, std::string>{};
+  };
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(result.exit_code, 127);
+  EXPECT_EQ(calls, 0);
 }
 
 TEST_F(LaunchTest, EmptyCommandIsInvalid) {

@@ -111,3 +111,22 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
         pd.concat(frames).sort_values("timestamp_ms", kind="stable").to_csv(
             os.path.join(path, f"host-{host}.csv"), index=False)
     return path
+
+
+# ---- A job whose diagnosis is known by construction -----------------------------------------------
+
+# Each of its 40 steps (BATCH) waits 20 ms for data (IO), then computes 8 ms: a data-wait
+# share near 0.7, INPUT-BOUND (`trainscope run` tags the run with it at the end).
+INPUT_BOUND_JOB = """
+import time
+import trainscope
+with trainscope.start_run():
+    timer = trainscope.Timer()
+    for step in range(40):
+        with timer.scope("BATCH"):
+            with timer.scope("IO"):
+                time.sleep(0.02)
+            start = time.perf_counter()
+            while time.perf_counter() - start < 0.008:
+                pass
+"""

@@ -5,6 +5,7 @@ Needs the CLI binary: TRAINSCOPE_CLI=<build>/tools/trainscope (skipped otherwise
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import textwrap
 import time
 
 import pytest
+from run_files import INPUT_BOUND_JOB
 from run_files import rows as _rows
 
 CLI = os.environ.get("TRAINSCOPE_CLI")
@@ -175,3 +177,75 @@ def test_process_readings_name_the_rank_host_readings_none(tmp_path):
     assert any(r["rank"] == "0" for r in process), process[-5:]
     # Until the rank registered, its tree's readings could not name it: empty, never wrong.
     assert {r["rank"] for r in process} <= {"", "0"}
+
+
+# ---- The diagnosis at the end of a run ----------------------------------------------------------
+
+def _last_line(text):
+    return text.rstrip("\n").splitlines()[-1]
+
+
+def test_the_end_of_a_run_prints_its_diagnosis_and_tags_the_run(tmp_path):
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--",
+                           sys.executable, "-c", INPUT_BOUND_JOB],
+                          env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_dir = _only_run(tmp_path)
+    tags = json.loads(_read(os.path.join(run_dir, "run.json")))["tags"]
+    assert tags["trainscope.diagnosis.labels"].split(",")[0] == "INPUT-BOUND", tags
+    assert tags["trainscope.diagnosis"].startswith("INPUT-BOUND"), tags
+    # The label's estimate and its interval: the data-wait share, built in near 0.7 (less on a
+    # loaded machine, whose steps stretch).
+    share = re.fullmatch(r"(\S*share\S*) (\S+) \[(\S+), (\S+)\]",
+                         tags["trainscope.diagnosis.input_bound"])
+    assert share, tags["trainscope.diagnosis.input_bound"]
+    value, low, high = (float(x) for x in share.groups()[1:])
+    assert 0.35 < low <= value <= high < 0.9
+    # Every label has its tag, and no other diagnosis tag is there.
+    names = tags["trainscope.diagnosis.labels"].split(",")
+    assert {k for k in tags if k.startswith("trainscope.diagnosis.")} == {
+        "trainscope.diagnosis.labels"} | {
+        "trainscope.diagnosis." + n.lower().replace("-", "_") for n in names}
+    # The summary: the diagnosis, where the run is and how to see more; the last line stays.
+    summary = done.stderr[:done.stderr.rindex("trainscope run: exit code")]
+    assert "INPUT-BOUND" in summary
+    assert run_dir in summary
+    assert "trainscope report" in summary
+    assert _last_line(done.stderr) == f"trainscope run: exit code 0, run {run_dir} FINISHED"
+
+
+def test_quiet_keeps_only_the_last_line_and_still_tags_the_run(tmp_path):
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--quiet", "--",
+                           sys.executable, "-c", INPUT_BOUND_JOB],
+                          env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_dir = _only_run(tmp_path)
+    assert done.stderr == f"trainscope run: exit code 0, run {run_dir} FINISHED\n"
+    tags = json.loads(_read(os.path.join(run_dir, "run.json")))["tags"]
+    assert tags["trainscope.diagnosis"].startswith("INPUT-BOUND")
+
+
+def test_a_failed_diagnosis_is_one_warning_and_keeps_the_exit_code(tmp_path):
+    # The command damages its own run: a rank file that is no JSON.
+    script = 'printf "{" > "$TRAINSCOPE_RUN_DIR/rank-0.json"; exit 3'
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--",
+                           "/bin/sh", "-c", script],
+                          env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    run_dir = _only_run(tmp_path)
+    lines = done.stderr.rstrip("\n").splitlines()
+    assert len(lines) == 2, done.stderr
+    assert lines[0].startswith(f"trainscope run: warning: no diagnosis of {run_dir}: ")
+    assert "rank-0.json" in lines[0]
+    assert lines[1] == f"trainscope run: exit code 3, run {run_dir} FAILED"
+    # The run still ended: its launcher recorded how.
+    assert _launcher(run_dir)["status"] == "FAILED" and _launcher(run_dir)["exit_code"] == 3
+    assert "trainscope.diagnosis" not in json.loads(_read(os.path.join(run_dir, "run.json")))["tags"]
+
+
+def test_help_names_the_summary_quiet_and_the_diagnosis_tags():
+    done = subprocess.run([CLI, "run", "--help"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0
+    for text in ("--quiet", "trainscope.diagnosis.labels", "trainscope.diagnosis.<label>"):
+        assert text in done.stdout, text

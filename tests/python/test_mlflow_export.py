@@ -349,3 +349,27 @@ def test_live_export_survives_a_server_outage_then_sync_completes(cli, restartab
     run = api(server.url, "runs/get", run_id=run_id)["run"]
     assert run["info"]["status"] == "FINISHED"
     assert {p["key"]: p["value"] for p in run["data"]["params"]} == {"lr": "0.1"}
+
+
+def test_trainscope_run_uploads_the_diagnosis_tags_set_at_its_end(cli, mlflow_server, tmp_path):
+    """`trainscope run --mlflow`: the diagnosis tags, set after the command exited, reach the
+    server with the run's end (the launcher's syncer uploads them from run.json)."""
+    from run_files import INPUT_BOUND_JOB  # pylint: disable=import-outside-toplevel
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT")}
+    env["MLFLOW_EXPERIMENT_NAME"] = "trainscope-run-diagnosis"
+    result = subprocess.run([cli, "run", "--root", str(tmp_path / "runs"), "--no-sample",
+                             "--mlflow", mlflow_server, "--", sys.executable, "-c",
+                             INPUT_BOUND_JOB],
+                            capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    tags = json.loads((run_dir / "run.json").read_text())["tags"]
+    assert tags["trainscope.diagnosis"].startswith("INPUT-BOUND")
+    run_id = json.loads((run_dir / "mlflow-sync.json").read_text())["run_id"]
+    run = api(mlflow_server, "runs/get", run_id=run_id)["run"]
+    uploaded = {t["key"]: t["value"] for t in run["data"].get("tags", [])}
+    for key in ("trainscope.diagnosis", "trainscope.diagnosis.labels",
+                "trainscope.diagnosis.input_bound", "trainscope.exit_code"):
+        assert uploaded.get(key) == tags[key], key
+    assert run["info"]["status"] == "FINISHED"

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import trainscope
-from run_files import trainscope_cli, write_run
+from run_files import INPUT_BOUND_JOB, trainscope_cli, write_run
 
 np = pytest.importorskip("numpy")
 
@@ -554,3 +554,76 @@ def test_python_report_replaces_the_page_atomically_through_the_cpp_writer(tmp_p
     with pytest.raises(TypeError, match=r"output must be a str or os.PathLike\[str\], not bytes"):
         trainscope._core._write_report_page(b"<html></html>", bytes(out))
     assert out.read_text(encoding="utf-8") == first.html
+
+
+# ---- the diagnosis at the top of a run page -------------------------------------------------------
+
+def _label_text(label):
+    """A label as the headline names it: "STRAGGLER(compute, rank 1)"."""
+    parts = [label["kind"]] if label["kind"] else []
+    if label.get("rank") is not None:
+        parts.append(f"rank {label['rank']}")
+    if label.get("host"):
+        parts.append(label["host"])
+    return label["name"] + (f"({', '.join(parts)})" if parts else "")
+
+
+def test_run_page_opens_with_the_diagnosis_of_trainscope_diagnose(tmp_path):
+    """An input-bound job run by `trainscope run`: the page's first section is its diagnosis, the
+    document `trainscope diagnose RUN --json` prints, drawn as labels and the phase table."""
+    cli = trainscope_cli()
+    run_dir = tmp_path / "run"
+    env = dict(os.environ)
+    env.pop("TRAINSCOPE_RUN_DIR", None)
+    done = subprocess.run([cli, "run", "--run-dir", str(run_dir), "--no-sample", "--quiet", "--",
+                           sys.executable, "-c", INPUT_BOUND_JOB],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(subprocess.run([cli, "diagnose", str(run_dir), "--json"],
+                                         capture_output=True, text=True, timeout=60,
+                                         check=True).stdout)
+    out = tmp_path / "diagnosis.html"
+    write_page([str(run_dir)], out)
+    data, _ = page_data(out)
+    assert data["diagnosis"] == expected  # the room's one writer, no second schema
+    assert expected["headline"].startswith("INPUT-BOUND")
+
+    dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-diagnosis.png"),
+                               1600)
+    dom = check_rendered(dom_text, console, run_charts(data))
+    assert "diagnosis" in dom.ids and "diagnosis-error" not in dom.ids
+    # At the top: before the run's overview and its statistics.
+    assert dom_text.index('id="diagnosis"') < dom_text.index('id="overview"')
+    labels = [_label_text(label) for label in expected["run"]["labels"]]
+    assert labels[0] == "INPUT-BOUND"
+    assert ", ".join(labels) == expected["headline"]
+    assert dom.badges[1:1 + len(labels)] == labels  # after the status badge, in order
+    for label in expected["run"]["labels"]:
+        assert label["evidence"] in dom_text and label["next_step"] in dom_text
+    shown = {}
+    for table_class, row, cell, _text in dom.cells:
+        if table_class == "data diag-phases" and "data-value" in cell:
+            shown[(row["data-phase"], row["data-device"], cell["data-field"])] = float(
+                cell["data-value"])
+    for scope in ("window", "run"):
+        for phase in expected[scope]["phases"]:
+            for field in ("median_s", "p95_s", "share", "worst_rank_s", "skew"):
+                if phase[field] is None:
+                    continue
+                key = (phase["phase"], phase["device"], f"{scope}.{field}")
+                assert shown[key] == pytest.approx(phase[field], rel=1e-12), key
+    data_wait = [p for p in expected["run"]["phases"] if p["phase"] == "data_wait"]
+    assert data_wait and 0.5 < data_wait[0]["share"] < 0.85
+
+
+def test_a_run_without_steps_says_why_it_has_no_diagnosis(tmp_path):
+    run_dir = write_run(str(tmp_path / "run"), keys=(("data", "CPU"),), rows_per_key=50)
+    out = tmp_path / "nodata.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["diagnosis"]["headline"] == "NO-DATA"
+    dom_text, console = browse(out, tmp_path)
+    dom = check_rendered(dom_text, console, run_charts(data))
+    assert "NO-DATA" in dom.badges
+    for note in data["diagnosis"]["run"]["notes"]:
+        assert note in dom_text

@@ -205,3 +205,36 @@ def test_config_history_and_summary_read_back_equal(written_run):
     exit_record = records[-1].exit
     assert exit_record.exit_code == 0
     assert exit_record.runtime == 12
+
+
+def test_trainscope_run_wandb_carries_the_diagnosis_tags_as_summary(tmp_path):
+    """`trainscope run --wandb`: the run's tags (the diagnosis set at its end) reach W&B as
+    summary items, before the exit record."""
+    from run_files import INPUT_BOUND_JOB  # pylint: disable=import-outside-toplevel
+    cli = os.environ.get("TRAINSCOPE_CLI")
+    if not cli:
+        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT")}
+    env["WANDB_DIR"] = str(tmp_path)
+    result = subprocess.run([cli, "run", "--root", str(tmp_path / "runs"), "--no-sample",
+                             "--wandb", "--", sys.executable, "-c", INPUT_BOUND_JOB],
+                            capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    tags = json.loads((run_dir / "run.json").read_text())["tags"]
+    (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    records = read_records(path, canonical=True)
+    assert records[-1].WhichOneof("record_type") == "exit"
+    summary = {}
+    for record in records:
+        if record.HasField("summary"):
+            summary.update(items(record.summary.update))
+    assert summary["trainscope.diagnosis"].startswith("INPUT-BOUND")
+    # Every tag of the run, with its value in run.json.
+    for key, value in tags.items():
+        assert summary[key] == value, key
+    assert "trainscope.diagnosis.input_bound" in summary
+    result = subprocess.run([sys.executable, "-m", "wandb", "sync", "--dry-run", str(path.parent)],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "report/diagnosis_data.hpp"
 #include "report/downsample.hpp"
 #include "report/run_data.hpp"
 #include "report/stalls_data.hpp"
@@ -23,6 +24,7 @@
 #include "support/differential_inputs.hpp"
 #include "support/run_dir_test.hpp"
 #include "trainscope/common/clock.hpp"
+#include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/report/report.hpp"
 #include "trainscope/scaling/model_document.hpp"
 #include "trainscope/stalls/analysis.hpp"
@@ -34,6 +36,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using trainscope::testing::RankJson;
 using trainscope::testing::RunJson;
 using trainscope::testing::write_file;
@@ -622,6 +625,71 @@ TEST_F(ReportRunTest, ADamagedStallsJsonIsANoteNamingTheFileAndTheProblem) {
   ASSERT_TRUE(study.ok()) << study.status();
   EXPECT_THAT((*study)["stalls_analyses"].at(0)["error"].get<std::string>(),
               HasSubstr(file + ": no such file (the analysis did not finish"));
+}
+
+// ---- the diagnosis at the top of a run page ----------------------------------------------------
+
+// One rank, 60 steps (BATCH) of about 10 ms, each waiting about 6 ms for data
+// (IO) first: INPUT-BOUND by construction, a data-wait share near 0.6.
+std::filesystem::path write_input_bound_run(const std::filesystem::path& dir) {
+  RunJson run;
+  run.start_time_ms = 1'700'000'000'000;
+  RankJson rank;
+  rank.status = "FINISHED";
+  rank.start_time_ms = run.start_time_ms;
+  rank.end_time_ms = run.start_time_ms + 1'000;
+  rank.heartbeat_ms = rank.end_time_ms;
+  trainscope::testing::write_run_dir(dir, run, {rank});
+  constexpr std::int64_t kMs = 1'000'000;
+  std::int64_t t = run.start_time_ms * kMs + 10 * kMs;
+  std::string rows;
+  for (int step = 0; step < 60; ++step) {
+    const std::int64_t wait = 6 * kMs + (step % 5) * 100'000;
+    const std::int64_t batch = 10 * kMs + (step % 3) * 150'000;
+    rows += fmt::format("IO,CPU,0,0,{},{},{},0\n", t, wait, step);  // rows as they end
+    rows += fmt::format("BATCH,CPU,0,0,{},{},{},0\n", t, batch, step);
+    t += batch;
+  }
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  return dir;
+}
+
+TEST_F(ReportRunTest, RunPageOpensWithTheDiagnosisOfDiagnoseRun) {
+  const std::string dir = write_input_bound_run(root_ / "input-bound").string();
+  absl::StatusOr<diagnosis::Diagnosis> expected = diagnosis::diagnose_run(dir);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  const json shown = detail::run_diagnosis_json(dir);
+  ASSERT_FALSE(shown.contains("error")) << shown.dump();
+  // The document `trainscope diagnose RUN --json` prints, from the room's one writer.
+  EXPECT_EQ(shown, json::parse(diagnosis::diagnosis_json(*expected)));
+  EXPECT_EQ(shown["format"], "trainscope.diagnosis");
+  EXPECT_THAT(shown["headline"].get<std::string>(), StartsWith("INPUT-BOUND"));
+  ASSERT_FALSE(shown["run"]["labels"].empty());
+  const json& label = shown["run"]["labels"][0];
+  EXPECT_EQ(label["name"], "INPUT-BOUND");
+  EXPECT_NEAR(label["value"]["value"].get<double>(), 0.6, 0.05);
+  EXPECT_FALSE(label["evidence"].get<std::string>().empty());
+  EXPECT_FALSE(label["next_step"].get<std::string>().empty());
+  bool data_wait = false;
+  for (const json& p : shown["run"]["phases"]) data_wait |= p["phase"] == "data_wait";
+  EXPECT_TRUE(data_wait) << shown["run"]["phases"].dump();
+
+  // The page embeds the same document; a run the diagnosis cannot read is a note.
+  if (chart_library().empty()) GTEST_SKIP() << "this build has no Chart.js (libjs-chart.js)";
+  ReportOptions options;
+  options.inputs = {dir};
+  absl::StatusOr<std::string> page = render_report(options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page_data(*page)["diagnosis"], shown);
+}
+
+TEST_F(ReportRunTest, AFailedDiagnosisIsANoteNamingTheFileNotAFailedPage) {
+  const auto dir = write_input_bound_run(root_ / "damaged");
+  write_file(dir / "regions-0.csv", "IO,TPU,0,0,1,1,0,0\n", /*append=*/true);
+  const json shown = detail::run_diagnosis_json(dir.string());
+  ASSERT_TRUE(shown.contains("error")) << shown.dump();
+  EXPECT_THAT(shown["error"].get<std::string>(), HasSubstr("the diagnosis of this run failed"));
+  EXPECT_THAT(shown["error"].get<std::string>(), HasSubstr("regions-0.csv"));
 }
 
 }  // namespace

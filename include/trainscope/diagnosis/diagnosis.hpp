@@ -314,6 +314,11 @@ struct FollowOptions {
   // Past this many steps a rank's history merges neighbouring steps in pairs
   // (memory stays flat; the window is always exact).
   std::size_t max_history_steps = std::size_t{1} << 18;
+  // While the run goes on, the run scope and the keys' run statistics are
+  // concluded again only once they grew by 5% and at least this many seconds
+  // after the last time (the window is always fresh): `trainscope top` uses
+  // 10, so following a long run costs what it appends.
+  double run_refresh_s = 0;
 };
 
 class Follower {

@@ -70,6 +70,19 @@ struct RegionRow {
   std::int64_t epoch = 0;  // likewise for EPOCH
 };
 
+// A region row as a reader scans it: the key is a view into the reader's
+// buffer, valid only while the row is being visited (RunReader::scan_regions).
+struct RegionView {
+  std::string_view key;
+  Device device = Device::kCPU;
+  std::uint32_t rank = 0;
+  std::uint32_t thread = 0;
+  std::int64_t start_unix_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+};
+
 // One rank's process, as its rank file records it.
 struct RankState {
   RankInfo rank;

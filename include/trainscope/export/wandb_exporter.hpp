@@ -61,8 +61,9 @@ class WandbExporter final : public Exporter {
   absl::Status write_summary(const Summary& summary) override;
   absl::Status write_metrics(absl::Span<const MetricPoint> metrics) override;
   // The first call writes the run record (id, project, name, start time,
-  // params as config); later ones write changed params; one with a final
-  // status writes the exit record (0 for FINISHED, else 1) and closes.
+  // params as config); later ones write changed params; every call writes
+  // new or changed tags as summary items (tag key = JSON string); one with a
+  // final status writes the exit record (0 for FINISHED, else 1) and closes.
   absl::Status write_run_info(const RunInfo& info) override;
   absl::Status flush() override;
 
@@ -81,6 +82,7 @@ class WandbExporter final : public Exporter {
   absl::Status write_record(std::string body);
   absl::Status write_bytes(const std::string& bytes);
   absl::Status write_config_changes(const RunInfo& info);
+  absl::Status write_tag_changes(const RunInfo& info);
   absl::Status emit_row();
   absl::Status finish(const RunInfo& info);
   void close_file();
@@ -96,6 +98,7 @@ class WandbExporter final : public Exporter {
   bool failed_ = false;
   bool ended_ = false;
   std::map<std::string, std::string> config_;  // params as last written
+  std::map<std::string, std::string> tags_;    // tags as last written (summary items)
   Row row_;
   bool row_pending_ = false;
 };

@@ -50,6 +50,17 @@ class LaunchCancel {
 
 enum class Profiler { kNone, kNsys, kNcu };
 
+struct LaunchResult {
+  // As a shell reports it: the exit status, 128 + signal when the command
+  // died of a signal, 127 when it could not be started.
+  int exit_code = 0;
+  int term_signal = 0;  // the signal that ended the command, 0 if it exited
+  RunStatus status = RunStatus::kFinished;
+  std::string run_dir;
+  // Why the command could not be started (OK otherwise); the run is FAILED.
+  absl::Status spawn_error;
+};
+
 struct LaunchOptions {
   // argv of the command, passed as-is (no shell): quoting is kept. argv[0]
   // is looked up on PATH.
@@ -94,17 +105,15 @@ struct LaunchOptions {
   // command's process before exec): a scheduler's jobs never outlive it. It
   // reaches the command's own process, not the children it starts.
   bool die_with_parent = false;
-};
-
-struct LaunchResult {
-  // As a shell reports it: the exit status, 128 + signal when the command
-  // died of a signal, 127 when it could not be started.
-  int exit_code = 0;
-  int term_signal = 0;  // the signal that ended the command, 0 if it exited
-  RunStatus status = RunStatus::kFinished;
-  std::string run_dir;
-  // Why the command could not be started (OK otherwise); the run is FAILED.
-  absl::Status spawn_error;
+  // Tags set on the run after the command exited and before the run ends, so
+  // that run.json, the MLflow syncer and every exporter (W&B) carry them with
+  // the run's end: called once with the outcome (run_dir, exit code, the
+  // status the run is about to end with), and not when the command could not
+  // be started. The launch room sits below the analyses, so `trainscope run`
+  // sets its diagnosis tags here (trainscope.diagnosis, ...). A hook that
+  // throws, or a tag the run refuses (an invalid key), costs a warning line,
+  // never the run, its other tags or the exit code.
+  std::function<std::map<std::string, std::string>(const LaunchResult& result)> end_tags;
 };
 
 // Blocks until the command and everything recording it are done. An error

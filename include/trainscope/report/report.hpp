@@ -7,16 +7,17 @@
 //   absl::Status written = trainscope::report::write_report(options, "run.html");
 //
 // One run directory gives a run page: status, command, params, environment,
-// the statistics of every key (CPU and GPU, medians with their confidence
-// intervals), distributions, region times over time with a rolling median and
-// p95, hardware metrics on the same time axis, per-rank comparison and the
-// slowest rank per step, user metrics, and its data stalls when it timed its
-// loader (IO regions: trainscope/stalls/analysis.hpp's analyze_run). Several
-// inputs, a sweep directory (sweep.json), a stalls analysis (stalls.json of
-// `trainscope stalls --dataset`, its runs in runs/) or a directory of runs give
-// a study page: one row per run, each key against each parameter, runs side
-// by side, the scaling model of every key against a numeric parameter
-// (trainscope/scaling/) and the differential stall breakdown of an analysis.
+// its diagnosis at the top (trainscope/diagnosis/diagnosis.hpp's diagnose_run:
+// the labels with their evidence and next step, the step's phases over the
+// last steps and over the run), the statistics of every key (CPU and GPU,
+// medians with their confidence intervals), distributions, region times over time with a rolling
+// median and p95, hardware metrics on the same time axis, per-rank comparison and the slowest rank
+// per step, user metrics, and its data stalls when it timed its loader (IO regions:
+// trainscope/stalls/analysis.hpp's analyze_run). Several inputs, a sweep directory (sweep.json), a
+// stalls analysis (stalls.json of `trainscope stalls --dataset`, its runs in runs/) or a directory
+// of runs give a study page: one row per run, each key against each parameter, runs side by side,
+// the scaling model of every key against a numeric parameter (trainscope/scaling/) and the
+// differential stall breakdown of an analysis.
 //
 // Statistics are computed on every row. Time series are shown downsampled to
 // at most `max_points` points per series by an envelope (min and max of each

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/export/run_source.hpp"
@@ -62,6 +63,18 @@ class RunReader final : public RunSource {
   absl::StatusOr<Chunk<MetricPoint>> read_host_metrics(const std::string& host,
                                                        std::uint64_t offset,
                                                        std::uint64_t max_bytes) const;
+  // Region rows from `offset`, about `max_bytes` at most (as read_regions),
+  // handed to `visit` one by one without copying: the views are valid only
+  // during the call. For followers of live runs that keep little of each row
+  // (trainscope top, the diagnosis); read_regions is built on it.
+  struct Scan {
+    std::uint64_t next_offset = 0;
+    bool truncated = false;  // an incomplete last line was left for later
+    std::uint64_t rows = 0;
+  };
+  absl::StatusOr<Scan> scan_regions(std::uint32_t rank, std::uint64_t offset,
+                                    std::uint64_t max_bytes,
+                                    absl::FunctionRef<void(const RegionView&)> visit) const;
   // Paths of the files under artifacts/, relative to it.
   std::vector<std::string> artifacts() const;
 

@@ -216,6 +216,7 @@
       add(app, el("div", { class: "banner crashed", text: "This run ended " + run.status + "." }));
     }
     (run.notes || []).forEach(function (n) { add(app, el("div", { class: "banner note", text: n })); });
+    if (DATA.diagnosis) diagnosisSection(section("Diagnosis", "diagnosis"), DATA.diagnosis);
     var s = section("Run", "overview");
     var launcher = (run.launchers || [])[0];
     var pairs = [
@@ -469,6 +470,99 @@
         options: { parsing: false, scales: { x: { type: "linear", title: { display: true, text: "step" } } } }
       });
     });
+  }
+
+  // ---- diagnosis (trainscope diagnose) ---------------------------------------
+  // Labels by what they ask of the user: a defect (red), a shape to know (amber), fine (green).
+  var LABEL_CLASS = { "BALANCED": "ok", "COMPUTE-BOUND": "info", "NO-DATA": "none", "WAIT-HEAVY": "warn", "GPU-IDLE": "warn" };
+  var PHASE_NAMES = { data_wait: "data wait", h2d: "host to device", forward: "forward", backward: "backward",
+                      optimizer: "optimizer", comm: "communication", rest: "rest of the step" };
+  function interval(v, f) {
+    if (!v || !isNum(v.value)) return "–";
+    return f(v.value) + (isNum(v.low) && isNum(v.high) ? " [" + f(v.low) + ", " + f(v.high) + "]" : "");
+  }
+  function quantityFormat(q) {
+    if (/share|_pct$/.test(q || "")) return pct;
+    if (/_s$|seconds/.test(q || "")) return seconds;
+    return function (v) { return sig(v, 3); };
+  }
+  function labelTitle(l) {
+    var who = [];
+    if (l.kind) who.push(l.kind);
+    if (isNum(l.rank)) who.push("rank " + l.rank);
+    if (l.host) who.push(l.host);
+    return l.name + (who.length ? "(" + who.join(", ") + ")" : "");
+  }
+  function labelBadge(l) {
+    return el("span", { class: "badge diag diag-" + (LABEL_CLASS[l.name] || "bad"), "data-label": l.name, text: labelTitle(l) });
+  }
+  // The phase table: one row per phase and device, the last K steps beside the whole run.
+  function phaseTable(parent, d) {
+    var rows = [], index = {};
+    [["window", d.window], ["run", d.run]].forEach(function (pair) {
+      ((pair[1] || {}).phases || []).forEach(function (p) {
+        var id = p.phase + "·" + p.device;
+        if (!(id in index)) { index[id] = rows.length; rows.push({ phase: p.phase, device: p.device }); }
+        rows[index[id]][pair[0]] = p;
+      });
+    });
+    function of(scope, field) { return function (r) { return r[scope] ? r[scope][field] : null; }; }
+    function worst(scope) {
+      return { label: "worst rank", field: scope + ".worst_rank_s", title: "the largest rank median, and which rank",
+        get: of(scope, "worst_rank_s"), fmt: function (v, r) { return r[scope] && isNum(v) ? seconds(v) + " (rank " + r[scope].worst_rank + ")" : "–"; } };
+    }
+    function cols(scope, name) {
+      return [
+        { label: name + " median", field: scope + ".median_s", get: of(scope, "median_s"), fmt: seconds, title: "median of every rank's steps" },
+        { label: "p95", field: scope + ".p95_s", get: of(scope, "p95_s"), fmt: seconds },
+        { label: "share", field: scope + ".share", get: of(scope, "share"), fmt: pct, title: "of the step time, summed over all ranks' steps" },
+        worst(scope),
+        { label: "skew", field: scope + ".skew", get: of(scope, "skew"), fmt: pct, title: "worst rank median over the median rank's, minus 1" }];
+    }
+    table(parent, [
+      { label: "phase", text: true, field: "phase", get: function (r) { return PHASE_NAMES[r.phase] || r.phase; } },
+      { label: "device", text: true, field: "device", get: function (r) { return r.device; } }]
+      .concat(cols("window", "last " + count((d.window || {}).steps) + " steps:"), cols("run", "run:")),
+      rows, { cls: "diag-phases", rowAttrs: function (r, tr) { tr.setAttribute("data-phase", r.phase); tr.setAttribute("data-device", r.device); } });
+  }
+  function diagnosisSection(parent, d) {
+    if (d.error) { add(parent, el("div", { class: "banner note", id: "diagnosis-error", text: d.error })); return; }
+    var running = d.status === "RUNNING";
+    var scope = (running ? d.window : d.run) || {};
+    var labels = scope.labels || [];
+    var head = add(parent, el("div", { class: "diag-head", id: "diagnosis-headline", "data-headline": d.headline || "" }));
+    labels.forEach(function (l) { add(head, labelBadge(l)); });
+    if (!labels.length) add(head, labelBadge({ name: "NO-DATA" }));
+    add(head, el("span", { class: "muted", text: (running ? "over the last " + count(scope.steps) + " steps (the run goes on)" :
+      "over the run: " + count(scope.steps) + " steps per rank after " + count(scope.warmup) + " warm-up") +
+      (isNum(d.world_size) && d.world_size > 1 ? ", " + d.world_size + " ranks" : "") }));
+    var list = add(parent, el("ul", { class: "diag-labels" }));
+    labels.forEach(function (l) {
+      var li = add(list, el("li", { "data-label": l.name }));
+      add(li, el("b", { text: labelTitle(l) }));
+      if (l.evidence) li.appendChild(document.createTextNode(": " + l.evidence));
+      if (l.next_step) add(li, el("div", { class: "diag-next", text: "Next: " + l.next_step }));
+      if (l.value && isNum(l.value.value)) {
+        var f = quantityFormat(l.quantity);
+        var test = add(li, el("div", { class: "diag-test" }));
+        test.appendChild(document.createTextNode((l.quantity || "estimate") + " "));
+        add(test, el("span", { "data-field": "value", "data-value": String(l.value.value), text: interval(l.value, f) }));
+        if (isNum(l.threshold) && l.threshold_name) {
+          test.appendChild(document.createTextNode(" against " + l.threshold_name + " = " + f(l.threshold)));
+        }
+      }
+    });
+    var pairs = [];
+    if (scope.step_s) pairs.push(["step time", interval(scope.step_s, seconds) + " (mean of the median rank, 95% interval)"]);
+    if (isNum(scope.steps_per_s) && scope.steps_per_s > 0) pairs.push(["steps/s", sig(scope.steps_per_s, 4)]);
+    if (pairs.length) kv(parent, pairs);
+    (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });
+    if ((d.window && (d.window.phases || []).length) || (d.run && (d.run.phases || []).length)) {
+      add(parent, el("h3", { text: "Phases of the step" }));
+      phaseTable(parent, d);
+    }
+    add(parent, el("p", { class: "muted", text: "Each label holds when its 95% interval lies wholly beyond its threshold (docs/diagnosis.md). " +
+      "`trainscope diagnose " + (DATA.run ? DATA.run.dir : "RUN") + "` prints the same; `trainscope top` follows a live run." }));
   }
 
   // ---- data stalls (trainscope stalls) ---------------------------------------
