@@ -180,55 +180,6 @@ std::string final_status(const diagnosis::Diagnosis& d, const LaunchResult& resu
   return status;
 }
 
-std::string number(double value) { return fmt::format("{:.3g}", value); }
-
-// "compute, rank 1: lag_s 0.0123 [0.0101, 0.0145]": what the label names and
-// its estimate with the 95% interval (the evidence line when it has no interval).
-std::string label_tag_value(const diagnosis::Label& label) {
-  std::vector<std::string> who;
-  if (!label.kind.empty()) who.push_back(label.kind);
-  if (label.rank) who.push_back(fmt::format("rank {}", *label.rank));
-  if (label.host) who.push_back(*label.host);
-  std::string out;
-  for (const std::string& w : who) out += (out.empty() ? "" : ", ") + w;
-  if (!out.empty()) out += ": ";
-  const diagnosis::Interval& v = label.value;
-  const bool interval = std::isfinite(v.low) && std::isfinite(v.high);
-  if (!std::isfinite(v.value) || (!interval && !label.evidence.empty())) {
-    return out + label.evidence;
-  }
-  out += fmt::format("{} {}", label.quantity.empty() ? "value" : label.quantity, number(v.value));
-  if (interval) out += fmt::format(" [{}, {}]", number(v.low), number(v.high));
-  return out;
-}
-
-// "STRAGGLER" -> "trainscope.diagnosis.straggler".
-std::string label_tag_key(const std::string& name) {
-  std::string key = "trainscope.diagnosis.";
-  for (char c : name) {
-    key += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return key;
-}
-
-// The tags of the run's diagnosis (--help's footer lists them): the headline,
-// the label names, and one short tag per label name (several labels of one
-// name, e.g. two stragglers, joined by "; ").
-std::map<std::string, std::string> diagnosis_tags(const diagnosis::Diagnosis& d) {
-  // The scope headline() names: the run's, the window's while the run goes on.
-  const diagnosis::Scope& scope = d.status == "RUNNING" ? d.window : d.run;
-  std::map<std::string, std::string> tags;
-  tags["trainscope.diagnosis"] = d.headline();
-  std::string names;
-  for (const diagnosis::Label& label : scope.labels) {
-    std::string& value = tags[label_tag_key(label.name)];
-    if (value.empty()) names += (names.empty() ? "" : ",") + label.name;
-    value += (value.empty() ? "" : "; ") + label_tag_value(label);
-  }
-  tags["trainscope.diagnosis.labels"] = names;
-  return tags;
-}
-
 // The hook LaunchOptions::end_tags calls: diagnoses the ended run, keeps the
 // diagnosis for the summary and returns its tags. Never throws.
 std::function<std::map<std::string, std::string>(const LaunchResult&)> diagnose_at_end(
@@ -242,7 +193,7 @@ std::function<std::map<std::string, std::string>(const LaunchResult&)> diagnose_
       }
       d->status = final_status(*d, result);
       end->diagnosis = *std::move(d);
-      return diagnosis_tags(*end->diagnosis);
+      return diagnosis::diagnosis_tags(*end->diagnosis);
     } catch (const std::exception& error) {
       end->error = error.what();
     } catch (...) {

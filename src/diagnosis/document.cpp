@@ -1,6 +1,8 @@
 // The diagnosis document (one writer, one reader) and its texts.
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -325,6 +327,59 @@ std::string format_diagnosis(const Diagnosis& d) {
     for (const std::string& note : s->notes) out += fmt::format("  note: {}\n", note);
   }
   return out;
+}
+
+namespace {
+
+std::string number(double value) { return fmt::format("{:.3g}", value); }
+
+// "compute, rank 1: lag_s 0.0123 [0.0101, 0.0145]": what the label names and
+// its estimate with the 95% interval (the evidence line when it has no interval).
+std::string label_tag_value(const Label& label) {
+  std::vector<std::string> who;
+  if (!label.kind.empty()) who.push_back(label.kind);
+  if (label.rank) who.push_back(fmt::format("rank {}", *label.rank));
+  if (label.host) who.push_back(*label.host);
+  std::string out;
+  for (const std::string& w : who) out += (out.empty() ? "" : ", ") + w;
+  if (!out.empty()) out += ": ";
+  const Interval& v = label.value;
+  const bool interval = std::isfinite(v.low) && std::isfinite(v.high);
+  if (!std::isfinite(v.value) || (!interval && !label.evidence.empty())) {
+    return out + label.evidence;
+  }
+  out += fmt::format("{} {}", label.quantity.empty() ? "value" : label.quantity, number(v.value));
+  if (interval) out += fmt::format(" [{}, {}]", number(v.low), number(v.high));
+  return out;
+}
+
+// "STRAGGLER" -> "trainscope.diagnosis.straggler".
+std::string label_tag_key(const std::string& name) {
+  std::string key = "trainscope.diagnosis.";
+  for (char c : name) {
+    key += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return key;
+}
+
+// The tags of the run's diagnosis (--help's footer lists them): the headline,
+// the label names, and one short tag per label name (several labels of one
+// name, e.g. two stragglers, joined by "; ").
+}  // namespace
+
+std::map<std::string, std::string> diagnosis_tags(const Diagnosis& d) {
+  // The scope headline() names: the run's, the window's while the run goes on.
+  const Scope& scope = d.status == "RUNNING" ? d.window : d.run;
+  std::map<std::string, std::string> tags;
+  tags["trainscope.diagnosis"] = d.headline();
+  std::string names;
+  for (const Label& label : scope.labels) {
+    std::string& value = tags[label_tag_key(label.name)];
+    if (value.empty()) names += (names.empty() ? "" : ",") + label.name;
+    value += (value.empty() ? "" : "; ") + label_tag_value(label);
+  }
+  tags["trainscope.diagnosis.labels"] = names;
+  return tags;
 }
 
 std::string format_run_summary(const Diagnosis& d) {

@@ -414,8 +414,12 @@ absl::Status Follower::poll() {
       if (!advanced || chunk->rows.empty()) break;
     }
   }
-  if (!s.in_progress) {
-    for (auto& [rank, t] : s.ranks) t.close(s.options.window_steps, s.options.max_history_steps);
+  // A rank that ended (or crashed) records no more steps: its open step closes
+  // with its own duration, also while other ranks or the launcher still run.
+  for (auto& [rank, t] : s.ranks) {
+    if (!s.in_progress || t.status != "RUNNING") {
+      t.close(s.options.window_steps, s.options.max_history_steps);
+    }
   }
   return absl::OkStatus();
 }

@@ -146,6 +146,30 @@ TEST(Follower, ReadsOnlyWhatWasAppendedAndLeavesACutLineForLater) {
   EXPECT_EQ(d.run.steps, 26u);
 }
 
+TEST(Follower, ARankThatEndedClosesItsLastStepWhileOthersRun) {
+  TempDir tmp;
+  RankJson running;
+  running.rank = 1;
+  running.host = "elsewhere";
+  running.heartbeat_ms = 4'000'000'000'000;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished(0), running});
+  std::string r0, r1;
+  for (int i = 0; i < 20; ++i) {
+    r0 += step_rows(kT0 + i * 10 * kMs, 0);
+    r1 += step_rows(kT0 + i * 10 * kMs, 1);
+  }
+  write_file(dir / "regions-0.csv", r0, true);
+  write_file(dir / "regions-1.csv", r1, true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->status, "RUNNING");
+  ASSERT_EQ(d->ranks.size(), 2u);
+  EXPECT_EQ(d->ranks[0].steps, 20u);  // all closed
+  EXPECT_EQ(d->ranks[1].steps, 20u);  // 19 closed and the open one
+  // Rank 0's 20 closed steps, less 5 of warm-up: its last step counts.
+  EXPECT_EQ(d->run.steps, 15u);
+}
+
 TEST(Follower, WindowHoldsTheLastKSteps) {
   TempDir tmp;
   const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -361,6 +362,13 @@ absl::StatusOr<Diagnosis> read_diagnosis(const std::string& path);
 // `trainscope diagnose RUN` as text: the run line, the labels with evidence
 // and next steps, the phase table of the window and the run.
 std::string format_diagnosis(const Diagnosis& diagnosis);
+// The run's tags for MLflow and W&B (`trainscope run` sets them before the
+// run ends): trainscope.diagnosis (the headline), trainscope.diagnosis.labels
+// ("INPUT-BOUND,STRAGGLER") and per label name trainscope.diagnosis.<name>
+// (input_bound, straggler, ...: "compute, rank 1: lag_s 0.0123 [0.0101,
+// 0.0145]", or the evidence line without an interval; labels of one name
+// joined by "; "), of the scope headline() names.
+std::map<std::string, std::string> diagnosis_tags(const Diagnosis& diagnosis);
 // The compact end-of-run summary `trainscope run` prints on stderr: status,
 // duration, steps, per-key medians with their intervals, data-wait share, the
 // labels, where the run is.
