@@ -290,6 +290,24 @@ def test_trainscope_diagnose_json_agrees_with_python(case_run):
         assert json.loads(done.stdout) == mine, extra
 
 
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                     "diagnosis_detection.py")
+
+
+@needs_cli
+@pytest.mark.skipif(not os.path.exists(BENCH), reason="runs from a repository checkout")
+def test_the_detection_bench_prints_its_table(tmp_path):
+    done = subprocess.run([sys.executable, BENCH, "--reps", "1", "--cases", "drift", "--json",
+                           str(tmp_path / "runs.json")], capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Detection on each case (1 runs each" in done.stdout, done.stdout
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("drift ")]
+    assert "THROUGHPUT-DRIFT" in row, done.stdout
+    (result,) = json.loads((tmp_path / "runs.json").read_text(encoding="utf-8"))
+    assert result["case"] == "drift" and "labels" in result, result
+
+
 # ---------------------------------------------------------------------------
 # Names and errors
 
