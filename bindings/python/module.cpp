@@ -24,6 +24,10 @@
 namespace py = pybind11;
 
 namespace trainscope::python {
+
+// trainscope._core's diagnosis (diagnosis_bindings.cpp), for trainscope/diagnosis.py.
+void RegisterDiagnosis(py::module_& core);
+
 namespace {
 
 Key ToKey(py::handle object) {
@@ -460,4 +464,5 @@ PYBIND11_MODULE(_core, m) {
   RegisterScaling(m);
   RegisterReport(m);
   RegisterStalls(m);
+  RegisterDiagnosis(m);
 }

@@ -4,7 +4,7 @@ import types
 
 import trainscope
 
-SUBMODULES = {"run", "scaling", "torch", "keras"}
+SUBMODULES = {"run", "scaling", "torch", "keras", "diagnosis"}
 
 
 def public_names(module):

@@ -27,6 +27,7 @@ from trainscope._core import TimeStats, TrainscopeWarning, built_with_cuda
 from trainscope.run import (ActiveRun, active_run, end_run, log_artifact, log_metric, log_metrics,
                             log_param, log_params, set_tag, set_tags, start_run)
 from trainscope._reading import read_run, search_runs
+from trainscope.diagnosis import diagnose, read_diagnosis
 from trainscope._stalls import TimedLoader as _TimedLoader
 from trainscope._report import Report, report
 
@@ -42,12 +43,14 @@ __all__ = [
     "TrainscopeWarning",
     "active_run",
     "built_with_cuda",
+    "diagnose",
     "end_run",
     "log_artifact",
     "log_metric",
     "log_metrics",
     "log_param",
     "log_params",
+    "read_diagnosis",
     "read_run",
     "report",
     "search_runs",
