@@ -228,7 +228,9 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
       const bool input = p == Phase::kDataWait;
       const double lost = mean_step_s > 0 ? lag.value / mean_step_s : kNaN;
       Label label = make_label(
-          kStraggler, input ? "input" : "compute", "lag_s", lag, threshold, "straggler_lag_share",
+          kStraggler, input ? "input" : "compute", "lag_s", lag, threshold,
+          t.straggler_lag_share * mean_step_s >= t.straggler_min_lag_s ? "straggler_lag_share"
+                                                                       : "straggler_min_lag_s",
           fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the "
                       "other ranks over {} steps; the others lose about {} of every step "
                       "waiting for it",

@@ -490,6 +490,9 @@ Diagnosis Follower::diagnose() const {
         r.steps.empty() ? std::numeric_limits<std::int64_t>::max() : r.steps.front().start_ns;
     auto add_reading = [&](std::int64_t time_ms, double value, bool device) {
       const std::int64_t ns = time_ms * 1'000'000;
+      // A reading after the rank's last row measured a process tree that may be
+      // gone (0 MB once it exited): it is no point of the rank's steps.
+      if (ns > t.last_end_ns) return;
       const double step = t.step_at(ns);
       if (std::isnan(step)) return;
       const Reading reading{step, value, time_ms};

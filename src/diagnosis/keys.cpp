@@ -62,7 +62,7 @@ KeyMap default_key_map() {
     return map.phase_keys[static_cast<std::size_t>(p)];
   };
   at(Phase::kDataWait) = {"IO"};
-  at(Phase::kHostToDevice) = {kHostToDeviceKey};
+  at(Phase::kHostToDevice) = {kHostToDeviceKey, "h2d"};  // "h2d": the timed loader's copy_to
   at(Phase::kForward) = {"FORWARD"};
   at(Phase::kBackward) = {"BACKWARD"};
   at(Phase::kOptimizer) = {kOptimizerKey};

@@ -243,6 +243,8 @@ TEST(Follower, HostReadingsGiveMemoryCreepAndTheLatestGauges) {
     host += "system/mem.used_pct,12.5,0," + std::to_string(ms) + ",\n";
     host += "system/gpu.0.util_pct,77,0," + std::to_string(ms) + ",\n";
   }
+  // The last sample came after the rank's process exited: 0 MB, no point of its steps.
+  host += "system/proc.rss_mb,0,0," + std::to_string(kT0 / kMs + 10'050) + ",0\n";
   write_file(dir / "host-h.csv", host);
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok()) << d.status();

@@ -220,10 +220,13 @@ struct Label {
   std::optional<std::string> host;    // HOST-PRESSURE
   std::string quantity;               // what `value` is ("data-wait share", "lag_s", ...)
   Interval value;                     // the estimate and its 95% interval
-  double threshold = 0;               // what the interval was held against
-  std::string threshold_name;         // its name in Thresholds
-  std::string evidence;               // one line: the numbers and the test
-  std::string next_step;              // one line: what to try
+  // What the interval was held against, in the unit of `value` (STRAGGLER:
+  // seconds, from the share of the step or the minimum lag), and the name in
+  // Thresholds it comes from.
+  double threshold = 0;
+  std::string threshold_name;
+  std::string evidence;   // one line: the numbers and the test
+  std::string next_step;  // one line: what to try
 };
 
 struct Scope {
