@@ -267,6 +267,8 @@ void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresho
       const double threshold = std::max(t.memory_creep_mb_per_1k_steps,
                                         t.memory_creep_min_share_per_1k_steps * fit.mean_y);
       if (!above(fit.slope, threshold)) continue;
+      const double span_1k = x.back() - x.front();  // thousands of steps
+      if (fit.slope.low * span_1k < t.memory_creep_min_growth_mb) continue;
       if (worst && worst->value.value >= fit.slope.value) continue;
       Label label = make_label(
           kMemoryCreep, device ? "device" : "host", "mb_per_1k_steps", fit.slope, threshold,

@@ -137,6 +137,8 @@ const std::vector<ThresholdInfo>& threshold_table() {
        "MEMORY-CREEP when memory grows faster than this (MB per 1,000 steps)"},
       {"memory_creep_min_share_per_1k_steps", &Thresholds::memory_creep_min_share_per_1k_steps,
        "... and faster than this share of its level per 1,000 steps"},
+      {"memory_creep_min_growth_mb", &Thresholds::memory_creep_min_growth_mb,
+       "... and grown by at least this many MB over the readings (low slope x their span)"},
       {"throughput_drift_share", &Thresholds::throughput_drift_share,
        "THROUGHPUT-DRIFT when the step time grows by at least this share over the scope"},
       {"drift_p_value", &Thresholds::drift_p_value,

@@ -97,6 +97,9 @@ struct Thresholds {
   // process RSS or device memory, and at least this share of the level.
   double memory_creep_mb_per_1k_steps = 1.0;
   double memory_creep_min_share_per_1k_steps = 0.005;
+  // ... and grown by at least this much over the readings (the interval's low
+  // slope times their span of steps): a few MB of warm-up growth is no creep.
+  double memory_creep_min_growth_mb = 32.0;
   // THROUGHPUT-DRIFT: step time growing over the run by at least this share
   // (Sen's slope over block medians; Mann-Kendall trend test at drift_p_value).
   double throughput_drift_share = 0.10;
