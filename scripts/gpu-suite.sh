@@ -30,6 +30,7 @@ build_debs=(
   libabsl-dev libabsl20220623 libfmt-dev libfmt9 nlohmann-json3-dev
   libcurl4-openssl-dev libcurl4 libyaml-cpp-dev libyaml-cpp0.7 libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian pybind11-dev
+  libncurses-dev libncurses6 libncursesw6 libtinfo6
 )
 runtime_debs=(
   libnghttp2-14 libidn2-0 librtmp1 libssh2-1 libpsl5 libgssapi-krb5-2 libldap-2.5-0
