@@ -111,6 +111,12 @@ FollowOptions live_options() {
   return options;
 }
 
+// "<name> (<id>)", or the id alone when the run has no name of its own.
+std::string name_and_id(const Diagnosis& d) {
+  if (d.run_name.empty() || d.run_name == d.run_id) return d.run_id;
+  return fmt::format("{} ({})", d.run_name, d.run_id);
+}
+
 struct Args {
   std::vector<std::string> targets;
   double interval_s = 1.0;
@@ -682,7 +688,7 @@ std::vector<Line> view_lines(const ViewState& state) {
   }
   const Diagnosis& d = *state.diagnosis;
   const bool running = d.status == "RUNNING";
-  out.push_back({fmt::format("run {} ({})  {}  elapsed {}  {}", d.run_name, d.run_id, d.status,
+  out.push_back({fmt::format("run {}  {}  elapsed {}  {}", name_and_id(d), d.status,
                              fmt_clock(static_cast<double>(d.elapsed_ms) / 1e3), d.run_dir),
                  Style::kTitle});
   if (!state.follow_note.empty()) out.push_back({"  following " + state.follow_note, Style::kDim});
@@ -839,7 +845,7 @@ class Session {
  private:
   // "<name> (<id>)" as last read, else the directory's name.
   std::string run_name() const {
-    if (diagnosis_) return fmt::format("{} ({})", diagnosis_->run_name, diagnosis_->run_id);
+    if (diagnosis_) return name_and_id(*diagnosis_);
     return fs::path(run_dir_).filename().string();
   }
 
