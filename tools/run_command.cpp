@@ -23,6 +23,7 @@
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/launch/launch.hpp"
+#include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::cli {
 namespace {
@@ -61,7 +62,9 @@ constexpr char kRunFooter[] =
     "(the headline, e.g. \"INPUT-BOUND, STRAGGLER(compute, rank 1)\"),\n"
     "trainscope.diagnosis.labels (\"INPUT-BOUND,STRAGGLER\") and per label\n"
     "trainscope.diagnosis.<label> (input_bound, straggler, ...: its estimate and\n"
-    "95% interval). A diagnosis that fails is one warning line, never the exit status.\n"
+    "95% interval). A diagnosis that fails is one warning line, never the exit status;\n"
+    "a run whose region rows pass 1 GiB is not diagnosed at the end (it would take\n"
+    "about a second per 60 MB): `trainscope diagnose RUN` then.\n"
     "\n"
     "Exit status: the command's (128 + N when it died of signal N), 127 when it\n"
     "could not be started, 1 when the run could not be created, 2 bad usage.\n";
@@ -74,6 +77,7 @@ struct RunArgs {
   bool no_sample = false;
   bool wandb = false;
   bool quiet = false;
+  bool no_diagnosis = false;
 };
 
 // The profilers take their NVTX range only as --nsys=RANGE: a separate word
@@ -126,6 +130,10 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                  "no summary at the end (the diagnosis tags and the last line,\n"
                  "exit code and run, stay)",
                  &out->quiet);
+  line->add_flag("--no-diagnosis",
+                 "no diagnosis at the end: no summary, no trainscope.diagnosis tags\n"
+                 "(`trainscope diagnose RUN` gives it later)",
+                 &out->no_diagnosis);
 }
 
 // The options, then the command: nullopt with *exit_code set when there is
@@ -186,6 +194,22 @@ std::function<std::map<std::string, std::string>(const LaunchResult&)> diagnose_
     std::shared_ptr<EndOfRun> end) {
   return [end](const LaunchResult& result) -> std::map<std::string, std::string> {
     try {
+      // Reading costs about a second per 60 MB of region rows: past the cap the
+      // user would wait, uninterruptibly, after the training ended.
+      constexpr std::uint64_t kMaxRegionBytes = std::uint64_t{1} << 30;
+      std::uint64_t region_bytes = 0;
+      if (absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir); reader.ok()) {
+        for (const RunFile& file : reader->files()) {
+          if (file.kind == RunFileKind::kRegions) region_bytes += file.size_bytes;
+        }
+      }
+      if (region_bytes > kMaxRegionBytes) {
+        end->error = fmt::format(
+            "its region rows are {} MB, past the 1 GiB the end of a run reads; `trainscope "
+            "diagnose {}` gives it",
+            region_bytes / 1000000, result.run_dir);
+        return {};
+      }
       absl::StatusOr<diagnosis::Diagnosis> d = diagnosis::diagnose_run(result.run_dir);
       if (!d.ok()) {
         end->error = std::string(d.status().message());
@@ -250,7 +274,7 @@ int run_command(const std::vector<std::string>& args) {
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
   auto end = std::make_shared<EndOfRun>();
-  parsed->launch.end_tags = diagnose_at_end(end);
+  if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnose_at_end(end);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());

@@ -225,6 +225,36 @@ def test_quiet_keeps_only_the_last_line_and_still_tags_the_run(tmp_path):
     assert tags["trainscope.diagnosis"].startswith("INPUT-BOUND")
 
 
+def test_no_diagnosis_leaves_no_summary_and_no_tags(tmp_path):
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--no-diagnosis",
+                           "--", sys.executable, "-c", INPUT_BOUND_JOB],
+                          env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_dir = _only_run(tmp_path)
+    assert done.stderr == f"trainscope run: exit code 0, run {run_dir} FINISHED\n"
+    tags = json.loads(_read(os.path.join(run_dir, "run.json")))["tags"]
+    assert not any(key.startswith("trainscope.diagnosis") for key in tags), tags
+    # The run is still there to diagnose later.
+    later = subprocess.run([CLI, "diagnose", run_dir], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert later.returncode == 0 and "INPUT-BOUND" in later.stdout, later.stderr
+
+
+def test_a_run_past_1_gib_of_regions_is_not_diagnosed_at_the_end(tmp_path):
+    # A sparse file: 1.1 GB of region rows as the directory lists them, no disk used.
+    script = 'truncate -s 1100M "$TRAINSCOPE_RUN_DIR/regions-7.csv"'
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--",
+                           "/bin/sh", "-c", script],
+                          env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_dir = _only_run(tmp_path)
+    lines = done.stderr.rstrip("\n").splitlines()
+    assert lines[0] == (f"trainscope run: warning: no diagnosis of {run_dir}: its region rows "
+                        f"are 1153 MB, past the 1 GiB the end of a run reads; "
+                        f"`trainscope diagnose {run_dir}` gives it"), done.stderr
+    assert lines[-1] == f"trainscope run: exit code 0, run {run_dir} FINISHED"
+
+
 def test_a_failed_diagnosis_is_one_warning_and_keeps_the_exit_code(tmp_path):
     # The command damages its own run: a rank file that is no JSON.
     script = 'printf "{" > "$TRAINSCOPE_RUN_DIR/rank-0.json"; exit 3'
@@ -247,5 +277,6 @@ def test_help_names_the_summary_quiet_and_the_diagnosis_tags():
     done = subprocess.run([CLI, "run", "--help"], capture_output=True, text=True, timeout=30,
                           check=False)
     assert done.returncode == 0
-    for text in ("--quiet", "trainscope.diagnosis.labels", "trainscope.diagnosis.<label>"):
+    for text in ("--quiet", "--no-diagnosis", "1 GiB", "trainscope.diagnosis.labels",
+                 "trainscope.diagnosis.<label>"):
         assert text in done.stdout, text
