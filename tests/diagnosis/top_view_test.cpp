@@ -1,0 +1,64 @@
+// trainscope top's view without a terminal: the lines of a followed run, a
+// vanished run as an alert naming it, and targets that are no run.
+#include <filesystem>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
+#include "trainscope/diagnosis/top_view.hpp"
+
+namespace trainscope::diagnosis {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kT0 = 1'700'000'000'000'000'000;
+constexpr std::int64_t kMs = 1'000'000;
+
+std::string all_text(const std::vector<TopLine>& lines) {
+  std::string out;
+  for (const TopLine& line : lines) out += line.text + "\n";
+  return out;
+}
+
+TEST(TopView, LinesOfAFollowedRunAndAnAlertWhenItVanishes) {
+  testing::TempDir tmp;
+  testing::RankJson rank;
+  rank.status = "FINISHED";
+  rank.end_time_ms = 2;
+  const auto dir = testing::write_run_dir(tmp.file("run"), testing::RunJson{}, {rank});
+  std::string rows;
+  for (int i = 0; i < 40; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += "IO,CPU,0,0," + std::to_string(s) + "," + std::to_string(5 * kMs) + ",0,0\n";
+    rows += "BATCH,CPU,0,0," + std::to_string(s) + "," + std::to_string(10 * kMs) + ",0,0\n";
+  }
+  testing::write_file(dir / "regions-0.csv", rows, true);
+
+  TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
+  ASSERT_TRUE(session.refresh()) << session.alert();
+  ASSERT_TRUE(session.diagnosis().has_value());
+  const std::string text = all_text(session.lines(false, 100, 10, false));
+  EXPECT_THAT(text, HasSubstr("INPUT-BOUND"));
+  EXPECT_THAT(text, HasSubstr("r0"));
+  EXPECT_THAT(text, HasSubstr("FINISHED"));
+
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(session.refresh());
+  EXPECT_THAT(session.alert(), HasSubstr("vanished"));
+  EXPECT_TRUE(session.diagnosis().has_value());  // what was read before stays
+}
+
+TEST(TopView, TargetsThatAreNoRunAreErrorsNamingThem) {
+  testing::TempDir tmp;
+  const absl::StatusOr<TopTarget> missing = resolve_top_target({tmp.file("nope")});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("nope"));
+  EXPECT_EQ(top_sort_name(next_top_sort(TopSort::kName, 1)), "share");
+  EXPECT_EQ(top_sort_name(next_top_sort(TopSort::kShare, -1)), "name");
+}
+
+}  // namespace
+}  // namespace trainscope::diagnosis
