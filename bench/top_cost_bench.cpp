@@ -12,7 +12,9 @@
 // in the same run: the writers' own CPU-us per 1,000 rows.
 //
 //   top_cost_bench [--seconds S] [--writers N] [--rate R] [--per-step P] [--flush-ms F]
-//                  [--cli PATH] [--dir DIR]
+//                  [--cli PATH] [--dir DIR] [--read-all]
+// --read-all: the in-process follower reads every row (no read budget: what
+// `trainscope diagnose` does) instead of top's live_options().
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -38,6 +40,7 @@
 
 #include "run/run_store_exporter.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/top_view.hpp"
 #include "trainscope/timing/time_type.hpp"
 
 namespace trainscope {
@@ -55,6 +58,7 @@ struct Options {
   int flush_ms = 250;
   std::string cli;
   std::string dir;
+  bool read_all = false;  // the follower reads every row (no read budget)
 };
 
 double thread_cpu_s() {
@@ -230,8 +234,8 @@ void print_figure(const char* name, const Figure& f, double writer_us_per_1k) {
 // Phase 1: the follower in this process, its thread's CPU time.
 Figure follow_in_process(const Options& options, const std::string& dir, Writers* writers) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  diagnosis::FollowOptions follow;
-  follow.run_refresh_s = 10;  // as trainscope top
+  diagnosis::FollowOptions follow = diagnosis::live_options();  // as trainscope top
+  if (options.read_all) follow.read_budget_bytes_per_s = 0;
   auto opened = diagnosis::Follower::Open(dir, follow);
   if (!opened.ok()) die(opened.status().ToString());
   diagnosis::Follower follower = *std::move(opened);
@@ -246,6 +250,7 @@ Figure follow_in_process(const Options& options, const std::string& dir, Writers
   bool measuring = false;
   Clock::time_point tick = start;
   std::size_t labels = 0;
+  double read_share = 1;
   while (Clock::now() < end) {
     if (!measuring && Clock::now() >= measure_from) {
       measuring = true;
@@ -256,6 +261,7 @@ Figure follow_in_process(const Options& options, const std::string& dir, Writers
     const double cpu1 = thread_cpu_s();
     const diagnosis::Diagnosis d = follower.diagnose();
     labels = d.window.labels.size();
+    read_share = d.read_share;
     if (measuring) {
       figure.cpu_s += thread_cpu_s() - cpu0;
       figure.poll_cpu_s += cpu1 - cpu0;
@@ -265,10 +271,11 @@ Figure follow_in_process(const Options& options, const std::string& dir, Writers
   }
   figure.wall_s = options.seconds;
   figure.rows = writers->rows() - rows_at_start;
-  figure.note = "(poll " +
-                std::to_string(static_cast<int>(100 * figure.poll_cpu_s / figure.cpu_s)) +
-                "% of it, diagnose the rest; " + std::to_string(labels) + " window labels; read " +
-                std::to_string(follower.rows_read()) + " rows)";
+  figure.note =
+      "(poll " + std::to_string(static_cast<int>(100 * figure.poll_cpu_s / figure.cpu_s)) +
+      "% of it, diagnose the rest; " + std::to_string(labels) + " window labels; read " +
+      std::to_string(follower.rows_read()) + " rows, " +
+      std::to_string(static_cast<int>(std::lround(100 * read_share))) + "% of those appended)";
   return figure;
 }
 
@@ -356,6 +363,10 @@ Options parse(int argc, char** argv) {
   if (const char* cli = std::getenv("TRAINSCOPE_CLI")) o.cli = cli;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--read-all") {
+      o.read_all = true;
+      continue;
+    }
     if (i + 1 >= argc) die("usage: see the top of bench/top_cost_bench.cpp (" + flag + ")");
     const std::string value = argv[++i];
     if (flag == "--seconds") {

@@ -197,7 +197,7 @@ void BindDiagnosis(py::module_& m) {
   py::class_<Diagnosis>(m, "Diagnosis", R"doc(
 A run's diagnosis (trainscope::diagnosis::Diagnosis): run_dir, run_id,
 run_name, status, start_time_ms, elapsed_ms, world_size, ranks (RankNow list),
-hosts, window_steps (K), window and run (Scope: the last K steps and the whole
+hosts, window_steps (K), read_share (1 unless a live follower sampled the run), window and run (Scope: the last K steps and the whole
 run), keys (KeyRow list, by summed window time), host_now (HostNow list).
 headline() is the labels in one line; to_json() the document
 `trainscope diagnose --json` prints (read back with trainscope.read_diagnosis).)doc")
@@ -211,6 +211,7 @@ headline() is the labels in one line; to_json() the document
       .def_readonly("ranks", &Diagnosis::ranks)
       .def_readonly("hosts", &Diagnosis::hosts)
       .def_readonly("window_steps", &Diagnosis::window_steps)
+      .def_readonly("read_share", &Diagnosis::read_share)
       .def_readonly("window", &Diagnosis::window)
       .def_readonly("run", &Diagnosis::run)
       .def_readonly("keys", &Diagnosis::keys)

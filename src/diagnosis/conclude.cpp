@@ -171,8 +171,9 @@ std::vector<std::vector<double>> lags_of(
     const std::vector<std::map<std::int64_t, double>>& values) {
   const std::size_t n = values.size();
   std::vector<std::vector<double>> lags(n);
+  std::vector<double> at(n), others;
+  others.reserve(n);
   for (const auto& [step, first] : values[0]) {
-    std::vector<double> at(n);
     bool all = true;
     for (std::size_t r = 0; r < n && all; ++r) {
       const auto it = values[r].find(step);
@@ -181,11 +182,11 @@ std::vector<std::vector<double>> lags_of(
     }
     if (!all) continue;
     for (std::size_t r = 0; r < n; ++r) {
-      std::vector<double> others;
+      others.clear();
       for (std::size_t q = 0; q < n; ++q) {
         if (q != r) others.push_back(at[q]);
       }
-      lags[r].push_back(at[r] - median(others));
+      lags[r].push_back(at[r] - detail::median_in_place(&others));
     }
   }
   return lags;

@@ -147,6 +147,7 @@ Diagnosis from_document(const Field& root) {
   }
   d.hosts = root["hosts"].strings();
   d.window_steps = root["window_steps"].unsigned_integer();
+  if (const std::optional<Field> share = root.find("read_share")) d.read_share = share->number();
   d.window = scope_from(root["window"]);
   d.run = scope_from(root["run"]);
   for (const Field& k : root["keys"].items()) {
@@ -276,6 +277,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                      {"hosts", d.hosts},
                      {"headline", d.headline()},
                      {"window_steps", d.window_steps},
+                     {"read_share", num(d.read_share)},
                      {"window", scope_json(d.window)},
                      {"run", scope_json(d.run)},
                      {"keys", std::move(keys)},
@@ -312,6 +314,12 @@ std::string format_diagnosis(const Diagnosis& d) {
       duration(d.elapsed_ms), d.ranks.size(), d.ranks.size() == 1 ? "" : "s", d.hosts.size(),
       d.hosts.size() == 1 ? "" : "s");
   out += fmt::format("{}\n", d.run_dir);
+  if (d.read_share < 1) {
+    out += fmt::format(
+        "sampled: {} of the region rows read (the run appends faster than the read budget); "
+        "the window is exact, the run scope and counts rest on the rows read\n",
+        pct(d.read_share));
+  }
   for (const Scope* s : {&d.run, &d.window}) {
     out += fmt::format(
         "\n{} ({} steps{}{}):\n", s->name == "run" ? "Over the run" : "Over the last window",

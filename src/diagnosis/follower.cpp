@@ -82,10 +82,41 @@ struct RankTrack {
   std::vector<std::pair<std::int64_t, double>> rss;  // time_ms, MB
   std::map<std::int64_t, double> gpu_mem;            // time_ms -> MB over devices
   std::vector<std::uint64_t> dropped_late;
+  std::uint64_t read_bytes = 0;     // of the region file
+  std::uint64_t step_rows = 0;      // step rows read
+  std::uint64_t skipped_bytes = 0;  // of the region file, not read
+  bool after_skip = false;
+  std::uint64_t steps_at_skip = 0;
+  // Late rows that start before this joined no step read (the first step
+  // after a skip starts here).
+  std::int64_t late_floor_ns = std::numeric_limits<std::int64_t>::min();
+
+  double bytes_per_step() const {
+    return step_rows ? static_cast<double>(read_bytes) / static_cast<double>(step_rows) : 0.0;
+  }
+
+  // The rows of `bytes` are not read: the open step and the rows waiting for
+  // it are dropped (never finalized with a period that spans the gap), and
+  // the step count moves on by the steps those bytes held (on_step corrects
+  // it from the next BATCH row's own number).
+  void skip(std::uint64_t bytes) {
+    skipped_bytes += bytes;
+    steps_at_skip = steps + (open ? 1 : 0);
+    open = false;
+    pending.clear();
+    current = StepSample{};
+    const double per_step = bytes_per_step();
+    if (per_step > 0) {
+      steps += static_cast<std::uint64_t>(std::llround(static_cast<double>(bytes) / per_step));
+    }
+    after_skip = true;
+    late_floor_ns = std::numeric_limits<std::int64_t>::max();  // until the next step
+  }
 
   // A late row of an already finalized step (a GPU row collected after the
   // next step ended): into history and window by its start.
   void add_late(const PhaseRowRef& row) {
+    if (row.start_ns < late_floor_ns) return;  // of a step skipped
     auto by_start = [](const StepSample& s, std::int64_t t) { return s.start_ns <= t; };
     auto h = std::partition_point(history.begin(), history.end(),
                                   [&](const StepSample& s) { return by_start(s, row.start_ns); });
@@ -119,8 +150,18 @@ struct RankTrack {
   }
 
   // A new step row: closes the open step at its start.
-  void on_step(std::int64_t start_ns, std::int64_t duration_ns, std::size_t window_steps,
-               std::size_t max_history) {
+  // `index`: the step's own number (a BATCH row's), or -1.
+  void on_step(std::int64_t start_ns, std::int64_t duration_ns, std::int64_t index,
+               std::size_t window_steps, std::size_t max_history) {
+    ++step_rows;
+    if (after_skip) {
+      after_skip = false;
+      late_floor_ns = start_ns;
+      // Its own number, unless that goes back (another process's BATCH count).
+      if (index >= 0 && static_cast<std::uint64_t>(index) >= steps_at_skip) {
+        steps = static_cast<std::uint64_t>(index);
+      }
+    }
     if (open) {
       current.period_s = static_cast<double>(start_ns - current.start_ns) * 1e-9;
       if (current.period_s <= 0) {
@@ -184,11 +225,14 @@ struct KeyTrack {
   std::string key;
   Device device = Device::kCPU;
   int role = kNoRole;  // kStepRole, a Phase, or kNoRole
-  stats::detail::SampleSeries run{0, kExactPerKey, 0.01};
+  bool batch = false;  // BATCH: its rows' `step` is its own number
+  std::uint64_t count = 0;
+  stats::detail::SampleSeries run{0, kExactPerKey, 0.01};    // FollowOptions::key_run_stats
   std::deque<std::pair<std::int64_t, std::int64_t>> recent;  // start_ns, duration_ns
   // The run's statistics, computed again once the count grew by a twentieth.
   mutable TimeStats stats;
   mutable std::uint64_t stats_count = 0;
+  mutable std::int64_t stats_ms = 0;
 };
 
 struct HostTrack {
@@ -253,12 +297,14 @@ struct Follower::State {
       k.device = row.device;
       if (options.keys.is_step(row.key)) {
         k.role = kStepRole;
+        k.batch = row.key == "BATCH";  // TimeType::BATCH, whose completions `step` counts
       } else if (const std::optional<Phase> phase = options.keys.phase_of(row.key)) {
         k.role = static_cast<int>(*phase);
       }
     }
     KeyTrack& k = found->second;
-    k.run.add(row.duration_ns);
+    ++k.count;
+    if (options.key_run_stats) k.run.add(row.duration_ns);
     k.recent.emplace_back(row.start_unix_ns, row.duration_ns);
     if (k.recent.size() > kRecentPerKey) k.recent.pop_front();
 
@@ -270,8 +316,8 @@ struct Follower::State {
       }
       // The rank keeps the first step key it recorded, on its thread.
       if (row.key == t->step_key && row.thread == t->step_thread) {
-        t->on_step(row.start_unix_ns, row.duration_ns, options.window_steps,
-                   options.max_history_steps);
+        t->on_step(row.start_unix_ns, row.duration_ns, k.batch ? row.step : -1,
+                   options.window_steps, options.max_history_steps);
       }
       return;
     }
@@ -374,6 +420,11 @@ const std::string& Follower::run_dir() const noexcept { return state_->dir; }
 bool Follower::in_progress() const noexcept { return state_->in_progress; }
 std::uint64_t Follower::bytes_read() const noexcept { return state_->bytes; }
 std::uint64_t Follower::rows_read() const noexcept { return state_->rows; }
+std::uint64_t Follower::bytes_skipped() const noexcept {
+  std::uint64_t total = 0;
+  for (const auto& [rank, t] : state_->ranks) total += t.skipped_bytes;
+  return total;
+}
 
 absl::Status Follower::poll() {
   State& s = *state_;
@@ -383,18 +434,39 @@ absl::Status Follower::poll() {
   s.world_size = reader->world_size();
   s.hosts = reader->hosts();
   s.in_progress = reader->in_progress();
+  const std::int64_t previous_poll_ms = s.last_poll_ms;
   s.last_poll_ms = now_ms();
+  // The read budget of this poll: its share of the seconds since the last one.
+  const double budget_s =
+      previous_poll_ms == 0
+          ? 1.0
+          : std::clamp(static_cast<double>(s.last_poll_ms - previous_poll_ms) * 1e-3, 0.05, 10.0);
+  const double rank_budget = s.options.read_budget_bytes_per_s * budget_s /
+                             static_cast<double>(std::max<std::size_t>(1, reader->ranks().size()));
   for (const RankState& state : reader->ranks()) {
     RankTrack& t = s.ranks[state.rank.rank];
     t.rank = state.rank.rank;
     t.host = state.host;
     t.status = state.crashed ? "CRASHED" : std::string(run_status_name(state.status));
+    if (s.options.read_budget_bytes_per_s > 0) {
+      // Its share of the budget, and at least the window's steps, the open one
+      // and a twentieth more (steps vary in size).
+      const double window_bytes =
+          1.05 * static_cast<double>(s.options.window_steps + 1) * t.bytes_per_step();
+      const auto keep = static_cast<std::uint64_t>(std::max(rank_budget, window_bytes));
+      absl::StatusOr<std::uint64_t> resume = reader->regions_tail_offset(t.rank, t.offset, keep);
+      if (resume.ok() && *resume > t.offset) {
+        t.skip(*resume - t.offset);
+        t.offset = *resume;
+      }
+    }
     while (true) {
       absl::StatusOr<RunReader::Scan> scan = reader->scan_regions(
           t.rank, t.offset, kReadBytes, [&s, &t](const RegionView& row) { s.feed(&t, row); });
       if (absl::IsNotFound(scan.status())) break;
       if (!scan.ok()) return scan.status();
       s.bytes += scan->next_offset - t.offset;
+      t.read_bytes += scan->next_offset - t.offset;
       const bool advanced = scan->next_offset > t.offset;
       t.offset = scan->next_offset;
       if (!advanced || scan->rows == 0) break;
@@ -441,6 +513,14 @@ Diagnosis Follower::diagnose() const {
   d.world_size = s.world_size;
   d.hosts = s.hosts;
   d.window_steps = s.options.window_steps;
+  {
+    double read = 0, skipped = 0;
+    for (const auto& [rank, t] : s.ranks) {
+      read += static_cast<double>(t.read_bytes);
+      skipped += static_cast<double>(t.skipped_bytes);
+    }
+    d.read_share = skipped > 0 ? read / (read + skipped) : 1.0;
+  }
 
   std::size_t history_steps = 0;
   for (const auto& [rank, t] : s.ranks) history_steps += t.steps;
@@ -540,7 +620,7 @@ Diagnosis Follower::diagnose() const {
       KeyRow row;
       row.key = k.key;
       row.device = k.device;
-      row.count = k.run.count();
+      row.count = k.count;
       std::vector<double> durations;
       double sum = 0;
       std::int64_t first = 0;
@@ -557,11 +637,19 @@ Diagnosis Follower::diagnose() const {
       const double span_s =
           capped ? std::max(1e-9, static_cast<double>(last_end_ns - first) * 1e-9) : wall_s;
       row.rate_per_s = static_cast<double>(durations.size()) / span_s;
-      row.p50_s = detail::quantile(durations, 0.5);
       row.p95_s = detail::quantile(durations, 0.95);
+      row.p50_s = detail::quantile(std::move(durations), 0.5);
       row.share = sum / span_s / ranks;
+      if (!s.options.key_run_stats) {
+        row.run_median_s = row.run_median_low_s = row.run_median_high_s = row.run_p95_s = kNaN;
+        d.keys.push_back(std::move(row));
+        continue;
+      }
+      // As the run scope: again once grown by a twentieth, at most every run_refresh_s.
       if (k.stats_count == 0 || !s.in_progress ||
-          static_cast<double>(k.run.count()) >= 1.05 * static_cast<double>(k.stats_count) + 1) {
+          (static_cast<double>(k.run.count()) >= 1.05 * static_cast<double>(k.stats_count) + 1 &&
+           static_cast<double>(now - k.stats_ms) >= s.options.run_refresh_s * 1000.0)) {
+        k.stats_ms = now;
         k.stats = k.run.stats();
         k.stats_count = k.run.count();
       }

@@ -27,7 +27,10 @@ double t95(std::size_t df) {
 
 double normal_sf(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
 
-double quantile(std::vector<double> values, double q) {
+double quantile(std::vector<double> values, double q) { return quantile_in_place(&values, q); }
+
+double quantile_in_place(std::vector<double>* scratch, double q) {
+  std::vector<double>& values = *scratch;
   if (values.empty()) return kNaN;
   const double pos = q * static_cast<double>(values.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(pos));

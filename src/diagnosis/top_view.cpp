@@ -49,6 +49,9 @@ TopSort next_top_sort(TopSort order, int step) {
 FollowOptions live_options() {
   FollowOptions options;
   options.run_refresh_s = 10;
+  options.read_budget_bytes_per_s = kLiveReadBudget;
+  options.max_history_steps = kLiveHistorySteps;
+  options.key_run_stats = false;
   return options;
 }
 
@@ -324,6 +327,12 @@ std::string fmt_count(std::uint64_t n) {
   return std::to_string(n);
 }
 
+// A key's count over the run; estimated ("~") from the rows read when sampled.
+std::string run_count(const diagnosis::KeyRow& row, double read_share) {
+  if (read_share >= 1 || !(read_share > 0)) return fmt_count(row.count);
+  return "~" + fmt_count(static_cast<std::uint64_t>(static_cast<double>(row.count) / read_share));
+}
+
 std::string fmt_bytes(std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.1f}GiB", b / (1024.0 * 1024 * 1024));
@@ -533,9 +542,9 @@ void add_key_lines(const Diagnosis& d, const ViewState& state, std::vector<Line>
         row->key.size() > key_width ? row->key.substr(0, key_width - 1) + "~" : row->key;
     out->push_back(
         {fmt::format("{:<{}} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}", key, key_width,
-                     device_name(row->device), fmt_count(row->count), fmt_count(row->window_count),
-                     fmt_rate(row->rate_per_s), fmt_seconds(row->p50_s), fmt_seconds(row->p95_s),
-                     fmt_share(row->share)),
+                     device_name(row->device), run_count(*row, d.read_share),
+                     fmt_count(row->window_count), fmt_rate(row->rate_per_s),
+                     fmt_seconds(row->p50_s), fmt_seconds(row->p95_s), fmt_share(row->share)),
          Style::kNormal});
   }
 }
@@ -597,6 +606,8 @@ std::vector<Line> view_lines(const ViewState& state) {
   rate += fmt::format("  window {} steps", d.window_steps);
   const diagnosis::PhaseRow* wait = find_phase(d.window, diagnosis::Phase::kDataWait, Device::kCPU);
   rate += fmt::format("  data wait {}", wait != nullptr ? fmt_share(wait->share) : "-");
+  // The run appends faster than top reads (FollowOptions::read_budget_bytes_per_s).
+  if (d.read_share < 1) rate += fmt::format("  sampled {}", fmt_share(d.read_share));
   out.push_back({rate, Style::kNormal});
 
   // The labels of the run while it runs are the window's (Diagnosis::headline).

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string_view>
@@ -92,6 +94,66 @@ void combine(const std::vector<State>& states, int* worst, bool* running, std::i
 
 // --- CSV -------------------------------------------------------------------
 
+// One pass over the line that starts at data[from]: where it ends (its
+// newline, or npos when the data ends first), whether it holds a quote (then
+// the pass stops there), and its commas' positions relative to `from`, up to
+// commas->size() (that many: there may be more). Eight bytes at a time on
+// little-endian machines: a byte of the word XOR ",,,,,,,," is zero exactly
+// where a comma is (likewise for the quote and the newline), found by the
+// exact zero-byte test (no false positive after a borrow).
+struct LineScan {
+  std::size_t newline = std::string_view::npos;
+  bool quote = false;
+  std::size_t commas = 0;
+};
+LineScan scan_line(std::string_view data, std::size_t from, std::array<std::uint32_t, 32>* commas) {
+  LineScan out;
+  const char* const bytes = data.data() + from;
+  const std::size_t size = data.size() - from;
+  std::size_t i = 0;
+  const auto add_comma = [&](std::size_t at) {
+    if (out.commas < commas->size()) (*commas)[out.commas++] = static_cast<std::uint32_t>(at);
+  };
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+  const auto zero_bytes = [](std::uint64_t x) {  // 0x80 in each zero byte of x
+    return ~(((x & kLow7) + kLow7) | x | kLow7);
+  };
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    std::uint64_t comma = zero_bytes(word ^ (kOnes * ','));
+    const std::uint64_t newline = zero_bytes(word ^ (kOnes * '\n'));
+    const std::uint64_t quote = zero_bytes(word ^ (kOnes * '"'));
+    if ((newline | quote) != 0) {
+      const int end = __builtin_ctzll(newline | quote);      // the first of them
+      if (end < 63) comma &= (std::uint64_t{1} << end) - 1;  // commas before it
+      for (; comma != 0; comma &= comma - 1) add_comma(i + (__builtin_ctzll(comma) >> 3));
+      if ((quote >> end) & 1) {
+        out.quote = true;
+      } else {
+        out.newline = from + i + (end >> 3);
+      }
+      return out;
+    }
+    for (; comma != 0; comma &= comma - 1) add_comma(i + (__builtin_ctzll(comma) >> 3));
+  }
+#endif
+  for (; i < size; ++i) {
+    if (bytes[i] == ',') add_comma(i);
+    if (bytes[i] == '"') {
+      out.quote = true;
+      return out;
+    }
+    if (bytes[i] == '\n') {
+      out.newline = from + i;
+      return out;
+    }
+  }
+  return out;
+}
+
 // Splits RFC 4180 records out of a buffer that may end mid-record.
 class CsvScanner {
  public:
@@ -147,23 +209,37 @@ class CsvScanner {
   // are views into the buffer. A record with a quoted field is unquoted into
   // *scratch, and the views point there (valid until the next call).
   Result next_views(std::vector<std::string_view>* views, std::vector<std::string>* scratch) {
-    views->clear();
-    const std::size_t newline = data_.find('\n', pos_);
-    const std::string_view line =
-        newline == std::string_view::npos ? std::string_view() : data_.substr(pos_, newline - pos_);
-    if (newline == std::string_view::npos || line.find('"') != std::string_view::npos) {
+    // The commas' positions into a local array: stores into the vector as
+    // they are found would reload its end after every byte read (char
+    // aliases anything).
+    std::array<std::uint32_t, 32> commas;
+    const LineScan scan = scan_line(data_, pos_, &commas);
+    if (scan.quote || scan.newline == std::string_view::npos) {
       const Result result = next(scratch);
+      views->clear();
       if (result == Result::kRecord) views->assign(scratch->begin(), scratch->end());
       return result;
     }
-    for (std::size_t start = 0;;) {
-      const std::size_t comma = line.find(',', start);
-      if (comma == std::string_view::npos) {
-        views->push_back(line.substr(start));
-        break;
+    const std::size_t newline = scan.newline;
+    const std::string_view line = data_.substr(pos_, newline - pos_);
+    const std::size_t n = scan.commas;
+    if (n == commas.size()) {  // many fields: one search each
+      views->clear();
+      std::size_t start = 0;
+      for (std::size_t comma; (comma = line.find(',', start)) != std::string_view::npos;
+           start = comma + 1) {
+        views->push_back(line.substr(start, comma - start));
       }
-      views->push_back(line.substr(start, comma - start));
-      start = comma + 1;
+      views->push_back(line.substr(start));
+    } else {
+      views->resize(n + 1);  // the same size as the last row's: no work
+      std::string_view* out = views->data();
+      std::size_t start = 0;
+      for (std::size_t c = 0; c < n; ++c) {
+        out[c] = std::string_view(line.data() + start, commas[c] - start);
+        start = commas[c] + 1;
+      }
+      out[n] = std::string_view(line.data() + start, line.size() - start);
     }
     pos_ = newline + 1;
     ++line_;
@@ -476,6 +552,28 @@ absl::StatusOr<RunReader::Scan> RunReader::scan_regions(
     absl::FunctionRef<void(const RegionView&)> visit) const {
   return scan_regions_file(fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank)), offset,
                            max_bytes, visit);
+}
+
+absl::StatusOr<std::uint64_t> RunReader::regions_tail_offset(std::uint32_t rank, std::uint64_t from,
+                                                             std::uint64_t keep_bytes) const {
+  const std::string path = fmt::format("{}/{}", dir_, run::detail::regions_file_name(rank));
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return detail::file_error(errno, "inspect", path);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size <= from || size - from <= keep_bytes) return from;
+  // The byte before the cut: a newline there makes the cut a line's start.
+  std::uint64_t at = size - keep_bytes - 1;
+  std::string chunk;
+  constexpr std::uint64_t kChunk = std::uint64_t{64} << 10;
+  while (at < size) {
+    bool at_end = false;
+    if (absl::Status read = read_into(path, at, kChunk, &at_end, &chunk); !read.ok()) return read;
+    if (chunk.empty()) break;
+    const std::size_t newline = chunk.find('\n');
+    if (newline != std::string::npos) return at + newline + 1;
+    at += chunk.size();
+  }
+  return from;
 }
 
 absl::StatusOr<RunReader> RunReader::Open(std::string dir) {

@@ -26,6 +26,7 @@ Diagnosis sample() {
   d.ranks = {{0, "h1", "FINISHED", 120}, {1, "h2", "CRASHED", 90}};
   d.hosts = {"h1", "h2"};
   d.window_steps = 100;
+  d.read_share = 0.25;  // a live follower sampled the run
   Scope s;
   s.name = "run";
   s.steps = 115;
@@ -83,7 +84,16 @@ TEST(Document, RoundTripsThroughTheOneReader) {
   absl::StatusOr<Diagnosis> back = parse_diagnosis(text, "d.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(diagnosis_json(*back, 1), text);
+  EXPECT_EQ(back->read_share, 0.25);
   EXPECT_EQ(back->run.labels[1].rank, 1u);
+  // A document written before read_share existed: everything was read.
+  std::string old = text;
+  const std::size_t at = old.find("\"read_share\"");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, old.find('\n', at) - at + 1);
+  back = parse_diagnosis(old, "old.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->read_share, 1.0);
   EXPECT_EQ(back->run.labels[2].host, "h2");
   EXPECT_TRUE(std::isnan(back->run.labels[1].value.low));
   EXPECT_EQ(back->keys[0].key, "data \"aug\", v2");

@@ -2,6 +2,7 @@
 // BATCH rows and from the timed loader's rows, incremental polls that leave a
 // cut last line for later, late GPU rows, host readings, a run that ends
 // while followed, and errors naming the run.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -188,6 +189,107 @@ TEST(Follower, WindowHoldsTheLastKSteps) {
   EXPECT_EQ(d->window.steps, 30u);
   EXPECT_NE(d->window.find(kInputBound), nullptr);
   EXPECT_EQ(d->run.find(kInputBound), nullptr);
+}
+
+// A run that appends faster than the read budget is sampled: a poll reads
+// the newest rows that hold the window, skips the rest, and says so; the
+// window is the one a full read gives, step numbers come from the BATCH rows,
+// and a late GPU row of a skipped step joins no step read before the gap.
+TEST(Follower, SampledReadingKeepsTheWindowExact) {
+  TempDir tmp;
+  RankJson running;
+  running.heartbeat_ms = 4'000'000'000'000;  // far future: not crashed
+  running.host = "elsewhere";
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {running});
+  // Step i: IO 4 ms (5 ms from step 1,000 on), FORWARD 3 ms, BATCH 10 ms with its own number.
+  const auto steps = [](int from, int to) {
+    std::string out;
+    for (int i = from; i < to; ++i) {
+      const std::int64_t s = kT0 + i * 12 * kMs;
+      const std::int64_t io = (i >= 1000 ? 5 : 4) * kMs;
+      const std::string n = std::to_string(i);
+      out += "IO,CPU,0,0," + std::to_string(s) + "," + std::to_string(io) + "," + n + ",0\n";
+      out += "FORWARD,CPU,0,0," + std::to_string(s + io) + ",3000000," + n + ",0\n";
+      if (i == 1290) {  // the GPU row of step 500, collected late
+        out += "FORWARD,GPU,0,0," + std::to_string(kT0 + 500 * 12 * kMs) + ",3000000," + n + ",0\n";
+      }
+      out += "BATCH,CPU,0,0," + std::to_string(s) + ",10000000," + n + ",0\n";
+    }
+    return out;
+  };
+  write_file(dir / "regions-0.csv", steps(0, 300), /*append=*/true);
+  FollowOptions options;
+  options.window_steps = 50;
+  options.read_budget_bytes_per_s = 64 * 1024;  // the first poll's second holds 300 steps
+  absl::StatusOr<Follower> sampled = Follower::Open(dir.string(), options);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  ASSERT_TRUE(sampled->poll().ok());
+  EXPECT_EQ(sampled->bytes_skipped(), 0u);
+  EXPECT_EQ(sampled->diagnose().read_share, 1.0);
+  options.read_budget_bytes_per_s = 0;
+  absl::StatusOr<Follower> full = Follower::Open(dir.string(), options);
+  ASSERT_TRUE(full.ok());
+  ASSERT_TRUE(full->poll().ok());
+
+  // 1,000 more steps (about 150 KB) before the next poll, which comes at once:
+  // its budget (a twentieth of a second's) holds less than the window, so it
+  // reads the window's 50 steps and a tenth more.
+  write_file(dir / "regions-0.csv", steps(300, 1300), /*append=*/true);
+  ASSERT_TRUE(sampled->poll().ok());
+  ASSERT_TRUE(full->poll().ok());
+  const Diagnosis ds = sampled->diagnose();
+  const Diagnosis df = full->diagnose();
+  EXPECT_GT(sampled->bytes_skipped(), 100'000u);
+  EXPECT_EQ(full->bytes_skipped(), 0u);
+  EXPECT_LT(ds.read_share, 0.4);
+  EXPECT_EQ(df.read_share, 1.0);
+  EXPECT_NE(format_diagnosis(ds).find("sampled:"), std::string::npos);
+  EXPECT_EQ(format_diagnosis(df).find("sampled:"), std::string::npos);
+  ASSERT_EQ(ds.ranks.size(), 1u);
+  EXPECT_EQ(ds.ranks[0].steps, 1300u);  // from the BATCH rows' own numbers
+  EXPECT_EQ(df.ranks[0].steps, 1300u);
+
+  // The window: the same 50 steps, the same phases to the nanosecond.
+  EXPECT_EQ(ds.window.steps, 50u);
+  EXPECT_EQ(df.window.steps, 50u);
+  ASSERT_EQ(ds.window.phases.size(), df.window.phases.size());
+  for (std::size_t i = 0; i < df.window.phases.size(); ++i) {
+    const PhaseRow& a = ds.window.phases[i];
+    const PhaseRow& b = df.window.phases[i];
+    EXPECT_EQ(a.phase, b.phase);
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_DOUBLE_EQ(a.median_s, b.median_s) << phase_name(b.phase);
+    EXPECT_DOUBLE_EQ(a.p95_s, b.p95_s) << phase_name(b.phase);
+    EXPECT_DOUBLE_EQ(a.share, b.share) << phase_name(b.phase);
+  }
+  const auto phase = [](const Scope& scope, Phase p, Device device) -> const PhaseRow* {
+    for (const PhaseRow& row : scope.phases) {
+      if (row.phase == p && row.device == device) return &row;
+    }
+    return nullptr;
+  };
+  const PhaseRow* wait = phase(ds.window, Phase::kDataWait, Device::kCPU);
+  ASSERT_NE(wait, nullptr);
+  EXPECT_DOUBLE_EQ(wait->median_s, 0.005);
+  // Keys: the window's counts and quantiles agree; the run's count is of the rows read.
+  for (const KeyRow& k : df.keys) {
+    auto it = std::find_if(ds.keys.begin(), ds.keys.end(),
+                           [&](const KeyRow& x) { return x.key == k.key && x.device == k.device; });
+    ASSERT_NE(it, ds.keys.end()) << k.key;
+    if (k.device == Device::kGPU) continue;
+    EXPECT_EQ(it->window_count, k.window_count) << k.key;
+    EXPECT_DOUBLE_EQ(it->p50_s, k.p50_s) << k.key;
+    EXPECT_DOUBLE_EQ(it->p95_s, k.p95_s) << k.key;
+    EXPECT_LT(it->count, k.count) << k.key;
+  }
+  // The late GPU row of step 500 joins step 500 in the full read; the sampled
+  // follower read no step of that time, so it joins none (not step 299).
+  const PhaseRow* gpu_full = phase(df.run, Phase::kForward, Device::kGPU);
+  ASSERT_NE(gpu_full, nullptr);
+  EXPECT_GT(gpu_full->share, 0.0);
+  const PhaseRow* gpu_sampled = phase(ds.run, Phase::kForward, Device::kGPU);
+  ASSERT_NE(gpu_sampled, nullptr);
+  EXPECT_EQ(gpu_sampled->share, 0.0);
 }
 
 TEST(Follower, LateGpuRowsJoinTheirStep) {

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "fmt/format.h"
 #include "run/run_format.hpp"
 #include "support/run_dir_test.hpp"
 
@@ -160,6 +162,92 @@ TEST_F(RunReaderTest, TruncatedLastLineIsLeftForLater) {
   EXPECT_EQ(regions->rows[0].key, "BATCH");
   EXPECT_EQ(regions->rows[0].duration_ns, 10);
   EXPECT_TRUE(absl::IsOutOfRange(reader.read_regions(0, 1 << 20).status()));
+}
+
+// Rows split a word at a time (the fast path) read back exactly as written,
+// whatever the lengths put the commas, the quote or the newline inside a
+// word; a quoted key and a stray quote take the RFC 4180 path.
+TEST_F(RunReaderTest, RowsOfEveryShapeReadBackAsWritten) {
+  std::string text(kRegionsHeader);
+  std::vector<RegionRow> written;
+  for (int k = 1; k <= 40; ++k) {
+    RegionRow row;
+    row.key = std::string(static_cast<std::size_t>(k), static_cast<char>('a' + k % 26));
+    if (k % 5 == 0) row.key += "-x.y/z";
+    row.device = k % 3 == 0 ? Device::kGPU : Device::kCPU;
+    row.rank = static_cast<std::uint32_t>(k % 4);
+    row.thread = static_cast<std::uint32_t>(k * 7);
+    row.start_unix_ns = 1'700'000'000'000'000'000 + k * 1'234'567;
+    row.duration_ns = std::int64_t{1} << (k % 40);
+    row.step = k * 11;
+    row.epoch = k % 2;
+    text += fmt::format("{},{},{},{},{},{},{},{}\n", row.key,
+                        row.device == Device::kGPU ? "GPU" : "CPU", row.rank, row.thread,
+                        row.start_unix_ns, row.duration_ns, row.step, row.epoch);
+    written.push_back(row);
+  }
+  RegionRow quoted = written[0];
+  quoted.key = "a,b \"c\"";
+  quoted.rank = 0;
+  text += "\"a,b \"\"c\"\"\",CPU,0,7,1700000000001234567,2,11,1\n";
+  written.push_back(quoted);
+  write("regions-0.csv", text);
+  RunReader reader = open();
+  absl::StatusOr<Chunk<RegionRow>> regions = reader.read_regions(0);
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  ASSERT_EQ(regions->rows.size(), written.size());
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    const RegionRow& a = regions->rows[i];
+    const RegionRow& b = written[i];
+    EXPECT_EQ(a.key, b.key) << i;
+    EXPECT_EQ(a.device, b.device) << i;
+    EXPECT_EQ(a.rank, b.rank) << i;
+    EXPECT_EQ(a.thread, b.thread) << i;
+    EXPECT_EQ(a.start_unix_ns, b.start_unix_ns) << i;
+    EXPECT_EQ(a.duration_ns, b.duration_ns) << i;
+    EXPECT_EQ(a.step, b.step) << i;
+    EXPECT_EQ(a.epoch, b.epoch) << i;
+  }
+  // A quote inside an unquoted field, and a row of 40 fields, are errors naming the line.
+  write("regions-0.csv",
+        std::string(kRegionsHeader) + "abcdefghij,CPU,0,0,1,2,3,4\nk\"ey,CPU,0,0,1,2,3,4\n");
+  EXPECT_THAT(message(reader.read_regions(0).status()), HasSubstr("regions-0.csv:3: a quote"));
+  std::string wide = "k";
+  for (int i = 0; i < 39; ++i) wide += ",1";
+  write("regions-0.csv", std::string(kRegionsHeader) + wide + "\n");
+  EXPECT_THAT(message(reader.read_regions(0).status()),
+              HasSubstr("regions-0.csv:2: 40 fields, expected 8"));
+}
+
+// Where a follower that reads only the newest bytes resumes: at a line start.
+TEST_F(RunReaderTest, RegionsTailOffsetResumesAtALineStart) {
+  RunReader reader = open();
+  EXPECT_TRUE(absl::IsNotFound(reader.regions_tail_offset(0, 0, 10).status()));
+  const std::string header(kRegionsHeader);
+  const std::string line = "FORWARD,CPU,0,0,1700000000000000000,1000,0,0\n";  // 46 bytes
+  std::string text = header;
+  for (int i = 0; i < 100; ++i) text += line;
+  write("regions-0.csv", text);
+  const std::uint64_t size = text.size();
+  // Grown by no more than kept: from itself.
+  EXPECT_EQ(*reader.regions_tail_offset(0, 0, size), 0u);
+  EXPECT_EQ(*reader.regions_tail_offset(0, size - 10, 100), size - 10);
+  EXPECT_EQ(*reader.regions_tail_offset(0, size, 0), size);
+  // Else the first line that starts in the last `keep` bytes.
+  for (std::uint64_t keep : {std::uint64_t{1}, std::uint64_t{45}, std::uint64_t{46},
+                             std::uint64_t{47}, std::uint64_t{500}}) {
+    const absl::StatusOr<std::uint64_t> at = reader.regions_tail_offset(0, 0, keep);
+    ASSERT_TRUE(at.ok()) << at.status();
+    EXPECT_GE(*at, size - keep) << keep;
+    EXPECT_LT(*at, size - keep + line.size()) << keep;
+    EXPECT_EQ((*at - header.size()) % line.size(), 0u) << keep;
+    absl::StatusOr<Chunk<RegionRow>> rows = reader.read_regions(0, *at);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    EXPECT_EQ(rows->rows.size(), (size - *at) / line.size()) << keep;
+  }
+  // A last line still being written, longer than kept: no line starts there.
+  write("regions-0.csv", text + std::string(200, 'k'));
+  EXPECT_EQ(*reader.regions_tail_offset(0, 7, 50), 7u);
 }
 
 TEST_F(RunReaderTest, SilentOrVanishedRanksAreCrashed) {

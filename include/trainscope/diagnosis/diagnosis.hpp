@@ -251,7 +251,7 @@ struct Scope {
 struct KeyRow {
   std::string key;
   Device device = Device::kCPU;
-  std::uint64_t count = 0;         // over the run
+  std::uint64_t count = 0;         // over the run (the rows read: Diagnosis::read_share)
   std::uint64_t window_count = 0;  // in the window
   double rate_per_s = 0;           // in the window
   double p50_s = 0, p95_s = 0;     // in the window
@@ -296,6 +296,10 @@ struct Diagnosis {
   std::size_t window_steps = 0;  // K
   Scope window;
   Scope run;
+  // The share of the region rows appended that were read: 1 unless the run
+  // appended faster than FollowOptions::read_budget_bytes_per_s (the run
+  // scope and KeyRow::count then rest on a sample; the window is exact).
+  double read_share = 1;
   std::vector<KeyRow> keys;  // by summed window time, largest first
   std::vector<HostNow> host_now;
 
@@ -326,6 +330,20 @@ struct FollowOptions {
   // after the last time (the window is always fresh): `trainscope top` uses
   // 10, so following a long run costs what it appends.
   double run_refresh_s = 0;
+  // A run that appends more than this (bytes of region rows per second of
+  // polling, all ranks together; 0: no limit) is sampled rather than read
+  // whole, so that following it costs a bounded share of a core: at each
+  // poll each rank's newest rows are read (its share of the budget, and at
+  // least what holds the window's steps) and the rows before them skipped.
+  // The window stays exact; the run scope and the keys' run statistics then
+  // rest on the rows read (Diagnosis::read_share), and a rank's step numbers
+  // after a skip on its BATCH rows' own numbers (else on the bytes skipped).
+  // `trainscope top` uses kLiveReadBudget (live_options()); `trainscope
+  // diagnose` and the end of `trainscope run` read everything.
+  double read_budget_bytes_per_s = 0;
+  // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when
+  // false): `trainscope top` shows the window's and goes without them.
+  bool key_run_stats = true;
 };
 
 class Follower {
@@ -342,8 +360,9 @@ class Follower {
   Diagnosis diagnose() const;
 
   const std::string& run_dir() const noexcept;
-  bool in_progress() const noexcept;          // as of the last poll
-  std::uint64_t bytes_read() const noexcept;  // over all polls
+  bool in_progress() const noexcept;             // as of the last poll
+  std::uint64_t bytes_read() const noexcept;     // over all polls
+  std::uint64_t bytes_skipped() const noexcept;  // region rows not read (read_budget_bytes_per_s)
   std::uint64_t rows_read() const noexcept;
 
  private:

@@ -75,6 +75,13 @@ class RunReader final : public RunSource {
   absl::StatusOr<Scan> scan_regions(std::uint32_t rank, std::uint64_t offset,
                                     std::uint64_t max_bytes,
                                     absl::FunctionRef<void(const RegionView&)> visit) const;
+  // Where a follower at `from` in rank's region file resumes when it reads at
+  // most about the last `keep_bytes` of it: `from` itself when the file grew
+  // by no more than that since, else the first line that starts at or after
+  // size - keep_bytes (the rows before it are skipped; `from` when no line
+  // starts there yet). NotFound when the rank has no region file.
+  absl::StatusOr<std::uint64_t> regions_tail_offset(std::uint32_t rank, std::uint64_t from,
+                                                    std::uint64_t keep_bytes) const;
   // Paths of the files under artifacts/, relative to it.
   std::vector<std::string> artifacts() const;
 
