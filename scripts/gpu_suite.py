@@ -22,7 +22,7 @@ STARTED = float(os.environ.get("TRAINSCOPE_GPU_SUITE_STARTED", time.time()))
 
 # The Python tests that exercise a GPU (the rest run in the optional full pass).
 PYTHON_GPU_TESTS = ["test_gpu_truth.py", "test_torch.py", "test_cpu_gpu_timer.py",
-                    "test_simulated_gpu.py"]
+                    "test_simulated_gpu.py", "test_auto.py"]
 # Benchmarks and the ratio each must stay under (0: reported only).
 BENCH_RATIOS = [
     ("BM_CPUGPUTimerPairCuda", "BM_BareCudaEventRecordPair", 1.2),

@@ -2,9 +2,6 @@
 // run (trainscope::launch, include/trainscope/launch.hpp).
 #include <string.h>  // strsignal (POSIX)
 
-#include <algorithm>
-#include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -37,6 +34,7 @@ constexpr char kRunDescription[] =
     "\n"
     "examples:\n"
     "  trainscope run -- python train.py --lr 0.1 --epochs 3\n"
+    "  trainscope run --auto -- python train.py    (PyTorch, HF, Lightning: no code change)\n"
     "  trainscope run --name baseline --devices 0,1 -- torchrun --nproc-per-node 2 train.py\n"
     "  trainscope run --nsys=BATCH@trainscope -- python train.py\n"
     "  trainscope run --mlflow http://localhost:5000 --wandb -- ./train --batch-size 64\n"
@@ -74,6 +72,7 @@ struct RunArgs {
   std::optional<std::string> mlflow_uri;
   std::optional<std::string> nsys_range;  // set: run under Nsight Systems
   std::optional<std::string> ncu_range;   // set: run under Nsight Compute
+  std::optional<std::string> auto_mode;   // set: --auto[=MODE]
   bool no_sample = false;
   bool wandb = false;
   bool quiet = false;
@@ -114,6 +113,16 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     out->launch.sample_interval = absl::Seconds(seconds("--interval", value));
                   });
   line->add_flag("--no-sample", "do not sample the hardware", &out->no_sample);
+  line->add_flag_with_value("--auto", "layers[=N]",
+                            "instrument the Python processes without code: PyTorch's loader,\n"
+                            "forward, backward, optimizer and collectives, Hugging Face and\n"
+                            "Lightning trainers; layers[=N]: module regions to depth N (2)",
+                            &out->auto_mode)
+      ->each([out](const std::string& value) {
+        absl::StatusOr<std::string> mode = parse_auto_mode(value);
+        if (!mode.ok()) bad_value(std::string(mode.status().message()));
+        out->launch.auto_instrument = *mode;
+      });
   line->add_value(
       "--devices", "0,1",
       "only these GPUs: sets CUDA_VISIBLE_DEVICES for the command\n"
@@ -153,6 +162,7 @@ std::optional<RunArgs> parse(const std::vector<std::string>& args, int* exit_cod
     return std::nullopt;
   }
   out.launch.sample_hardware = !out.no_sample;
+  if (out.auto_mode && out.launch.auto_instrument.empty()) out.launch.auto_instrument = "on";
   if (out.nsys_range || out.ncu_range) {
     out.launch.profiler = out.nsys_range ? Profiler::kNsys : Profiler::kNcu;
     out.launch.profile_range = out.nsys_range ? *out.nsys_range : *out.ncu_range;

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -25,6 +26,7 @@
 
 #include "common/files.hpp"
 #include "fmt/format.h"
+#include "launch/auto_bootstrap.hpp"
 #include "launch/process.hpp"
 #include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
@@ -486,6 +488,11 @@ absl::Status check_options(const LaunchOptions& options) {
   for (int device : options.devices) {
     if (device < 0) return absl::InvalidArgumentError(fmt::format("invalid GPU index {}", device));
   }
+  if (!options.auto_instrument.empty()) {
+    if (absl::StatusOr<std::string> mode = parse_auto_mode(options.auto_instrument); !mode.ok()) {
+      return mode.status();
+    }
+  }
   for (const auto& [name, value] : options.environment) {
     if (name.empty() || name.find('=') != std::string::npos ||
         name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
@@ -593,8 +600,50 @@ std::map<std::string, std::string> params_from_arguments(const std::vector<std::
   return params;
 }
 
+// --auto: the bootstrap's directory, first on the command's PYTHONPATH (and
+// removed when the launch returns); none when off or it could not be written.
+class AutoBootstrap {
+ public:
+  explicit AutoBootstrap(LaunchOptions* options) {
+    if (options->auto_instrument.empty()) return;
+    if (!is_python_command(options->command)) {
+      warn(
+          fmt::format("trainscope run --auto: {} is not a Python program: nothing in it is "
+                      "instrumented (the Python processes it starts are)",
+                      options->command.empty() ? "" : options->command[0]));
+    }
+    absl::StatusOr<std::string> dir = launcher::detail::write_auto_bootstrap();
+    if (!dir.ok()) {
+      warn(fmt::format("trainscope run --auto: nothing is instrumented: {}",
+                       dir.status().ToString()));
+      return;
+    }
+    dir_ = *dir;
+    std::string python_path = dir_;
+    const auto given = options->environment.find("PYTHONPATH");
+    const char* inherited = std::getenv("PYTHONPATH");
+    const std::string rest = given != options->environment.end() ? given->second
+                             : inherited != nullptr              ? inherited
+                                                                 : "";
+    if (!rest.empty()) python_path += ":" + rest;
+    options->environment["PYTHONPATH"] = python_path;
+    options->environment["TRAINSCOPE_AUTO"] = options->auto_instrument;
+  }
+  ~AutoBootstrap() {
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  AutoBootstrap(const AutoBootstrap&) = delete;
+  AutoBootstrap& operator=(const AutoBootstrap&) = delete;
+  bool on() const { return !dir_.empty(); }
+
+ private:
+  std::string dir_;
+};
+
 absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   if (absl::Status status = check_options(options); !status.ok()) return status;
+  const AutoBootstrap auto_bootstrap(&options);
   // Registered before the run exists: a signal from now on stops the command
   // as soon as it starts, instead of killing us with the run left RUNNING.
   SignalForwarding forwarding(options.forward_signals);
@@ -603,6 +652,9 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   Run& run = **started;
   for (std::shared_ptr<Exporter>& exporter : options.exporters) run.add_exporter(exporter);
   record_command(run, options.command);
+  if (auto_bootstrap.on()) {
+    warn_if_error(run.set_tag("trainscope.auto", options.auto_instrument), "tag 'trainscope.auto'");
+  }
 
   absl::StatusOr<int> stdout_log = open_log(run.dir(), RunLog::kStdout);
   absl::StatusOr<int> stderr_log = open_log(run.dir(), RunLog::kStderr);

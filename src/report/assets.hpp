@@ -1,5 +1,5 @@
 // What every report page embeds (internal): Chart.js and the page's own
-// script and style, compiled in by cmake/TrainscopeReportAssets.cmake.
+// script and style, compiled in by cmake/TrainscopeEmbeddedTexts.cmake.
 #ifndef TRAINSCOPE_SRC_REPORT_ASSETS_HPP_
 #define TRAINSCOPE_SRC_REPORT_ASSETS_HPP_
 

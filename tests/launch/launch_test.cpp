@@ -387,5 +387,67 @@ TEST_F(LaunchTest, EmptyCommandIsInvalid) {
   EXPECT_TRUE(absl::IsInvalidArgument(launch(options({})).status()));
 }
 
+// `trainscope run --auto`: the mode, which commands are Python, and the
+// bootstrap the command's processes get (its Python side: tests/python/test_auto.py).
+TEST(AutoInstrument, ModesAndTheirErrors) {
+  EXPECT_EQ(*parse_auto_mode(""), "on");
+  EXPECT_EQ(*parse_auto_mode("on"), "on");
+  EXPECT_EQ(*parse_auto_mode("layers"), "layers");
+  EXPECT_EQ(*parse_auto_mode("layers=3"), "layers=3");
+  for (const char* bad : {"layers=0", "layers=", "layers=x", "layers=2x", "deep", "1"}) {
+    const absl::StatusOr<std::string> mode = parse_auto_mode(bad);
+    ASSERT_FALSE(mode.ok()) << bad;
+    EXPECT_THAT(std::string(mode.status().message()), HasSubstr(std::string("'") + bad + "'"));
+  }
+}
+
+TEST_F(LaunchTest, PythonCommandsByNameOrShebang) {
+  EXPECT_TRUE(is_python_command({"python"}));
+  EXPECT_TRUE(is_python_command({"/usr/bin/python3.11", "-c", "pass"}));
+  EXPECT_TRUE(is_python_command({"pypy3"}));
+  EXPECT_FALSE(is_python_command({"/bin/sh", "-c", "python x.py"}));
+  EXPECT_FALSE(is_python_command({"pythonista"}));
+  EXPECT_FALSE(is_python_command({}));
+  EXPECT_FALSE(is_python_command({"no-such-program-here"}));
+  const fs::path env_script = root_ / "train-env";
+  const fs::path direct = root_ / "train-direct";
+  const fs::path shell = root_ / "train.sh";
+  std::ofstream(env_script) << "#!/usr/bin/env python3\nprint(1)\n";
+  std::ofstream(direct) << "#!/usr/bin/python3 -u\n";
+  std::ofstream(shell) << "#!/bin/sh\npython3 x.py\n";
+  EXPECT_TRUE(is_python_command({env_script.string()}));
+  EXPECT_TRUE(is_python_command({direct.string()}));
+  EXPECT_FALSE(is_python_command({shell.string()}));
+}
+
+TEST_F(LaunchTest, AutoPutsTheBootstrapFirstOnPythonPathAndRemovesItAfter) {
+  testing::CapturedWarnings warnings;
+  LaunchOptions o = options({"/bin/sh", "-c",
+                             "echo \"$TRAINSCOPE_AUTO|$PYTHONPATH\"; "
+                             "ls \"${PYTHONPATH%%:*}\""});
+  o.environment["PYTHONPATH"] = "/given/path";
+  o.auto_instrument = "layers=2";
+  const LaunchResult result = launch_ok(std::move(o));
+  ASSERT_EQ(result.exit_code, 0);
+  const std::vector<std::string> out = lines_of(read_file(fs::path(result.run_dir) / "stdout.log"));
+  ASSERT_GE(out.size(), 3u);
+  const std::size_t bar = out[0].find('|');
+  EXPECT_EQ(out[0].substr(0, bar), "layers=2");
+  const std::string path = out[0].substr(bar + 1);
+  const std::string dir = path.substr(0, path.find(':'));
+  EXPECT_EQ(path.substr(path.find(':') + 1), "/given/path");
+  EXPECT_THAT(std::vector<std::string>(out.begin() + 1, out.end()),
+              ::testing::UnorderedElementsAre("_trainscope_auto_hooks.py", "sitecustomize.py"));
+  EXPECT_FALSE(fs::exists(dir)) << "the bootstrap directory outlived the command";
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "run.json"),
+              HasSubstr("\"trainscope.auto\": \"layers=2\""));
+  // /bin/sh is no Python program: one warning says so, the command ran as it was.
+  EXPECT_TRUE(warnings.contains("is not a Python program")) << warnings.joined();
+  // A bad mode is an error before anything runs.
+  LaunchOptions bad = options({"true"});
+  bad.auto_instrument = "layers=0";
+  EXPECT_FALSE(launch(std::move(bad)).ok());
+}
+
 }  // namespace
 }  // namespace trainscope

@@ -41,3 +41,9 @@ class CPUGPUTimer(trainscope.CPUGPUTimer):
     def _follow_current_stream(self, follow):
         # Without CUDA in torch there is no current stream to ask for.
         self._set_stream_provider(_current_stream if follow and torch.cuda.is_available() else None)
+
+
+# Zero-code instrumentation (docs/auto.md): trainscope.torch.instrument(...).
+from trainscope._torch_auto import Instrumentation, instrument  # noqa: E402
+
+__all__ = list(__all__) + ["Instrumentation", "instrument"]

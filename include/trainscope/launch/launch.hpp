@@ -114,7 +114,24 @@ struct LaunchOptions {
   // throws, or a tag the run refuses (an invalid key), costs a warning line,
   // never the run, its other tags or the exit code.
   std::function<std::map<std::string, std::string>(const LaunchResult& result)> end_tags;
+  // Zero-code instrumentation (`trainscope run --auto`, docs/auto.md): a mode
+  // from parse_auto_mode() ("on", "layers", "layers=N"), or empty (off). Every
+  // Python process the command starts loads trainscope's bootstrap (a
+  // sitecustomize in a private directory put first on PYTHONPATH, removed when
+  // the command ends; TRAINSCOPE_AUTO=mode), which instruments PyTorch when the
+  // program imports it, and Hugging Face's and Lightning's trainers. The run
+  // gets the tag trainscope.auto; a command that is no Python program costs a
+  // warning line (the Python processes it starts are still instrumented).
+  std::string auto_instrument;
 };
+
+// The value of `--auto[=MODE]`: "" or "on" -> "on"; "layers" (depth 2) or
+// "layers=N" (N >= 1) -> itself. InvalidArgument naming the value otherwise.
+absl::StatusOr<std::string> parse_auto_mode(const std::string& value);
+// Whether `command` runs Python: argv[0] named python, python3, python3.11, ...,
+// or a program on PATH (or a path) whose first line is a shebang naming
+// python (torchrun, accelerate, a script with #!/usr/bin/env python3).
+bool is_python_command(const std::vector<std::string>& command);
 
 // Blocks until the command and everything recording it are done. An error
 // means no command ran: invalid options, a profiler that is not installed,

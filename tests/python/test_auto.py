@@ -1,0 +1,346 @@
+"""Zero-code instrumentation of plain PyTorch (issue 23, docs/auto.md):
+`trainscope run --auto` on a script with no trainscope in it
+(tests/python/auto_jobs/plain_train.py), and trainscope.torch.instrument() from code.
+
+The run must hold one BATCH per fetched training batch with the phases inside it,
+a FORWARD per outermost module call (a model called twice counts twice, nested
+modules and the DDP wrapper once), BACKWARD and OPTIMIZER per step, eval/ keys for
+evaluation under no_grad and outside every step, nothing from DataLoader workers,
+COMM for collectives, layer/ keys with --auto=layers; and the misuse cases run the
+command unchanged with one line saying why.
+
+Needs torch (Debian's 1.13 here) and, for `trainscope run`, TRAINSCOPE_CLI.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import trainscope
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "auto_jobs", "plain_train.py")
+LAUNCH2 = os.path.join(HERE, "diagnosis_jobs", "launch2.py")
+CLI = os.environ.get("TRAINSCOPE_CLI")
+needs_cli = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the trainscope binary")
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="instrumenting PyTorch needs torch")
+
+
+def job_env():
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT",
+                        "TRAINSCOPE_AUTO")}
+    env["OMP_NUM_THREADS"] = "1"
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    return env
+
+
+def run_cli(root, auto, command, expect=0):
+    """`trainscope run [--auto...] -- command` under root: (run dir or None, stdout, stderr)."""
+    argv = [CLI, "run", "--root", os.fspath(root), "--no-sample", "--quiet"]
+    if auto is not None:
+        argv.append(auto)
+    argv += ["--"] + command
+    done = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=240,
+                          check=False)
+    assert done.returncode == expect, done.stderr[-4000:]
+    runs = [name for name in os.listdir(root) if not name.startswith(".")]
+    return (os.path.join(root, runs[0]) if runs else None), done.stdout, done.stderr
+
+
+def job_report(stdout):
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def rows(run, key, rank=None, device="CPU"):
+    frame = run.regions
+    frame = frame[(frame["key"] == key) & (frame["device"] == device)]
+    if rank is not None:
+        frame = frame[frame["rank"] == rank]
+    return frame.sort_values("start_unix_ns")
+
+
+def inside(inner, outer):
+    """How many inner rows lie wholly inside some outer row."""
+    spans = list(zip(outer["start_unix_ns"], outer["start_unix_ns"] + outer["duration_ns"]))
+    count = 0
+    for start, duration in zip(inner["start_unix_ns"], inner["duration_ns"]):
+        if any(s <= start and start + duration <= e for s, e in spans):
+            count += 1
+    return count
+
+
+@needs_cli
+@needs_torch
+def test_plain_script_with_workers_and_eval(tmp_path):
+    batches = 10
+    run_dir, out, err = run_cli(tmp_path, "--auto", [
+        sys.executable, JOB, "--batches", str(batches), "--epochs", "2", "--workers", "2",
+        "--eval"])
+    did = job_report(out)[0]
+    run = trainscope.read_run(run_dir)
+    assert run.tags["trainscope.auto"] == "on"
+    # One BATCH per training batch, each holding its forward, backward and optimizer step.
+    batch = rows(run, "BATCH")
+    assert len(batch) == did["steps"] == 2 * batches
+    for key, per_step in (("FORWARD", 2), ("BACKWARD", 1), ("OPTIMIZER", 1)):
+        phase = rows(run, key)
+        assert len(phase) == per_step * did["steps"], key
+        assert inside(phase, batch) == len(phase), key
+    # Each fetch is IO (the one that finds the loader empty too); the data wait of a
+    # step lies in the step before it, the first one before any step.
+    assert len(rows(run, "IO")) == 2 * (batches + 1)
+    assert inside(rows(run, "IO"), batch) == 2 * batches
+    # Evaluation: eval/ keys, outside every training step.
+    eval_forward = rows(run, "eval/FORWARD")
+    assert len(eval_forward) == did["eval_forwards"] == 2 * batches
+    assert inside(eval_forward, batch) == 0
+    assert len(rows(run, "eval/IO")) == 2 * (batches + 1)
+    # The workers (whose Dataset calls a module) recorded nothing: all rows are rank 0's
+    # main process, and there are no more FORWARD rows than the main process made.
+    assert set(run.regions["rank"]) == {0}
+    # The diagnosis reads it as a hand-instrumented run.
+    d = trainscope.diagnose(run_dir)
+    assert d.run.steps > 0
+    assert "NO-DATA" not in [label.name for label in d.run.labels]
+    assert "is not" not in err
+
+
+@needs_cli
+@needs_torch
+def test_gan_like_double_call_counts_both_and_no_loader_steps_by_optimizer(tmp_path):
+    run_dir, out, _ = run_cli(tmp_path / "gan", "--auto", [
+        sys.executable, JOB, "--batches", "5", "--gan"])
+    run = trainscope.read_run(run_dir)
+    did = job_report(out)[0]
+    assert len(rows(run, "FORWARD")) == did["forwards"] == 3 * 5
+    # Without a DataLoader, a step runs from one optimizer step to the next.
+    run_dir, out, _ = run_cli(tmp_path / "noloader", "--auto", [
+        sys.executable, JOB, "--batches", "7", "--no-loader"])
+    run = trainscope.read_run(run_dir)
+    assert len(rows(run, "IO")) == 0
+    assert len(rows(run, "OPTIMIZER")) == 7
+    assert len(rows(run, "BATCH")) == 6  # between the 7 optimizer steps
+
+
+@needs_cli
+@needs_torch
+def test_layers_down_to_a_depth(tmp_path):
+    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [sys.executable, JOB, "--batches", "4"])
+    run = trainscope.read_run(run_dir)
+    keys = set(run.regions["key"])
+    assert {"layer/0", "layer/1", "layer/2", "layer/3"} <= keys
+    assert not any(k.startswith("layer/2.") for k in keys)  # depth 1 only
+    assert len(rows(run, "layer/0")) == 4
+    # Backward per layer: from its output's gradient to its input's, inside BACKWARD.
+    backward = rows(run, "layer/3/backward")
+    assert len(backward) == 4
+    assert inside(backward, rows(run, "BACKWARD")) == 4
+    assert len(rows(run, "layer/0/backward")) == 4  # the first layer ends with the backward
+    run_dir2, _, _ = run_cli(tmp_path / "deep", "--auto=layers", [sys.executable, JOB,
+                                                                     "--batches", "2"])
+    assert "layer/2.0" in set(trainscope.read_run(run_dir2).regions["key"])  # depth 2
+
+
+@needs_cli
+@needs_torch
+def test_two_rank_ddp_job(tmp_path):
+    run_dir, out, _ = run_cli(tmp_path, "--auto", [
+        sys.executable, LAUNCH2, JOB, "--batches", "5", "--ddp"])
+    run = trainscope.read_run(run_dir)
+    assert sorted(r["rank"] for r in job_report(out)) == [0, 1]
+    for rank in (0, 1):
+        assert len(rows(run, "BATCH", rank)) == 5
+        # model(x) through the DDP wrapper is one FORWARD, the loss another.
+        assert len(rows(run, "FORWARD", rank)) == 10
+        assert len(rows(run, "COMM", rank)) == 1  # the explicit all_reduce
+    d = trainscope.diagnose(run_dir)
+    assert len(d.ranks) == 2
+
+
+FRAMEWORK_PYTHON = os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON")
+
+
+@needs_cli
+@pytest.mark.skipif(not FRAMEWORK_PYTHON, reason="set TRAINSCOPE_FRAMEWORK_PYTHON to a python "
+                    "with torch 2.x (tests/python/requirements-frameworks.txt) for torchrun")
+def test_two_ranks_under_the_real_torchrun(tmp_path):
+    run_dir, out, err = run_cli(tmp_path, "--auto", [
+        FRAMEWORK_PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+        JOB, "--batches", "5", "--ddp"])
+    assert sorted(r["rank"] for r in job_report(out)) == [0, 1], err[-3000:]
+    run = trainscope.read_run(run_dir)
+    for rank in (0, 1):
+        assert len(rows(run, "BATCH", rank)) == 5
+        assert len(rows(run, "FORWARD", rank)) == 10
+        assert len(rows(run, "OPTIMIZER", rank)) == 5
+        assert inside(rows(run, "BACKWARD", rank), rows(run, "BATCH", rank)) == 5
+        assert len(rows(run, "COMM", rank)) == 1
+    d = trainscope.diagnose(run_dir)
+    assert sorted(r.rank for r in d.ranks) == [0, 1]
+
+
+@needs_cli
+def test_misuse_runs_the_command_unchanged(tmp_path):
+    # Not Python: one line, the command's own output and exit status.
+    run_dir, out, err = run_cli(tmp_path / "echo", "--auto", ["/bin/echo", "hello"])
+    assert out.strip() == "hello"
+    assert "is not a Python program" in err
+    # Python without torch: runs, nothing recorded, no error.
+    run_dir, out, err = run_cli(tmp_path / "notorch", "--auto",
+                                [sys.executable, "-c", "import json; print(json.dumps(1))"])
+    assert out.strip() == "1"
+    assert "Traceback" not in err
+    # A bad mode is a usage error naming it.
+    done = subprocess.run([CLI, "run", "--root", os.fspath(tmp_path / "bad"), "--auto=layers=0",
+                           "--", sys.executable, "-c", "pass"], capture_output=True, text=True,
+                          check=False, env=job_env())
+    assert done.returncode == 2
+    assert "layers=0" in done.stderr
+    # The user's own sitecustomize still runs, after the hooks are in place.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = '1'\n")
+    env_py = "import os; print(os.environ.get('USER_SITE_RAN'))"
+    argv = [CLI, "run", "--root", os.fspath(tmp_path / "site-run"), "--no-sample", "--quiet",
+            "--auto", "--", sys.executable, "-c", env_py]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False,
+                          env=dict(job_env(), PYTHONPATH=f"{site}:{os.environ['PYTHONPATH']}"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+
+
+@needs_torch
+def test_instrument_from_code_and_remove(tmp_path):
+    import torch  # pylint: disable=import-outside-toplevel
+    import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel
+
+    original_call = torch.nn.Module.__call__
+    original_backward = torch.Tensor.backward
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(3, 4), torch.randint(0, 2, (3,))) for _ in range(5)]
+    loader = torch.utils.data.DataLoader(data, batch_size=None)
+    with trainscope.start_run(root=os.fspath(tmp_path), run_name="instrument") as active:
+        handle = ts_torch.instrument(model=model, optimizer=optimizer, loader=loader, layers=1)
+        assert torch.nn.Module.__call__ is original_call  # objects given: no global patch
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        handle.remove()
+        run_dir = active.dir
+        # After remove(), nothing is recorded and every patch is undone.
+        assert torch.Tensor.backward is original_backward
+        assert "forward" not in model.__dict__ and "step" not in optimizer.__dict__
+        for x, y in loader:
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    run = trainscope.read_run(run_dir)
+    assert len(rows(run, "BATCH")) == 5
+    assert len(rows(run, "FORWARD")) == 5
+    assert len(rows(run, "BACKWARD")) == 5
+    assert len(rows(run, "OPTIMIZER")) == 5
+    assert len(rows(run, "layer/0")) == 5
+    assert inside(rows(run, "FORWARD"), rows(run, "BATCH")) == 5
+
+
+@needs_torch
+def test_a_patch_that_fails_disables_itself_and_training_goes_on(tmp_path, monkeypatch):
+    import torch  # pylint: disable=import-outside-toplevel
+    from torch.utils.data import dataloader  # pylint: disable=import-outside-toplevel
+    import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel
+    from trainscope import _auto  # pylint: disable=import-outside-toplevel
+
+    _auto.recorder()._warned = set()  # warnings of earlier tests in this process
+    # An unknown PyTorch: the loader's iterator class is gone.
+    monkeypatch.setattr(dataloader, "_BaseDataLoaderIter", None)
+    model = torch.nn.Linear(4, 2)
+    with trainscope.start_run(root=os.fspath(tmp_path), run_name="broken") as active:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            handle = ts_torch.instrument()
+        try:
+            assert any("DataLoader fetch is not instrumented" in str(w.message) for w in caught)
+            model(torch.randn(2, 4)).sum().backward()
+            # A timer that refuses a region costs one warning, never the training.
+            rec = _auto.recorder()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                rec.start("FORWARD")  # FORWARD is open now: the model call cannot start it
+                model(torch.randn(2, 4)).sum().backward()
+                model(torch.randn(2, 4)).sum().backward()
+                rec.end("FORWARD")
+            assert len([w for w in caught if "FORWARD" in str(w.message)]) == 1
+        finally:
+            handle.remove()
+        run_dir = active.dir
+    run = trainscope.read_run(run_dir)
+    assert len(rows(run, "FORWARD")) == 2  # the first call and the hand-opened region
+    assert len(rows(run, "BACKWARD")) == 3
+
+
+@needs_torch
+def test_a_closure_passed_to_the_optimizer_is_no_optimizer_time(tmp_path):
+    import torch  # pylint: disable=import-outside-toplevel
+    import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel
+
+    model = torch.nn.Linear(4, 2)
+    optimizers = {"SGD": torch.optim.SGD(model.parameters(), lr=0.1),
+                  "LBFGS": torch.optim.LBFGS(model.parameters(), max_iter=3)}
+    x, y = torch.randn(8, 4), torch.randn(8, 2)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    with trainscope.start_run(root=os.fspath(tmp_path), run_name="closure") as active:
+        with ts_torch.instrument():
+            for name, optimizer in optimizers.items():  # noqa: B007 (closure reads it)
+                for _ in range(3):
+                    optimizer.step(closure)
+        run_dir = active.dir
+    run = trainscope.read_run(run_dir)
+    optimizer_rows = rows(run, "OPTIMIZER")
+    assert len(rows(run, "FORWARD")) >= 6
+    assert inside(rows(run, "FORWARD"), optimizer_rows) == 0
+    assert inside(rows(run, "BACKWARD"), optimizer_rows) == 0
+    assert len(optimizer_rows) >= 6  # at least one per step; LBFGS's pause at each closure call
+
+
+@needs_torch
+def test_on_cuda_every_region_is_also_timed_on_the_gpu(tmp_path):
+    import torch  # pylint: disable=import-outside-toplevel
+    import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel
+
+    if not (torch.cuda.is_available() and trainscope.built_with_cuda()):
+        pytest.skip("needs a CUDA device and a CUDA build of trainscope (the GPU suite runs it)")
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 4)).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(64, 256), torch.randint(0, 4, (64,))) for _ in range(6)]
+    loader = torch.utils.data.DataLoader(data, batch_size=None, pin_memory=True)
+    with trainscope.start_run(root=os.fspath(tmp_path), run_name="cuda") as active:
+        with ts_torch.instrument():
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)),
+                                                         y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        torch.cuda.synchronize()
+        run_dir = active.dir
+    run = trainscope.read_run(run_dir)
+    for key in ("FORWARD", "BACKWARD", "OPTIMIZER", "BATCH"):
+        cpu, gpu = rows(run, key), rows(run, key, device="GPU")
+        assert len(gpu) == len(cpu) > 0, key
+        assert (gpu["duration_ns"] > 0).all(), key
