@@ -243,6 +243,12 @@ def test_instrument_from_code_and_remove(tmp_path):
         for x, y in loader:
             torch.nn.functional.cross_entropy(model(x), y).backward()
             optimizer.step()
+    # DataLoader workers forked from this process (whose recorder has a timer) record
+    # nothing and never wait on the parent's threads (the timer is not destroyed there).
+    workers = torch.utils.data.DataLoader(list(range(8)), batch_size=2, num_workers=2,
+                                          timeout=60)
+    with ts_torch.instrument():
+        assert sum(len(batch) for batch in workers) == 8
     run = trainscope.read_run(run_dir)
     assert len(rows(run, "BATCH")) == 5
     assert len(rows(run, "FORWARD")) == 5

@@ -4,7 +4,7 @@ import types
 
 import trainscope
 
-SUBMODULES = {"run", "scaling", "torch", "keras", "diagnosis"}
+SUBMODULES = {"run", "scaling", "torch", "keras", "diagnosis", "hf", "lightning"}
 
 
 def public_names(module):

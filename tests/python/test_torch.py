@@ -19,7 +19,8 @@ def test_reexports_everything_with_a_torch_cpu_gpu_timer():
     assert timer.Timer is trainscope.Timer
     assert timer.CPUGPUTimer is not trainscope.CPUGPUTimer
     assert issubclass(timer.CPUGPUTimer, trainscope.CPUGPUTimer)
-    assert set(timer.__all__) == set(trainscope.__all__)
+    # ... and adds the zero-code instrumentation (docs/auto.md).
+    assert set(timer.__all__) == set(trainscope.__all__) | {"instrument", "Instrumentation"}
 
 
 def test_torch_timer_times_regions_like_the_base_one():

@@ -14,7 +14,7 @@ optimizer step; the diagnosis's kOptimizerKey), COMM, BATCH (the step), EPOCH,
 It never lets the training fail: a region that cannot be recorded is dropped
 with one TrainscopeWarning naming the key, and recording stops in DataLoader
 worker processes (they record nothing) and in a child forked from a recording
-process until it proves not to be a worker.
+process.
 """
 
 import os
@@ -84,13 +84,12 @@ class Recorder:
         os.register_at_fork(after_in_child=self._after_fork)
 
     def _after_fork(self):
-        # A forked child (a DataLoader worker, most often) shares nothing with
-        # the parent's timer (its pipeline thread did not survive the fork).
-        self._timer = None
-        self._timer_run = None
-        self._checked = False
-        self._open = set()
-        self._gpu_open = set()
+        # A forked child (a DataLoader worker, most often) cannot use the
+        # parent's timer: the threads that write it did not survive the fork.
+        # It records nothing, and the timer stays referenced: destroying it
+        # here would wait on those threads' locks forever.
+        if self._timer is not None:
+            self._off = "a forked child of a recording process records nothing"
 
     @property
     def gpu(self):
