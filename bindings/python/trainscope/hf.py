@@ -46,7 +46,6 @@ it is absent) but neither ``transformers.trainer`` nor torch: install() patches
 
 import functools
 import importlib.abc
-import json
 import os
 import sys
 import threading
@@ -154,9 +153,8 @@ def _run_params():
         directory = run.dir if run is not None else os.environ.get("TRAINSCOPE_RUN_DIR")
         if not directory:
             return {}
-        with open(os.path.join(directory, "run.json"), encoding="utf-8") as f:
-            params = json.load(f).get("params", {})
-        return params if isinstance(params, dict) else {}
+        from trainscope import _core  # pylint: disable=import-outside-toplevel
+        return dict(_core._RunReader.open(directory).params)  # the one reader of the run format
     except Exception:  # pylint: disable=broad-except
         return {}
 
