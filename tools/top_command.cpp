@@ -11,18 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <clocale>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <iterator>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -72,9 +66,6 @@ constexpr char kFooter[] =
     "document of `trainscope diagnose --json` (of the followed run for a sweep).\n"
     "Exit status: 0 done (q, or a snapshot printed), 1 nothing to follow (no such\n"
     "run, not a run, a vanished or damaged run with --once or --json), 2 bad usage.\n";
-
-constexpr std::size_t kMinWindow = 2;
-constexpr std::size_t kMaxWindow = 1000000;
 
 struct Args {
   std::vector<std::string> targets;
@@ -129,22 +120,12 @@ bool utf8_locale() {
 }
 
 int snapshot(TopSession* session, bool json) {
-  const bool ok = session->refresh();
-  if (json) {
-    if (!ok || !session->diagnosis()) {
-      std::fprintf(stderr, "trainscope top: %s\n", session->alert().c_str());
-      return kExitFailed;
-    }
-    std::fputs((diagnosis::diagnosis_json(*session->diagnosis(), 2) + "\n").c_str(), stdout);
-    return kExitOk;
-  }
-  if (!ok) {
+  const std::optional<std::string> text = session->snapshot(json, utf8_locale());
+  if (!text) {
     std::fprintf(stderr, "trainscope top: %s\n", session->alert().c_str());
     return kExitFailed;
   }
-  for (const TopLine& line : session->lines(utf8_locale(), 120, 1000000, false)) {
-    std::fputs((line.text + "\n").c_str(), stdout);
-  }
+  std::fputs(text->c_str(), stdout);
   return kExitOk;
 }
 
@@ -153,21 +134,6 @@ int snapshot(TopSession* session, bool json) {
 
 volatile sig_atomic_t g_stop = 0;
 void on_stop_signal(int) { g_stop = 1; }
-
-// The longest prefix of `text` that takes at most `columns` cells (UTF-8:
-// every code point one cell; this view writes no wide characters).
-std::string fit(const std::string& text, int columns) {
-  int cells = 0;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (cells == columns) break;
-    const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
-    i = std::min(text.size(), i + len);
-    ++cells;
-  }
-  return text.substr(0, i);
-}
 
 class Screen {
  public:
@@ -207,12 +173,12 @@ class Screen {
     for (const TopLine& line : lines) {
       if (y >= body) break;
       attrset(attribute(line.style));
-      mvaddstr(y++, 0, fit(line.text, columns).c_str());
+      mvaddstr(y++, 0, diagnosis::fit_columns(line.text, columns).c_str());
     }
     if (rows > 0) {
       attrset(A_REVERSE);
       // Never the bottom-right cell: writing it would scroll.
-      mvaddstr(rows - 1, 0, fit(footer, std::max(0, columns - 1)).c_str());
+      mvaddstr(rows - 1, 0, diagnosis::fit_columns(footer, std::max(0, columns - 1)).c_str());
     }
     attrset(A_NORMAL);
     refresh();
@@ -266,12 +232,7 @@ int live(TopSession* session, double interval_s) {
   const auto draw = [&] {
     const std::size_t width = static_cast<std::size_t>(std::max(20, screen.columns()));
     const std::size_t job_lines = static_cast<std::size_t>(std::max(2, screen.rows() / 4));
-    const diagnosis::TopSettings& settings = session->settings();
-    const std::string footer =
-        fmt::format(" q quit  s/S sort: {}  w/W window: {}  r refresh  every {}s  read {}",
-                    diagnosis::top_sort_name(settings.sort), settings.follow.window_steps,
-                    interval_s, diagnosis::format_bytes(session->bytes_read()));
-    screen.draw(session->lines(utf8, width, job_lines, true), footer);
+    screen.draw(session->lines(utf8, width, job_lines, true), session->footer(interval_s));
   };
   while (g_stop == 0) {
     const Clock::time_point now = Clock::now();
@@ -287,32 +248,17 @@ int live(TopSession* session, double interval_s) {
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
     timeout(static_cast<int>(std::clamp<std::int64_t>(wait.count(), 0, 1000)));
     const int key = getch();
-    diagnosis::TopSettings& settings = session->settings();
-    switch (key) {
-      case 'q':
-      case 'Q':
+    if (key == KEY_RESIZE) redraw = true;
+    switch (session->press(key)) {
+      case TopSession::KeyAction::kQuit:
         return kExitOk;
-      case 's':
-      case 'S':
-        settings.sort = diagnosis::next_top_sort(settings.sort, key == 's' ? 1 : -1);
+      case TopSession::KeyAction::kRedraw:
         redraw = true;
         break;
-      case 'w':
-      case 'W': {
-        const std::size_t window = settings.follow.window_steps;
-        session->set_window(key == 'w' ? std::max(kMinWindow, window / 2)
-                                       : std::min(kMaxWindow, window * 2));
-        next = Clock::now();  // read again at once
-        break;
-      }
-      case 'r':
-      case 'R':
+      case TopSession::KeyAction::kRefresh:
         next = Clock::now();
         break;
-      case KEY_RESIZE:
-        redraw = true;
-        break;
-      default:
+      case TopSession::KeyAction::kNone:
         break;
     }
   }

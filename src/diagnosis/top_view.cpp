@@ -781,6 +781,62 @@ std::vector<TopLine> TopSession::lines(bool utf8, std::size_t width, std::size_t
                                        bool live) const {
   return view_lines(impl_->session.view(utf8, width, max_job_lines, live));
 }
+TopSession::KeyAction TopSession::press(int key) {
+  constexpr std::size_t kMinWindow = 2;
+  constexpr std::size_t kMaxWindow = 1000000;
+  TopSettings& s = settings();
+  switch (key) {
+    case 'q':
+    case 'Q':
+      return KeyAction::kQuit;
+    case 's':
+    case 'S':
+      s.sort = next_top_sort(s.sort, key == 's' ? 1 : -1);
+      return KeyAction::kRedraw;
+    case 'w':
+    case 'W': {
+      const std::size_t window = s.follow.window_steps;
+      set_window(key == 'w' ? std::max(kMinWindow, window / 2) : std::min(kMaxWindow, window * 2));
+      return KeyAction::kRefresh;  // read again at once
+    }
+    case 'r':
+    case 'R':
+      return KeyAction::kRefresh;
+    default:
+      return KeyAction::kNone;
+  }
+}
+
+std::optional<std::string> TopSession::snapshot(bool json, bool utf8) {
+  const bool ok = refresh();
+  if (json) {
+    if (!ok || !diagnosis()) return std::nullopt;
+    return diagnosis_json(*diagnosis(), 2) + "\n";
+  }
+  if (!ok) return std::nullopt;
+  std::string out;
+  for (const TopLine& line : lines(utf8, 120, 1000000, false)) out += line.text + "\n";
+  return out;
+}
+
+std::string TopSession::footer(double interval_s) {
+  return fmt::format(" q quit  s/S sort: {}  w/W window: {}  r refresh  every {}s  read {}",
+                     top_sort_name(settings().sort), settings().follow.window_steps, interval_s,
+                     format_bytes(bytes_read()));
+}
+
+std::string fit_columns(const std::string& text, int columns) {
+  int cells = 0;
+  std::size_t i = 0;
+  while (i < text.size() && cells < columns) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
+    i = std::min(text.size(), i + len);
+    ++cells;
+  }
+  return text.substr(0, i);
+}
+
 TopSettings& TopSession::settings() { return impl_->session.args(); }
 const std::optional<Diagnosis>& TopSession::diagnosis() const { return impl_->session.diagnosis(); }
 std::string TopSession::alert() const { return impl_->session.view(false, 120, 0, false).alert; }

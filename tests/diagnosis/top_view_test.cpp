@@ -45,10 +45,36 @@ TEST(TopView, LinesOfAFollowedRunAndAnAlertWhenItVanishes) {
   EXPECT_THAT(text, HasSubstr("r0"));
   EXPECT_THAT(text, HasSubstr("FINISHED"));
 
+  // Keys: sort and window change the view; the snapshot and the footer show it.
+  EXPECT_EQ(session.press('s'), TopSession::KeyAction::kRedraw);
+  EXPECT_EQ(session.settings().sort, TopSort::kP95);
+  EXPECT_EQ(session.press('S'), TopSession::KeyAction::kRedraw);
+  EXPECT_EQ(session.settings().sort, TopSort::kShare);
+  EXPECT_EQ(session.press('w'), TopSession::KeyAction::kRefresh);
+  EXPECT_EQ(session.settings().follow.window_steps, 50u);
+  EXPECT_EQ(session.press('x'), TopSession::KeyAction::kNone);
+  EXPECT_EQ(session.press('q'), TopSession::KeyAction::kQuit);
+  EXPECT_THAT(session.footer(1), HasSubstr("window: 50"));
+  const std::optional<std::string> once = session.snapshot(false, false);
+  ASSERT_TRUE(once.has_value());
+  EXPECT_THAT(*once, HasSubstr("INPUT-BOUND"));
+  const std::optional<std::string> json = session.snapshot(true, false);
+  ASSERT_TRUE(json.has_value());
+  EXPECT_THAT(*json, HasSubstr("\"window_steps\": 50"));
+
   std::filesystem::remove_all(dir);
+  EXPECT_FALSE(session.snapshot(false, false).has_value());
   EXPECT_FALSE(session.refresh());
   EXPECT_THAT(session.alert(), HasSubstr("vanished"));
   EXPECT_TRUE(session.diagnosis().has_value());  // what was read before stays
+}
+
+TEST(TopView, FitColumnsCountsCodePointsNotBytes) {
+  EXPECT_EQ(fit_columns("abcdef", 4), "abcd");
+  EXPECT_EQ(fit_columns("ab", 4), "ab");
+  EXPECT_EQ(fit_columns("a\u2191b\u2192c", 3), "a\u2191b");  // arrows: 3 bytes, one cell
+  EXPECT_EQ(fit_columns("abc", 0), "");
+  EXPECT_EQ(fit_columns("\xe2\x86", 5), "\xe2\x86");  // a cut code point is kept whole
 }
 
 TEST(TopView, TargetsThatAreNoRunAreErrorsNamingThem) {

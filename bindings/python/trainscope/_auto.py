@@ -91,10 +91,6 @@ class Recorder:
         if self._timer is not None:
             self._off = "a forked child of a recording process records nothing"
 
-    @property
-    def gpu(self):
-        return self._gpu
-
     def enabled(self):
         if self._off is not None:
             return False

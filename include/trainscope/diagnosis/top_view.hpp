@@ -81,6 +81,15 @@ class TopSession {
   std::vector<TopLine> lines(bool utf8, std::size_t width, std::size_t max_job_lines,
                              bool live) const;
 
+  // What a key does to the view (q, s/S, w/W, r; anything else nothing).
+  enum class KeyAction { kNone, kQuit, kRedraw, kRefresh };
+  KeyAction press(int key);
+  // One refresh as `top --once` prints it: the lines (120 columns), or with
+  // `json` the diagnosis document; nullopt when the run could not be read (alert()).
+  std::optional<std::string> snapshot(bool json, bool utf8);
+  // The live view's last line: the keys, the sort, the window, the interval, bytes read.
+  std::string footer(double interval_s);
+
   TopSettings& settings();
   const std::optional<Diagnosis>& diagnosis() const;
   std::string alert() const;
@@ -93,6 +102,9 @@ class TopSession {
 
 // "4.2 MiB": bytes as the footer shows them.
 std::string format_bytes(std::uint64_t bytes);
+// The longest prefix of `text` that takes at most `columns` cells (UTF-8:
+// every code point one cell; the view writes no wide characters).
+std::string fit_columns(const std::string& text, int columns);
 
 }  // namespace trainscope::diagnosis
 
