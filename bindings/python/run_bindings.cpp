@@ -1,7 +1,8 @@
 // trainscope._core._Run: the C++ Run for trainscope/run.py, which adds
 // MLflow-style module functions (start_run, log_metric, ...) around it; and
 // trainscope._core._RunReader: the C++ RunReader for trainscope/_reading.py
-// (read_run, search_runs), which builds pandas DataFrames from what it reads.
+// (read_run, search_runs), which builds pandas DataFrames from what it reads;
+// and _parse_run_filter, search_runs' filter parsed by the C++ run filter.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -19,6 +20,7 @@
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_files.hpp"
+#include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace py = pybind11;
@@ -169,9 +171,27 @@ std::optional<T> UnlessNotFound(absl::StatusOr<T> value) {
   return ValueOrThrow(std::move(value));
 }
 
+// [(column, op, "string" or "number", str or float)] of parse_run_filter;
+// a bad filter is a ValueError with its message.
+py::list ParseRunFilter(const std::string& text) {
+  absl::StatusOr<RunFilter> filter = parse_run_filter(text);
+  ThrowIfError(filter.status());
+  py::list out;
+  for (const RunFilterClause& clause : filter->clauses) {
+    py::object literal =
+        clause.numeric ? py::object(py::float_(clause.number)) : py::object(py::str(clause.text));
+    out.append(py::make_tuple(clause.column, clause.op, clause.numeric ? "number" : "string",
+                              std::move(literal)));
+  }
+  return out;
+}
+
 void RegisterRunReader(py::module_& m) {
   m.def("_is_run_directory", &is_run_directory, py::arg("dir"),
         "Whether dir holds a run (its run.json).");
+  m.def("_parse_run_filter", &ParseRunFilter, py::arg("text"),
+        "search_runs' filter as [(column, op, kind, literal)], kind \"string\" (literal str) or "
+        "\"number\" (float): trainscope/run/run_filter.hpp. Raises ValueError for a bad one.");
   py::class_<RunReader>(m, "_RunReader")
       .def_static(
           "open",

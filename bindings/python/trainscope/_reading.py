@@ -15,7 +15,6 @@ import enum
 import json
 import math
 import os
-import re
 import warnings
 
 from trainscope import _core
@@ -424,6 +423,7 @@ def read_run(path):
 
 # --- search_runs ---------------------------------------------------------------
 
+# The columns before params and tags (C++: kRunFilterAttributes, trainscope/run/run_filter.hpp).
 _ATTRIBUTES = ("run_id", "name", "experiment", "status", "start_time", "end_time", "duration_s",
                "world_size", "dir")
 
@@ -517,74 +517,17 @@ def _warning_category():
     return TrainscopeWarning
 
 
-_FILTER_TOKEN = re.compile(r"""
-    \s*(?:
-      (?P<name>(?:[A-Za-z_][\w]*\.)*(?:`[^`]+`|[A-Za-z_][\w.:/-]*))
-     |(?P<op><=|>=|!=|=|<|>)
-     |(?P<string>'[^']*'|"[^"]*")
-     |(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
-    )""", re.VERBOSE)
-
-
 def _parse_filter(text, pd):
-    """An MLflow-like filter string as a predicate on a row."""
-    clauses = []
-    tokens = []
-    pos = 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
-        match = _FILTER_TOKEN.match(text, pos)
-        if not match:
-            raise ValueError(f"bad filter {text!r}: cannot read {text[pos:].strip()[:40]!r} "
-                             f"(expected: column op value [and ...], op one of = != < > <= >=)")
-        kind = match.lastgroup
-        tokens.append((kind, match.group(kind)))
-        pos = match.end()
-    i = 0
-    while True:
-        part = tokens[i:i + 3]
-        if len(part) < 3 or part[0][0] != "name" or part[1][0] != "op" or \
-                part[2][0] not in ("string", "number"):
-            shown = " ".join(value for _, value in part) or "nothing"
-            raise ValueError(f"bad filter {text!r}: expected `column op value` at {shown!r} "
-                             f"(op one of = != < > <= >=; quote strings: params.lr = '0.1')")
-        clauses.append((_filter_column(part[0][1], text), part[1][1], part[2]))
-        i += 3
-        if i == len(tokens):
-            break
-        if tokens[i][0] != "name" or tokens[i][1].lower() != "and":
-            raise ValueError(f"bad filter {text!r}: expected `and` at {tokens[i][1]!r} "
-                             f"(only `and` joins comparisons)")
-        i += 1
-        if i == len(tokens):
-            raise ValueError(f"bad filter {text!r}: nothing after the last `and`")
-
-    compiled = [(column, op, _filter_literal(kind, literal)) for column, op, (kind, literal)
-                in clauses]
+    """An MLflow-like filter string as a predicate on a row. The grammar and its
+    errors (ValueError) are the C++ run filter's (trainscope/run/run_filter.hpp),
+    shared with `trainscope compare --a/--b`; evaluating is _compare's, on the row."""
+    compiled = [(column, op, literal)
+                for column, op, _kind, literal in _core()._parse_run_filter(text)]
 
     def keep(row):
         return all(_compare(row.get(column), op, literal, pd) for column, op, literal in compiled)
 
     return keep
-
-
-def _filter_column(name, text):
-    name = name.replace("`", "")
-    if name.startswith("attributes."):
-        name = name[len("attributes."):]
-        if name == "id":
-            name = "run_id"
-    if name in _ATTRIBUTES or re.match(r"(params|tags|metrics)\.\S", name):
-        return name
-    raise ValueError(f"bad filter {text!r}: unknown column {name!r} (one of "
-                     f"{', '.join(_ATTRIBUTES)}, params.<k>, tags.<k>, metrics.<KEY>.<stat>)")
-
-
-def _filter_literal(kind, literal):
-    if kind == "string":
-        return literal[1:-1]
-    return float(literal)
 
 
 _OPS = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,

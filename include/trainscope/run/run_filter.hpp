@@ -1,0 +1,94 @@
+// The run filter of Python's search_runs and `trainscope compare --a/--b`:
+// MLflow-like comparisons joined by `and`, parsed once, here, for both
+//
+//   params.lr = '0.1' and status = 'FINISHED' and metrics.BATCH.median < 0.5
+//   attributes.id != "0123..." AND params.`batch size` >= 32
+//
+// and evaluated on a run's columns (docs/run-format.md, search_runs). Python
+// parses through this (trainscope._core._parse_run_filter) and evaluates on its
+// own DataFrame rows with the same rules as run_filter_matches.
+//
+// Grammar (Python's regular expressions, as search_runs had them): tokens,
+// each after optional white space, are tried in this order
+//   name    (?:[A-Za-z_]\w*\.)*(?:`[^`]+`|[A-Za-z_][\w.:/-]*)
+//   op      <= >= != = < >
+//   string  '[^']*' or "[^"]*" (no escapes)
+//   number  [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?
+// and a filter is `name op (string|number)` joined by the name `and` (any
+// case). A column loses its backticks and an `attributes.` prefix (`id` is
+// run_id) and must be one of kRunFilterAttributes or params.<k>, tags.<k>,
+// metrics.<k>. Text is UTF-8, read as Python reads a str: \s is Python's white
+// space (also U+001C-U+001F, U+0085, U+00A0, U+2000-U+200A, U+3000, ...), \w a
+// letter, digit or `_` and \d a decimal digit of any script, by Python 3.11's
+// Unicode 14 tables (code points unassigned there may differ); a byte that is
+// not UTF-8 is one character that is none of these, shown as \udcXX (as
+// Python's surrogateescape decodes it).
+#ifndef TRAINSCOPE_RUN_RUN_FILTER_HPP_
+#define TRAINSCOPE_RUN_RUN_FILTER_HPP_
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope {
+
+// The columns of a run besides params.<k>, tags.<k> and metrics.<KEY>.<stat>,
+// in search_runs' order (Python's _ATTRIBUTES).
+inline constexpr std::string_view kRunFilterAttributes[] = {
+    "run_id",   "name",       "experiment", "status", "start_time",
+    "end_time", "duration_s", "world_size", "dir"};
+
+struct RunFilterClause {
+  // Normalized: "status", "run_id" (attributes.id), "params.lr", "tags.x",
+  // "metrics.BATCH.median".
+  std::string column;
+  std::string op;        // "=", "!=", "<", ">", "<=", ">="
+  bool numeric = false;  // a number literal (compares numerically) vs a quoted string
+  std::string text;      // the string without its quotes; a number as written
+  double number = 0.0;   // the number literal (as Python's float(): 1e999 is inf)
+};
+
+struct RunFilter {
+  std::vector<RunFilterClause> clauses;  // empty: keeps every run
+  std::string text;                      // as given
+};
+
+// Empty or white space only: no clauses. Otherwise InvalidArgument with
+// Python's messages, quoting the filter as Python's repr() does:
+//   bad filter 'x ~ 1': cannot read '~ 1' (expected: column op value [and ...],
+//       op one of = != < > <= >=)
+//   bad filter 'x =': expected `column op value` at 'x =' (op one of = != < > <= >=;
+//       quote strings: params.lr = '0.1')
+//   bad filter 'x = 1': unknown column 'x' (one of run_id, ..., params.<k>, tags.<k>,
+//       metrics.<KEY>.<stat>)
+//   bad filter "a = 'b' or c = 1": expected `and` at 'or' (only `and` joins comparisons)
+//   bad filter 'a = 1 and': nothing after the last `and`
+absl::StatusOr<RunFilter> parse_run_filter(std::string_view text);
+
+// One run's columns for run_filter_matches, as search_runs' row has them:
+// run_id, name, experiment, status, start_time and end_time (Unix ms as
+// decimal text; no end_time while the run goes on), duration_s (seconds as
+// Python prints the float: "361.2"; none while no rank or launcher recorded),
+// world_size, dir, params.<k>, tags.<k>. No metrics.* columns (a caller that
+// has them adds them).
+std::map<std::string, std::string> run_filter_row(const RunReader& run);
+
+// Whether `row` satisfies every clause (Python's _compare): a column the row
+// lacks never matches; a number literal compares with the value read as
+// Python's float() reads it (unreadable or NaN: no match); a string literal
+// compares as a string (byte order: Unicode's code point order), except
+//  - on start_time/end_time, where it is an ISO 8601 date or time, UTC unless
+//    it has an offset: '2026', '2026-11-26', '2026-11-26T06:00:00.5Z',
+//    '2026-11-26 07:00+01:00' (pandas.Timestamp reads more, like '2026/11/26'
+//    or 'now': no match here; '', 'NaT' and 'nan' are its NaT, which only !=
+//    matches), and
+//  - on duration_s and metrics.*, where a NaN value never matches.
+bool run_filter_matches(const RunFilter& filter, const std::map<std::string, std::string>& row);
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_RUN_RUN_FILTER_HPP_
