@@ -30,6 +30,7 @@ set(TRAINSCOPE_LAYERS
   sweep           # trainscope sweep: plans (radT CSV/YAML, Furcate JSON, grids), scheduler
   stalls          # trainscope stalls: data-wait shares, page cache, differential analysis, what-ifs
   diagnosis       # trainscope diagnose / top: a run's step phases and labels, live (the follower)
+  compare         # trainscope compare: is B faster than A (runs, sweeps, baselines; stats/compare for the method)
   report          # trainscope report: one self-contained HTML page for runs, sweeps, scaling
 )
 

@@ -20,6 +20,7 @@ int report_command(const std::vector<std::string>& args);
 int stalls_command(const std::vector<std::string>& args);
 int diagnose_command(const std::vector<std::string>& args);
 int top_command(const std::vector<std::string>& args);
+int compare_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

@@ -34,6 +34,9 @@ constexpr Command kCommands[] = {
      trainscope::cli::diagnose_command},
     {"top", "a live terminal view of a run (or a sweep): its diagnosis, phases, keys, hardware",
      trainscope::cli::top_command},
+    {"compare",
+     "is B faster than A: per key ratio, interval, verdict; a CI gate (--fail-if-slower)",
+     trainscope::cli::compare_command},
     {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
      trainscope::cli::report_command},
 };

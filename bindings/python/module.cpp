@@ -27,6 +27,8 @@ namespace trainscope::python {
 
 // trainscope._core's diagnosis (diagnosis_bindings.cpp), for trainscope/diagnosis.py.
 void RegisterDiagnosis(py::module_& core);
+// trainscope._core's comparison (compare_bindings.cpp), for trainscope/compare.py.
+void RegisterCompare(py::module_& core);
 
 namespace {
 
@@ -465,4 +467,5 @@ PYBIND11_MODULE(_core, m) {
   RegisterReport(m);
   RegisterStalls(m);
   RegisterDiagnosis(m);
+  RegisterCompare(m);
 }

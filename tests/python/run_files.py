@@ -36,14 +36,15 @@ HARDWARE_KEYS = (
 def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", params=None,
               world_size=1, keys=(("BATCH", "CPU"), ("BATCH", "GPU"), ("data", "CPU")),
               rows_per_key=100, hardware_samples=0, state="FINISHED", start_ms=1761000000000,
-              seed=0, command=("python", "train.py")):
+              seed=0, command=("python", "train.py"), scale=1.0):
     """Writes a run directory by hand: run.json, per rank its rank file, regions (rows_per_key rows
     of each (key, device) per rank, lognormal times with a 10x spike every 97th row, one step per
     row) and metrics (loss), and, with hardware_samples, a launcher file and host-<host>.csv with
     that many readings in all (spread over HARDWARE_KEYS).
 
     state: FINISHED; RUNNING (in progress: this host, this process's pid, a fresh heartbeat);
-    CRASHED (RUNNING on another host whose heartbeat is long past). Returns the path.
+    CRASHED (RUNNING on another host whose heartbeat is long past). scale multiplies every
+    region's time. Returns the path.
     Needs numpy and pandas (the Python tests' environment has both).
     """
     import socket
@@ -77,7 +78,7 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
         frames = []
         for key, device in keys:
             n = rows_per_key
-            seconds = rng.lognormal(np.log(0.01 * (1 + 0.2 * rank)), 0.15, n)
+            seconds = rng.lognormal(np.log(0.01 * scale * (1 + 0.2 * rank)), 0.15, n)
             seconds[96::97] *= 10.0
             frames.append(pd.DataFrame({
                 "key": key, "device": device, "rank": rank, "thread": 0,

@@ -28,6 +28,7 @@ from trainscope.run import (ActiveRun, active_run, end_run, log_artifact, log_me
                             log_param, log_params, set_tag, set_tags, start_run)
 from trainscope._reading import read_run, search_runs
 from trainscope.diagnosis import diagnose, read_diagnosis
+from trainscope._compare import compare, failing_rows
 from trainscope._stalls import TimedLoader as _TimedLoader
 from trainscope._report import Report, report
 
@@ -43,7 +44,9 @@ __all__ = [
     "TrainscopeWarning",
     "active_run",
     "built_with_cuda",
+    "compare",
     "diagnose",
+    "failing_rows",
     "end_run",
     "log_artifact",
     "log_metric",

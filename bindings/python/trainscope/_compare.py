@@ -1,0 +1,128 @@
+"""trainscope.compare: is B faster than A, by how much, and can CI trust the answer.
+
+The same call as `trainscope compare A B` (compare::compare in C++): per region key and
+device and per metric, the medians of A and B, the ratio B/A with its interval, a
+p-value and a verdict, as a pandas DataFrame. docs/compare.md describes it and
+docs/compare-statistics.md the method.
+"""
+
+import json as _json
+import os as _os
+
+from trainscope import _core
+
+__all__ = ["compare", "failing_rows"]
+
+_COLUMNS = ["config", "quantity", "kind", "device", "median_a", "median_b", "ratio", "low",
+            "high", "p_value", "verdict", "unit", "n_a", "n_b", "warmup_a", "warmup_b",
+            "more_a", "more_b", "p99_a", "p99_b", "max_a", "max_b", "note", "reason"]
+
+
+def _specs(side, name):
+    if isinstance(side, (str, bytes)) or hasattr(side, "__fspath__"):
+        return [_os.fsdecode(_os.fspath(side))]
+    directory = getattr(side, "dir", None)  # trainscope.read_run(...), an ActiveRun
+    if directory is not None:
+        return [_os.fspath(directory)]
+    try:
+        items = list(side)
+    except TypeError:
+        raise TypeError(f"{name}: a run directory, glob, folder of runs or saved comparison "
+                        f"(str or os.PathLike), a Run, or a list of them; not "
+                        f"{type(side).__name__}") from None
+    out = []
+    for item in items:
+        out.extend(_specs(item, name))
+    if not out:
+        raise ValueError(f"{name}: an empty list of runs")
+    return out
+
+
+def _row(config, row):
+    out = {"config": config, "quantity": row["name"]}
+    out.update({k: row[k] for k in _COLUMNS[2:] if k in row})
+    for key, value in out.items():
+        if value is None:
+            out[key] = float("nan")
+    return out
+
+
+def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.02,
+            confidence=0.95, min_steps=50, resamples=2000, warmup=True, save=None):
+    """Compares B with A; returns a DataFrame, one row per quantity (and configuration).
+
+    a, b: each a run directory, a glob of them, a folder of runs (repetitions, or a
+        sweep whose configurations are matched on their params), a saved comparison
+        (save=...; "FILE.json" is its B side, "FILE.json:a" its A side), a Run, or a list
+        of these. With root=DIR, a and b are filters over the runs in DIR in search_runs'
+        syntax: compare("params.workers = '0'", "params.workers = '2'", root="runs").
+    keys: compare only these region keys or metrics (default: all on both sides).
+    metrics: logged metrics (log_metric) or host metrics ("system/...") to compare too;
+        "throughput" (steps/s) and "data-wait" (the data wait's share of the step) are
+        always there when the runs have a step key (and IO).
+    rank: compare this rank (default: per step the slowest rank's time).
+    threshold: the margin of "same" (0.02: the interval inside +-2%); confidence: the
+        intervals' level; min_steps: fewest steps a side keeps after warm-up; warmup:
+        drop each run's warm-up (MSER-5); save: also write the comparison with its data
+        to this path (a baseline for later comparisons).
+
+    Columns: config, quantity, kind ("region"/"metric"), device, median_a, median_b,
+    ratio (B/A), low, high (the interval), p_value, verdict (slower/faster/same/
+    inconclusive; for metrics higher/lower/same/inconclusive), unit ("steps" or "runs"),
+    n_a, n_b, warmup_a, warmup_b, more_a, more_b (steps or runs that would decide an
+    inconclusive one), p99_a, p99_b, max_a, max_b (the tails), note (a stall, named),
+    reason. df.attrs holds "overall" (a dict per configuration: its overall verdict and
+    basis), "warnings" and "document" (the JSON, for failing_rows()).
+
+    Raises ValueError naming the side and the run for input that cannot be compared
+    (no runs, no steps, nothing in common, a damaged run or document), FileNotFoundError
+    for a missing one.
+    """
+    import pandas as pd
+
+    filtered = root is not None
+    if filtered:
+        if not isinstance(a, str) or not isinstance(b, str):
+            raise TypeError("with root=..., a and b are filter strings "
+                            "(\"params.workers = '0'\")")
+        specs_a, specs_b, filter_a, filter_b = [], [], a, b
+        root = _os.fsdecode(_os.fspath(root))
+    else:
+        specs_a, specs_b, filter_a, filter_b = _specs(a, "a"), _specs(b, "b"), "", ""
+        root = ""
+    keys = [keys] if isinstance(keys, str) else list(keys or [])
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics or [])
+    if rank is not None and (isinstance(rank, bool) or int(rank) != rank or rank < 0):
+        raise ValueError(f"rank: a whole number >= 0, got {rank!r}")
+    if not 0 < threshold:
+        raise ValueError(f"threshold: a share above 0 (0.02 is 2%), got {threshold!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: between 0 and 1, got {confidence!r}")
+    text = _core._compare(specs_a, specs_b, root, filter_a, filter_b, keys, metrics,
+                          None if rank is None else int(rank), float(threshold),
+                          float(confidence), int(min_steps), int(resamples), bool(warmup),
+                          None if save is None else _os.fsdecode(_os.fspath(save)))
+    doc = _json.loads(text)
+    rows, overall, warnings = [], [], list(doc["warnings"])
+    for pair in doc["pairs"]:
+        rows.extend(_row(pair["config"], row) for row in pair["rows"])
+        entry = _row(pair["config"], pair["overall"])
+        entry["basis"] = pair["overall_basis"]
+        entry["runs_a"], entry["runs_b"] = pair["runs_a"], pair["runs_b"]
+        overall.append(entry)
+        prefix = f"[{pair['config']}] " if pair["config"] else ""
+        warnings.extend(prefix + w for w in pair["warnings"])
+    df = pd.DataFrame(rows, columns=_COLUMNS)
+    df.attrs["overall"] = overall
+    df.attrs["warnings"] = warnings
+    df.attrs["document"] = text
+    return df
+
+
+def failing_rows(comparison, pct, keys=None):
+    """`--fail-if-slower PCT` on a compare() result: the quantities slower than PCT percent
+    with confidence (their interval's lower bound above 1 + PCT/100): the given region keys,
+    else the overall step time. An empty list passes; noise (an inconclusive or `same`
+    comparison) never fails."""
+    keys = [keys] if isinstance(keys, str) else list(keys or [])
+    return list(_core._failing_rows(comparison.attrs["document"], keys, float(pct)))

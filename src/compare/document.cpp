@@ -1,0 +1,339 @@
+// The comparison document (one writer, one reader) and its table.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/files.hpp"
+#include "common/json_field.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "trainscope/compare/compare.hpp"
+
+namespace trainscope::compare {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+using ::trainscope::detail::DocumentError;
+using ::trainscope::detail::Field;
+
+constexpr char kFormat[] = "trainscope.compare";
+constexpr int kVersion = 1;
+
+ojson num(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
+
+ojson row_json(const Row& r) {
+  const stats::Comparison& c = r.stats;
+  return {{"name", r.name},
+          {"kind", r.kind},
+          {"device", r.device},
+          {"verdict", r.verdict},
+          {"unit", stats::unit_name(c.unit)},
+          {"median_a", num(c.median_a)},
+          {"median_b", num(c.median_b)},
+          {"ratio", num(c.ratio)},
+          {"low", num(c.low)},
+          {"high", num(c.high)},
+          {"p_value", num(c.p_value)},
+          {"n_a", c.n_a},
+          {"n_b", c.n_b},
+          {"warmup_a", c.warmup_a},
+          {"warmup_b", c.warmup_b},
+          {"block_a", c.block_a},
+          {"block_b", c.block_b},
+          {"df", num(c.df)},
+          {"more_a", c.more_a},
+          {"more_b", c.more_b},
+          {"reason", c.reason},
+          {"p99_a", num(r.p99_a)},
+          {"p99_b", num(r.p99_b)},
+          {"max_a", num(r.max_a)},
+          {"max_b", num(r.max_b)},
+          {"note", r.note}};
+}
+
+Row row_from(const Field& f) {
+  Row r;
+  r.name = f["name"].string();
+  r.kind = f["kind"].string();
+  if (r.kind != "region" && r.kind != "metric")
+    f["kind"].fail(fmt::format("'{}', not region or metric", r.kind));
+  r.device = f["device"].string();
+  r.verdict = f["verdict"].string();
+  stats::Comparison& c = r.stats;
+  const std::string& v = r.verdict;
+  if (v == "same")
+    c.verdict = stats::Verdict::kSame;
+  else if (v == "slower" || v == "higher")
+    c.verdict = stats::Verdict::kSlower;
+  else if (v == "faster" || v == "lower")
+    c.verdict = stats::Verdict::kFaster;
+  else if (v == "inconclusive")
+    c.verdict = stats::Verdict::kInconclusive;
+  else
+    f["verdict"].fail(fmt::format("'{}' is no verdict", v));
+  const std::string unit = f["unit"].string();
+  if (unit != "steps" && unit != "runs")
+    f["unit"].fail(fmt::format("'{}', not steps or runs", unit));
+  c.unit = unit == "runs" ? stats::CompareUnit::kRuns : stats::CompareUnit::kSteps;
+  c.median_a = f["median_a"].number();
+  c.median_b = f["median_b"].number();
+  c.ratio = f["ratio"].number();
+  c.low = f["low"].number();
+  c.high = f["high"].number();
+  c.p_value = f["p_value"].number();
+  c.n_a = f["n_a"].unsigned_integer();
+  c.n_b = f["n_b"].unsigned_integer();
+  c.warmup_a = f["warmup_a"].unsigned_integer();
+  c.warmup_b = f["warmup_b"].unsigned_integer();
+  c.block_a = f["block_a"].unsigned_integer();
+  c.block_b = f["block_b"].unsigned_integer();
+  c.df = f["df"].number();
+  c.more_a = f["more_a"].unsigned_integer();
+  c.more_b = f["more_b"].unsigned_integer();
+  c.reason = f["reason"].string();
+  r.p99_a = f["p99_a"].number();
+  r.p99_b = f["p99_b"].number();
+  r.max_a = f["max_a"].number();
+  r.max_b = f["max_b"].number();
+  r.note = f["note"].string();
+  return r;
+}
+
+ojson side_json(const Side& s, bool with_data) {
+  ojson runs = ojson::array();
+  for (const SideRun& r : s.runs) {
+    ojson one = {{"dir", r.dir},          {"id", r.id},
+                 {"name", r.name},        {"status", r.status},
+                 {"params", r.params},    {"other_cpu_share", num(r.other_cpu_share)},
+                 {"hardware", r.hardware}};
+    if (with_data) one["packages"] = r.packages;
+    runs.push_back(std::move(one));
+  }
+  ojson out = {{"label", s.label}, {"runs", std::move(runs)}};
+  if (with_data) {
+    ojson series = ojson::array();
+    for (const Series& x : s.series) {
+      ojson values = ojson::array();
+      for (const std::vector<double>& run : x.runs) {
+        ojson v = ojson::array();
+        for (double d : run) v.push_back(num(d));
+        values.push_back(std::move(v));
+      }
+      series.push_back(
+          {{"name", x.name}, {"kind", x.kind}, {"device", x.device}, {"runs", std::move(values)}});
+    }
+    out["series"] = std::move(series);
+  }
+  return out;
+}
+
+Side side_from(const Field& f) {
+  Side s;
+  s.label = f["label"].string();
+  for (const Field& r : f["runs"].items()) {
+    SideRun run;
+    run.dir = r["dir"].string();
+    run.id = r["id"].string();
+    run.name = r["name"].string();
+    run.status = r["status"].string();
+    for (const auto& [k, v] : r["params"].members()) run.params[k] = v.string();
+    run.other_cpu_share = r["other_cpu_share"].number();
+    run.hardware = r["hardware"].string();
+    if (std::optional<Field> p = r.find("packages")) run.packages = p->strings();
+    s.runs.push_back(std::move(run));
+  }
+  if (std::optional<Field> series = f.find("series")) {
+    for (const Field& x : series->items()) {
+      Series one;
+      one.name = x["name"].string();
+      one.kind = x["kind"].string();
+      one.device = x["device"].string();
+      const std::vector<Field> runs = x["runs"].items();
+      if (runs.size() != s.runs.size())
+        x["runs"].fail(fmt::format("{} series for {} runs", runs.size(), s.runs.size()));
+      for (const Field& run : runs) {
+        std::vector<double> values;
+        for (const Field& v : run.items()) {
+          const double d = v.number();
+          if (!std::isfinite(d) || d < 0) v.fail("not a finite value of at least 0");
+          values.push_back(d);
+        }
+        one.runs.push_back(std::move(values));
+      }
+      s.series.push_back(std::move(one));
+    }
+  }
+  return s;
+}
+
+Comparison from_document(const Field& root) {
+  const Field format = root["format"];
+  if (format.string() != kFormat)
+    format.fail(fmt::format("'{}', not {}", format.string(), kFormat));
+  const Field version = root["version"];
+  if (version.int_at_least(1) > kVersion)
+    version.fail(fmt::format("version {} is newer than this trainscope reads ({})",
+                             version.int_at_least(1), kVersion));
+  Comparison c;
+  c.threshold = root["threshold"].number();
+  c.confidence = root["confidence"].number();
+  c.warnings = root["warnings"].strings();
+  c.a = side_from(root["a"]);
+  c.b = side_from(root["b"]);
+  c.label_a = c.a.label;
+  c.label_b = c.b.label;
+  for (const Field& p : root["pairs"].items()) {
+    Pair pair;
+    pair.config = p["config"].string();
+    pair.runs_a = p["runs_a"].strings();
+    pair.runs_b = p["runs_b"].strings();
+    pair.overall_basis = p["overall_basis"].string();
+    pair.overall = row_from(p["overall"]);
+    for (const Field& r : p["rows"].items()) pair.rows.push_back(row_from(r));
+    pair.warnings = p["warnings"].strings();
+    c.pairs.push_back(std::move(pair));
+  }
+  return c;
+}
+
+std::string value(double v, const std::string& kind, const std::string& name) {
+  if (!std::isfinite(v)) return "-";
+  if (kind == "metric") {
+    if (name == kThroughput) return fmt::format("{:.4g}/s", v);
+    if (name == kDataWait) return fmt::format("{:.1f}%", 100 * v);
+    return fmt::format("{:.4g}", v);
+  }
+  if (v >= 1) return fmt::format("{:.4g} s", v);
+  if (v >= 1e-3) return fmt::format("{:.4g} ms", v * 1e3);
+  return fmt::format("{:.4g} us", v * 1e6);
+}
+
+std::string change(double ratio) {
+  return std::isfinite(ratio) ? fmt::format("{:+.1f}%", 100 * (ratio - 1)) : "-";
+}
+
+std::string interval(const stats::Comparison& c) {
+  if (!std::isfinite(c.low) || !std::isfinite(c.high)) return "-";
+  return fmt::format("[{:+.1f}%, {:+.1f}%]", 100 * (c.low - 1), 100 * (c.high - 1));
+}
+
+std::string p_value(double p) {
+  if (!std::isfinite(p)) return "-";
+  return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p);
+}
+
+std::string verdict_line(const Row& r) {
+  std::string out = r.verdict;
+  if (r.stats.verdict == stats::Verdict::kInconclusive && (r.stats.more_a || r.stats.more_b))
+    out += fmt::format(" (about {} more {} a side would decide)",
+                       std::max(r.stats.more_a, r.stats.more_b), stats::unit_name(r.stats.unit));
+  return out;
+}
+
+}  // namespace
+
+std::string compare_json(const Comparison& c, int indent, bool with_data) {
+  ojson pairs = ojson::array();
+  for (const Pair& p : c.pairs) {
+    ojson rows = ojson::array();
+    for (const Row& r : p.rows) rows.push_back(row_json(r));
+    pairs.push_back({{"config", p.config},
+                     {"runs_a", p.runs_a},
+                     {"runs_b", p.runs_b},
+                     {"overall_basis", p.overall_basis},
+                     {"overall", row_json(p.overall)},
+                     {"rows", std::move(rows)},
+                     {"warnings", p.warnings}});
+  }
+  const ojson doc = {{"format", kFormat},
+                     {"version", kVersion},
+                     {"threshold", num(c.threshold)},
+                     {"confidence", num(c.confidence)},
+                     {"warnings", c.warnings},
+                     {"pairs", std::move(pairs)},
+                     {"a", side_json(c.a, with_data)},
+                     {"b", side_json(c.b, with_data)}};
+  return doc.dump(indent, ' ', false, ojson::error_handler_t::replace);
+}
+
+absl::StatusOr<Comparison> parse_comparison(std::string_view text, std::string_view source) {
+  json parsed;
+  try {
+    parsed = json::parse(text);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+  try {
+    return from_document(Field(parsed, ""));
+  } catch (const DocumentError& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: not a trainscope comparison: {}", source, e.problem));
+  }
+}
+
+absl::StatusOr<Comparison> read_comparison(const std::string& path) {
+  absl::StatusOr<std::string> text = ::trainscope::detail::read_whole_file(path);
+  if (!text.ok()) return text.status();
+  return parse_comparison(*text, path);
+}
+
+absl::Status write_comparison(const Comparison& comparison, const std::string& path) {
+  return ::trainscope::detail::write_file_atomically(
+      path, compare_json(comparison, 1, /*with_data=*/true) + "\n");
+}
+
+std::string format_comparison(const Comparison& c) {
+  std::string out = fmt::format("A: {}\nB: {}\n", c.label_a, c.label_b);
+  out += fmt::format(
+      "verdicts: same = the {:.0f}% interval of B/A inside +-{:.1f}%; slower/faster = the "
+      "interval wholly above/below 1\n",
+      100 * c.confidence, 100 * c.threshold);
+  for (const std::string& w : c.warnings) out += fmt::format("warning: {}\n", w);
+  for (const Pair& p : c.pairs) {
+    out += "\n";
+    if (!p.config.empty()) out += fmt::format("configuration {}\n", p.config);
+    const Row& o = p.overall;
+    out += fmt::format("overall ({}): {}  {} {}", p.overall_basis, verdict_line(o),
+                       change(o.stats.ratio), interval(o.stats));
+    if (o.stats.n_a > 0)
+      out += fmt::format("  ({} {} A, {} B; warm-up dropped {} and {})", o.stats.n_a,
+                         stats::unit_name(o.stats.unit), o.stats.n_b, o.stats.warmup_a,
+                         o.stats.warmup_b);
+    out += "\n";
+    if (o.stats.verdict == stats::Verdict::kInconclusive && !o.stats.reason.empty())
+      out += fmt::format("  {}\n", o.stats.reason);
+    std::vector<std::vector<std::string>> table = {
+        {"quantity", "A median", "B median", "B/A", "95% interval", "p", "verdict"}};
+    table[0][4] = fmt::format("{:.0f}% interval", 100 * c.confidence);
+    for (const Row& r : p.rows) {
+      std::string name = r.name;
+      if (r.device == "GPU") name += " (GPU)";
+      table.push_back({name, value(r.stats.median_a, r.kind, r.name),
+                       value(r.stats.median_b, r.kind, r.name), change(r.stats.ratio),
+                       interval(r.stats), p_value(r.stats.p_value), verdict_line(r)});
+    }
+    std::vector<std::size_t> width(table[0].size(), 0);
+    for (const auto& line : table)
+      for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+    for (const auto& line : table) {
+      std::string text = " ";
+      for (std::size_t i = 0; i < line.size(); ++i)
+        text += fmt::format(i == 0 ? " {:<{}}" : "  {:>{}}", line[i],
+                            i + 1 == line.size() ? 0 : width[i]);
+      out += text + "\n";
+    }
+    for (const Row& r : p.rows) {
+      if (!r.note.empty()) out += fmt::format("note: {}\n", r.note);
+      if (r.stats.verdict == stats::Verdict::kInconclusive && !r.stats.reason.empty() &&
+          r.name != o.name)
+        out += fmt::format("{}: {}\n", r.name, r.stats.reason);
+    }
+    for (const std::string& w : p.warnings) out += fmt::format("warning: {}\n", w);
+  }
+  return out;
+}
+
+}  // namespace trainscope::compare

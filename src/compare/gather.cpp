@@ -1,0 +1,423 @@
+// A side of a comparison from what the user names: runs, globs, folders of
+// runs, a filter over a root, or a saved comparison.
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "common/files.hpp"
+#include "compare/side_data.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "trainscope/compare/compare.hpp"
+#include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/run/run_files.hpp"
+#include "trainscope/run/run_filter.hpp"
+#include "trainscope/run/run_reader.hpp"
+
+namespace trainscope::compare {
+namespace {
+
+constexpr std::uint64_t kReadChunk = 64ull << 20;
+
+// The names in a folder, sorted; an error names it.
+absl::StatusOr<std::vector<std::string>> list_directory(const std::string& dir) {
+  std::error_code error;
+  std::vector<std::string> names;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error))
+    names.push_back(it->path().filename().string());
+  if (error)
+    return absl::InvalidArgumentError(fmt::format("{}: cannot list: {}", dir, error.message()));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// One region row kept for the step and data-wait series.
+struct Span {
+  std::int64_t start_ns;
+  std::int64_t duration_ns;
+};
+
+struct RegionKey {
+  std::string key;
+  Device device;
+  bool operator<(const RegionKey& o) const {
+    return std::tie(key, device) < std::tie(o.key, o.device);
+  }
+};
+
+// Per occurrence the slowest rank's value (the ranks truncated to the shortest),
+// or the chosen rank's.
+std::vector<double> combine_ranks(const std::map<std::uint32_t, std::vector<double>>& by_rank,
+                                  const std::optional<std::uint32_t>& rank) {
+  if (rank) {
+    auto it = by_rank.find(*rank);
+    return it == by_rank.end() ? std::vector<double>{} : it->second;
+  }
+  if (by_rank.size() == 1) return by_rank.begin()->second;
+  std::size_t n = std::numeric_limits<std::size_t>::max();
+  for (const auto& [r, v] : by_rank) n = std::min(n, v.size());
+  std::vector<double> out(n, 0.0);
+  for (const auto& [r, v] : by_rank)
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::max(out[i], v[i]);
+  return out;
+}
+
+// Data wait over the step, per step: the wait rows whose midpoint falls in the step.
+std::vector<double> wait_shares(std::vector<Span> steps, std::vector<Span> waits) {
+  std::sort(steps.begin(), steps.end(),
+            [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
+  std::vector<double> waited(steps.size(), 0.0);
+  for (const Span& w : waits) {
+    const std::int64_t mid = w.start_ns + w.duration_ns / 2;
+    auto it = std::upper_bound(steps.begin(), steps.end(), mid,
+                               [](std::int64_t t, const Span& s) { return t < s.start_ns; });
+    if (it == steps.begin()) continue;
+    --it;
+    if (mid > it->start_ns + it->duration_ns) continue;
+    waited[static_cast<std::size_t>(it - steps.begin())] += static_cast<double>(w.duration_ns);
+  }
+  std::vector<double> shares;
+  shares.reserve(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].duration_ns > 0)
+      shares.push_back(std::min(1.0, waited[i] / static_cast<double>(steps[i].duration_ns)));
+  return shares;
+}
+
+std::string hardware_of(const nlohmann::json& env) {
+  if (!env.is_object()) return "";
+  std::string out;
+  if (auto it = env.find("cpu_model"); it != env.end() && it->is_string())
+    out = it->get<std::string>();
+  if (auto it = env.find("cores"); it != env.end() && it->is_number_integer())
+    out += fmt::format("{}{} cores", out.empty() ? "" : ", ", it->get<long long>());
+  if (auto it = env.find("memory_mb"); it != env.end() && it->is_number())
+    out += fmt::format("{}{:.0f} MB", out.empty() ? "" : ", ", it->get<double>());
+  return out;
+}
+
+// Package pins and the GPU driver's versions: what the software warning compares.
+std::vector<std::string> packages_of(const std::string& dir, const nlohmann::json& env) {
+  std::vector<std::string> out;
+  if (!env.is_object()) return out;
+  for (const char* field : {"driver_version", "cuda_version"})
+    if (auto it = env.find(field); it != env.end() && it->is_string() && !it->empty())
+      out.push_back(fmt::format("{}=={}", field, it->get<std::string>()));
+  if (auto it = env.find("pip_freeze"); it != env.end() && it->is_string()) {
+    absl::StatusOr<std::string> text =
+        ::trainscope::detail::read_whole_file(dir + "/" + it->get<std::string>());
+    if (text.ok())
+      for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace()))
+        out.emplace_back(line.data(), line.size());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Reads one run: its description and every series it has.
+absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& options) {
+  absl::StatusOr<RunReader> opened = RunReader::Open(dir);
+  if (!opened.ok()) return opened.status();
+  const RunReader& reader = *opened;
+  RunData data;
+  SideRun& run = data.run;
+  run.dir = dir;
+  run.id = reader.info().id;
+  run.name = reader.info().name;
+  run.status = std::string(run_status_name(reader.info().status));
+  run.params = reader.info().params;
+
+  nlohmann::json env;
+  if (absl::StatusOr<std::string> text = reader.environment(); text.ok())
+    env = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  run.hardware = hardware_of(env);
+  run.packages = packages_of(dir, env);
+
+  const diagnosis::KeyMap keys = diagnosis::default_key_map();
+  const auto& wait_keys = keys.phase_keys[static_cast<std::size_t>(diagnosis::Phase::kDataWait)];
+  std::map<RegionKey, std::map<std::uint32_t, std::vector<double>>> regions;
+  std::map<std::string, std::map<std::uint32_t, std::vector<Span>>> step_spans;
+  std::map<std::uint32_t, std::vector<Span>> wait_spans;
+  for (const RankState& state : reader.ranks()) {
+    const std::uint32_t rank = state.rank.rank;
+    std::uint64_t offset = 0;
+    for (;;) {
+      absl::StatusOr<RunReader::Scan> scan =
+          reader.scan_regions(rank, offset, kReadChunk, [&](const RegionView& row) {
+            const double seconds = static_cast<double>(row.duration_ns) * 1e-9;
+            std::string key(row.key);
+            if (row.device == Device::kCPU) {
+              if (keys.is_step(row.key))
+                step_spans[key][rank].push_back({row.start_unix_ns, row.duration_ns});
+              else if (std::find(wait_keys.begin(), wait_keys.end(), key) != wait_keys.end())
+                wait_spans[rank].push_back({row.start_unix_ns, row.duration_ns});
+            }
+            regions[RegionKey{std::move(key), row.device}][rank].push_back(seconds);
+          });
+      if (!scan.ok()) {
+        if (absl::IsNotFound(scan.status())) break;  // a rank without regions
+        return scan.status();
+      }
+      if (scan->next_offset == offset) break;
+      offset = scan->next_offset;
+    }
+  }
+  for (const auto& [key, by_rank] : regions) {
+    std::vector<double> values = combine_ranks(by_rank, options.rank);
+    if (!values.empty())
+      data.series[SeriesId{"region", key.key, std::string(device_name(key.device))}] =
+          std::move(values);
+  }
+  // The step: the first step key the run has; throughput and data wait from it.
+  for (const std::string& step_key : keys.step_keys) {
+    auto it = step_spans.find(step_key);
+    if (it == step_spans.end()) continue;
+    data.step_key = step_key;
+    const std::vector<double>& steps = data.series[SeriesId{"region", step_key, "CPU"}];
+    std::vector<double> rate;
+    rate.reserve(steps.size());
+    for (double s : steps)
+      if (s > 0) rate.push_back(1 / s);
+    data.series[SeriesId{"metric", kThroughput, ""}] = std::move(rate);
+    if (!wait_spans.empty()) {
+      std::map<std::uint32_t, std::vector<double>> shares;
+      for (const auto& [rank, spans] : it->second)
+        if (auto w = wait_spans.find(rank); w != wait_spans.end())
+          shares[rank] = wait_shares(spans, w->second);
+      std::vector<double> combined = combine_ranks(shares, options.rank);
+      if (!combined.empty()) data.series[SeriesId{"metric", kDataWait, ""}] = std::move(combined);
+    }
+    break;
+  }
+
+  // Metrics the user asked for: the ranks' own (the chosen rank's, else the
+  // lowest rank's that has it), else the hosts'.
+  std::set<std::string> wanted(options.metrics.begin(), options.metrics.end());
+  wanted.erase(kThroughput);
+  wanted.erase(kDataWait);
+  std::map<std::string, std::map<std::uint32_t, std::vector<MetricPoint>>> rank_points;
+  if (!wanted.empty()) {
+    for (const RankState& state : reader.ranks()) {
+      absl::StatusOr<Chunk<MetricPoint>> points = reader.read_metrics(state.rank.rank);
+      if (!points.ok()) {
+        if (absl::IsNotFound(points.status())) continue;
+        return points.status();
+      }
+      for (MetricPoint& p : points->rows)
+        if (wanted.count(p.key)) rank_points[p.key][state.rank.rank].push_back(std::move(p));
+    }
+  }
+  // The host samples: other processes' CPU share, and the wanted host metrics.
+  std::map<std::string, std::vector<MetricPoint>> host_points;
+  std::map<std::int64_t, std::pair<double, double>> cpu_at;  // host util %, job %
+  std::set<std::string> cpu_cores;
+  for (const std::string& host : reader.hosts()) {
+    absl::StatusOr<Chunk<MetricPoint>> points = reader.read_host_metrics(host);
+    if (!points.ok()) {
+      if (absl::IsNotFound(points.status())) continue;
+      return points.status();
+    }
+    for (MetricPoint& p : points->rows) {
+      if (p.key == "system/cpu.util_pct") {
+        cpu_at[p.timestamp_ms].first = p.value;
+      } else if (p.key == "system/proc.cpu_pct") {
+        cpu_at[p.timestamp_ms].second = p.value;
+      } else if (absl::StartsWith(p.key, "system/cpu.") && absl::EndsWith(p.key, ".util_pct")) {
+        cpu_cores.insert(p.key);
+      }
+      if (wanted.count(p.key)) host_points[p.key].push_back(std::move(p));
+    }
+  }
+  double cores = static_cast<double>(cpu_cores.size());
+  if (auto it = env.find("cores"); env.is_object() && it != env.end() && it->is_number())
+    cores = it->get<double>();
+  if (cores > 0) {
+    double sum = 0;
+    std::size_t n = 0;
+    for (const auto& [t, cpu] : cpu_at) {
+      if (!(cpu.first > 0)) continue;
+      sum += std::max(0.0, cpu.first - cpu.second / cores) / 100.0;
+      ++n;
+    }
+    if (n > 0) run.other_cpu_share = sum / static_cast<double>(n);
+  }
+  for (const std::string& name : wanted) {
+    std::vector<MetricPoint> points;
+    if (auto it = rank_points.find(name); it != rank_points.end()) {
+      auto r = options.rank ? it->second.find(*options.rank) : it->second.begin();
+      if (r != it->second.end()) points = r->second;
+    } else if (auto h = host_points.find(name); h != host_points.end()) {
+      points = h->second;
+    }
+    std::stable_sort(points.begin(), points.end(), [](const MetricPoint& x, const MetricPoint& y) {
+      return std::tie(x.timestamp_ms, x.step) < std::tie(y.timestamp_ms, y.step);
+    });
+    std::vector<double> values;
+    for (const MetricPoint& p : points)
+      if (std::isfinite(p.value)) values.push_back(p.value);
+    if (!values.empty()) data.series[SeriesId{"metric", name, ""}] = std::move(values);
+  }
+  return data;
+}
+
+bool has_glob(const std::string& spec) { return spec.find_first_of("*?[") != std::string::npos; }
+
+// The run directories a spec names (a run, a glob of runs, a folder of runs).
+absl::StatusOr<std::vector<std::string>> run_dirs(const std::string& spec) {
+  std::vector<std::string> dirs;
+  if (has_glob(spec)) {
+    glob_t g{};
+    const int rc = ::glob(spec.c_str(), GLOB_MARK, nullptr, &g);
+    if (rc == 0)
+      for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+        std::string path = g.gl_pathv[i];
+        while (path.size() > 1 && path.back() == '/') path.pop_back();
+        if (is_run_directory(path)) dirs.push_back(path);
+      }
+    ::globfree(&g);
+    if (dirs.empty())
+      return absl::NotFoundError(fmt::format("{}: the glob matches no run directory", spec));
+    return dirs;
+  }
+  if (!exists(spec)) return absl::NotFoundError(fmt::format("{}: no such run directory", spec));
+  if (is_run_directory(spec)) return std::vector<std::string>{spec};
+  if (!is_directory(spec))
+    return absl::InvalidArgumentError(
+        fmt::format("{}: neither a run directory, a folder of runs nor a saved comparison", spec));
+  absl::StatusOr<std::vector<std::string>> entries = list_directory(spec);
+  if (!entries.ok()) return entries.status();
+  for (const std::string& name : *entries) {
+    const std::string path = spec + "/" + name;
+    if (is_run_directory(path)) dirs.push_back(path);
+  }
+  if (dirs.empty())
+    return absl::NotFoundError(
+        fmt::format("{}: not a run directory (no run.json), and no folder in it is one", spec));
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// FILE.json or FILE.json:a / FILE.json:b: a saved comparison's side.
+std::optional<std::pair<std::string, bool>> saved_side(const std::string& spec) {
+  for (const char* suffix : {":a", ":b"})
+    if (absl::EndsWith(spec, suffix) && absl::EndsWith(spec.substr(0, spec.size() - 2), ".json"))
+      return std::make_pair(spec.substr(0, spec.size() - 2), suffix[1] == 'a');
+  if (absl::EndsWith(spec, ".json") && !is_directory(spec)) return std::make_pair(spec, false);
+  return std::nullopt;
+}
+
+absl::Status add_runs(const std::vector<std::string>& dirs, const GatherOptions& options,
+                      Side* side) {
+  for (const std::string& dir : dirs) {
+    absl::StatusOr<RunData> data = read_run(dir, options);
+    if (!data.ok()) return data.status();
+    add_run_data(std::move(*data), side);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void add_run_data(RunData data, Side* side) {
+  const std::size_t index = side->runs.size();
+  side->runs.push_back(std::move(data.run));
+  for (auto& [id, values] : data.series) {
+    auto it = std::find_if(side->series.begin(), side->series.end(), [&](const Series& s) {
+      return s.kind == id.kind && s.name == id.name && s.device == id.device;
+    });
+    if (it == side->series.end()) {
+      side->series.push_back(Series{id.name, id.kind, id.device, {}});
+      it = side->series.end() - 1;
+    }
+    it->runs.resize(index + 1);
+    it->runs[index] = std::move(values);
+  }
+  for (Series& s : side->series) s.runs.resize(side->runs.size());
+}
+
+absl::StatusOr<Side> gather_side(const std::vector<std::string>& specs,
+                                 const GatherOptions& options) {
+  Side side;
+  for (const std::string& spec : specs) {
+    if (!side.label.empty()) side.label += " ";
+    side.label += spec;
+    if (std::optional<std::pair<std::string, bool>> saved = saved_side(spec)) {
+      absl::StatusOr<Comparison> doc = read_comparison(saved->first);
+      if (!doc.ok()) return doc.status();
+      Side& from = saved->second ? doc->a : doc->b;
+      if (from.runs.empty() || from.series.empty())
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: the saved comparison holds no data of its {} side (save it with "
+            "`trainscope compare ... --save FILE`, not --json, to use it as a baseline)",
+            saved->first, saved->second ? "A" : "B"));
+      for (std::size_t i = 0; i < from.runs.size(); ++i) {
+        RunData data;
+        data.run = from.runs[i];
+        for (const Series& s : from.series)
+          if (i < s.runs.size() && !s.runs[i].empty())
+            data.series[SeriesId{s.kind, s.name, s.device}] = s.runs[i];
+        add_run_data(std::move(data), &side);
+      }
+      continue;
+    }
+    absl::StatusOr<std::vector<std::string>> dirs = run_dirs(spec);
+    if (!dirs.ok()) return dirs.status();
+    if (absl::Status s = add_runs(*dirs, options, &side); !s.ok()) return s;
+  }
+  if (side.runs.empty()) return absl::InvalidArgumentError("no runs given");
+  return side;
+}
+
+absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view filter,
+                                     const GatherOptions& options) {
+  absl::StatusOr<RunFilter> parsed = parse_run_filter(filter);
+  if (!parsed.ok()) return parsed.status();
+  if (!is_directory(root))
+    return absl::NotFoundError(fmt::format("{}: no such directory of runs", root));
+  std::vector<std::string> candidates;
+  if (is_run_directory(root)) {
+    candidates.push_back(root);
+  } else {
+    absl::StatusOr<std::vector<std::string>> entries = list_directory(root);
+    if (!entries.ok()) return entries.status();
+    for (const std::string& name : *entries)
+      if (is_run_directory(root + "/" + name)) candidates.push_back(root + "/" + name);
+    std::sort(candidates.begin(), candidates.end());
+  }
+  std::vector<std::string> dirs;
+  for (const std::string& dir : candidates) {
+    absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+    if (!reader.ok()) return reader.status();
+    if (run_filter_matches(*parsed, run_filter_row(*reader))) dirs.push_back(dir);
+  }
+  if (dirs.empty())
+    return absl::NotFoundError(
+        fmt::format("no run under {} matches the filter {}", root, std::string(filter)));
+  Side side;
+  side.label = std::string(filter);
+  if (absl::Status s = add_runs(dirs, options, &side); !s.ok()) return s;
+  return side;
+}
+
+}  // namespace trainscope::compare

@@ -1,0 +1,439 @@
+// trainscope compare on run directories written in the documented format:
+// sides from runs, globs, folders, sweeps, filters and saved comparisons; rows,
+// overall verdicts, tails, warnings, the document and bad input.
+#include "trainscope/compare/compare.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/run_files.hpp"
+#include "support/temp_dir.hpp"
+
+namespace trainscope::compare {
+namespace {
+
+using ::testing::HasSubstr;
+using ::trainscope::testing::kMetricsHeader;
+using ::trainscope::testing::RankJson;
+using ::trainscope::testing::RunJson;
+using ::trainscope::testing::TempDir;
+using ::trainscope::testing::write_file;
+using ::trainscope::testing::write_run_dir;
+namespace fs = std::filesystem;
+
+// A run of `steps` BATCH regions around `step_ms` (lognormal noise of 5%,
+// seeded), each starting with an IO wait of `wait_share` of it and holding a
+// FORWARD of half of it; `slow_rank` (when >= 0 and ranks > 1) is `rank_factor`
+// slower. stall_s > 0 makes the middle step last that long.
+struct RunSpec {
+  int steps = 400;
+  double step_ms = 10;
+  double wait_share = 0.1;
+  std::uint64_t seed = 1;
+  int ranks = 1;
+  int slow_rank = -1;
+  double rank_factor = 1.0;
+  double stall_s = 0;
+  std::map<std::string, std::string> params;
+  std::vector<std::string> extra_keys;  // one row per step each
+  double other_cpu_pct = -1;            // host samples: the host busy this much beside the job
+  std::string pip_freeze;               // environment.json + artifacts/pip-freeze.txt
+};
+
+fs::path make_run(const fs::path& dir, const RunSpec& spec) {
+  RunJson run;
+  run.params = spec.params;
+  std::vector<RankJson> ranks;
+  for (int r = 0; r < spec.ranks; ++r) {
+    RankJson rank;
+    rank.rank = static_cast<std::uint32_t>(r);
+    rank.world_size = static_cast<std::uint32_t>(spec.ranks);
+    rank.status = "FINISHED";
+    rank.end_time_ms = 2;
+    ranks.push_back(rank);
+  }
+  write_run_dir(dir, run, ranks);
+  std::mt19937_64 rng(spec.seed);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  for (int r = 0; r < spec.ranks; ++r) {
+    std::string rows;
+    std::int64_t t = 1'000'000'000'000;
+    for (int i = 0; i < spec.steps; ++i) {
+      double ms = spec.step_ms * std::exp(noise(rng));
+      if (r == spec.slow_rank) ms *= spec.rank_factor;
+      auto ns = static_cast<std::int64_t>(ms * 1e6);
+      if (spec.stall_s > 0 && i == spec.steps / 2)
+        ns = static_cast<std::int64_t>(spec.stall_s * 1e9);
+      const auto wait = static_cast<std::int64_t>(static_cast<double>(ns) * spec.wait_share);
+      const std::string rank = std::to_string(r);
+      rows += "IO,CPU," + rank + ",0," + std::to_string(t) + "," + std::to_string(wait) + "," +
+              std::to_string(i) + ",0\n";
+      rows += "FORWARD,CPU," + rank + ",0," + std::to_string(t + wait) + "," +
+              std::to_string(ns / 2) + "," + std::to_string(i) + ",0\n";
+      for (const std::string& key : spec.extra_keys)
+        rows += key + ",CPU," + rank + ",0," + std::to_string(t + wait) + "," +
+                std::to_string(ns / 4) + "," + std::to_string(i) + ",0\n";
+      rows += "BATCH,CPU," + rank + ",0," + std::to_string(t) + "," + std::to_string(ns) + "," +
+              std::to_string(i) + ",0\n";
+      t += ns;
+    }
+    write_file(dir / ("regions-" + std::to_string(r) + ".csv"), rows, /*append=*/true);
+  }
+  if (spec.other_cpu_pct >= 0) {
+    // The host (h) 2 cores; the job uses one core (100%), others the rest.
+    std::string rows = kMetricsHeader;
+    for (int s = 0; s < 10; ++s) {
+      const std::string ts = std::to_string(1000 + s * 1000);
+      rows += "system/cpu.util_pct," + std::to_string(50 + spec.other_cpu_pct) + ",0," + ts + ",\n";
+      rows += "system/proc.cpu_pct,100,0," + ts + ",\n";
+      rows += "system/cpu.0.util_pct,50,0," + ts + ",\n";
+      rows += "system/cpu.1.util_pct,50,0," + ts + ",\n";
+    }
+    write_file(dir / "host-h.csv", rows);
+  }
+  if (!spec.pip_freeze.empty()) {
+    fs::create_directories(dir / "artifacts");
+    write_file(dir / "artifacts" / "pip-freeze.txt", spec.pip_freeze);
+    write_file(
+        dir / "environment.json",
+        R"({"cpu_model": "cpu", "cores": 2, "memory_mb": 1000, "pip_freeze": "artifacts/pip-freeze.txt"})");
+  }
+  return dir;
+}
+
+Comparison compared(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                    CompareRequest request = {}) {
+  request.a = a;
+  request.b = b;
+  absl::StatusOr<Comparison> c = compare::compare(request);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : Comparison{};
+}
+
+const Row* row_named(const Pair& pair, const std::string& name) {
+  for (const Row& r : pair.rows)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+TEST(CompareRunsTest, IdenticalJobsAreTheSameAndNothingFails) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  ASSERT_EQ(c.pairs.size(), 1u);
+  const Pair& p = c.pairs[0];
+  EXPECT_EQ(p.overall_basis, "step time (BATCH)");
+  EXPECT_EQ(p.overall.verdict, "same") << p.overall.stats.reason;
+  EXPECT_EQ(p.overall.stats.unit, stats::CompareUnit::kSteps);
+  EXPECT_LT(p.overall.stats.low, 1.0);
+  EXPECT_GT(p.overall.stats.high, 1.0);
+  EXPECT_TRUE(failing_rows(c, {}, 0).empty());
+  // Every key on both sides and the derived metrics are rows.
+  for (const char* name : {"BATCH", "FORWARD", "IO", kThroughput, kDataWait})
+    EXPECT_NE(row_named(p, name), nullptr) << name;
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+}
+
+TEST(CompareRunsTest, ATenPercentSlowdownIsSlowerWithAnIntervalAroundIt) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  spec.step_ms = 11;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const Row& o = c.pairs.at(0).overall;
+  EXPECT_EQ(o.verdict, "slower");
+  EXPECT_LT(o.stats.low, 1.10);
+  EXPECT_GT(o.stats.high, 1.10);
+  EXPECT_GT(o.stats.low, 1.05);
+  // The gate: 5% is exceeded with confidence, 15% is not.
+  EXPECT_THAT(failing_rows(c, {}, 5), ::testing::ElementsAre("step time (BATCH)"));
+  EXPECT_TRUE(failing_rows(c, {}, 15).empty());
+  EXPECT_THAT(failing_rows(c, {"FORWARD"}, 5), ::testing::ElementsAre("FORWARD"));
+  // Throughput falls: its verdict is "lower", its ratio the inverse.
+  const Row* tp = row_named(c.pairs[0], kThroughput);
+  ASSERT_NE(tp, nullptr);
+  EXPECT_EQ(tp->verdict, "lower");
+  EXPECT_NEAR(tp->stats.ratio * o.stats.ratio, 1.0, 0.02);
+  // Sorted by effect: the data-wait share (unchanged) comes after the times.
+  EXPECT_EQ(c.pairs[0].rows.back().name, kDataWait);
+  const std::string text = format_comparison(c);
+  EXPECT_THAT(text, HasSubstr("overall (step time (BATCH)): slower  +"));
+}
+
+TEST(CompareRunsTest, AStallIsNamedInTheTailNotInTheVerdict) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  spec.stall_s = 2.0;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const Pair& p = c.pairs.at(0);
+  EXPECT_EQ(p.overall.verdict, "same");
+  EXPECT_NEAR(p.overall.max_b, 2.0, 1e-9);
+  EXPECT_THAT(p.overall.note, HasSubstr("B's longest BATCH took 2 s"));
+  EXPECT_THAT(p.overall.note, HasSubstr("stall"));
+  EXPECT_THAT(format_comparison(c), HasSubstr("note: B's longest BATCH took 2 s"));
+}
+
+TEST(CompareRunsTest, ManyRanksCompareTheSlowestRankPerStepOrTheChosenOne) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.ranks = 2;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  spec.slow_rank = 1;
+  spec.rank_factor = 1.2;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  EXPECT_EQ(compared({a.string()}, {b.string()}).pairs.at(0).overall.verdict, "slower");
+  CompareRequest rank0;
+  rank0.gather.rank = 0;
+  EXPECT_EQ(compared({a.string()}, {b.string()}, rank0).pairs.at(0).overall.verdict, "same");
+}
+
+TEST(CompareRunsTest, KeysOnOneSideAreWarnedAboutAndCannotBeSelected) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.extra_keys = {"EXTRA"};
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  EXPECT_THAT(c.pairs.at(0).warnings, ::testing::Contains("only in B, not compared: EXTRA"));
+  CompareRequest request;
+  request.a = {a.string()};
+  request.b = {b.string()};
+  request.options.keys = {"EXTRA"};
+  absl::StatusOr<Comparison> bad = compare::compare(request);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("no such key on both sides: EXTRA"));
+  request.options.keys = {"FORWARD"};
+  const Comparison one = compared({a.string()}, {b.string()}, request);
+  ASSERT_EQ(one.pairs.at(0).rows.size(), 1u);
+  EXPECT_EQ(one.pairs[0].rows[0].name, "FORWARD");
+}
+
+TEST(CompareRunsTest, BadInputIsAnErrorNamingTheSideAndTheRun) {
+  TempDir tmp;
+  const fs::path a = make_run(tmp.path() / "a", RunSpec{});
+  RunSpec empty;
+  empty.steps = 0;
+  const fs::path none = make_run(tmp.path() / "none", empty);
+  const fs::path damaged = tmp.path() / "damaged";
+  fs::create_directories(damaged);
+  write_file(damaged / "run.json", "{not json");
+  struct Case {
+    std::string b;
+    std::string message;
+  };
+  for (const Case& k : std::vector<Case>{
+           {none.string(), "B's run " + none.string() + " recorded no regions"},
+           {damaged.string(), "B: " + damaged.string()},
+           {(tmp.path() / "missing").string(),
+            "B: " + (tmp.path() / "missing").string() + ": no such run directory"},
+           {(tmp.path() / "x-*").string(), "the glob matches no run directory"},
+           {tmp.path().string() + "/a/run.json",
+            "not a trainscope comparison: format: 'trainscope.run'"},
+       }) {
+    CompareRequest request;
+    request.a = {a.string()};
+    request.b = {k.b};
+    absl::StatusOr<Comparison> c = compare::compare(request);
+    ASSERT_FALSE(c.ok()) << k.b;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(k.message)) << k.b;
+  }
+}
+
+TEST(CompareRunsTest, ShortRunsAreInconclusiveAndSayHowManyMoreStepsWouldDecide) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.steps = 30;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const Row& o = c.pairs.at(0).overall;
+  EXPECT_EQ(o.verdict, "inconclusive");
+  EXPECT_GT(o.stats.more_a, 0u);
+  EXPECT_THAT(format_comparison(c), HasSubstr("more steps a side would decide"));
+}
+
+TEST(CompareRunsTest, FoldersOfRepetitionsUseTheRunAsTheUnit) {
+  TempDir tmp;
+  RunSpec spec;
+  for (int i = 0; i < 3; ++i) {
+    spec.seed = 10 + static_cast<std::uint64_t>(i);
+    spec.step_ms = 10;
+    make_run(tmp.path() / "base" / ("r" + std::to_string(i)), spec);
+    spec.seed = 20 + static_cast<std::uint64_t>(i);
+    spec.step_ms = 11;
+    make_run(tmp.path() / "new" / ("r" + std::to_string(i)), spec);
+  }
+  const Comparison c = compared({(tmp.path() / "base").string()}, {(tmp.path() / "new").string()});
+  const Row& o = c.pairs.at(0).overall;
+  EXPECT_EQ(o.stats.unit, stats::CompareUnit::kRuns);
+  EXPECT_EQ(o.stats.n_a, 3u);
+  EXPECT_EQ(o.verdict, "slower");
+  // A glob names the same runs.
+  const Comparison g =
+      compared({(tmp.path() / "base" / "r*").string()}, {(tmp.path() / "new" / "r*").string()});
+  EXPECT_EQ(g.pairs.at(0).runs_a.size(), 3u);
+  EXPECT_DOUBLE_EQ(g.pairs[0].overall.stats.ratio, o.stats.ratio);
+}
+
+TEST(CompareRunsTest, TwoSweepsAreMatchedConfigurationByConfiguration) {
+  TempDir tmp;
+  RunSpec spec;
+  for (const char* lr : {"0.1", "0.2"}) {
+    spec.params = {{"lr", lr}, {"version", "1"}};
+    spec.step_ms = 10;
+    make_run(tmp.path() / "old" / lr, spec);
+    spec.params = {{"lr", lr}, {"version", "2"}};
+    spec.step_ms = std::string(lr) == "0.1" ? 10 : 12;
+    spec.seed += 7;
+    make_run(tmp.path() / "new" / lr, spec);
+  }
+  spec.params = {{"lr", "0.3"}, {"version", "2"}};
+  make_run(tmp.path() / "new" / "0.3", spec);
+  const Comparison c = compared({(tmp.path() / "old").string()}, {(tmp.path() / "new").string()});
+  ASSERT_EQ(c.pairs.size(), 2u);
+  EXPECT_EQ(c.pairs[0].config, "lr=0.1");
+  EXPECT_EQ(c.pairs[0].overall.verdict, "same");
+  EXPECT_EQ(c.pairs[1].config, "lr=0.2");
+  EXPECT_EQ(c.pairs[1].overall.verdict, "slower");
+  EXPECT_THAT(c.warnings, ::testing::ElementsAre("configuration lr=0.3 only in B"));
+  EXPECT_THAT(failing_rows(c, {}, 5), ::testing::ElementsAre("step time (BATCH) [lr=0.2]"));
+}
+
+TEST(CompareRunsTest, FiltersOverARootPickEachSide) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.params = {{"workers", "0"}};
+  make_run(tmp.path() / "w0", spec);
+  spec.params = {{"workers", "2"}};
+  spec.step_ms = 8;
+  spec.wait_share = 0.01;
+  make_run(tmp.path() / "w2", spec);
+  CompareRequest request;
+  request.root = tmp.path().string();
+  request.filter_a = "params.workers = '0'";
+  request.filter_b = "params.workers = '2'";
+  absl::StatusOr<Comparison> c = compare::compare(request);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->label_a, "params.workers = '0'");
+  EXPECT_EQ(c->pairs.at(0).overall.verdict, "faster");
+  EXPECT_EQ(row_named(c->pairs[0], kDataWait)->verdict, "lower");
+  request.filter_b = "params.workers = '4'";
+  absl::StatusOr<Comparison> none = compare::compare(request);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("B: no run under"));
+  request.filter_b = "params.workers ~ 4";
+  EXPECT_THAT(std::string(compare::compare(request).status().message()), HasSubstr("bad filter"));
+}
+
+TEST(CompareRunsTest, ASavedComparisonIsABaseline) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  spec.step_ms = 11;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison first = compared({a.string()}, {b.string()});
+  const std::string saved = (tmp.path() / "ref.json").string();
+  ASSERT_TRUE(write_comparison(first, saved).ok());
+  // The saved file's A side against B gives the same comparison as the runs.
+  const Comparison again = compared({saved + ":a"}, {b.string()});
+  EXPECT_DOUBLE_EQ(again.pairs.at(0).overall.stats.ratio, first.pairs[0].overall.stats.ratio);
+  EXPECT_DOUBLE_EQ(again.pairs[0].overall.stats.low, first.pairs[0].overall.stats.low);
+  // Its B side (the default) against B itself: the same data, the same.
+  EXPECT_EQ(compared({saved}, {b.string()}).pairs.at(0).overall.verdict, "same");
+  // A --json document (no data) cannot be a baseline.
+  write_file(tmp.path() / "nodata.json", compare_json(first, 1, /*with_data=*/false));
+  CompareRequest request;
+  request.a = {(tmp.path() / "nodata.json").string()};
+  request.b = {b.string()};
+  EXPECT_THAT(std::string(compare::compare(request).status().message()),
+              HasSubstr("holds no data of its B side"));
+}
+
+TEST(CompareDocumentTest, TheReaderReadsWhatTheWriterWrote) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 3;
+  spec.step_ms = 10.5;
+  spec.extra_keys = {"ONLY_B"};
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const std::string text = compare_json(c, -1, true);
+  absl::StatusOr<Comparison> back = parse_comparison(text, "mem");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(compare_json(*back, -1, true), text);
+  EXPECT_EQ(format_comparison(*back), format_comparison(c));
+}
+
+TEST(CompareDocumentTest, DamagedDocumentsAreErrorsNamingTheKey) {
+  TempDir tmp;
+  const fs::path a = make_run(tmp.path() / "a", RunSpec{});
+  RunSpec spec;
+  spec.seed = 9;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  nlohmann::json doc = nlohmann::json::parse(compare_json(compared({a.string()}, {b.string()})));
+  struct Case {
+    std::function<void(nlohmann::json&)> damage;
+    std::string message;
+  };
+  for (const Case& k : std::vector<Case>{
+           {[](nlohmann::json& d) { d["format"] = "x"; }, "format: 'x', not trainscope.compare"},
+           {[](nlohmann::json& d) { d["version"] = 9; }, "version 9 is newer"},
+           {[](nlohmann::json& d) { d["pairs"][0]["overall"]["verdict"] = "meh"; },
+            "'meh' is no verdict"},
+           {[](nlohmann::json& d) { d["a"]["series"][0]["runs"][0][0] = -1; }, "at least 0"},
+           {[](nlohmann::json& d) { d["b"]["series"][0]["runs"].push_back({1}); },
+            "2 series for 1 runs"},
+           {[](nlohmann::json& d) { d.erase("pairs"); }, "pairs"},
+       }) {
+    nlohmann::json copy = doc;
+    k.damage(copy);
+    absl::StatusOr<Comparison> c = parse_comparison(copy.dump(), "ref.json");
+    ASSERT_FALSE(c.ok()) << k.message;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("ref.json: "));
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(k.message));
+  }
+}
+
+TEST(CompareWarningsTest, LoadedHostsAndOtherSoftwareAreWarnedAbout) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.other_cpu_pct = 5;
+  spec.pip_freeze = "numpy==1.0\ntorch==2.0\n";
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.other_cpu_pct = 45;
+  spec.pip_freeze = "numpy==1.0\ntorch==2.1\n";
+  spec.seed = 5;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const std::vector<std::string>& w = c.pairs.at(0).warnings;
+  EXPECT_THAT(
+      w, ::testing::Contains(HasSubstr("other processes used 5% of A's host CPUs and 45% of B's")));
+  EXPECT_THAT(w, ::testing::Contains("different software: 1 package differs (torch 2.0 -> 2.1)"));
+  EXPECT_NEAR(c.a.runs.at(0).other_cpu_share, 0.05, 1e-9);
+  // Equal hosts and software: no warning.
+  spec.other_cpu_pct = 5;
+  spec.pip_freeze = "numpy==1.0\ntorch==2.0\n";
+  const fs::path a2 = make_run(tmp.path() / "a2", spec);
+  EXPECT_TRUE(compared({a.string()}, {a2.string()}).pairs.at(0).warnings.empty());
+}
+
+}  // namespace
+}  // namespace trainscope::compare

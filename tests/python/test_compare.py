@@ -1,0 +1,145 @@
+"""trainscope.compare and `trainscope compare`: the same call (compare::compare), the
+DataFrame, the CLI's table, JSON, baseline and exit codes, on run directories written
+by hand (tests/python/run_files.py) and on real jobs under `trainscope run`.
+The statistics are tested in tests/stats/compare_test.cpp and the run-level comparison
+in tests/compare/compare_runs_test.cpp; bench/compare_calibration.py measures the false
+alarms and the power on real PyTorch jobs.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+import trainscope
+from run_files import trainscope_cli, write_run
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """a, a2 (the same job again) and b (25% slower), 600 steps each."""
+    root = tmp_path_factory.mktemp("runs")
+    keys = (("BATCH", "CPU"), ("FORWARD", "CPU"))
+    return {
+        "a": write_run(str(root / "a"), keys=keys, rows_per_key=600, seed=1,
+                       params={"version": "1"}),
+        "a2": write_run(str(root / "a2"), keys=keys, rows_per_key=600, seed=2,
+                        params={"version": "1"}),
+        "b": write_run(str(root / "b"), keys=keys, rows_per_key=600, seed=3, scale=1.25,
+                       params={"version": "2"}),
+        "root": str(root),
+    }
+
+
+def cli(*args):
+    return subprocess.run([trainscope_cli(), "compare", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_python_returns_a_dataframe_of_every_key_with_an_overall_verdict(runs):
+    df = trainscope.compare(runs["a"], runs["b"])
+    assert set(df["quantity"]) == {"BATCH", "FORWARD", "throughput"}
+    batch = df[df["quantity"] == "BATCH"].iloc[0]
+    assert batch["verdict"] == "slower"
+    assert batch["low"] < 1.25 < batch["high"] or abs(batch["ratio"] - 1.25) < 0.05
+    assert batch["unit"] == "steps" and batch["n_a"] > 0
+    tp = df[df["quantity"] == "throughput"].iloc[0]
+    assert tp["verdict"] == "lower"
+    (overall,) = df.attrs["overall"]
+    assert overall["basis"] == "step time (BATCH)" and overall["verdict"] == "slower"
+    assert trainscope.failing_rows(df, 10) == ["step time (BATCH)"]
+    assert trainscope.failing_rows(df, 40) == []
+    # 15% noise per step: 600 steps decide "same" within +-5%, not within +-2%.
+    same = trainscope.compare(runs["a"], runs["a2"], threshold=0.05)
+    assert same.attrs["overall"][0]["verdict"] == "same"
+    unsure = trainscope.compare(runs["a"], runs["a2"])
+    assert unsure.attrs["overall"][0]["verdict"] == "inconclusive"
+    assert unsure.attrs["overall"][0]["more_a"] > 0
+    assert trainscope.failing_rows(same, 0) == []
+
+
+def test_python_filters_over_a_root_and_keys(runs):
+    df = trainscope.compare("params.version = '1'", "params.version = '2'", root=runs["root"],
+                            keys=["FORWARD"])
+    assert list(df["quantity"]) == ["FORWARD"]
+    assert df.attrs["overall"][0]["runs_a"] == sorted([runs["a"], runs["a2"]])
+    assert df.iloc[0]["unit"] == "runs"
+    with pytest.raises(ValueError, match="bad filter"):
+        trainscope.compare("params.version ~ 1", "params.version = '2'", root=runs["root"])
+    with pytest.raises(ValueError, match="no such key on both sides: NOPE"):
+        trainscope.compare(runs["a"], runs["b"], keys="NOPE")
+
+
+def test_bad_input_names_the_side_and_the_run(runs, tmp_path):
+    with pytest.raises(FileNotFoundError, match="B: .*missing: no such run directory"):
+        trainscope.compare(runs["a"], str(tmp_path / "missing"))
+    empty = write_run(str(tmp_path / "empty"), keys=())
+    with pytest.raises(ValueError, match="recorded no regions"):
+        trainscope.compare(empty, runs["a"])
+    with pytest.raises(TypeError):
+        trainscope.compare(3, runs["a"])
+
+
+def test_cli_table_json_gate_and_exit_codes(runs, tmp_path):
+    shown = cli(runs["a"], runs["b"])
+    assert shown.returncode == 0, shown.stderr
+    assert "overall (step time (BATCH)): slower  +2" in shown.stdout
+    assert "95% interval" in shown.stdout
+    gated = cli(runs["a"], runs["b"], "--fail-if-slower", "10")
+    assert gated.returncode == 1
+    assert "slower than the 10% allowed: step time (BATCH)" in gated.stderr
+    assert cli(runs["a"], runs["b"], "--fail-if-slower", "40").returncode == 0
+    # Noise never fails the gate, even at 0%.
+    assert cli(runs["a"], runs["a2"], "--fail-if-slower", "0").returncode == 0
+    doc = json.loads(cli(runs["a"], runs["b"], "--json").stdout)
+    assert doc["format"] == "trainscope.compare" and "series" not in doc["a"]
+    # The CLI and Python give the same numbers (one call).
+    df = trainscope.compare(runs["a"], runs["b"])
+    batch = next(r for r in doc["pairs"][0]["rows"] if r["name"] == "BATCH")
+    assert math.isclose(batch["ratio"], df[df["quantity"] == "BATCH"].iloc[0]["ratio"])
+    # Usage and input errors.
+    assert cli(runs["a"]).returncode == 2
+    missing = cli(runs["a"], str(tmp_path / "missing"))
+    assert missing.returncode == 3 and "no such run directory" in missing.stderr
+    assert missing.stdout == ""
+
+
+def test_a_saved_comparison_is_a_baseline(runs, tmp_path):
+    ref = str(tmp_path / "ref.json")
+    saved = cli(runs["a"], runs["b"], "--save", ref, "--json")
+    assert saved.returncode == 0, saved.stderr
+    with open(ref, encoding="utf-8") as f:
+        assert "series" in json.load(f)["b"]
+    # ref.json's B side is b: b against itself is the same; ref.json:a is a.
+    again = cli(ref, runs["b"], "--fail-if-slower", "0", "--threshold", "5")
+    assert again.returncode == 0 and "overall (step time (BATCH)): same" in again.stdout
+    df = trainscope.compare(ref + ":a", runs["b"])
+    assert df.attrs["overall"][0]["verdict"] == "slower"
+    nodata = str(tmp_path / "nodata.json")
+    with open(nodata, "w", encoding="utf-8") as f:
+        f.write(saved.stdout)
+    refused = cli(nodata, runs["b"])
+    assert refused.returncode == 3 and "holds no data of its B side" in refused.stderr
+
+
+def test_real_jobs_under_trainscope_run(tmp_path):
+    """Two real jobs, the second with twice the work per step, compared end to end."""
+    command = trainscope_cli()
+    job = ("import sys, time, trainscope\n"
+           "t = trainscope.Timer()\n"
+           "for i in range(200):\n"
+           "    t.start('BATCH'); t.start('IO'); time.sleep(0.0005); t.end('IO')\n"
+           "    time.sleep(float(sys.argv[1])); t.end('BATCH')\n")
+    env = dict(os.environ)
+    for name, work in (("a", "0.002"), ("b", "0.004")):
+        done = subprocess.run([command, "run", "--run-dir", str(tmp_path / name), "--",
+                               sys.executable, "-c", job, work], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+    result = cli(str(tmp_path / "a"), str(tmp_path / "b"), "--fail-if-slower", "20")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "overall (step time (BATCH)): slower" in result.stdout
+    assert "data-wait" in result.stdout and "throughput" in result.stdout

@@ -1,0 +1,136 @@
+// `trainscope compare A B`: is B faster than A, by how much, and can CI trust
+// the answer (trainscope::compare::compare).
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "cli.hpp"
+#include "commands.hpp"
+#include "trainscope/compare/compare.hpp"
+
+namespace trainscope::cli {
+namespace {
+
+constexpr char kDescription[] =
+    "Compares B with A, each a run, a glob of runs or a folder of runs (repetitions:\n"
+    "the run is then the unit), a sweep (configurations matched on their params), or\n"
+    "a saved comparison (--save FILE; FILE.json is its B side, FILE.json:a its A):\n"
+    "per region key and device, and per metric (throughput, data-wait share, and any\n"
+    "--metric), the medians of A and B, the ratio B/A with its interval, a p-value and\n"
+    "a verdict: slower / faster (the interval wholly above / below 1), same (inside\n"
+    "+-threshold), inconclusive (with about how many more steps or runs would decide).\n"
+    "Warm-up is detected and dropped; within a run the interval is a moving-block\n"
+    "bootstrap, so dependent steps, drift and spikes do not fake significance.\n"
+    "Warns when A and B ran on differently loaded hosts, other hardware or software.\n"
+    "docs/compare.md describes the command, docs/compare-statistics.md the method.\n"
+    "\n"
+    "examples:\n"
+    "  trainscope compare trainscope-runs/base trainscope-runs/new\n"
+    "  trainscope compare 'runs/base-*' 'runs/new-*' --fail-if-slower 3\n"
+    "  trainscope compare --root runs --a 'params.workers = 0' --b 'params.workers = 2'\n"
+    "  trainscope compare RUN RUN2 --save ref.json; trainscope compare ref.json TODAY\n";
+
+constexpr char kFooter[] =
+    "Exit status: 0 compared (whatever the verdicts), 1 --fail-if-slower: a selected\n"
+    "key's interval lies wholly above 1 + PCT/100 (never for noise: an inconclusive\n"
+    "comparison passes), 2 bad usage, 3 the inputs cannot be compared (a missing or\n"
+    "damaged run, no steps, nothing in common), with a message naming them.\n";
+
+constexpr int kExitCannotCompare = 3;
+
+}  // namespace
+
+int compare_command(const std::vector<std::string>& args) {
+  compare::CompareRequest request;
+  std::vector<std::string> sides;
+  bool json = false;
+  std::optional<std::string> save;
+  std::optional<double> fail_pct;
+  CommandLine line({"compare", "trainscope compare A B [options]", kDescription, kFooter});
+  line.add_value("--root", "DIR", "the runs' folder for --a and --b", &request.root);
+  line.add_value("--a", "FILTER", "side A: runs under --root matching FILTER (search_runs' syntax)",
+                 &request.filter_a);
+  line.add_value("--b", "FILTER", "side B, likewise", &request.filter_b);
+  line.add_value("--key", "KEY",
+                 "compare (and gate on) only KEY; repeatable (default: every key and metric "
+                 "on both sides, the gate on the overall verdict)",
+                 [&](const std::string& v) { request.options.keys.push_back(v); });
+  line.add_value("--metric", "NAME",
+                 "also compare a logged metric (log_metric) or a host metric (system/...); "
+                 "repeatable",
+                 [&](const std::string& v) { request.gather.metrics.push_back(v); });
+  line.add_value("--rank", "N", "compare rank N (default: per step the slowest rank's time)",
+                 [&](const std::string& v) {
+                   request.gather.rank = static_cast<std::uint32_t>(whole_number("--rank", v, 0));
+                 });
+  line.add_value(
+      "--threshold", "PCT", "the margin of `same`, in percent (default 2)",
+      [&](const std::string& v) {
+        request.options.stats.threshold = number("--threshold", v, {0, 1000, true, false}) / 100;
+      });
+  line.add_value("--confidence", "LEVEL", "the intervals' level (default 0.95)",
+                 [&](const std::string& v) {
+                   request.options.stats.confidence = number("--confidence", v, {0, 1, true, true});
+                 });
+  line.add_value("--min-steps", "N", "fewest steps a side or run keeps after warm-up (default 50)",
+                 [&](const std::string& v) {
+                   request.options.stats.min_steps =
+                       static_cast<std::size_t>(whole_number("--min-steps", v, 2));
+                 });
+  line.add_value("--resamples", "N", "bootstrap resamples (default 2000)",
+                 [&](const std::string& v) {
+                   request.options.stats.resamples =
+                       static_cast<std::size_t>(whole_number("--resamples", v, 100));
+                 });
+  bool no_warmup = false;
+  line.add_flag("--no-warmup", "keep every step (no warm-up detection)", &no_warmup);
+  line.add_value("--fail-if-slower", "PCT",
+                 "exit 1 when a selected key (or the overall step time) is slower by more than "
+                 "PCT percent with confidence: its interval's lower bound above 1 + PCT/100",
+                 [&](const std::string& v) {
+                   fail_pct = number("--fail-if-slower", v, {0, 1e6, false, false});
+                 });
+  line.add_flag("--json", "print the comparison as JSON (without the series)", &json);
+  line.add_value("--save", "FILE", "also write the comparison with its data to FILE (a baseline)",
+                 &save);
+  line.add_positionals("A B", &sides, /*options_end_at_first=*/false);
+  if (std::optional<int> done = line.parse(args)) return *done;
+  request.options.stats.detect_warmup = !no_warmup;
+  if (request.filter_a.empty() && request.filter_b.empty()) {
+    if (sides.size() != 2) return line.usage_error("give A and B (or --root with --a and --b)");
+    request.a = {sides[0]};
+    request.b = {sides[1]};
+  } else if (!sides.empty()) {
+    return line.usage_error("give A and B as runs or as --a/--b filters, not both");
+  }
+  absl::StatusOr<compare::Comparison> result = compare::compare(request);
+  if (!result.ok()) {
+    std::fprintf(stderr, "trainscope compare: %s\n",
+                 std::string(result.status().message()).c_str());
+    return kExitCannotCompare;
+  }
+  if (save) {
+    const absl::Status written = compare::write_comparison(*result, *save);
+    if (!written.ok()) {
+      std::fprintf(stderr, "trainscope compare: %s\n", std::string(written.message()).c_str());
+      return kExitCannotCompare;
+    }
+  }
+  const std::string out = json ? compare::compare_json(*result, 1, /*with_data=*/false) + "\n"
+                               : compare::format_comparison(*result);
+  std::fputs(out.c_str(), stdout);
+  if (fail_pct) {
+    const std::vector<std::string> failing =
+        compare::failing_rows(*result, request.options.keys, *fail_pct);
+    if (!failing.empty()) {
+      std::fprintf(stderr, "trainscope compare: slower than the %g%% allowed: %s\n", *fail_pct,
+                   absl::StrJoin(failing, ", ").c_str());
+      return kExitFailed;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace trainscope::cli
