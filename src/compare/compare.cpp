@@ -94,8 +94,10 @@ std::string seconds(double s) {
 // A long step on one side the medians do not see: a stall, named.
 std::string tail_note(const Row& row) {
   if (row.kind != "region") return "";
+  // Four times the side's p99, twice the other side's longest, and 10 ms past
+  // the p99 at least (a blip of a microsecond key is no stall).
   const auto stalled = [](double max, double p99, double other_max) {
-    return std::isfinite(max) && std::isfinite(p99) && max > 4 * p99 &&
+    return std::isfinite(max) && std::isfinite(p99) && max > 4 * p99 && max - p99 >= 0.01 &&
            (!std::isfinite(other_max) || max > 2 * other_max);
   };
   for (const bool b_side : {true, false}) {

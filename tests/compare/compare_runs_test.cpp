@@ -141,6 +141,7 @@ TEST(CompareRunsTest, IdenticalJobsAreTheSameAndNothingFails) {
   for (const char* name : {"BATCH", "FORWARD", "IO", kThroughput, kDataWait})
     EXPECT_NE(row_named(p, name), nullptr) << name;
   EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+  for (const Row& r : p.rows) EXPECT_EQ(r.note, "") << r.name;
 }
 
 TEST(CompareRunsTest, ATenPercentSlowdownIsSlowerWithAnIntervalAroundIt) {
@@ -185,6 +186,18 @@ TEST(CompareRunsTest, AStallIsNamedInTheTailNotInTheVerdict) {
   EXPECT_THAT(p.overall.note, HasSubstr("B's longest BATCH took 2 s"));
   EXPECT_THAT(p.overall.note, HasSubstr("stall"));
   EXPECT_THAT(format_comparison(c), HasSubstr("note: B's longest BATCH took 2 s"));
+  // 50 ms against 10 ms steps (40 ms past the p99): named; a 4.5 ms step among
+  // 1 ms steps (3.5 ms past the p99, a blip): not.
+  spec.stall_s = 0.05;
+  const fs::path b2 = make_run(tmp.path() / "b2", spec);
+  EXPECT_THAT(compared({a.string()}, {b2.string()}).pairs.at(0).overall.note, HasSubstr("stall"));
+  RunSpec fast;
+  fast.step_ms = 1;
+  const fs::path a3 = make_run(tmp.path() / "a3", fast);
+  fast.seed = 2;
+  fast.stall_s = 0.0045;
+  const fs::path b3 = make_run(tmp.path() / "b3", fast);
+  EXPECT_EQ(compared({a3.string()}, {b3.string()}).pairs.at(0).overall.note, "");
 }
 
 TEST(CompareRunsTest, ManyRanksCompareTheSlowestRankPerStepOrTheChosenOne) {

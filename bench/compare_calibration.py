@@ -1,0 +1,246 @@
+"""Calibration of `trainscope compare` on real PyTorch jobs (issue 24, docs/compare.md).
+
+    PYTHONPATH=<build>/python TRAINSCOPE_CLI=<build>/tools/trainscope \\
+        python bench/compare_calibration.py [--steps 400] [--pairs 20] [--out FILE.json]
+
+A real small PyTorch training (an MLP on random data through a DataLoader, one
+thread) runs under `trainscope run`, timing each step as BATCH; a slowdown is
+injected into B by spinning (not sleeping: a spin lasts what it is asked) for a
+share of the baseline's median step, measured first. Runs of all pools are
+interleaved so that a change in the machine's load hits every pool alike.
+
+1. A/A: `pairs` pairs of identical runs -> verdicts other than same/inconclusive
+   (false alarms; goal <= 1 in 20). google/benchmark's U test (Mann-Whitney,
+   two-sided, alpha 0.05, over all steps, as tools/compare.py on repetitions) on
+   the same pairs, for comparison.
+2. Power, single runs: 10% (goal: slower 20 of 20), 5%, 3%, 2%; the smallest
+   slowdown called slower 18 times in 20; how often the interval covers the
+   injected ratio (goal 18 of 20).
+3. Power, three runs per side (the run as the unit): 3% (goal: 18 of 20).
+4. A run with a 2-second stall in its middle against one without: the verdict
+   is same (or inconclusive), and the stall is named in the note.
+
+Each comparison goes through the command a user runs (`trainscope compare A B
+--json`). Figures go to stdout and, with --out, to a JSON file.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+JOB = r'''
+import sys, time
+import torch
+import trainscope
+
+steps, spin_s, stall_at, stall_s = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256),
+                            torch.nn.ReLU(), torch.nn.Linear(256, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = torch.utils.data.TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
+loader = torch.utils.data.DataLoader(data, batch_size=64, shuffle=True, num_workers=0)
+timer = trainscope.Timer()
+done = 0
+while done < steps:
+    for x, y in loader:
+        timer.start("BATCH")
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if spin_s > 0:
+            end = time.perf_counter() + spin_s
+            while time.perf_counter() < end:
+                pass
+        if done == stall_at:
+            time.sleep(stall_s)
+        timer.end("BATCH")
+        done += 1
+        if done == steps:
+            break
+'''
+
+
+def run_job(cli, python, job, directory, steps, spin_s=0.0, stall_at=-1, stall_s=0.0):
+    done = subprocess.run([cli, "run", "--run-dir", directory, "--", python, job, str(steps),
+                           repr(spin_s), str(stall_at), repr(stall_s)],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        sys.exit(f"job failed ({done.returncode}): {done.stderr[-2000:]}")
+    return directory
+
+
+def steps_of(directory):
+    values = []
+    with open(os.path.join(directory, "regions-0.csv"), encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            parts = line.split(",")
+            if parts[0] == "BATCH" and parts[1] == "CPU":
+                values.append(int(parts[5]) * 1e-9)
+    return values
+
+
+def compare(cli, a, b):
+    done = subprocess.run([cli, "compare", a, b, "--json", "--key", "BATCH"],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        sys.exit(f"compare failed ({done.returncode}): {done.stderr}")
+    return json.loads(done.stdout)["pairs"][0]["overall"]
+
+
+def u_test_p(x, y):
+    """Two-sided Mann-Whitney U test, normal approximation with tie and continuity
+    correction (scipy.stats.mannwhitneyu's asymptotic method, which google/benchmark's
+    tools/compare.py calls)."""
+    n1, n2 = len(x), len(y)
+    pooled = sorted([(v, 0) for v in x] + [(v, 1) for v in y])
+    ranks = [0.0] * len(pooled)
+    ties = 0.0
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        rank = (i + j) / 2 + 1
+        for k in range(i, j + 1):
+            ranks[k] = rank
+        t = j - i + 1
+        ties += t ** 3 - t
+        i = j + 1
+    r1 = sum(r for r, (_, side) in zip(ranks, pooled) if side == 0)
+    u1 = r1 - n1 * (n1 + 1) / 2
+    mu = n1 * n2 / 2
+    n = n1 + n2
+    sigma = math.sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))))
+    if sigma == 0:
+        return 1.0
+    z = (abs(u1 - mu) - 0.5) / sigma
+    return min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--out")
+    parser.add_argument("--keep", help="keep the runs in this folder")
+    args = parser.parse_args()
+    cli = os.environ.get("TRAINSCOPE_CLI")
+    if not cli:
+        sys.exit("set TRAINSCOPE_CLI to the trainscope binary")
+    python = sys.executable
+    root = args.keep or tempfile.mkdtemp(prefix="compare-calibration-")
+    os.makedirs(root, exist_ok=True)
+    job = os.path.join(root, "job.py")
+    with open(job, "w", encoding="utf-8") as f:
+        f.write(JOB)
+    started = time.time()
+
+    # The baseline's median step: the spin of a slowdown is a share of it.
+    probe = run_job(cli, python, job, os.path.join(root, "probe"), args.steps)
+    base = statistics.median(steps_of(probe)[args.steps // 4:])
+    print(f"baseline median step: {base * 1e3:.3f} ms ({args.steps} steps a run)", flush=True)
+
+    n = args.pairs
+    pools = {"a": (0.0, 3 * n), "s10": (0.10, n), "s5": (0.05, n), "s3": (0.03, 3 * n),
+             "s2": (0.02, n)}
+    runs = {name: [] for name in pools}
+    order = []
+    for i in range(max(count for _, count in pools.values())):
+        for name, (_, count) in pools.items():
+            if i < count:
+                order.append((name, i))
+    for k, (name, i) in enumerate(order):
+        share = pools[name][0]
+        directory = os.path.join(root, name, f"r{i:02d}")
+        run_job(cli, python, job, directory, args.steps, spin_s=share * base)
+        runs[name].append(directory)
+        if (k + 1) % 20 == 0:
+            print(f"  {k + 1}/{len(order)} runs ({time.time() - started:.0f} s)", flush=True)
+
+    results = {"steps": args.steps, "pairs": n, "baseline_step_ms": base * 1e3}
+
+    # 1. A/A.
+    aa = [compare(cli, runs["a"][2 * i], runs["a"][2 * i + 1]) for i in range(n)]
+    alarms = [c["verdict"] for c in aa if c["verdict"] not in ("same", "inconclusive")]
+    u_alarms = sum(u_test_p(steps_of(runs["a"][2 * i]), steps_of(runs["a"][2 * i + 1])) < 0.05
+                   for i in range(n))
+    results["aa"] = {"verdicts": {v: sum(c["verdict"] == v for c in aa)
+                                  for v in ("same", "inconclusive", "slower", "faster")},
+                     "false_alarms": len(alarms), "u_test_false_alarms": u_alarms,
+                     "ratios": [c["ratio"] for c in aa]}
+    print(f"A/A: {results['aa']['verdicts']}; false alarms {len(alarms)}/{n}; "
+          f"google/benchmark U test (alpha 0.05): {u_alarms}/{n}", flush=True)
+
+    # 2. Power, single runs.
+    results["single"] = {}
+    for name in ("s10", "s5", "s3", "s2"):
+        share = pools[name][0]
+        cs = [compare(cli, runs["a"][2 * n + i], runs[name][i]) for i in range(n)]
+        slower = sum(c["verdict"] == "slower" for c in cs)
+        covered = sum(c["low"] is not None and c["low"] <= 1 + share <= c["high"] for c in cs)
+        u = sum(u_test_p(steps_of(runs["a"][2 * n + i]), steps_of(runs[name][i])) < 0.05
+                for i in range(n))
+        results["single"][name] = {"slowdown": share, "slower": slower, "covered": covered,
+                                   "u_test_significant": u,
+                                   "median_ratio": statistics.median(c["ratio"] for c in cs)}
+        print(f"single runs, {share:.0%} slower: called slower {slower}/{n}, interval covers "
+              f"{1 + share:.2f} {covered}/{n}, median ratio "
+              f"{results['single'][name]['median_ratio']:.4f}; U test significant {u}/{n}",
+              flush=True)
+    detected = [pools[k][0] for k in ("s2", "s3", "s5", "s10")
+                if results["single"][k]["slower"] >= math.ceil(0.9 * n)]
+    results["smallest_detected_18_of_20"] = min(detected) if detected else None
+    print(f"smallest slowdown single runs call slower >= 90% of the time: "
+          f"{results['smallest_detected_18_of_20']}", flush=True)
+
+    # 3. Three runs per side at 3%.
+    three = []
+    for i in range(n):
+        side_a = os.path.join(root, "three", f"a{i:02d}")
+        side_b = os.path.join(root, "three", f"b{i:02d}")
+        for side, pool in ((side_a, "a"), (side_b, "s3")):
+            os.makedirs(side, exist_ok=True)
+            for j in range(3):
+                src = runs[pool][(3 * i + j) % len(runs[pool])]
+                link = os.path.join(side, f"r{j}")
+                if not os.path.exists(link):
+                    os.symlink(os.path.abspath(src), link)
+        three.append(compare(cli, side_a, side_b))
+    slower3 = sum(c["verdict"] == "slower" for c in three)
+    covered3 = sum(c["low"] is not None and c["low"] <= 1.03 <= c["high"] for c in three)
+    results["three_runs_3pct"] = {"slower": slower3, "covered": covered3,
+                                  "verdicts": {v: sum(c["verdict"] == v for c in three)
+                                               for v in ("same", "inconclusive", "slower",
+                                                         "faster")}}
+    print(f"three runs a side, 3% slower: called slower {slower3}/{n}, interval covers 1.03 "
+          f"{covered3}/{n}; {results['three_runs_3pct']['verdicts']}", flush=True)
+
+    # 4. A 2-second stall in the middle.
+    stalled = run_job(cli, python, job, os.path.join(root, "stall"), args.steps,
+                      stall_at=args.steps // 2, stall_s=2.0)
+    done = subprocess.run([cli, "compare", runs["a"][0], stalled], capture_output=True, text=True)
+    overall = compare(cli, runs["a"][0], stalled)
+    named = "stall" in overall["note"]
+    results["stall"] = {"verdict": overall["verdict"], "note": overall["note"],
+                        "max_b": overall["max_b"], "p99_b": overall["p99_b"]}
+    print(f"2-s stall: verdict {overall['verdict']}; named: {named}: {overall['note']}", flush=True)
+    print(done.stdout)
+    results["seconds"] = time.time() - started
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=1)
+    print(f"done in {results['seconds']:.0f} s; runs in {root}")
+
+
+if __name__ == "__main__":
+    main()
