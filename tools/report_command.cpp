@@ -28,7 +28,12 @@ constexpr char kReportDescription[] =
     "(sweep.json) or a directory of runs give a study page: one sortable, filterable row per\n"
     "run, each key against each param, runs side by side, and a scaling model of every key\n"
     "against a numeric param. The directory of a `trainscope stalls --dataset` analysis\n"
-    "(stalls.json) adds its differential breakdown and what-ifs.\n";
+    "(stalls.json) adds its differential breakdown and what-ifs.\n"
+    "With --compare the two inputs are A and B of `trainscope compare` (runs, globs,\n"
+    "folders of runs, sweeps, a saved comparison) and the page is the comparison: per\n"
+    "configuration the overall verdict with its interval, warnings, every quantity's\n"
+    "medians, B/A, interval, p and verdict, the step times of A and B, and a forest\n"
+    "chart of the ratios with the +-threshold band (docs/compare.md).\n";
 
 constexpr char kReportFooter[] =
     "Statistics use every row; time series are drawn from at most --max-points points each\n"
@@ -41,16 +46,19 @@ int report_command(const std::vector<std::string>& argv) {
   CommandLine line(
       {"report",
        "trainscope report <run-dir | sweep-dir | dir of runs | stalls-dir>... -o page.html "
-       "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]",
+       "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]\n"
+       "       trainscope report A B --compare [-o compare.html] [--title T] [--max-points N]",
        kReportDescription, kReportFooter});
   std::optional<std::string> output;
   std::optional<std::string> title;
   std::optional<std::string> scaling;
   std::size_t max_points = report::ReportOptions{}.max_points;
   bool quiet = false;
+  bool compare = false;
   std::vector<std::string> inputs;
   line.add_value("-o,--output", "FILE", "the page to write (replaced atomically)", &output);
-  line.add_value("--title", "TEXT", "default: the run's or sweep's name", &title);
+  line.add_value("--title", "TEXT", "default: the run's or sweep's name; with --compare \"B vs A\"",
+                 &title);
   line.add_value("--scaling", "PARAM",
                  "the param of the scaling study (default: the one numeric param\n"
                  "that varies across the runs); none: no scaling study",
@@ -60,17 +68,27 @@ int report_command(const std::vector<std::string>& argv) {
                  [&](const std::string& value) {
                    max_points = static_cast<std::size_t>(whole_number("--max-points", value, 16));
                  });
+  line.add_flag("--compare",
+                "the comparison page of A and B (the two inputs; default -o compare.html)",
+                &compare);
   line.add_flag("-q,--quiet", "no progress on stderr", &quiet);
   line.add_positionals("input", &inputs, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(argv)) return *done;
+  if (compare && inputs.size() != 2) {
+    return line.usage_error(
+        fmt::format("a comparison page needs two inputs (A and B), got {}", inputs.size()));
+  }
   if (inputs.empty()) return line.usage_error("missing a run directory or sweep directory");
+  if (compare && !output) output = "compare.html";
   if (!output) return line.usage_error("missing -o FILE: where to write the page");
+  if (compare && scaling) return line.usage_error("--scaling is for study pages, not --compare");
 
   report::ReportOptions options;
   options.inputs = inputs;
   options.title = title.value_or("");
   options.scaling_parameter = scaling.value_or("");
   options.max_points = max_points;
+  options.compare = compare;
   if (!quiet) options.progress = report::progress_printer(stderr, ::isatty(STDERR_FILENO) != 0);
   const absl::Status status = report::write_report(options, *output);
   if (!status.ok()) {

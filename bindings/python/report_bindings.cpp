@@ -18,12 +18,13 @@ void RegisterReport(py::module_& core) {
   core.def(
       "_render_report",
       [](const std::vector<std::string>& inputs, const std::string& title,
-         const std::string& scaling, std::size_t max_points, bool progress) {
+         const std::string& scaling, std::size_t max_points, bool progress, bool compare) {
         report::ReportOptions options;
         options.inputs = inputs;
         options.title = title;
         options.scaling_parameter = scaling;
         options.max_points = max_points;
+        options.compare = compare;
         if (progress) options.progress = report::progress_printer(stderr, /*terminal=*/false);
         absl::StatusOr<std::string> html;
         {
@@ -35,7 +36,7 @@ void RegisterReport(py::module_& core) {
       },
       py::arg("inputs"), py::arg("title") = "", py::arg("scaling") = "",
       py::arg("max_points") = report::ReportOptions{}.max_points, py::arg("progress") = false,
-      "The report page's HTML (UTF-8 bytes); see trainscope.report().");
+      py::arg("compare") = false, "The report page's HTML (UTF-8 bytes); see trainscope.report().");
   core.def(
       "_write_report_page",
       [](py::bytes html, py::handle path) {

@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "report/assets.hpp"
+#include "report/compare_page.hpp"
 #include "report/diagnosis_data.hpp"
 #include "report/run_data.hpp"
 #include "report/stalls_data.hpp"
@@ -84,8 +85,6 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
   }
   const std::size_t max_points = std::max(options.max_points, kMinPoints);
   const auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs(options.inputs);
-  if (!inputs.ok()) return inputs.status();
 
   json data;
   std::string title = options.title;
@@ -93,6 +92,22 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
   data["chart_library"] = chart_library();
   data["max_points"] = max_points;
   data["inputs"] = options.inputs;
+  if (options.compare) {
+    absl::StatusOr<json> comparison =
+        detail::comparison_page(options.inputs, max_points, options.progress);
+    if (!comparison.ok()) return comparison.status();
+    data["kind"] = "compare";
+    data.update(*comparison);
+    if (title.empty()) {
+      const json& c = data["comparison"];
+      title = fmt::format("{} vs {}", c["b"]["label"].get<std::string>(),
+                          c["a"]["label"].get<std::string>());
+    }
+    data["title"] = title;
+    return page(title, data);
+  }
+  absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs(options.inputs);
+  if (!inputs.ok()) return inputs.status();
   if (inputs->single_run) {
     absl::StatusOr<detail::RunData> run =
         detail::read_run_data(inputs->runs.front().dir, detail::ReadOptions{}, options.progress);

@@ -627,3 +627,105 @@ def test_a_run_without_steps_says_why_it_has_no_diagnosis(tmp_path):
     assert "NO-DATA" in dom.badges
     for note in data["diagnosis"]["run"]["notes"]:
         assert note in dom_text
+
+
+# ---- the comparison page (trainscope report A B --compare) ----------------------------------------
+
+COMPARE_KEYS = (("BATCH", "CPU"), ("FORWARD", "CPU"))
+
+
+def compare_charts(data):
+    """Per pair: the step series of A and B (when drawn) and the forest chart of the ratios."""
+    return sum((1 if chart else 0) + 1 for chart in data["charts"])
+
+
+def compare_cells(dom, pair=None):
+    """The comparison table's cells: {(row name, data-field): (data-value or None, text)}."""
+    out = {}
+    for table_class, row, cell, text in dom.cells:
+        if "cmp-rows" in (table_class or "") and "data-field" in cell:
+            value = float(cell["data-value"]) if "data-value" in cell else None
+            out.setdefault((row["data-row"], cell["data-field"]), []).append((value, text))
+    return out
+
+
+def test_comparison_page_of_two_runs(tmp_path):
+    a = write_run(str(tmp_path / "base"), keys=COMPARE_KEYS, rows_per_key=3000, seed=1)
+    b = write_run(str(tmp_path / "new"), keys=COMPARE_KEYS, rows_per_key=3000, seed=3, scale=1.25)
+    out = tmp_path / "compare.html"
+    write_page([a, b, "--compare"], out, "--max-points", "500")
+    data, text = page_data(out)
+    assert data["kind"] == "compare" and data["title"] == f"{b} vs {a}"
+    assert f"<title>{b} vs {a}</title>" in text
+    assert not re.search(r"<(script|img|iframe)[^>]+src=|<link[^>]+href=", text)
+    # The document of `trainscope compare --json`, the same numbers as trainscope.compare.
+    printed = json.loads(subprocess.run([trainscope_cli(), "compare", a, b, "--json"],
+                                        capture_output=True, text=True, timeout=120,
+                                        check=True).stdout)
+    assert data["comparison"] == printed
+    (pair,) = data["comparison"]["pairs"]
+    assert pair["overall"]["verdict"] == "slower"
+    (chart,) = data["charts"]
+    assert chart["name"] == "BATCH" and chart["overall"]
+    for side in ("a", "b"):
+        assert chart[side]["rows"] == 3000 and len(chart[side]["x"]) <= 500
+    # The 10x spikes survive the downsampling.
+    batch_a = trainscope.read_run(a).regions
+    batch_a = batch_a[batch_a["key"] == "BATCH"]["duration_ns"] / 1e9
+    assert max(chart["a"]["hi"]) == pytest.approx(batch_a.max(), rel=1e-4)
+
+    dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-compare.png"),
+                               1800)
+    dom = check_rendered(dom_text, console, compare_charts(data))
+    assert {"pair-0", "verdict-0"} <= dom.ids
+    assert dom.badges[0] == "slower"
+    assert 'data-verdict="slower"' in dom_text and a in dom_text and b in dom_text
+    cells = compare_cells(dom)
+    df = trainscope.compare(a, b)
+    for _, row in df.iterrows():
+        ((ratio, shown),) = cells[(row["quantity"], "ratio")]
+        assert ratio == pytest.approx(row["ratio"], rel=1e-12)
+        assert shown == f"{100 * (row['ratio'] - 1):+.1f}%"
+        ((_, verdict),) = cells[(row["quantity"], "verdict")]
+        assert verdict.startswith(row["verdict"])
+
+
+def test_comparison_page_of_two_sweeps_has_a_section_per_configuration(tmp_path):
+    for lr in ("0.1", "0.2"):
+        write_run(str(tmp_path / "old" / lr), keys=COMPARE_KEYS, rows_per_key=400, seed=1,
+                  params={"lr": lr, "version": "1"})
+        write_run(str(tmp_path / "new" / lr), keys=COMPARE_KEYS, rows_per_key=400, seed=2,
+                  scale=1.0 if lr == "0.1" else 1.3, params={"lr": lr, "version": "2"})
+    page = trainscope.report([tmp_path / "old", tmp_path / "new"], compare=True,
+                             output=tmp_path / "sweeps.html", title="sweeps")
+    data, _ = page_data(page.path)
+    assert [p["config"] for p in data["comparison"]["pairs"]] == ["lr=0.1", "lr=0.2"]
+    dom_text, console = browse(page.path, tmp_path,
+                               screenshot_path(tmp_path, "report-compare-sweeps.png"), 2600)
+    dom = check_rendered(dom_text, console, compare_charts(data))
+    assert {"pair-0", "pair-1"} <= dom.ids and "pair-2" not in dom.ids
+    assert 'data-config="lr=0.1"' in dom_text and 'data-config="lr=0.2"' in dom_text
+    assert "Configuration lr=0.2" in dom_text
+    assert dom.badges[1] == "slower"  # lr=0.2's overall verdict
+
+
+def test_comparison_page_errors_name_the_problem(tmp_path):
+    cli = trainscope_cli()
+    a = write_run(str(tmp_path / "a"), keys=COMPARE_KEYS, rows_per_key=100)
+    done = subprocess.run([cli, "report", a, "--compare"], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 2
+    assert "a comparison page needs two inputs (A and B), got 1" in done.stderr
+    missing = str(tmp_path / "missing")
+    done = subprocess.run([cli, "report", a, missing, "--compare"], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 1 and f"B: {missing}: no such run directory" in done.stderr
+    assert not (tmp_path / "compare.html").exists()
+    # -o defaults to compare.html.
+    done = subprocess.run([cli, "report", a, a, "--compare", "--quiet"], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "wrote compare.html", done.stderr
+    with pytest.raises(ValueError, match=r"needs two inputs \(A and B\), got 1"):
+        trainscope.report(a, compare=True)
+    with pytest.raises(FileNotFoundError, match="B: .*missing: no such run directory"):
+        trainscope.report([a, missing], compare=True)

@@ -7,11 +7,14 @@ The same page as ``trainscope report`` (C++: trainscope/report/report.hpp)::
     page = trainscope.report("trainscope-runs/<run-id>", output="run.html")
     page                       # in Jupyter: the page inline
     trainscope.report(["sweeps/lr"], output="sweep.html", scaling="batch_size")
+    trainscope.report(["runs/base", "runs/new"], compare=True, output="compare.html")
 
 Inputs are run directories, sweep directories (sweep.json), stalls analyses
 (stalls.json of ``trainscope stalls --dataset``), directories that hold runs,
 or runs from trainscope.read_run. A run that timed its loader
-(``tmr.timed(loader)``) gets a data-stall section. Errors are exceptions with the C++
+(``tmr.timed(loader)``) gets a data-stall section. With ``compare=True`` the inputs are
+A and B of ``trainscope.compare`` (runs, globs, folders of runs, sweeps, a saved
+comparison) and the page is their comparison. Errors are exceptions with the C++
 message (naming the input and what is wrong): FileNotFoundError for a missing
 path, ValueError for one that is no run, RuntimeError otherwise.
 """
@@ -62,7 +65,7 @@ def _input_path(item):
 
 
 def report(inputs, output=None, *, title=None, scaling=None, max_points=2000, progress=False,
-           height=900):
+           height=900, compare=False):
     """Builds the report page of ``inputs`` and writes it to ``output`` (if given).
 
     inputs: a run directory, a sweep directory, a directory of runs or a Run
@@ -75,6 +78,11 @@ def report(inputs, output=None, *, title=None, scaling=None, max_points=2000, pr
     max_points: points per time series on the page (statistics use every row).
     progress: print progress lines to stderr while reading.
     height: the inline frame's height in Jupyter, in pixels.
+    compare: the comparison page: ``inputs`` are exactly ``[a, b]``, each what
+        ``trainscope.compare`` takes as a side (a run directory or Run, a glob, a folder
+        of runs or a sweep, a saved comparison ``FILE.json`` or ``FILE.json:a``); per
+        configuration the overall verdict, warnings, the table of every quantity, the
+        step times of A and B and a forest chart of the ratios. Default title "B vs A".
 
     Returns a Report (``.html``, ``.path``; shown inline by Jupyter).
     """
@@ -82,7 +90,7 @@ def report(inputs, output=None, *, title=None, scaling=None, max_points=2000, pr
         inputs = [inputs]
     paths = [_input_path(item) for item in inputs]
     html = _core._render_report(paths, title or "", scaling or "", int(max_points),
-                                bool(progress))
+                                bool(progress), bool(compare))
     path = None
     if output is not None:
         path = _os.fspath(output)

@@ -1,6 +1,7 @@
 // `trainscope report`: one self-contained HTML page (Chart.js and the data
 // embedded, no server, no network when opened) for a run, for several runs
-// or a sweep, and for a scaling study across runs.
+// or a sweep, for a scaling study across runs, and for a comparison of two
+// sides (`trainscope report A B --compare`).
 //
 //   trainscope::report::ReportOptions options;
 //   options.inputs = {"trainscope-runs/5378fc5b2fff80241b02fae439831f4e"};
@@ -18,6 +19,14 @@
 // of runs give a study page: one row per run, each key against each parameter, runs side by side,
 // the scaling model of every key against a numeric parameter (trainscope/scaling/) and the
 // differential stall breakdown of an analysis.
+//
+// With `compare`, the two inputs are A and B of `trainscope compare`
+// (trainscope/compare/compare.hpp; each a run, a glob, a folder of runs or a
+// sweep, or a saved comparison) and the page is the comparison: per pair
+// (configuration) the overall verdict with its interval and basis, the warnings,
+// the table of every compared quantity (medians, B/A, interval, p, verdict) with
+// the stalls noted, the step key's per-step times of A and B, and a forest chart
+// of every ratio with its interval and the +-threshold band of `same`.
 //
 // Statistics are computed on every row. Time series are shown downsampled to
 // at most `max_points` points per series by an envelope (min and max of each
@@ -39,7 +48,7 @@ namespace trainscope::report {
 struct ReportOptions {
   // Run directories (run.json), sweep directories (sweep.json), stalls
   // analyses (stalls.json) and directories holding runs one level down or in
-  // their runs/. One run: a run page; else a study page.
+  // their runs/. One run: a run page; else a study page. With `compare`: A and B.
   std::vector<std::string> inputs;
   // Default: the run's name, the sweep's name, "data stalls DIR" or "trainscope study".
   std::string title;
@@ -49,6 +58,11 @@ struct ReportOptions {
   std::string scaling_parameter;
   // Points per time series shown (at least 16); statistics use every row.
   std::size_t max_points = 2000;
+  // The comparison page: `inputs` are exactly A and B (side specs of `trainscope
+  // compare`: a run directory, a glob, a folder of runs, a saved comparison
+  // FILE.json or FILE.json:a), compared with compare::compare's defaults.
+  // Default title: "B vs A" (the sides as given).
+  bool compare = false;
   // Called from the calling thread while inputs are read: `transient` lines
   // are passing states (a live percentage), the others are worth keeping.
   std::function<void(const std::string& text, bool transient)> progress;
@@ -56,6 +70,8 @@ struct ReportOptions {
 
 // The page, as HTML text. Errors name the input and what is wrong with it
 // (not a run, a sweep or a directory of runs; a damaged file and its line).
+// With `compare`: InvalidArgument "a comparison page needs two inputs (A and B),
+// got N", else compare::compare's errors as they are (naming the side and run).
 absl::StatusOr<std::string> render_report(const ReportOptions& options);
 
 // render_report() written to `path`, replaced atomically.

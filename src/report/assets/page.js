@@ -1089,9 +1089,258 @@
     });
   }
 
+  // ---- comparison page (trainscope report A B --compare) --------------------
+  // DATA.comparison is the document of `trainscope compare --json`; DATA.charts, per pair,
+  // the per-step series of its step key on each side (envelopes, as the run page's).
+  // Tones: a time slower is bad (red), faster good (green); same grey, inconclusive amber;
+  // a metric higher or lower is good or bad by what it measures, else neutral (blue).
+  var TONE_COLORS = { bad: "#c0362c", good: "#1a7f37", same: "#6e7781", unsure: "#b7860b", neutral: "#0969da" };
+  var METRIC_BETTER = { "throughput": "higher", "data-wait": "lower" };
+  function verdictTone(r) {
+    if (r.verdict === "same") return "same";
+    if (r.verdict === "slower") return "bad";
+    if (r.verdict === "faster") return "good";
+    if (r.verdict === "higher" || r.verdict === "lower") {
+      var better = METRIC_BETTER[r.name];
+      return !better ? "neutral" : better === r.verdict ? "good" : "bad";
+    }
+    return "unsure";
+  }
+  function hexAlpha(hex, alpha) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16 & 255) + "," + (n >> 8 & 255) + "," + (n & 255) + "," + alpha + ")";
+  }
+  function change(ratio) { return isNum(ratio) ? (ratio >= 1 ? "+" : "") + (100 * (ratio - 1)).toFixed(1) + "%" : "–"; }
+  function ratioInterval(r) { return isNum(r.low) && isNum(r.high) ? "[" + change(r.low) + ", " + change(r.high) + "]" : "–"; }
+  function pText(p) { return !isNum(p) ? "–" : p < 0.001 ? "<0.001" : p.toFixed(3); }
+  function rowName(r) { return r.name + (r.device === "GPU" ? " (GPU)" : ""); }
+  function quantityValue(v, r) {
+    if (r.kind !== "metric") return seconds(v);
+    if (!isNum(v)) return "–";
+    if (r.name === "throughput") return sig(v, 4) + "/s";
+    if (r.name === "data-wait") return pct(v);
+    return sig(v, 4);
+  }
+  function moreText(r) {
+    var more = Math.max(r.more_a || 0, r.more_b || 0);
+    return r.verdict === "inconclusive" && more > 0 ? " (about " + count(more) + " more " + r.unit + " a side would decide)" : "";
+  }
+  function verdictSpan(r) {
+    var node = el("span", { class: "verdict tone-" + verdictTone(r), text: r.verdict + moreText(r) });
+    if (r.reason) node.title = r.reason;
+    return node;
+  }
+  function sideRuns(dirs) { return dirs.length === 1 ? dirs[0] : count(dirs.length) + " runs"; }
+  function observations(o) {
+    if (!(o.n_a > 0)) return "";
+    if (o.unit === "runs") return count(o.n_a) + " runs of A and " + count(o.n_b) + " of B (each run's median after its warm-up)";
+    return count(o.n_a) + " steps of A and " + count(o.n_b) + " of B after warm-up (dropped " + count(o.warmup_a) + " and " + count(o.warmup_b) + ")";
+  }
+  // A shaded stretch of an axis behind the datasets (the band of `same`), labelled at its top.
+  function shadedBand(axis, from, to, fill, label) {
+    return { id: "shaded-band", beforeDatasetsDraw: function (chart) {
+      var scale = chart.scales[axis], area = chart.chartArea, ctx = chart.ctx;
+      if (!scale) return;
+      var p0 = scale.getPixelForValue(from), p1 = scale.getPixelForValue(to);
+      if (!isFinite(p0) || !isFinite(p1)) return;
+      ctx.save();
+      ctx.fillStyle = fill;
+      if (axis === "x") {
+        var left = Math.max(area.left, Math.min(p0, p1)), right = Math.min(area.right, Math.max(p0, p1));
+        ctx.fillRect(left, area.top, Math.max(right - left, 1), area.bottom - area.top);
+        if (label) {  // right of the band, or left of it where the chart ends
+          ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5d6675"; ctx.textAlign = "left";
+          var w = ctx.measureText(label).width;
+          ctx.fillText(label, right + 3 + w <= area.right ? right + 3 : Math.max(area.left, left - 3 - w), area.top + 11);
+        }
+      } else {
+        var top = Math.max(area.top, Math.min(p0, p1)), bottom = Math.min(area.bottom, Math.max(p0, p1));
+        ctx.fillRect(area.left, top, area.right - area.left, Math.max(bottom - top, 1));
+      }
+      ctx.restore();
+    } };
+  }
+
+  // Seconds on a linear axis; on a log axis only at 1, 2 and 5 of each decade.
+  function logFriendlySeconds(v) {
+    if (this.type !== "logarithmic") return seconds(v);
+    var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+    return [1, 2, 5].some(function (k) { return Math.abs(m - k) < 1e-6; }) ? seconds(v) : "";
+  }
+
+  // The largest 1, 2 or 5 times a power of ten at or below every positive value (a log axis's start).
+  function niceFloor(values) {
+    var lo = Infinity;
+    values.forEach(function (v) { if (isNum(v) && v > 0) lo = Math.min(lo, v); });
+    if (lo === Infinity) return undefined;
+    var p = Math.pow(10, Math.floor(Math.log10(lo)));
+    return [5, 2, 1].map(function (k) { return k * p; }).filter(function (v) { return v <= lo; })[0] || p;
+  }
+
+  // The step key's time per step on each side, overlaid (x: the step's index on its side).
+  function compareSeriesChart(parent, ch, pair) {
+    var row = ch.overall ? pair.overall : pair.rows.filter(function (r) {
+      return r.kind === "region" && r.name === ch.name && r.device === ch.device; })[0] || {};
+    var sides = [["A", ch.a, 0], ["B", ch.b, 1]];
+    var caption = sides.map(function (s) {
+      return s[0] + ": " + count(s[1].rows) + " steps" + (s[1].runs > 1 ? " of " + s[1].runs + " runs" : "") +
+        (s[1].bucket > 1 ? " in " + s[1].x.length + " buckets of up to " + count(s[1].bucket) : "");
+    }).join(" · ") + ". Shaded: min–max of each bucket (every spike kept), line: rolling median.";
+    var lines = [];
+    if (row.unit === "steps") {
+      if (row.warmup_a > 0) lines.push({ value: row.warmup_a, color: color(0), label: "A warm-up ends" });
+      if (row.warmup_b > 0) lines.push({ value: row.warmup_b, color: color(1), label: "B warm-up ends" });
+      if (lines.length) caption += " Dashed: the end of each side's warm-up (dropped before comparing).";
+    }
+    sides.forEach(function (s) {
+      (s[1].run_starts || []).slice(1).forEach(function (x) { lines.push({ value: x, color: color(s[2], 0.6), dash: [2, 3], width: 1 }); });
+    });
+    if (ch.a.runs > 1 || ch.b.runs > 1) caption += " A side's runs come one after another (dotted: where each starts).";
+    var c = card(parent, ch.name + (ch.device === "GPU" ? " (GPU)" : "") + " per step: A and B" +
+      (ch.overall ? "" : " (the largest effect; no step key)"), caption, true);
+    var ds = [], all = [];
+    sides.forEach(function (s) {
+      var e = s[1], ci = s[2];
+      all = all.concat(e.lo, e.hi);
+      if (e.bucket > 1) {
+        ds.push({ label: s[0] + " min", data: points(e.x, e.lo), borderWidth: 0, pointRadius: 0,
+                  backgroundColor: color(ci, 0.16), fill: false });
+        ds.push({ label: s[0] + " min–max", data: points(e.x, e.hi), borderWidth: 0.5, pointRadius: 0,
+                  borderColor: color(ci, 0.4), backgroundColor: color(ci, 0.16), fill: "-1" });
+      } else {
+        ds.push({ label: s[0] + " per step", data: points(e.x, e.hi), borderWidth: 0.7, pointRadius: e.rows < 300 ? 1.2 : 0,
+                  borderColor: color(ci, 0.4), backgroundColor: color(ci, 0.4), fill: false });
+      }
+      ds.push({ label: s[0] + " rolling median", data: points(e.x, e.median), borderWidth: 2, pointRadius: 0,
+                borderColor: color(ci), backgroundColor: color(ci), fill: false });
+    });
+    var logY = spread(all) > 5;
+    makeChart(c.canvas, {
+      type: "line", data: { datasets: ds },
+      options: { parsing: false, spanGaps: true, interaction: { mode: "nearest", axis: "x", intersect: false },
+        plugins: { tooltip: { callbacks: { label: function (it) { return it.dataset.label + ": " + seconds(it.parsed.y); },
+                                           title: function (items) { return "step " + count(items[0].parsed.x); } } } },
+        scales: { x: { type: "linear", min: 0, max: Math.max(1, Math.max(ch.a.rows, ch.b.rows) - 1),
+                       ticks: { includeBounds: false }, title: { display: true, text: "step (index on its side)" } },
+                  // Log once spikes would flatten the medians the verdict is about.
+                  y: { type: logY ? "logarithmic" : "linear", min: logY ? niceFloor(all) : undefined,
+                       ticks: { callback: logFriendlySeconds, autoSkip: !logY },
+                       title: { display: true, text: ch.name + " time" } } } },
+      plugins: [referenceLines("x", lines)]
+    });
+  }
+
+  // Every row's B/A with its interval, on one axis with the band of `same`.
+  function forestChart(parent, pair, doc) {
+    var rows = pair.rows.slice();
+    var o = pair.overall;
+    if (!rows.some(function (r) { return r.name === o.name && r.device === o.device && r.kind === o.kind; })) {
+      rows.push(Object.assign({}, o, { name: "overall: " + o.name }));
+    }
+    rows = rows.filter(function (r) { return isNum(r.ratio); });
+    if (!rows.length) return;
+    var t = doc.threshold, lo = 1 / (1 + t), hi = 1 + t;
+    var vals = [lo, hi];
+    rows.forEach(function (r) { [r.ratio, r.low, r.high].forEach(function (v) { if (isNum(v) && v > 0) vals.push(v); }); });
+    var min = Math.min.apply(null, vals), max = Math.max.apply(null, vals);
+    var logX = max / min > 4;
+    var pad = (max - min) * 0.08;
+    var conf = sig(100 * doc.confidence, 3);
+    var c = card(parent, "B/A of every quantity", "Diamond: B/A; bar: its " + conf + "% interval, coloured by verdict; " +
+      "shaded: ±" + sig(100 * t, 3) + "% (an interval wholly inside is `same`); line: no change.", true);
+    c.canvas.parentNode.style.height = Math.max(240, 70 + 34 * rows.length) + "px";
+    var colors = rows.map(function (r) { return TONE_COLORS[verdictTone(r)]; });
+    makeChart(c.canvas, {
+      type: "bar",
+      data: { labels: rows.map(rowName), datasets: [
+        { label: conf + "% interval", data: rows.map(function (r) { return isNum(r.low) && isNum(r.high) ? [r.low, r.high] : null; }),
+          backgroundColor: colors.map(function (h) { return hexAlpha(h, 0.3); }), borderColor: colors, borderWidth: 1.2,
+          borderSkipped: false, barPercentage: 0.5, categoryPercentage: 1 },
+        { type: "line", label: "B/A", data: rows.map(function (r) { return r.ratio; }), showLine: false,
+          pointStyle: "rectRot", pointRadius: 6, pointHoverRadius: 7, pointBackgroundColor: colors,
+          pointBorderColor: "#1d2330", borderColor: "#1d2330", backgroundColor: "#1d2330" }] },
+      options: { indexAxis: "y",
+        plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (it) {
+          var r = rows[it.dataIndex];
+          return "B/A " + change(r.ratio) + " " + ratioInterval(r) + " · " + r.verdict + " · p " + pText(r.p_value); } } } },
+        scales: { x: { type: logX ? "logarithmic" : "linear", beginAtZero: false, min: logX ? min / 1.15 : undefined, max: logX ? max * 1.15 : undefined,
+                       suggestedMin: logX ? undefined : Math.max(0, min - pad), suggestedMax: logX ? undefined : max + pad,
+                       title: { display: true, text: "B/A as a change (left of the line: B lower or faster)" },
+                       ticks: { maxTicksLimit: 9, callback: function (v) {
+                         if (!logX) return change(v);
+                         var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+                         return [1, 2, 5].some(function (k) { return Math.abs(m - k) < 1e-6; }) ? change(v) : ""; } } },
+                  y: { grid: { display: false }, ticks: { font: { size: 12 } } } } },
+      plugins: [shadedBand("x", lo, hi, "rgba(110,119,129,0.16)", "same ±" + sig(100 * t, 3) + "%"),
+                referenceLines("x", [{ value: 1, color: "#1d2330", dash: [], width: 1 }])]
+    });
+  }
+
+  function pairSection(pair, ch, i, doc) {
+    var s = section(pair.config ? "Configuration " + pair.config : "B against A", "pair-" + i);
+    s.className = "cmp-pair";
+    s.setAttribute("data-config", pair.config);
+    var o = pair.overall, tone = verdictTone(o), conf = sig(100 * doc.confidence, 3);
+    var head = add(s, el("div", { class: "cmp-head", id: "verdict-" + i, "data-verdict": o.verdict }));
+    add(head, el("span", { class: "badge big tone-" + tone, text: o.verdict }));
+    var ratio = add(head, el("span", { class: "cmp-change tone-" + tone, "data-field": "overall-ratio", text: "B/A " + change(o.ratio) }));
+    if (isNum(o.ratio)) ratio.setAttribute("data-value", String(o.ratio));
+    if (isNum(o.low) && isNum(o.high)) add(head, el("span", { class: "cmp-interval", text: ratioInterval(o) + " (" + conf + "% interval)" }));
+    if (isNum(o.p_value)) add(head, el("span", { class: "muted", text: "p " + pText(o.p_value) }));
+    var basis = add(s, el("div", { class: "cmp-basis" }));
+    add(basis, el("b", { text: "overall: " }));
+    basis.appendChild(document.createTextNode(pair.overall_basis + (observations(o) ? " · " + observations(o) : "")));
+    if (o.verdict === "inconclusive" && o.reason) add(s, el("div", { class: "cmp-reason", text: o.reason }));
+    add(s, el("div", { class: "muted", text: "A: " + sideRuns(pair.runs_a) + " · B: " + sideRuns(pair.runs_b),
+                       title: "A: " + pair.runs_a.join("\n") + "\nB: " + pair.runs_b.join("\n") }));
+    (pair.warnings || []).forEach(function (w) { add(s, el("div", { class: "banner note cmp-warning", text: "Warning: " + w })); });
+    table(s, [
+      { label: "quantity", text: true, field: "name", get: rowName },
+      { label: "A median", field: "median_a", get: function (r) { return r.median_a; }, fmt: quantityValue },
+      { label: "B median", field: "median_b", get: function (r) { return r.median_b; }, fmt: quantityValue },
+      { label: "B/A", field: "ratio", get: function (r) { return r.ratio; }, fmt: change },
+      { label: conf + "% interval", field: "low", get: function (r) { return r.low; }, fmt: function (v, r) { return ratioInterval(r); } },
+      { label: "p", field: "p_value", get: function (r) { return r.p_value; }, fmt: pText },
+      { label: "n A / B", field: "n_a", get: function (r) { return r.n_a; }, fmt: function (v, r) { return count(r.n_a) + " / " + count(r.n_b) + " " + r.unit; } },
+      { label: "verdict", text: true, get: function (r) { return r.verdict; }, cell: function (r, td) {
+          td.setAttribute("data-field", "verdict"); td.appendChild(verdictSpan(r)); } }],
+      pair.rows, { cls: "cmp-rows", rowAttrs: function (r, tr) {
+        tr.setAttribute("data-row", r.name); tr.setAttribute("data-device", r.device); tr.setAttribute("data-verdict", r.verdict); } });
+    var notes = pair.rows.filter(function (r) { return r.note || (r.verdict === "inconclusive" && r.reason && r.name !== o.name); });
+    if (notes.length) {
+      var ul = add(s, el("ul", { class: "findings cmp-notes" }));
+      notes.forEach(function (r) {
+        if (r.note) add(ul, el("li", { class: "cmp-note", text: "Note: " + r.note }));
+        if (r.verdict === "inconclusive" && r.reason && r.name !== o.name) add(ul, el("li", { text: rowName(r) + ": " + r.reason }));
+      });
+    }
+    add(s, el("div", { class: "muted", text: "Rows by effect (the largest change first; click a header to sort). B/A: B's median over A's " +
+      "(with several runs a side, the ratio of the geometric means of the runs' medians). Verdicts: same, the interval inside ±" +
+      sig(100 * doc.threshold, 3) + "%; slower/faster (metrics: higher/lower), the interval wholly above/below 1; else inconclusive." }));
+    var grid = add(s, el("div", { class: "grid two" }));
+    if (ch) compareSeriesChart(grid, ch, pair);
+    else add(grid, el("p", { class: "muted", text: "No region series on both sides to draw (a saved comparison without its data?)." }));
+    forestChart(grid, pair, doc);
+  }
+
+  function comparePage() {
+    var doc = DATA.comparison;
+    var head = add(app, el("header", { class: "top" }));
+    add(head, el("h1", { text: DATA.title }));
+    add(head, el("span", { class: "sub", text: "trainscope compare: is B faster than A?" }));
+    kv(app, [["A", doc.a.label + " (" + count(doc.a.runs.length) + (doc.a.runs.length === 1 ? " run)" : " runs)")],
+             ["B", doc.b.label + " (" + count(doc.b.runs.length) + (doc.b.runs.length === 1 ? " run)" : " runs)")],
+             ["verdicts", "same: the " + sig(100 * doc.confidence, 3) + "% interval of B/A inside ±" + sig(100 * doc.threshold, 3) +
+                          "%; slower / faster: wholly above / below 1"]]);
+    (doc.warnings || []).forEach(function (w) { add(app, el("div", { class: "banner note cmp-warning", text: "Warning: " + w })); });
+    doc.pairs.forEach(function (pair, i) { pairSection(pair, (DATA.charts || [])[i], i, doc); });
+    add(app, el("p", { class: "muted", text: "`trainscope compare " + DATA.inputs.map(quoteArg).join(" ") +
+      "` prints the same table; docs/compare.md says how each number is made." }));
+  }
+
   // ---- main -------------------------------------------------------------------
   document.title = DATA.title;
-  if (DATA.kind === "run") runPage(); else studyPage();
+  if (DATA.kind === "run") runPage(); else if (DATA.kind === "compare") comparePage(); else studyPage();
   var foot = add(app, el("footer"));
   foot.textContent = "Written by " + DATA.generator + " with " + (DATA.chart_library || "Chart.js") +
     " (embedded; this page needs no network). Inputs: " + DATA.inputs.join(", ") +
