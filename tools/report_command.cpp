@@ -47,7 +47,7 @@ int report_command(const std::vector<std::string>& argv) {
       {"report",
        "trainscope report <run-dir | sweep-dir | dir of runs | stalls-dir>... -o page.html "
        "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]\n"
-       "       trainscope report A B --compare [-o compare.html] [--title T] [--max-points N]",
+       "       trainscope report A B --compare -o page.html [--title T] [--max-points N]",
        kReportDescription, kReportFooter});
   std::optional<std::string> output;
   std::optional<std::string> title;
@@ -68,9 +68,7 @@ int report_command(const std::vector<std::string>& argv) {
                  [&](const std::string& value) {
                    max_points = static_cast<std::size_t>(whole_number("--max-points", value, 16));
                  });
-  line.add_flag("--compare",
-                "the comparison page of A and B (the two inputs; default -o compare.html)",
-                &compare);
+  line.add_flag("--compare", "the comparison page of A and B (the two inputs)", &compare);
   line.add_flag("-q,--quiet", "no progress on stderr", &quiet);
   line.add_positionals("input", &inputs, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(argv)) return *done;
@@ -79,7 +77,6 @@ int report_command(const std::vector<std::string>& argv) {
         fmt::format("a comparison page needs two inputs (A and B), got {}", inputs.size()));
   }
   if (inputs.empty()) return line.usage_error("missing a run directory or sweep directory");
-  if (compare && !output) output = "compare.html";
   if (!output) return line.usage_error("missing -o FILE: where to write the page");
   if (compare && scaling) return line.usage_error("--scaling is for study pages, not --compare");
 

@@ -717,13 +717,17 @@ def test_comparison_page_errors_name_the_problem(tmp_path):
     assert done.returncode == 2
     assert "a comparison page needs two inputs (A and B), got 1" in done.stderr
     missing = str(tmp_path / "missing")
-    done = subprocess.run([cli, "report", a, missing, "--compare"], capture_output=True,
+    done = subprocess.run([cli, "report", a, missing, "--compare", "-o", "compare.html"],
+                          capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 1 and f"B: {missing}: no such run directory" in done.stderr
     assert not (tmp_path / "compare.html").exists()
-    # -o defaults to compare.html.
+    # -o is needed, as for every page (no page is overwritten unasked).
     done = subprocess.run([cli, "report", a, a, "--compare", "--quiet"], capture_output=True,
                           text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "missing -o FILE" in done.stderr
+    done = subprocess.run([cli, "report", a, a, "--compare", "--quiet", "-o", "compare.html"],
+                          capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "wrote compare.html", done.stderr
     with pytest.raises(ValueError, match=r"needs two inputs \(A and B\), got 1"):
         trainscope.report(a, compare=True)
