@@ -42,11 +42,11 @@ import trainscope
 steps, spin_s, stall_at, stall_s = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 torch.manual_seed(0)
 torch.set_num_threads(1)
-model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256),
-                            torch.nn.ReLU(), torch.nn.Linear(256, 10))
+model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64),
+                            torch.nn.ReLU(), torch.nn.Linear(64, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-data = torch.utils.data.TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
-loader = torch.utils.data.DataLoader(data, batch_size=64, shuffle=True, num_workers=0)
+data = torch.utils.data.TensorDataset(torch.randn(4096, 64), torch.randint(0, 10, (4096,)))
+loader = torch.utils.data.DataLoader(data, batch_size=32, shuffle=True, num_workers=0)
 timer = trainscope.Timer()
 done = 0
 while done < steps:
@@ -70,6 +70,8 @@ while done < steps:
 
 
 def run_job(cli, python, job, directory, steps, spin_s=0.0, stall_at=-1, stall_s=0.0):
+    if os.path.exists(os.path.join(directory, "run.json")):
+        return directory  # --keep DIR of an earlier calibration: its runs again
     done = subprocess.run([cli, "run", "--run-dir", directory, "--", python, job, str(steps),
                            repr(spin_s), str(stall_at), repr(stall_s)],
                           capture_output=True, text=True, timeout=600)
@@ -89,8 +91,11 @@ def steps_of(directory):
     return values
 
 
+RUN_NOISE = []
+
+
 def compare(cli, a, b):
-    done = subprocess.run([cli, "compare", a, b, "--json", "--key", "BATCH"],
+    done = subprocess.run([cli, "compare", a, b, "--json", "--key", "BATCH"] + RUN_NOISE,
                           capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         sys.exit(f"compare failed ({done.returncode}): {done.stderr}")
@@ -132,12 +137,17 @@ def main():
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--out")
-    parser.add_argument("--keep", help="keep the runs in this folder")
+    parser.add_argument("--keep", help="keep the runs in this folder (its runs are reused when "
+                        "it holds an earlier calibration's: the comparisons again, no new runs)")
+    parser.add_argument("--run-noise", type=float, default=None,
+                        help="trainscope compare --run-noise PCT (default: compare's)")
     args = parser.parse_args()
     cli = os.environ.get("TRAINSCOPE_CLI")
     if not cli:
         sys.exit("set TRAINSCOPE_CLI to the trainscope binary")
     python = sys.executable
+    if args.run_noise is not None:
+        RUN_NOISE.extend(["--run-noise", str(args.run_noise)])
     root = args.keep or tempfile.mkdtemp(prefix="compare-calibration-")
     os.makedirs(root, exist_ok=True)
     job = os.path.join(root, "job.py")
@@ -225,15 +235,23 @@ def main():
     print(f"three runs a side, 3% slower: called slower {slower3}/{n}, interval covers 1.03 "
           f"{covered3}/{n}; {results['three_runs_3pct']['verdicts']}", flush=True)
 
-    # 4. A 2-second stall in the middle.
+    # 4. A 2-second stall in the middle, against a run made just before it (the
+    # same machine state) and against each of the single-run A pool.
+    reference = run_job(cli, python, job, os.path.join(root, "stall-reference"), args.steps)
     stalled = run_job(cli, python, job, os.path.join(root, "stall"), args.steps,
                       stall_at=args.steps // 2, stall_s=2.0)
-    done = subprocess.run([cli, "compare", runs["a"][0], stalled], capture_output=True, text=True)
-    overall = compare(cli, runs["a"][0], stalled)
+    done = subprocess.run([cli, "compare", reference, stalled] + RUN_NOISE, capture_output=True,
+                          text=True)
+    overall = compare(cli, reference, stalled)
+    against_pool = [compare(cli, runs["a"][2 * n + i], stalled)["verdict"] for i in range(n)]
     named = "stall" in overall["note"]
     results["stall"] = {"verdict": overall["verdict"], "note": overall["note"],
-                        "max_b": overall["max_b"], "p99_b": overall["p99_b"]}
-    print(f"2-s stall: verdict {overall['verdict']}; named: {named}: {overall['note']}", flush=True)
+                        "max_b": overall["max_b"], "p99_b": overall["p99_b"],
+                        "against_pool": {v: against_pool.count(v)
+                                         for v in ("same", "inconclusive", "slower", "faster")}}
+    print(f"2-s stall: verdict {overall['verdict']} against the run before it; against each of "
+          f"{n} other A runs: {results['stall']['against_pool']}; named: {named}: "
+          f"{overall['note']}", flush=True)
     print(done.stdout)
     results["seconds"] = time.time() - started
     if args.out:

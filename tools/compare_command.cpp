@@ -84,6 +84,13 @@ int compare_command(const std::vector<std::string>& args) {
                    request.options.stats.resamples =
                        static_cast<std::size_t>(whole_number("--resamples", v, 100));
                  });
+  line.add_value(
+      "--run-noise", "PCT",
+      "how much one job's median varies from run to run, in percent, which one run "
+      "a side cannot show (default 0.5; 0: none; several runs a side measure it)",
+      [&](const std::string& v) {
+        request.options.stats.run_noise = number("--run-noise", v, {0, 100, false, true}) / 100;
+      });
   bool no_warmup = false;
   line.add_flag("--no-warmup", "keep every step (no warm-up detection)", &no_warmup);
   line.add_value("--fail-if-slower", "PCT",

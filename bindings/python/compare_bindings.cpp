@@ -24,7 +24,7 @@ void RegisterCompare(py::module_& core) {
          std::string filter_a, std::string filter_b, std::vector<std::string> keys,
          std::vector<std::string> metrics, std::optional<std::uint32_t> rank, double threshold,
          double confidence, std::size_t min_steps, std::size_t resamples, bool warmup,
-         std::optional<std::string> save) {
+         double run_noise, std::optional<std::string> save) {
         compare::CompareRequest request;
         request.a = std::move(a);
         request.b = std::move(b);
@@ -39,6 +39,7 @@ void RegisterCompare(py::module_& core) {
         request.options.stats.min_steps = min_steps;
         request.options.stats.resamples = resamples;
         request.options.stats.detect_warmup = warmup;
+        request.options.stats.run_noise = run_noise;
         absl::StatusOr<compare::Comparison> result;
         {
           py::gil_scoped_release release;
@@ -54,7 +55,7 @@ void RegisterCompare(py::module_& core) {
       py::arg("a"), py::arg("b"), py::arg("root"), py::arg("filter_a"), py::arg("filter_b"),
       py::arg("keys"), py::arg("metrics"), py::arg("rank"), py::arg("threshold"),
       py::arg("confidence"), py::arg("min_steps"), py::arg("resamples"), py::arg("warmup"),
-      py::arg("save"));
+      py::arg("run_noise"), py::arg("save"));
   core.def(
       "_failing_rows",
       [](const std::string& document, std::vector<std::string> keys, double pct) {

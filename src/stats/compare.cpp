@@ -136,6 +136,9 @@ absl::Status check_options(const CompareOptions& o) {
   if (o.min_runs < 2)
     return absl::InvalidArgumentError(
         fmt::format("compare: min_runs must be at least 2, not {}", o.min_runs));
+  if (!(o.run_noise >= 0 && o.run_noise < 1))
+    return absl::InvalidArgumentError(
+        fmt::format("compare: run_noise must lie in [0, 1), not {}", o.run_noise));
   return absl::OkStatus();
 }
 
@@ -490,7 +493,40 @@ absl::StatusOr<Comparison> compare_steps(const std::vector<double>& a, const std
     return inconclusive(&c, "the interval has no width: step times too coarse to resample"), c;
 
   const double half = (std::log(c.high) - std::log(c.low)) / 2;
-  conclude(&c, options, [half](double scale) { return half / std::sqrt(scale); });
+  if (options.run_noise == 0) {
+    conclude(&c, options, [half](double scale) { return half / std::sqrt(scale); });
+    return c;
+  }
+  // The run-to-run term: each side's median is one draw of the job's, so the
+  // log ratio gains a variance of 2 run_noise^2; its half-width joins each of
+  // the bootstrap's in quadrature, and the p-value is the normal one of the
+  // combined standard error.
+  const double z = student_t_quantile(1 - alpha / 2, 1e12);
+  const double noise = z * std::log1p(options.run_noise) * std::sqrt(2.0);
+  const double center = std::log(c.ratio);
+  const double lo = center - std::hypot(center - std::log(c.low), noise);
+  const double hi = center + std::hypot(std::log(c.high) - center, noise);
+  c.low = std::exp(lo);
+  c.high = std::exp(hi);
+  c.p_value = std::erfc(std::fabs(center) / ((hi - lo) / (2 * z)) / std::sqrt(2.0));
+  // More steps shrink only the bootstrap's part: when the run-to-run term
+  // alone keeps the interval from deciding, only repetitions can.
+  const double margin = std::log1p(options.threshold);
+  const double goal = std::max(std::fabs((lo + hi) / 2), margin - std::fabs((lo + hi) / 2));
+  if (decide(c.low, c.high, options.threshold) == Verdict::kInconclusive && noise >= goal) {
+    const double runs = std::ceil(2 * std::pow(noise / std::sqrt(2.0) / goal, 2) + 1);
+    return inconclusive(
+               &c, fmt::format(
+                       "B/A = {:.4f}, but the {:.0f}% interval {:.4f} to {:.4f} (p = {:.2g}) is "
+                       "too wide to tell slower, faster or within +-{:g}%, and more steps cannot "
+                       "narrow it: one run a side varies by about {:g}% from run to run "
+                       "(run_noise); about {:.0f} runs a side would decide it",
+                       c.ratio, options.confidence * 100, c.low, c.high, c.p_value,
+                       options.threshold * 100, options.run_noise * 100, std::max(2.0, runs))),
+           c;
+  }
+  conclude(&c, options,
+           [half, noise](double scale) { return std::hypot(half / std::sqrt(scale), noise); });
   return c;
 }
 

@@ -34,6 +34,11 @@ def runs(tmp_path_factory):
     }
 
 
+def wide_enough(row, bare):
+    """The run-to-run term widens both sides of the interval around the same ratio."""
+    return row["ratio"] == bare["ratio"] and row["low"] < bare["low"] and row["high"] > bare["high"]
+
+
 def cli(*args):
     return subprocess.run([trainscope_cli(), "compare", *args], capture_output=True, text=True,
                           timeout=120)
@@ -57,7 +62,15 @@ def test_python_returns_a_dataframe_of_every_key_with_an_overall_verdict(runs):
     assert same.attrs["overall"][0]["verdict"] == "same"
     unsure = trainscope.compare(runs["a"], runs["a2"])
     assert unsure.attrs["overall"][0]["verdict"] == "inconclusive"
-    assert unsure.attrs["overall"][0]["more_a"] > 0
+    assert "runs a side would decide it" in unsure.attrs["overall"][0]["reason"]
+    # Without the run-to-run term (run_noise=0), more steps would decide it.
+    steps_only = trainscope.compare(runs["a"], runs["a2"], run_noise=0)
+    assert steps_only.attrs["overall"][0]["more_a"] > 0
+    wide = trainscope.compare(runs["a"], runs["a2"], run_noise=0.05)
+    row, bare = (d[d["quantity"] == "BATCH"].iloc[0] for d in (wide, steps_only))
+    assert wide_enough(row, bare)
+    with pytest.raises(ValueError, match="run_noise"):
+        trainscope.compare(runs["a"], runs["a2"], run_noise=-1)
     assert trainscope.failing_rows(same, 0) == []
 
 
@@ -102,6 +115,10 @@ def test_cli_table_json_gate_and_exit_codes(runs, tmp_path):
     assert math.isclose(batch["ratio"], df[df["quantity"] == "BATCH"].iloc[0]["ratio"])
     # Usage and input errors.
     assert cli(runs["a"]).returncode == 2
+    assert cli(runs["a"], runs["b"], "--run-noise", "-1").returncode == 2
+    no_noise = json.loads(cli(runs["a"], runs["b"], "--run-noise", "0", "--json").stdout)
+    bare = next(r for r in no_noise["pairs"][0]["rows"] if r["name"] == "BATCH")
+    assert bare["ratio"] == batch["ratio"] and bare["low"] > batch["low"]
     missing = cli(runs["a"], str(tmp_path / "missing"))
     assert missing.returncode == 3 and "no such run directory" in missing.stderr
     assert missing.stdout == ""

@@ -1,5 +1,6 @@
 #include "trainscope/stats/compare.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -384,6 +385,51 @@ TEST(CompareRuns, InconclusiveSaysHowManyMoreRuns) {
   ASSERT_EQ(c->verdict, Verdict::kInconclusive) << c->reason;
   EXPECT_GE(c->more_a, 1u);
   EXPECT_NE(c->reason.find("more runs"), std::string::npos) << c->reason;
+}
+
+}  // namespace
+}  // namespace trainscope::stats
+
+namespace trainscope::stats {
+namespace {
+
+TEST(RunNoiseTest, WidensTheIntervalByItsTermInQuadratureAndTheP) {
+  Gen gen(77);
+  const std::vector<double> a = Ar1Steps(&gen, 2000, 0.010, 0.5, 0.02);
+  const std::vector<double> b = Ar1Steps(&gen, 2000, 0.0101, 0.5, 0.02);
+  CompareOptions options = SimulationOptions();
+  options.threshold = 0.005;
+  const Comparison bare = Compare(a, b, options);
+  options.run_noise = 0.005;
+  const Comparison noisy = Compare(a, b, options);
+  EXPECT_DOUBLE_EQ(noisy.ratio, bare.ratio);
+  const double z = student_t_quantile(0.975, 1e12);
+  const double term = z * std::log1p(0.005) * std::sqrt(2.0);
+  const double center = std::log(bare.ratio);
+  EXPECT_NEAR(std::log(noisy.low), center - std::hypot(center - std::log(bare.low), term), 1e-12);
+  EXPECT_NEAR(std::log(noisy.high), center + std::hypot(std::log(bare.high) - center, term), 1e-12);
+  EXPECT_GT(noisy.p_value, bare.p_value);
+  // About 1% apart (the sample: B/A 1.0096) with a 0.5% margin: the bare interval calls it slower;
+  // with 0.5% per run it cannot, and no number of steps would.
+  EXPECT_EQ(bare.verdict, Verdict::kSlower);
+  EXPECT_EQ(noisy.verdict, Verdict::kInconclusive);
+  EXPECT_THAT(noisy.reason, ::testing::HasSubstr("more steps cannot narrow it"));
+  EXPECT_THAT(noisy.reason, ::testing::HasSubstr("runs a side would decide it"));
+  EXPECT_FALSE(fails_if_slower(noisy, 0));
+  // Bad values are errors.
+  options.run_noise = -0.1;
+  EXPECT_FALSE(compare_steps(a, b, options).ok());
+  options.run_noise = 1;
+  EXPECT_FALSE(compare_steps(a, b, options).ok());
+}
+
+TEST(RunNoiseTest, ALargeSlowdownIsStillSlowerAndEqualRunsStillTheSame) {
+  Gen gen(78);
+  CompareOptions options = SimulationOptions();
+  options.run_noise = 0.005;
+  const std::vector<double> a = Ar1Steps(&gen, 2000, 0.010, 0.5, 0.02);
+  EXPECT_EQ(Compare(a, Ar1Steps(&gen, 2000, 0.011, 0.5, 0.02), options).verdict, Verdict::kSlower);
+  EXPECT_EQ(Compare(a, Ar1Steps(&gen, 2000, 0.010, 0.5, 0.02), options).verdict, Verdict::kSame);
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ def _row(config, row):
 
 
 def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.02,
-            confidence=0.95, min_steps=50, resamples=2000, warmup=True, save=None):
+            confidence=0.95, min_steps=50, resamples=2000, warmup=True, run_noise=0.005,
+            save=None):
     """Compares B with A; returns a DataFrame, one row per quantity (and configuration).
 
     a, b: each a run directory, a glob of them, a folder of runs (repetitions, or a
@@ -63,7 +64,9 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
     rank: compare this rank (default: per step the slowest rank's time).
     threshold: the margin of "same" (0.02: the interval inside +-2%); confidence: the
         intervals' level; min_steps: fewest steps a side keeps after warm-up; warmup:
-        drop each run's warm-up (MSER-5); save: also write the comparison with its data
+        drop each run's warm-up (MSER-5); run_noise: how much one job's median varies from
+        run to run (0.005: 0.5% per run), which one run a side cannot show and the
+        intervals of single runs include (several runs a side measure it); save: also write the comparison with its data
         to this path (a baseline for later comparisons).
 
     Columns: config, quantity, kind ("region"/"metric"), device, median_a, median_b,
@@ -96,12 +99,14 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
         raise ValueError(f"rank: a whole number >= 0, got {rank!r}")
     if not 0 < threshold:
         raise ValueError(f"threshold: a share above 0 (0.02 is 2%), got {threshold!r}")
+    if not 0 <= run_noise < 1:
+        raise ValueError(f"run_noise: a share in [0, 1) (0.005 is 0.5%), got {run_noise!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: between 0 and 1, got {confidence!r}")
     text = _core._compare(specs_a, specs_b, root, filter_a, filter_b, keys, metrics,
                           None if rank is None else int(rank), float(threshold),
                           float(confidence), int(min_steps), int(resamples), bool(warmup),
-                          None if save is None else _os.fsdecode(_os.fspath(save)))
+                          float(run_noise), None if save is None else _os.fsdecode(_os.fspath(save)))
     doc = _json.loads(text)
     rows, overall, warnings = [], [], list(doc["warnings"])
     for pair in doc["pairs"]:

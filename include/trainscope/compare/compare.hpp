@@ -91,8 +91,18 @@ absl::StatusOr<Side> gather_side(const std::vector<std::string>& specs,
 absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view filter,
                                      const GatherOptions& options = {});
 
+// How much one job's median step varies from run to run (per run, relative):
+// what a single run per side cannot show, so compare_steps' intervals include
+// it. bench/compare_calibration.py measured 0.52% for a small PyTorch job on a
+// 2-core VM; a noisier machine wants more (--run-noise), repetitions measure it.
+inline constexpr double kDefaultRunNoise = 0.005;
+
 struct CompareOptions {
-  stats::CompareOptions stats;
+  stats::CompareOptions stats = [] {
+    stats::CompareOptions o;
+    o.run_noise = kDefaultRunNoise;
+    return o;
+  }();
   // Region keys (and metric names) whose comparison is shown; empty: all found
   // on both sides. Also what --fail-if-slower checks (empty: the overall verdict).
   std::vector<std::string> keys;

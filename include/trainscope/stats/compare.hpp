@@ -52,6 +52,12 @@ struct CompareOptions {
   std::size_t min_runs = 2;
   // Block length of the bootstrap; 0 chooses it per side (optimal_block_length).
   std::size_t block_length = 0;
+  // compare_steps only: how much one job's median step time varies from run to
+  // run (relative standard deviation per run: process placement, clocks,
+  // caches, other tenants), which the steps of one run cannot show. Added to
+  // the bootstrap interval (in logs, in quadrature: z * run_noise * sqrt(2));
+  // 0 adds nothing. compare_runs measures it instead.
+  double run_noise = 0.0;
 };
 
 struct Comparison {
