@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -252,15 +253,30 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   double cores = static_cast<double>(cpu_cores.size());
   if (auto it = env.find("cores"); env.is_object() && it != env.end() && it->is_number())
     cores = it->get<double>();
+  // While the steps ran (from the first step's start to the last one's end):
+  // the launcher's own start (the environment it records: pip freeze, git) and
+  // the command's start-up are not the host's load. All samples when none falls there.
+  std::int64_t first_ms = std::numeric_limits<std::int64_t>::max(), last_ms = 0;
+  if (auto it = step_spans.find(data.step_key); it != step_spans.end())
+    for (const auto& [rank, spans] : it->second)
+      for (const Span& s : spans) {
+        first_ms = std::min(first_ms, s.start_ns / 1'000'000);
+        last_ms = std::max(last_ms, (s.start_ns + s.duration_ns) / 1'000'000);
+      }
   if (cores > 0) {
-    double sum = 0;
-    std::size_t n = 0;
-    for (const auto& [t, cpu] : cpu_at) {
-      if (!(cpu.first > 0)) continue;
-      sum += std::max(0.0, cpu.first - cpu.second / cores) / 100.0;
-      ++n;
+    for (const bool in_steps : {true, false}) {
+      double sum = 0;
+      std::size_t n = 0;
+      for (const auto& [t, cpu] : cpu_at) {
+        if (!(cpu.first > 0) || (in_steps && (t < first_ms || t > last_ms))) continue;
+        sum += std::max(0.0, cpu.first - cpu.second / cores) / 100.0;
+        ++n;
+      }
+      if (n > 0) {
+        run.other_cpu_share = sum / static_cast<double>(n);
+        break;
+      }
     }
-    if (n > 0) run.other_cpu_share = sum / static_cast<double>(n);
   }
   for (const std::string& name : wanted) {
     std::vector<MetricPoint> points;

@@ -43,6 +43,8 @@ struct RunSpec {
   std::map<std::string, std::string> params;
   std::vector<std::string> extra_keys;  // one row per step each
   double other_cpu_pct = -1;            // host samples: the host busy this much beside the job
+  std::int64_t host_start_ms = 1000;    // the first host sample (the steps start at 1e6 ms)
+  double before_steps_pct = -1;         // one more sample before the steps, this busy
   std::string pip_freeze;               // environment.json + artifacts/pip-freeze.txt
 };
 
@@ -88,8 +90,12 @@ fs::path make_run(const fs::path& dir, const RunSpec& spec) {
   if (spec.other_cpu_pct >= 0) {
     // The host (h) 2 cores; the job uses one core (100%), others the rest.
     std::string rows = kMetricsHeader;
+    if (spec.before_steps_pct >= 0) {
+      rows += "system/cpu.util_pct," + std::to_string(50 + spec.before_steps_pct) + ",0,999000,\n";
+      rows += "system/proc.cpu_pct,100,0,999000,\n";
+    }
     for (int s = 0; s < 10; ++s) {
-      const std::string ts = std::to_string(1000 + s * 1000);
+      const std::string ts = std::to_string(spec.host_start_ms + s * 300);
       rows += "system/cpu.util_pct," + std::to_string(50 + spec.other_cpu_pct) + ",0," + ts + ",\n";
       rows += "system/proc.cpu_pct,100,0," + ts + ",\n";
       rows += "system/cpu.0.util_pct,50,0," + ts + ",\n";
@@ -441,6 +447,12 @@ TEST(CompareWarningsTest, LoadedHostsAndOtherSoftwareAreWarnedAbout) {
       w, ::testing::Contains(HasSubstr("other processes used 5% of A's host CPUs and 45% of B's")));
   EXPECT_THAT(w, ::testing::Contains("different software: 1 package differs (torch 2.0 -> 2.1)"));
   EXPECT_NEAR(c.a.runs.at(0).other_cpu_share, 0.05, 1e-9);
+  // Only the samples taken while the steps ran count (not the launcher's start).
+  spec.host_start_ms = 1'000'100;
+  spec.before_steps_pct = 90;
+  spec.seed = 6;
+  const fs::path b2 = make_run(tmp.path() / "b2", spec);
+  EXPECT_NEAR(compared({a.string()}, {b2.string()}).b.runs.at(0).other_cpu_share, 0.45, 1e-9);
   // Equal hosts and software: no warning.
   spec.other_cpu_pct = 5;
   spec.pip_freeze = "numpy==1.0\ntorch==2.0\n";

@@ -42,8 +42,9 @@ struct SideRun {
   std::string name;
   std::string status;
   std::map<std::string, std::string> params;
-  // Other processes' share of the host's CPUs while the run ran (mean over the
-  // host samples of the host's busy share minus the job's); NaN without samples.
+  // Other processes' share of the host's CPUs while the run's steps ran (mean
+  // over those host samples of the host's busy share minus the job's; all
+  // samples when none falls there); NaN without samples.
   double other_cpu_share = kNaN;
   // "cpu_model, N cores, M MB" (+ GPUs where recorded); "" without environment.json.
   std::string hardware;
