@@ -358,7 +358,9 @@ absl::Status add_runs(const std::vector<std::string>& dirs, const GatherOptions&
 void add_run_data(RunData data, Side* side) {
   const std::size_t index = side->runs.size();
   side->runs.push_back(std::move(data.run));
-  for (auto& [id, values] : data.series) {
+  for (auto& entry : data.series) {
+    const SeriesId& id = entry.first;  // not a structured binding: lambdas capture it (C++17)
+    std::vector<double>& values = entry.second;
     auto it = std::find_if(side->series.begin(), side->series.end(), [&](const Series& s) {
       return s.kind == id.kind && s.name == id.name && s.device == id.device;
     });

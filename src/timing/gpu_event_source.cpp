@@ -1,5 +1,6 @@
 #include "trainscope/timing/gpu_event_source.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -84,7 +85,10 @@ class CudaEventSource final : public GpuEventSource {
     absl::Status status = cuda_status(
         cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
         "cudaEventElapsedTime");
-    if (status.ok()) *out = std::llround(static_cast<double>(ms) * 1e6);
+    // Events on two streams can complete in either order: a start that ran
+    // after its end is a region of no GPU time, never a negative one (readers
+    // refuse negative durations).
+    if (status.ok()) *out = std::max<std::int64_t>(0, std::llround(static_cast<double>(ms) * 1e6));
     return status;
   }
   std::uint64_t blocking_waits() const noexcept override {
