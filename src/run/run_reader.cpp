@@ -258,6 +258,48 @@ class CsvScanner {
   const char* error_ = "";
 };
 
+// What a non-regular file in a run file's place is, for messages.
+const char* file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+// Opens a run file to read it, refusing anything but a regular file: a FIFO
+// in its place would block the reader (it is opened non-blocking, so even the
+// open returns), a directory would read as empty. *st: the file's stat.
+absl::StatusOr<int> open_run_file(const std::string& path, struct stat* st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return detail::file_error(errno, "open", path);
+  if (::fstat(fd, st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return detail::file_error(error, "inspect", path);
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        fmt::format("cannot read \"{}\": it is {}, not a regular file",
+                    absl::Utf8SafeCHexEscape(path), file_type_name(st->st_mode)));
+  }
+  return fd;
+}
+
+// A whole run file (JSON, logs), as detail::read_whole_file but never
+// blocking on, or reading as empty, something that is not a regular file.
+absl::StatusOr<std::string> read_run_file(const std::string& path) {
+  struct stat st;
+  absl::StatusOr<int> fd = open_run_file(path, &st);
+  if (!fd.ok()) return fd.status();
+  std::string out;
+  absl::Status status = detail::read_whole_fd(*fd, path, &out);
+  ::close(*fd);
+  if (!status.ok()) return status;
+  return out;
+}
+
 // Where a row came from, for messages: "dir/regions-0.csv:12".
 struct RowSource {
   const std::string& path;
@@ -270,7 +312,7 @@ struct RowSource {
 std::int64_t line_number(const RowSource& source) {
   std::int64_t line = source.line_in_chunk + 1;
   if (source.offset == 0) return line;
-  const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return line;
   char block[65536];
   for (std::uint64_t done = 0; done < source.offset;) {
@@ -298,6 +340,13 @@ class FieldParser {
   FieldParser(const std::vector<Text>& fields, const RowSource& source)
       : fields_(fields), source_(source) {}
 
+  // A count or a duration: negative is as wrong as a non-number.
+  template <typename Int>
+  Int non_negative(std::size_t column, const char* name) {
+    const Int value = integer<Int>(column, name);
+    if (value < 0) fail(name, fields_[column], "a non-negative integer");
+    return value;
+  }
   template <typename Int>
   Int integer(std::size_t column, const char* name) {
     Int value = 0;
@@ -349,7 +398,7 @@ absl::StatusOr<RegionView> parse_region(const std::vector<std::string_view>& fie
   row.rank = p.integer<std::uint32_t>(2, "rank");
   row.thread = p.integer<std::uint32_t>(3, "thread");
   row.start_unix_ns = p.integer<std::int64_t>(4, "start_unix_ns");
-  row.duration_ns = p.integer<std::int64_t>(5, "duration_ns");
+  row.duration_ns = p.non_negative<std::int64_t>(5, "duration_ns");
   row.step = p.integer<std::int64_t>(6, "step");
   row.epoch = p.integer<std::int64_t>(7, "epoch");
   if (!p.status().ok()) return p.status();
@@ -381,14 +430,10 @@ inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
 // capacity is reused: a follower's buffer is allocated once).
 absl::Status read_into(const std::string& path, std::uint64_t offset, std::uint64_t max_bytes,
                        bool* at_end, std::string* data) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return detail::file_error(errno, "open", path);
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return detail::file_error(error, "inspect", path);
-  }
+  absl::StatusOr<int> opened = open_run_file(path, &st);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (offset > size) {
     ::close(fd);
@@ -402,8 +447,14 @@ absl::Status read_into(const std::string& path, std::uint64_t offset, std::uint6
   while (done < data->size()) {
     const ssize_t n =
         ::pread(fd, data->data() + done, data->size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the file shrank: read what is there
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // An I/O error is not the end of the file: never a silently short read.
+      const int error = errno;
+      ::close(fd);
+      return detail::file_error(error, "read", path);
+    }
+    if (n == 0) break;  // the file shrank since fstat: read what is there
     done += static_cast<std::size_t>(n);
   }
   ::close(fd);
@@ -582,7 +633,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   reader.dir_ = std::move(dir);
   const std::string shown_dir = absl::Utf8SafeCHexEscape(reader.dir_);
   const std::string run_path = run::detail::join_path(reader.dir_, run::detail::kRunFileName);
-  absl::StatusOr<std::string> text = detail::read_whole_file(run_path);
+  absl::StatusOr<std::string> text = read_run_file(run_path);
   if (absl::IsNotFound(text.status())) {
     std::error_code error;
     if (!fs::exists(reader.dir_, error)) {
@@ -621,7 +672,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   const std::string host = detail::this_host();
   const std::int64_t now_ms = detail::unix_now_ms();
   for (const auto& [rank, path] : rank_files) {
-    absl::StatusOr<std::string> rank_text = detail::read_whole_file(path);
+    absl::StatusOr<std::string> rank_text = read_run_file(path);
     if (!rank_text.ok()) return rank_text.status();
     absl::StatusOr<RankState> state = run::detail::parse_rank_file(*rank_text, path);
     if (!state.ok()) return state.status();
@@ -635,7 +686,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
     reader.ranks_.push_back(*std::move(state));
   }
   for (const std::string& path : launcher_files) {
-    absl::StatusOr<std::string> launcher_text = detail::read_whole_file(path);
+    absl::StatusOr<std::string> launcher_text = read_run_file(path);
     if (!launcher_text.ok()) return launcher_text.status();
     absl::StatusOr<LauncherState> state = run::detail::parse_launcher_file(*launcher_text, path);
     if (!state.ok()) return state.status();
@@ -710,7 +761,7 @@ absl::StatusOr<Chunk<MetricPoint>> RunReader::read_metrics(std::uint32_t rank,
 
 absl::StatusOr<Summary> RunReader::read_summary(std::uint32_t rank) const {
   const std::string path = fmt::format("{}/{}", dir_, run::detail::summary_file_name(rank));
-  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  absl::StatusOr<std::string> text = read_run_file(path);
   if (absl::IsNotFound(text.status())) return Summary{};
   if (!text.ok()) return text.status();
   return run::detail::parse_summary_file(*text, path);
@@ -779,7 +830,7 @@ std::vector<RunFile> RunReader::files() const {
 
 absl::StatusOr<std::string> RunReader::environment() const {
   const std::string path = run_environment_path(dir_);
-  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  absl::StatusOr<std::string> text = read_run_file(path);
   if (!text.ok()) return text.status();
   absl::Status valid = run::detail::check_json_object(*text, path);
   if (!valid.ok()) return valid;
@@ -788,7 +839,7 @@ absl::StatusOr<std::string> RunReader::environment() const {
 
 absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_bytes) const {
   const std::string path = run_log_path(dir_, log);
-  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  absl::StatusOr<std::string> text = read_run_file(path);
   if (!text.ok()) return text.status();
   if (text->size() <= max_bytes) return text;
   std::string tail = text->substr(text->size() - max_bytes);

@@ -1,15 +1,19 @@
 // RunReader on damaged, partial and hand-written run directories.
 #include "trainscope/run/run_reader.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -132,6 +136,71 @@ TEST_F(RunReaderTest, BadLineIsAnErrorNamingFileAndLine) {
   EXPECT_THAT(message(reader.read_regions(0).status()), HasSubstr("regions-0.csv:1"));
   write("metrics-0.csv", std::string(kMetricsHeader) + "loss,nan,0,10,0\n");
   EXPECT_FALSE(reader.read_metrics(0).ok());
+}
+
+TEST_F(RunReaderTest, NegativeDurationIsAnErrorNamingFileLineAndField) {
+  write("regions-0.csv", std::string(kRegionsHeader) + "k,CPU,0,0,1,2,3,4\nk,CPU,0,0,1,-5,3,4\n");
+  const std::string error = message(open().read_regions(0).status());
+  EXPECT_THAT(error, HasSubstr("regions-0.csv:3: duration_ns is \"-5\", not a non-negative"));
+  // 0 is a duration (a region shorter than the clock's tick).
+  write("regions-0.csv", std::string(kRegionsHeader) + "k,CPU,0,0,-1,0,-1,0\n");
+  absl::StatusOr<Chunk<RegionRow>> regions = open().read_regions(0);
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  EXPECT_EQ(regions->rows.at(0).duration_ns, 0);
+}
+
+// A directory in a data file's place is not an empty file: its read fails
+// (EISDIR) and the error names it, as does every other file's.
+TEST_F(RunReaderTest, DirectoryInPlaceOfAFileIsAnErrorNamingIt) {
+  write("rank-0.json", rank_json("h", 1, "FINISHED", 2));
+  RunReader reader = open();
+  fs::create_directory(dir_ / "regions-0.csv");
+  fs::create_directory(dir_ / "metrics-0.csv");
+  fs::create_directory(dir_ / "summary-0.json");
+  const std::string host_file = "host-h.csv";
+  fs::create_directory(dir_ / host_file);
+  const auto names_it = [](const absl::Status& status, const std::string& name) {
+    EXPECT_FALSE(status.ok()) << name;
+    EXPECT_FALSE(absl::IsNotFound(status)) << status;  // not "no data yet"
+    EXPECT_THAT(message(status), HasSubstr(name + "\": it is a directory"));
+  };
+  names_it(reader.read_regions(0).status(), "regions-0.csv");
+  names_it(reader.read_regions(0, 0, 4096).status(), "regions-0.csv");
+  names_it(reader.scan_regions(0, 0, 4096, [](const RegionView&) {}).status(), "regions-0.csv");
+  names_it(reader.read_metrics(0).status(), "metrics-0.csv");
+  names_it(reader.read_summary(0).status(), "summary-0.json");
+  names_it(reader.read_host_metrics("h").status(), host_file);
+  fs::remove(dir_ / "rank-0.json");
+  fs::create_directory(dir_ / "rank-0.json");
+  names_it(RunReader::Open(dir_.string()).status(), "rank-0.json");
+}
+
+// A FIFO in a run file's place: an error naming it, not a reader that waits
+// for a writer forever. (Were it to block, the test opens the FIFO's other
+// end after a few seconds, so that it fails instead of hanging.)
+TEST_F(RunReaderTest, FifoInPlaceOfAFileIsAnErrorNotAHang) {
+  write("rank-0.json", rank_json("h", 1, "FINISHED", 2));
+  RunReader reader = open();
+  const auto fails_naming = [&](const std::string& name, auto read) {
+    const std::string path = (dir_ / name).string();
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+    std::future<absl::Status> result = std::async(std::launch::async, read);
+    if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      ADD_FAILURE() << "reading " << name << " hangs";
+      const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+    const absl::Status status = result.get();
+    EXPECT_FALSE(status.ok()) << name;
+    EXPECT_THAT(message(status), HasSubstr(name + "\": it is a FIFO"));
+    fs::remove(path);
+  };
+  fails_naming("metrics-0.csv", [&] { return reader.read_metrics(0).status(); });
+  fails_naming("regions-0.csv", [&] { return reader.read_regions(0).status(); });
+  fails_naming("summary-0.json", [&] { return reader.read_summary(0).status(); });
+  fails_naming("stdout.log", [&] { return reader.log_tail(RunLog::kStdout, 100).status(); });
+  fs::remove(dir_ / "rank-0.json");
+  fails_naming("rank-0.json", [&] { return RunReader::Open(dir_.string()).status(); });
 }
 
 TEST_F(RunReaderTest, TruncatedLastLineIsLeftForLater) {

@@ -1,7 +1,10 @@
 // Reads a run directory, also while it is being written: a line cut short by
 // a crash is ignored (reported by `truncated`), never an error. Every other
-// defect is an error naming the file and line. The one reader of the format:
-// the report, the CLI and Python's trainscope.read_run all read through it.
+// defect is an error naming the file and line; so is a read that fails (an
+// I/O error is never taken for the end of the file) and anything but a regular
+// file (a directory, a FIFO: never waited on) in a run file's place. The one
+// reader of the format: the report, the CLI and Python's trainscope.read_run
+// all read through it.
 #ifndef TRAINSCOPE_RUN_RUN_READER_HPP_
 #define TRAINSCOPE_RUN_RUN_READER_HPP_
 
