@@ -67,6 +67,10 @@ void set_variable(std::vector<std::string>* env, const std::string& name,
 // ---- Signal forwarding ------------------------------------------------------
 // Process-wide, since handlers are: every active launch has a slot the
 // handler reads with lock-free atomics only (async-signal-safe).
+// SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) are forwarded
+// to the command's process group, which the terminal's own signals miss. A
+// SIGHUP ignored when the first launch starts (nohup) stays ignored, here and
+// in the command, which inherits it: the run goes on.
 
 constexpr int kMaxForwardedLaunches = 256;
 
@@ -81,6 +85,8 @@ std::mutex g_forward_mu;
 int g_forward_users = 0;
 struct sigaction g_previous_int;
 struct sigaction g_previous_term;
+struct sigaction g_previous_hup;
+bool g_hup_forwarded = false;  // false: SIGHUP was ignored (nohup), left so
 
 extern "C" void forward_signal(int signal) {
   const int saved_errno = errno;
@@ -111,8 +117,8 @@ class SignalForwarding {
     }
     if (slot_ == nullptr) {
       warn(
-          fmt::format("trainscope run: more than {} launches at once; SIGINT/SIGTERM are not "
-                      "forwarded to this one",
+          fmt::format("trainscope run: more than {} launches at once; SIGINT/SIGTERM/SIGHUP are "
+                      "not forwarded to this one",
                       kMaxForwardedLaunches));
       return;
     }
@@ -127,6 +133,7 @@ class SignalForwarding {
     if (--g_forward_users == 0) {
       ::sigaction(SIGINT, &g_previous_int, nullptr);
       ::sigaction(SIGTERM, &g_previous_term, nullptr);
+      if (g_hup_forwarded) ::sigaction(SIGHUP, &g_previous_hup, nullptr);
     }
   }
   SignalForwarding(const SignalForwarding&) = delete;
@@ -152,6 +159,9 @@ class SignalForwarding {
     action.sa_flags = SA_RESTART;
     ::sigaction(SIGINT, &action, &g_previous_int);
     ::sigaction(SIGTERM, &action, &g_previous_term);
+    ::sigaction(SIGHUP, nullptr, &g_previous_hup);
+    g_hup_forwarded = g_previous_hup.sa_handler != SIG_IGN;
+    if (g_hup_forwarded) ::sigaction(SIGHUP, &action, nullptr);
   }
 
   ForwardSlot* slot_ = nullptr;

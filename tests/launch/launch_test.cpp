@@ -261,6 +261,66 @@ TEST_F(LaunchTest, SigtermToThisProcessIsForwarded) {
   EXPECT_EQ(launcher_status(result->run_dir), "KILLED");
 }
 
+// The disposition of `signal` in this process.
+void (*disposition(int signal))(int) {
+  struct sigaction current = {};
+  ::sigaction(signal, nullptr, &current);
+  return current.sa_handler;
+}
+
+// A closed terminal or ssh session: handled like SIGTERM, not a launcher
+// killed with its file left RUNNING and the command orphaned.
+TEST_F(LaunchTest, SighupToThisProcessIsForwarded) {
+  ASSERT_EQ(disposition(SIGHUP), SIG_DFL);
+  absl::StatusOr<LaunchResult> result;
+  std::thread runner([&] {
+    result = launch(options({"/bin/sh", "-c", "echo started; exec sleep 30"}));
+  });
+  wait_for_output("started");
+  ASSERT_EQ(::kill(::getpid(), SIGHUP), 0);
+  runner.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->status, RunStatus::kKilled);
+  EXPECT_EQ(result->term_signal, SIGHUP);
+  EXPECT_EQ(result->exit_code, 128 + SIGHUP);
+  EXPECT_EQ(launcher_status(result->run_dir), "KILLED");
+  EXPECT_EQ(disposition(SIGHUP), SIG_DFL);  // restored once no launch is running
+}
+
+// nohup: SIGHUP ignored before the launch stays ignored, here and in the
+// command (an ignored signal survives exec), and the run goes on.
+TEST_F(LaunchTest, AnIgnoredSighupStaysIgnoredAndTheRunGoesOn) {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction previous = {};
+  ASSERT_EQ(::sigaction(SIGHUP, &ignore, &previous), 0);
+  absl::StatusOr<LaunchResult> result;
+  void (*during)(int) = nullptr;
+  std::thread runner([&] {
+    // SigIgn's last hex digit holds signals 1-4: bit 0 is SIGHUP.
+    result = launch(options({"/bin/sh", "-c",
+                             "echo started; sleep 0.5; "
+                             "grep '^SigIgn:' /proc/self/status | cut -c 8-; echo done"}));
+  });
+  wait_for_output("started");
+  during = disposition(SIGHUP);
+  ASSERT_EQ(::kill(::getpid(), SIGHUP), 0);
+  runner.join();
+  ::sigaction(SIGHUP, &previous, nullptr);
+  EXPECT_EQ(during, SIG_IGN);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->status, RunStatus::kFinished);
+  EXPECT_EQ(result->exit_code, 0);
+  EXPECT_EQ(launcher_status(result->run_dir), "FINISHED");
+  const std::vector<std::string> out =
+      lines_of(read_file(fs::path(result->run_dir) / "stdout.log"));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2], "done");
+  ASSERT_FALSE(out[1].empty());
+  EXPECT_EQ(std::stoul(out[1].substr(out[1].size() - 1), nullptr, 16) & 1u, 1u) << out[1];
+}
+
 TEST_F(LaunchTest, EnvironmentIsRecorded) {
   LaunchOptions o = options({"true", "--lr", "0.5"});
   o.record_environment = true;

@@ -119,6 +119,93 @@ def test_sigterm_ends_the_run_killed_with_everything_on_disk(tmp_path):
     assert _read(os.path.join(run_dir, "stdout.log")) == "ready\n"
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# Prints its pid and whether SIGHUP is ignored, then ticks until `stop` exists.
+_TICKER = textwrap.dedent("""
+    import os, signal, sys, time
+    print(os.getpid(), signal.getsignal(signal.SIGHUP) == signal.SIG_IGN, flush=True)
+    while not os.path.exists(sys.argv[1]):
+        print("tick", flush=True)
+        time.sleep(0.05)
+    print("done", flush=True)
+""")
+
+
+def _start_ticker(tmp_path, prefix=(), **popen):
+    process = subprocess.Popen(
+        [*prefix, CLI, "run", "--root", str(tmp_path / "runs"), "--no-sample", "--",
+         sys.executable, "-c", _TICKER, str(tmp_path / "stop")],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    pid, ignored = process.stdout.readline().split()
+    return process, int(pid), ignored == "True"
+
+
+def test_sighup_ends_the_run_killed_like_sigterm(tmp_path):
+    """A closed terminal or ssh session: forwarded, waited for, KILLED, exit 129."""
+    import trainscope
+
+    process, child, ignored = _start_ticker(tmp_path)
+    try:
+        assert not ignored
+        assert process.stdout.readline() == "tick\n"
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 128 + signal.SIGHUP, err
+        assert not _alive(child)  # forwarded, and reaped before the launcher exited
+    finally:
+        process.kill()
+        process.communicate()
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+    assert _last_line(err).startswith("trainscope run: killed by signal 1 ("), err
+    assert _last_line(err).endswith(" KILLED"), err
+    run_dir = _only_run(tmp_path / "runs")
+    run = trainscope.read_run(run_dir)
+    assert run.status == "KILLED" and not run.crashed
+    assert list(run.launchers["status"]) == ["KILLED"]
+    assert list(run.launchers["term_signal"]) == [signal.SIGHUP]
+    assert run.tags["trainscope.signal"] == str(int(signal.SIGHUP))
+    assert _launcher(run_dir)["status"] == "KILLED"
+
+
+@pytest.mark.parametrize("how", ["nohup", "SIG_IGN"])
+def test_an_ignored_sighup_lets_the_run_go_on(tmp_path, how):
+    """`nohup trainscope run ...`: SIGHUP stays ignored by the launcher and the command."""
+    import trainscope
+
+    if how == "nohup":
+        process, child, ignored = _start_ticker(tmp_path, prefix=["nohup"])
+    else:
+        process, child, ignored = _start_ticker(
+            tmp_path, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        assert ignored  # the command inherits the ignored SIGHUP
+        process.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert process.poll() is None and _alive(child)
+        (tmp_path / "stop").touch()
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+    finally:
+        process.kill()
+        process.communicate()
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+    assert out.endswith("tick\ndone\n")
+    run_dir = _only_run(tmp_path / "runs")
+    run = trainscope.read_run(run_dir)
+    assert run.status == "FINISHED"
+    assert list(run.launchers["status"]) == ["FINISHED"]
+    assert list(run.launchers["exit_code"]) == [0]
+
+
 def test_a_missing_command_exits_127(tmp_path):
     done = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--",
                            "trainscope-no-such-command"],
@@ -137,6 +224,9 @@ def test_help_explains_usage():
                           check=False)
     assert done.returncode == 0
     assert "usage: trainscope run" in done.stdout and "examples:" in done.stdout
+    help_text = " ".join(done.stdout.split())
+    assert "SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) are passed" in help_text
+    assert "Under `nohup trainscope run ...` SIGHUP stays ignored" in help_text
 
 
 def test_two_launchers_with_one_run_dir_join_one_run(tmp_path):
