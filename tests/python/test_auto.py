@@ -55,7 +55,23 @@ def run_cli(root, auto, command, expect=0):
 
 
 def job_report(stdout):
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    """The JSON objects the job's processes printed (plain_train.py: one per rank). Two ranks
+    share one stdout, so one line may hold both ranks' objects back to back (seen in CI):
+    every object is decoded wherever it starts, not one per line."""
+    decoder = json.JSONDecoder()
+    reports = []
+    for line in stdout.splitlines():
+        pos = line.find("{")
+        while pos != -1:
+            try:
+                report, end = decoder.raw_decode(line, pos)
+            except json.JSONDecodeError:
+                pos = line.find("{", pos + 1)
+                continue
+            if isinstance(report, dict):
+                reports.append(report)
+            pos = line.find("{", end)
+    return reports
 
 
 def rows(run, key, rank=None, device="CPU"):

@@ -16,6 +16,7 @@ Prints one JSON line with what it did, for the test to compare with the run.
 import argparse
 import json
 import os
+import sys
 
 import torch
 from torch import nn
@@ -100,7 +101,9 @@ def main():
         import torch.distributed as dist  # pylint: disable=import-outside-toplevel
         dist.destroy_process_group()
     done["rank"] = int(os.environ.get("RANK", "0"))
-    print(json.dumps(done), flush=True)
+    # One write of the whole line: the ranks share this stdout.
+    sys.stdout.write(json.dumps(done) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
