@@ -1,8 +1,9 @@
 // Runs a command as a trainscope run (what `trainscope run -- cmd...` does):
 // creates the run, records the environment once, samples the hardware while
 // the command runs, tees its stdout/stderr into the run directory, forwards
-// SIGINT/SIGTERM to it and records how it ended. A trainscope timer inside
-// the command attaches to the same run through TRAINSCOPE_RUN_DIR.
+// SIGINT/SIGTERM/SIGHUP to it (SIGHUP stays ignored under nohup) and records
+// how it ended. A trainscope timer inside the command attaches to the same run
+// through TRAINSCOPE_RUN_DIR.
 //
 // The launcher is not a rank: it writes launcher-<host>-<pid>.json (command,
 // exit code, status) and samples its host into host-<host>.csv; each process
@@ -86,7 +87,8 @@ struct LaunchOptions {
   // Also copy the command's output to this process's stdout/stderr (the
   // run directory always gets stdout.log and stderr.log).
   bool tee = true;
-  // Forward SIGINT/SIGTERM received by this process to the command.
+  // Forward SIGINT/SIGTERM/SIGHUP received by this process to the command (an
+  // ignored SIGHUP, nohup, stays ignored).
   bool forward_signals = true;
   // Run the command under Nsight Systems / Compute; the report lands in the
   // run's artifacts/. profile_range limits it to an NVTX range.
