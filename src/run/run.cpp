@@ -123,14 +123,17 @@ void maybe_add_mlflow_exporter(bool from_environment, const std::string& dir,
 // The handler only writes the signal number to the heartbeat thread's pipe
 // (write() is async-signal-safe); that thread ends the run and re-raises.
 
-constexpr int kHandledSignals[] = {SIGINT, SIGTERM};
+// SIGHUP: a closed terminal or ssh session (and `trainscope run` forwards it).
+constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<bool> g_signals_claimed{false};  // one Run per process handles signals
 std::atomic<int> g_signal_fd{-1};
 std::atomic<pid_t> g_signal_pid{0};      // a forked child does not end its parent's run
 std::atomic<bool> g_signal_seen{false};  // a second signal does not wait for the flush
-struct sigaction g_previous[2];
+struct sigaction g_previous[3];
 
-int signal_slot(int signal_number) { return signal_number == SIGINT ? 0 : 1; }
+int signal_slot(int signal_number) {
+  return signal_number == SIGINT ? 0 : signal_number == SIGTERM ? 1 : 2;
+}
 
 extern "C" void on_terminating_signal(int signal_number) {
   const int saved_errno = errno;
@@ -146,7 +149,7 @@ extern "C" void on_terminating_signal(int signal_number) {
   errno = saved_errno;
 }
 
-// Returns whether this Run now owns the process's SIGINT/SIGTERM handling.
+// Returns whether this Run now owns the process's SIGINT/SIGTERM/SIGHUP handling.
 bool install_signal_handlers(int write_fd) {
   if (g_signals_claimed.exchange(true)) return false;
   g_signal_fd.store(write_fd);

@@ -175,6 +175,39 @@ def test_sighup_ends_the_run_killed_like_sigterm(tmp_path):
     assert _launcher(run_dir)["status"] == "KILLED"
 
 
+def test_sighup_ends_a_rank_that_records_killed_too(tmp_path):
+    """The forwarded SIGHUP ends a rank's own run KILLED (not a crash read as FAILED)."""
+    import trainscope
+
+    stop = tmp_path / "stop"
+    code = textwrap.dedent("""
+        import os, sys, time, trainscope
+        with trainscope.start_run():
+            trainscope.log_metric("loss", 1.0, step=0)
+            print(os.getpid(), flush=True)
+            while not os.path.exists(sys.argv[1]):
+                time.sleep(0.05)
+    """)
+    process = subprocess.Popen(
+        [CLI, "run", "--root", str(tmp_path / "runs"), "--no-sample", "--",
+         sys.executable, "-c", code, str(stop)],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = int(process.stdout.readline())
+    try:
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 128 + signal.SIGHUP, err
+    finally:
+        process.kill()
+        process.communicate()
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+    run = trainscope.read_run(_only_run(tmp_path / "runs"))
+    assert list(run.ranks["status"]) == ["KILLED"], err
+    assert run.status == "KILLED" and not run.crashed
+    assert list(run.metrics["value"]) == [1.0]
+
+
 @pytest.mark.parametrize("how", ["nohup", "SIG_IGN"])
 def test_an_ignored_sighup_lets_the_run_go_on(tmp_path, how):
     """`nohup trainscope run ...`: SIGHUP stays ignored by the launcher and the command."""

@@ -102,7 +102,8 @@ def _python(code, env=None):
                             stdout=subprocess.PIPE, text=True)
 
 
-def test_sigterm_ends_the_run_killed_with_everything_logged_before_it(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_ends_the_run_killed_with_everything_logged_before_it(tmp_path, signum):
     child = _python(f"""
         import sys, time, trainscope
         run = trainscope.start_run(root={str(tmp_path)!r}, flush_interval=60)
@@ -114,9 +115,9 @@ def test_sigterm_ends_the_run_killed_with_everything_logged_before_it(tmp_path):
     """)
     run_dir = child.stdout.readline().strip()
     assert child.stdout.readline().strip() == "logged"
-    child.send_signal(signal.SIGTERM)
-    assert child.wait(timeout=60) == -signal.SIGTERM
-    # The flush interval is 60 s: only the SIGTERM path can have written these.
+    child.send_signal(signum)
+    assert child.wait(timeout=60) == -signum
+    # The flush interval is 60 s: only the signal's path can have written these.
     assert _rank(run_dir)["status"] == "KILLED"
     assert len(_rows(os.path.join(run_dir, "metrics-0.csv"))) == 100
 

@@ -128,7 +128,7 @@ TEST_F(RunCrashTest, KillNineLosesAtMostOneFlushInterval) {
 }
 
 TEST_F(RunCrashTest, TerminatingSignalsLoseNothingAndLeaveKilled) {
-  for (int signal : {SIGTERM, SIGINT}) {
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) {
     SCOPED_TRACE(signal);
     fs::remove_all(dir_);
     int wait_status = 0;

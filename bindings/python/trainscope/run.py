@@ -7,7 +7,7 @@
 
 Records land in ./trainscope-runs/<run-id>/ (docs/run-format.md), and in
 MLflow too when MLFLOW_TRACKING_URI is set. Leaving the block ends the run:
-FINISHED, FAILED on an exception, KILLED on KeyboardInterrupt or SIGTERM.
+FINISHED, FAILED on an exception, KILLED on KeyboardInterrupt, SIGTERM or SIGHUP.
 Child processes and the other ranks of a job attach to the same run through
 TRAINSCOPE_RUN_DIR.
 
@@ -15,7 +15,7 @@ As MLflow's fluent API, log_metric/log_param/set_tag/log_artifact without
 start_run() start a run on first use (or join the one in TRAINSCOPE_RUN_DIR,
 as under `trainscope run`); a timer built under TRAINSCOPE_RUN_DIR joins it
 the same way. Such an implicit run ends when the interpreter exits: FAILED
-after an uncaught exception, KILLED after KeyboardInterrupt or SIGTERM,
+after an uncaught exception, KILLED after KeyboardInterrupt, SIGTERM or SIGHUP,
 FINISHED otherwise. Timers built before any run started stream into the
 first run that starts.
 """
@@ -119,32 +119,37 @@ class ActiveRun:
         return False
 
 
-_previous_sigterm = None
+# SIGTERM and SIGHUP (a closed terminal or ssh session; `trainscope run`
+# forwards it) end the active run KILLED, then do what they did before.
+_TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+_previous_handlers = {}
 
 
-def _on_sigterm(signum, frame):  # pylint: disable=unused-argument
+def _on_terminating_signal(signum, frame):  # pylint: disable=unused-argument
     run = _active
     if run is not None:
         run.end("KILLED")
-    # Then die of SIGTERM as the process would have without us.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    # Then die of the signal as the process would have without us.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _install_sigterm():
-    """Only where SIGTERM still has its default action: a host's own handler wins."""
-    global _previous_sigterm
+    """Only where a signal still has its default action: a host's own handler wins,
+    and an ignored one (nohup) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        _previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    for signum in _TERMINATING:
+        if signum not in _previous_handlers and signal.getsignal(signum) is signal.SIG_DFL:
+            _previous_handlers[signum] = signal.signal(signum, _on_terminating_signal)
 
 
 def _restore_sigterm():
-    global _previous_sigterm
-    if _previous_sigterm is not None and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _previous_sigterm)
-        _previous_sigterm = None
+    if threading.current_thread() is not threading.main_thread():
+        return
+    while _previous_handlers:
+        signum, previous = _previous_handlers.popitem()
+        signal.signal(signum, previous)
 
 
 def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=None,
