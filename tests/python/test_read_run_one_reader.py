@@ -249,3 +249,15 @@ def test_a_key_that_is_not_utf8_reads_with_its_bytes_escaped(tmp_path):
     regions = trainscope.read_run(run_dir).regions
     assert list(regions["key"]) == ["caf\\xe9", "BATCH"]
     assert list(regions["duration_ns"]) == [5, 6]
+
+
+def test_a_metrics_row_without_a_rank_makes_the_rank_column_nullable(tmp_path):
+    # The C++ reader takes an empty rank (a reading of no rank) in any metrics file; int64
+    # cannot hold "none", so that file's rank column is Int64 with <NA> there.
+    run_dir = _run(tmp_path)
+    _write(os.path.join(run_dir, "metrics-0.csv"),
+           METRICS_HEADER + "loss,0.5,0,1761000000100,0\nloss,0.25,1,1761000000200,\n")
+    metrics = trainscope.read_run(run_dir).metrics
+    assert str(metrics["rank"].dtype) == "Int64"
+    assert metrics["rank"].isna().tolist() == [False, True] and metrics["rank"][0] == 0
+    assert metrics["value"].tolist() == [0.5, 0.25]
