@@ -463,6 +463,11 @@ absl::Status Run::State::record_key_value(const char* kind,
   RunInfo update;
   (update.*field).emplace(key, value);
   status = run::detail::merge_into_run_file(dir, update);
+  // A full disk: run.json takes a little of the space this process set aside.
+  if (absl::IsResourceExhausted(status) &&
+      store->release_reserve(run::detail::format_run_file(info).size() + value.size())) {
+    status = run::detail::merge_into_run_file(dir, update);
+  }
   if (!status.ok()) return status;
   (info.*field)[std::string(key)] = value;
   pipeline->submit_run_info(info);
