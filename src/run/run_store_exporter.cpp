@@ -588,6 +588,7 @@ absl::Status RunStoreExporter::write_run_info(const RunInfo& info) {
                        summary_text_));
     }
   }
+  end_failure_ = status;
   retire_spares();
   // What is left of the reserve goes to whatever is written after the end
   // (the command's last output, a traceback, the launcher's records).
@@ -638,8 +639,10 @@ absl::Status RunStoreExporter::flush() {
   }
   status.Update(metrics);
   if (summary_unwritten_) status.Update(write_summary_file());
-  // After the end the record holds the final status: nothing to renew.
+  // After the end the record holds the final status: nothing to renew, but
+  // what the end could not write stays the answer (end() reports it).
   if (owns_rank() && !ended_) status.Update(write_rank_file());
+  if (ended_) status.Update(end_failure_);
   std::lock_guard<std::mutex> lock(mu_);
   last_flush_ = status;
   return status;

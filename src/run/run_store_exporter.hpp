@@ -150,7 +150,8 @@ class RunStoreExporter final : public Exporter {
   std::vector<ThreadProgress> progress_;  // by thread index
   bool drop_warned_ = false;
   RecordFile record_;
-  bool ended_ = false;  // the final status is written: no more spares
+  bool ended_ = false;        // the final status is written: no more spares
+  absl::Status end_failure_;  // what the end could not write
   Reserve reserve_;
   // Region rows stop while the disk is full (metrics and the summary keep
   // what space is left); counted in dropped_regions_.

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -162,6 +163,32 @@ def test_a_failed_training_keeps_its_traceback_in_stderr_log(namespace, tmp_path
     _check_full_disk_run(seen, "FAILED")
     assert "Traceback" in seen["stderr_log"], seen["stderr_log"]
     assert "ValueError: boom after the disk filled" in seen["stderr_log"], seen["stderr_log"]
+
+
+def test_end_warns_and_returns_what_it_could_not_write_instead_of_raising(tmp_path):
+    code = """
+        import shutil, warnings, trainscope
+        run = trainscope.start_run(root=%r)
+        trainscope.log_metric("loss", 1.0)
+        shutil.rmtree(run.dir)                      # nothing can be written any more
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            failure = run.end()
+        assert failure is not None and run.dir in failure, failure  # it names the file
+        assert run.end_error == failure and run.end() == failure
+        assert any(issubclass(w.category, trainscope.TrainscopeWarning) and failure in str(w.message)
+                   for w in caught), [str(w.message) for w in caught]
+        assert trainscope.active_run() is None
+        print("ended without raising")
+    """ % str(tmp_path / "runs")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCOPE_RUN_DIR",
+                                                             "MLFLOW_TRACKING_URI")}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "ended without raising" in done.stdout
+    # Python's warning; the C++ Run does not repeat it when it is destroyed.
+    assert "trainscope: warning: run " not in done.stderr, done.stderr
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--driver"]:

@@ -133,7 +133,77 @@ std::string fill_the_disk(const std::string& mount) {
   return failures;
 }
 
+// In the child: a filler takes most of the disk, region rows stop; the filler
+// goes, and rows are written again, with the steps counted meanwhile.
+std::string fill_then_free(const std::string& mount) {
+  std::string failures;
+  const trainscope::testing::CapturedWarnings warnings;
+  const std::string filler = mount + "/filler";
+  {
+    const int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    const std::string block(std::size_t{64} << 10, 'x');
+    for (int i = 0; i < 40 && fd >= 0; ++i) (void)!::write(fd, block.data(), block.size());
+    if (fd >= 0) ::close(fd);
+  }
+  RunOptions options;
+  options.dir = mount + "/run";
+  options.handle_signals = false;
+  options.mlflow_from_environment = false;
+  options.flush_interval = absl::Milliseconds(20);
+  absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(options);
+  if (!run.ok()) return "Run::Start: " + run.status().ToString() + "\n";
+  Timer timer;
+  (*run)->attach(timer);
+  const auto time_batches = [&timer](int n) {
+    for (int i = 0; i < n; ++i) {
+      timer.start(TimeType::BATCH);
+      timer.end(TimeType::BATCH);
+    }
+  };
+  constexpr int kFirst = 40000;  // ~2 MB of rows for what is left of 4 MiB
+  constexpr int kAfter = 1000;
+  time_batches(kFirst);
+  (*run)->pipeline().flush();
+  if (!warnings.contains("region rows are not written while the disk is full")) {
+    failures += "the filler did not fill the disk: " + warnings.joined() + "\n";
+  }
+  ::unlink(filler.c_str());
+  for (int wait = 0; wait < 200 && !warnings.contains("region rows are written again"); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!warnings.contains("region rows are written again")) {
+    failures += "region rows did not resume once space was back: " + warnings.joined() + "\n";
+  }
+  time_batches(kAfter);
+  const absl::Status ended = (*run)->end();
+  if (!ended.ok()) failures += "end(): " + ended.ToString() + "\n";
+  absl::StatusOr<RunReader> reader = RunReader::Open(options.dir);
+  if (!reader.ok()) return failures + "RunReader::Open: " + reader.status().ToString() + "\n";
+  absl::StatusOr<Chunk<RegionRow>> regions = reader->read_regions(0);
+  if (!regions.ok()) return failures + "read_regions: " + regions.status().ToString() + "\n";
+  const std::uint64_t dropped = reader->ranks()[0].dropped_region_rows;
+  std::fprintf(stderr, "[figures] filler freed: rows kept %zu, dropped %llu of %d\n",
+               regions->rows.size(), static_cast<unsigned long long>(dropped), kFirst + kAfter);
+  if (dropped == 0 || regions->rows.size() + dropped != kFirst + kAfter) {
+    failures += fmt::format("{} rows kept + {} dropped != {}\n", regions->rows.size(), dropped,
+                            kFirst + kAfter);
+  }
+  if (regions->rows.size() < kAfter || regions->rows.back().step != kFirst + kAfter - 1) {
+    failures += "the rows after the disk had space again are missing or miscounted\n";
+  }
+  return failures;
+}
+
 using RunFullTmpfsTest = trainscope::testing::RunDirTest;
+
+TEST_F(RunFullTmpfsTest, RegionRowsResumeWhenSpaceIsBack) {
+  const fs::path mount = root_ / "tmpfs";
+  fs::create_directories(mount);
+  const trainscope::testing::TmpfsOutcome outcome =
+      trainscope::testing::run_on_small_tmpfs(mount.string(), kTmpfsBytes, fill_then_free);
+  if (!outcome.mounted) GTEST_SKIP() << "no small tmpfs to fill: " << outcome.skip_reason;
+  EXPECT_EQ(outcome.failures, "");
+}
 
 TEST_F(RunFullTmpfsTest, MetricsSummaryAndHeartbeatOutliveRegionRows) {
   const fs::path mount = root_ / "tmpfs";
