@@ -191,5 +191,29 @@ def test_end_warns_and_returns_what_it_could_not_write_instead_of_raising(tmp_pa
     assert "trainscope: warning: run " not in done.stderr, done.stderr
 
 
+def test_trainscope_run_prints_the_status_its_run_directory_has(tmp_path):
+    """The command exits 0, but its rank died (kill -9) and the directory says FAILED:
+    the line printed says so too, and the exit code stays the command's."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent("""
+        import os, signal, subprocess, sys
+        rank = ("import os, signal, trainscope; trainscope.log_metric('x', 1); "
+                "os.kill(os.getpid(), signal.SIGKILL)")
+        subprocess.run([sys.executable, "-c", rank], check=False)
+        sys.exit(0)
+    """))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCOPE_RUN_DIR",
+                                                             "MLFLOW_TRACKING_URI")}
+    run_dir = tmp_path / "run"
+    done = subprocess.run([os.environ["TRAINSCOPE_CLI"], "run", "--no-sample", "--no-diagnosis",
+                           "--run-dir", str(run_dir), "--", sys.executable, str(job)], env=env,
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    import trainscope  # pylint: disable=import-outside-toplevel
+    assert trainscope.read_run(str(run_dir)).status == "FAILED"
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"trainscope run: exit code 0, run {run_dir} FAILED", done.stderr
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["--driver"]:
     _driver(sys.argv[2], sys.argv[3])
