@@ -4,6 +4,7 @@
 // heartbeat goes on, so a reader never takes the live run for a crashed one;
 // and ending the run succeeds.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -15,7 +16,10 @@
 #include <thread>
 
 #include "absl/time/time.h"
+#include "common/files.hpp"
 #include "fmt/format.h"
+#include "run/run_format.hpp"
+#include "run/run_store_exporter.hpp"
 #include "support/run_dir_test.hpp"
 #include "support/small_tmpfs.hpp"
 #include "support/warnings.hpp"
@@ -194,7 +198,81 @@ std::string fill_then_free(const std::string& mount) {
   return failures;
 }
 
+// Writes a filler file until the disk is full.
+void fill(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const std::string block(4096, 'x');
+  while (fd >= 0 && ::write(fd, block.data(), block.size()) > 0) {
+  }
+  if (fd >= 0) ::close(fd);
+}
+
+// In the child: a store without a reserve. The summary that finds the disk
+// full is written at the first flush after space is back; at the end, one
+// that never made it is printed in a warning instead of lost.
+std::string summary_waits_for_space(const std::string& mount) {
+  std::string failures;
+  const trainscope::testing::CapturedWarnings warnings;
+  const std::string dir = mount + "/run";
+  ::mkdir(dir.c_str(), 0755);
+  RunInfo info;
+  info.id = std::string(32, 'a');
+  if (!trainscope::detail::write_file_atomically(dir + "/run.json",
+                                                 run::detail::format_run_file(info))
+           .ok()) {
+    return "cannot write run.json\n";
+  }
+  run::detail::RunStoreExporter::Options options;
+  options.dir = dir;
+  options.reserve_bytes = 0;
+  absl::StatusOr<std::shared_ptr<run::detail::RunStoreExporter>> store =
+      run::detail::RunStoreExporter::Create(options);
+  if (!store.ok()) return "Create: " + store.status().ToString() + "\n";
+  Timer timer;
+  for (int i = 0; i < 10; ++i) {
+    timer.start(TimeType::BATCH);
+    timer.end(TimeType::BATCH);
+  }
+  const std::string filler = mount + "/filler";
+  const std::string summary_path = dir + "/summary-0.json";
+  fill(filler);
+  if ((*store)->write_summary(timer.summary()).ok()) failures += "the disk was not full\n";
+  if (fs::exists(summary_path)) failures += "a summary was written on a full disk\n";
+  ::unlink(filler.c_str());
+  if (!(*store)->flush().ok()) failures += "flush() with space back failed\n";
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(summary_path);
+  if (!text.ok() || text->find("\"BATCH\"") == std::string::npos) {
+    failures += "the kept summary was not written once space was back\n";
+  }
+
+  timer.start(TimeType::EPOCH);
+  timer.end(TimeType::EPOCH);
+  fill(filler);
+  (void)(*store)->write_summary(timer.summary());
+  info.status = RunStatus::kFinished;
+  info.end_time_ms = 1;
+  (void)(*store)->write_run_info(info);
+  if (!warnings.contains("summary follows") || !warnings.contains("\"EPOCH\"")) {
+    failures += "the unwritten summary was not printed: " + warnings.joined() + "\n";
+  }
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+  if (!reader.ok() || reader->ranks().empty() ||
+      reader->ranks()[0].status != RunStatus::kFinished) {
+    failures += "the rank's final status is not FINISHED on the full disk\n";
+  }
+  return failures;
+}
+
 using RunFullTmpfsTest = trainscope::testing::RunDirTest;
+
+TEST_F(RunFullTmpfsTest, SummaryIsWrittenWhenSpaceIsBackOrPrinted) {
+  const fs::path mount = root_ / "tmpfs";
+  fs::create_directories(mount);
+  const trainscope::testing::TmpfsOutcome outcome =
+      trainscope::testing::run_on_small_tmpfs(mount.string(), kTmpfsBytes, summary_waits_for_space);
+  if (!outcome.mounted) GTEST_SKIP() << "no small tmpfs to fill: " << outcome.skip_reason;
+  EXPECT_EQ(outcome.failures, "");
+}
 
 TEST_F(RunFullTmpfsTest, RegionRowsResumeWhenSpaceIsBack) {
   const fs::path mount = root_ / "tmpfs";
