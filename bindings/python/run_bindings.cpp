@@ -514,14 +514,22 @@ void RegisterRun(py::module_& m) {
           "end",
           [](Run& r, const std::string& status) {
             const RunStatus s = ToStatus(status);
+            if (s == RunStatus::kRunning) {
+              throw py::value_error("end(\"RUNNING\"): a run ends FINISHED, FAILED or KILLED");
+            }
             absl::Status result;
             {
               py::gil_scoped_release release;  // flushing may wait on the disk
               result = r.end(s);
             }
-            ThrowIfError(result);
+            // Ending never raises for what the disk did: the failure (it
+            // names the file) is returned for run.py to warn about and keep.
+            return result.ok() ? py::object(py::none())
+                               : py::object(py::str(std::string(result.message())));
           },
-          py::arg("status") = "FINISHED");
+          py::arg("status") = "FINISHED",
+          "Flushes, records the status; None, or what could not be written (a message naming "
+          "the file).");
 }
 
 }  // namespace trainscope::python
