@@ -731,8 +731,11 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   set_end_tags(run, options, result);
   warn_if_error(end_run(run, result), "run end");
   // The status printed is the run directory's (ranks and launchers
-  // combined, as every reader sees it); the exit code stays the command's.
-  if (absl::StatusOr<RunReader> read = RunReader::Open(run.dir()); read.ok()) {
+  // combined, as every reader sees it), unless it still runs (another
+  // launcher of the job goes on): then this launcher's own. The exit code
+  // stays the command's.
+  if (absl::StatusOr<RunReader> read = RunReader::Open(run.dir());
+      read.ok() && read->info().status != RunStatus::kRunning) {
     result.status = read->info().status;
   }
   return result;
