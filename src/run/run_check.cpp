@@ -130,8 +130,19 @@ std::vector<RunProblem> check_rank_records(const std::vector<RankRecords>& ranks
 
 absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
                                                   const RegionCounts* counted) {
+  std::vector<RankState> states = reader.ranks();
+  // Summaries of ranks without a rank file are read too (and held to nothing).
+  for (const RunFile& file : reader.files()) {
+    if (file.kind != RunFileKind::kSummary) continue;
+    if (std::none_of(states.begin(), states.end(),
+                     [&file](const RankState& s) { return s.rank.rank == file.rank; })) {
+      RankState orphan;
+      orphan.rank.rank = file.rank;
+      states.push_back(orphan);
+    }
+  }
   std::vector<RankRecords> records;
-  for (const RankState& state : reader.ranks()) {
+  for (const RankState& state : states) {
     const std::uint32_t rank = state.rank.rank;
     RankRecords& r = records.emplace_back();
     r.state = state;
