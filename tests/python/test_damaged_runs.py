@@ -118,3 +118,53 @@ def test_search_runs_skips_and_names_a_run_without_run_json_or_with_lost_rows(tm
     assert sorted(frame["params.p"]) == ["1", "8"]
     assert f"{root / 'run2'}: skipped" in messages and "run.json" in messages
     assert f"{root / 'run4'}: skipped" in messages and "regions-0.csv" in messages
+
+
+def _cli(*args):
+    return subprocess.run([trainscope_cli(), *map(str, args)], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_every_cli_reader_warns_of_a_regions_file_cut_short(tmp_path):
+    keys = (("IO", "CPU"), ("BATCH", "CPU"))
+    run_dir = finished_run(tmp_path / "r", keys=keys)
+    base = finished_run(tmp_path / "base", keys=keys, run_id="1" * 32)
+    cut(run_dir, 900 + 453)  # every IO row, 453 BATCH rows of 900
+    regions = os.path.join(run_dir, "regions-0.csv")
+    page = tmp_path / "page.html"
+    for args in (("report", run_dir, "-o", page, "-q"), ("stalls", run_dir),
+                 ("diagnose", run_dir), ("compare", base, run_dir),
+                 ("model", run_dir, "--params", "p")):
+        done = _cli(*args)
+        assert f"{regions} holds 453 rows of BATCH on CPU, but summary-0.json counts 900" in \
+            done.stderr, (args, done.stderr)
+        assert "rows of IO" not in done.stderr, args
+    assert "holds 453 rows of BATCH on CPU" in page.read_text(encoding="utf-8")  # on the page
+
+
+def test_cli_readers_refuse_a_run_whose_region_rows_are_lost(tmp_path):
+    run_dir = finished_run(tmp_path / "r", keys=(("BATCH", "CPU"), ("IO", "CPU")))
+    os.remove(os.path.join(run_dir, "regions-0.csv"))
+    for args in (("report", run_dir, "-o", tmp_path / "p.html", "-q"), ("stalls", run_dir),
+                 ("diagnose", run_dir)):
+        done = _cli(*args)
+        assert done.returncode != 0, args
+        assert "regions-0.csv: no such file, but rank 0 ended FINISHED" in done.stderr, args
+
+
+def test_model_and_report_skip_and_name_a_damaged_run_and_say_how_many_points(tmp_path):
+    root = _four_runs(tmp_path / "runs")
+    shutil.move(root / "run2" / "run.json", tmp_path / "run.json")  # run.json lost
+    done = _cli("model", root, "--params", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    assert f"{root / 'run2'}: skipped" in done.stderr and "run.json" in done.stderr
+    model = json.loads(done.stdout)["models"][0]
+    assert (model["points"], model["values"]) == (3, 3)
+    text = _cli("model", root, "--params", "p")
+    assert "(3 points, 3 values" in text.stdout
+    page = tmp_path / "study.html"
+    done = _cli("report", root, "-o", page, "-q", "--scaling", "p")
+    assert done.returncode == 0, done.stderr
+    assert f"{root / 'run2'}: skipped" in done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert '"points_used":3' in html and '"runs_used":3' in html
