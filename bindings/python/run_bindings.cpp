@@ -19,9 +19,9 @@
 #include "trainscope/export/perfetto_exporter.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/run/run.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
-#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace py = pybind11;
