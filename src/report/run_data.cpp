@@ -359,8 +359,11 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
       absl::StatusOr<Chunk<RegionRow>> chunk = reader->read_regions(rank, offset, kChunkBytes);
       if (absl::IsNotFound(chunk.status())) {
         found = false;
-        run.notes.push_back(fmt::format("rank {} has no {} yet", rank,
-                                        run_data_file_name(RunFileKind::kRegions, rank)));
+        const std::string name = run_data_file_name(RunFileKind::kRegions, rank);
+        run.notes.push_back(r.status == RunStatus::kRunning
+                                ? fmt::format("rank {} has no {} yet", rank, name)
+                                : fmt::format("rank {} ended {} without {}", rank,
+                                              run_status_name(r.status), name));
         break;
       }
       if (!chunk.ok()) return chunk.status();
