@@ -1,7 +1,12 @@
 #include "trainscope/run/run_check.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <deque>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -61,6 +66,54 @@ class Tally {
   std::vector<RegionCount> counts_;
   std::size_t last_ = 0;
 };
+
+// Counts of files already read by this process, by file identity: a report
+// reads a run once and checks it thrice (its page, the diagnosis, the stalls);
+// a file of an ended rank no longer changes, and a changed file is a new key.
+struct FileId {
+  std::string path;
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const FileId& o) const {
+    return path == o.path && device == o.device && inode == o.inode && size == o.size &&
+           mtime_ns == o.mtime_ns;
+  }
+};
+constexpr std::size_t kCachedFiles = 32;
+
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return FileId{path, st.st_dev, st.st_ino, st.st_size,
+                std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+class CountCache {
+ public:
+  std::optional<std::vector<RegionCount>> find(const FileId& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, counts] : entries_) {
+      if (key == id) return counts;
+    }
+    return std::nullopt;
+  }
+  void put(FileId id, std::vector<RegionCount> counts) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.size() >= kCachedFiles) entries_.erase(entries_.begin());
+    entries_.emplace_back(std::move(id), std::move(counts));
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::pair<FileId, std::vector<RegionCount>>> entries_;
+};
+
+CountCache& count_cache() {
+  static CountCache* cache = new CountCache();  // never destroyed: used at exit too
+  return *cache;
+}
 
 }  // namespace
 
@@ -153,10 +206,19 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
                             std::any_of(r.summary->entries.begin(), r.summary->entries.end(),
                                         [](const SummaryEntry& e) { return expected_rows(e) > 0; });
     if (!needs_rows) continue;
+    const std::optional<FileId> id = file_id(r.regions_path);
     if (counted != nullptr) {
       if (auto it = counted->find(rank); it != counted->end()) {
         r.regions_found = true;
         r.rows = it->second;
+        if (id) count_cache().put(*id, r.rows);
+        continue;
+      }
+    }
+    if (id) {
+      if (std::optional<std::vector<RegionCount>> cached = count_cache().find(*id)) {
+        r.regions_found = true;
+        r.rows = *std::move(cached);
         continue;
       }
     }
@@ -176,6 +238,8 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
       offset = scan->next_offset;
     }
     r.rows = tally.take();
+    // What was read, if the file is still what it was when counting began.
+    if (id && r.regions_found && file_id(r.regions_path) == id) count_cache().put(*id, r.rows);
   }
   return check_rank_records(records);
 }
