@@ -145,8 +145,10 @@ def test_every_cli_reader_warns_of_a_regions_file_cut_short(tmp_path):
 def test_cli_readers_refuse_a_run_whose_region_rows_are_lost(tmp_path):
     run_dir = finished_run(tmp_path / "r", keys=(("BATCH", "CPU"), ("IO", "CPU")))
     os.remove(os.path.join(run_dir, "regions-0.csv"))
+    base = finished_run(tmp_path / "base", keys=(("BATCH", "CPU"), ("IO", "CPU")),
+                        run_id="1" * 32)
     for args in (("report", run_dir, "-o", tmp_path / "p.html", "-q"), ("stalls", run_dir),
-                 ("diagnose", run_dir)):
+                 ("diagnose", run_dir), ("compare", base, run_dir)):
         done = _cli(*args)
         assert done.returncode != 0, args
         assert "regions-0.csv: no such file, but rank 0 ended FINISHED" in done.stderr, args
