@@ -280,8 +280,8 @@ void RegisterRunReader(py::module_& m) {
             return out;
           },
           "The run's damage as check_run finds it: [{error, kind, rank, path, key, device, "
-          "summary_rows, file_rows, message}]; errors first within a rank. Raises ValueError for "
-          "a regions file that cannot be read.")
+          "summary_rows, file_rows, message}]; errors first within a rank. A regions file that "
+          "cannot be read is left to its readers.")
       .def_static("holds_run_files", &holds_run_files, py::arg("dir"),
                   "Whether dir holds a run or what is left of one (run.json, or rank, launcher, "
                   "regions or summary files).");

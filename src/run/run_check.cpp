@@ -131,7 +131,7 @@ std::vector<RunProblem> check_rank_records(const std::vector<RankRecords>& ranks
       out.push_back(std::move(p));
       continue;
     }
-    if (!ended(r.state)) continue;
+    if (!ended(r.state) || !r.regions_read) continue;
     std::uint64_t counted = 0;
     const SummaryEntry* first = nullptr;
     for (const SummaryEntry& e : r.summary->entries) {
@@ -233,13 +233,17 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
         r.regions_found = false;
         break;
       }
-      if (!scan.ok()) return scan.status();
+      if (!scan.ok()) {
+        r.regions_read = false;
+        break;
+      }
       if (scan->next_offset == offset) break;
       offset = scan->next_offset;
     }
     r.rows = tally.take();
     // What was read, if the file is still what it was when counting began.
-    if (id && r.regions_found && file_id(r.regions_path) == id) count_cache().put(*id, r.rows);
+    if (id && r.regions_found && r.regions_read && file_id(r.regions_path) == id)
+      count_cache().put(*id, r.rows);
   }
   return check_rank_records(records);
 }

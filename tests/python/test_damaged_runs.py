@@ -89,6 +89,17 @@ def test_region_rows_lost_in_a_finished_run_is_an_error_naming_the_file(tmp_path
     assert "summary-0.json counts 900 regions" in str(error.value)
 
 
+def test_a_bad_line_is_raised_by_the_read_of_regions_not_by_read_run(tmp_path):
+    run_dir = finished_run(tmp_path / "r")
+    with open(os.path.join(run_dir, "regions-0.csv"), "a", encoding="utf-8") as f:
+        f.write("BATCH,CPU,0,0,1,12x34,0,0\n")
+    run = trainscope.read_run(run_dir)
+    assert run.warnings == []
+    assert len(run.metrics) > 0  # the rest of the run stays readable
+    with pytest.raises(ValueError, match="regions-0.csv"):
+        _ = run.regions
+
+
 def test_a_corrupt_summary_is_skipped_with_a_warning_and_the_run_stays_readable(tmp_path):
     run_dir = finished_run(tmp_path / "r")
     with open(os.path.join(run_dir, "summary-0.json"), "w", encoding="utf-8") as f:

@@ -120,6 +120,16 @@ TEST_F(RunCheckTest, ACorruptSummaryIsAWarningNamingItAndTheRunStaysReadable) {
   EXPECT_EQ(unreadable_summaries(problems), std::vector<std::uint32_t>{0});
 }
 
+TEST_F(RunCheckTest, ARegionsFileWithABadLineIsLeftToItsReaders) {
+  const fs::path dir = write_finished_run(root_ / "r");
+  cut_regions(dir, 10);
+  testing::write_file(dir / "regions-0.csv", "BATCH,CPU,0,0,1,12x34,0,0\n", /*append=*/true);
+  EXPECT_TRUE(check(dir.string()).empty());  // not "holds 10 rows": the read names the line
+  absl::StatusOr<Chunk<RegionRow>> rows = open_run(dir.string()).read_regions(0);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_THAT(std::string(rows.status().message()), HasSubstr("regions-0.csv:12: duration_ns"));
+}
+
 TEST_F(RunCheckTest, ARankStillRunningOrCrashedIsNotHeldToItsSummary) {
   const fs::path dir = write_finished_run(root_ / "r");
   cut_regions(dir, 10);

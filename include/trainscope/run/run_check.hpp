@@ -72,6 +72,9 @@ struct RankRecords {
   // Whether the regions file exists; its rows by key and device (only looked
   // at when it does).
   bool regions_found = false;
+  // False when the file could not be read (an I/O error, a bad line): its
+  // rows are not held to the summary; the readers of the rows say why.
+  bool regions_read = true;
   std::vector<RegionCount> rows;
   std::string summary_path;
   // The summary read (an empty one when the rank stored none), or why it
@@ -90,8 +93,9 @@ using RegionCounts = std::map<std::uint32_t, std::vector<RegionCount>>;
 
 // Reads what check_rank_records needs of `reader`'s run (every summary; the
 // rows of each ended rank whose summary counts regions, unless in `counted`)
-// and checks it. Errors: a regions file that cannot be read (an I/O error, a
-// bad line), naming it, as RunReader::read_regions.
+// and checks it. A regions file that cannot be read (an I/O error, a bad
+// line) is not checked: reading its rows fails, naming it, and that is the
+// error its readers report (read_run raises it when its regions are read).
 absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
                                                   const RegionCounts* counted = nullptr);
 
