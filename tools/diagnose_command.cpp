@@ -52,6 +52,9 @@ int diagnose_command(const std::vector<std::string>& args) {
                  std::string(result.status().message()).c_str());
     return kExitFailed;
   }
+  for (const std::string& w : result->warnings) {
+    std::fprintf(stderr, "trainscope diagnose: warning: %s\n", w.c_str());
+  }
   const std::string out =
       json ? diagnosis::diagnosis_json(*result, 1) + "\n" : diagnosis::format_diagnosis(*result);
   std::fputs(out.c_str(), stdout);

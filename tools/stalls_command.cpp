@@ -123,6 +123,9 @@ int analyze_one(const Args& args) {
     std::fprintf(stderr, "trainscope stalls: %s\n", std::string(stalls.status().message()).c_str());
     return kExitFailed;
   }
+  for (const std::string& w : stalls->warnings) {
+    std::fprintf(stderr, "trainscope stalls: warning: %s\n", w.c_str());
+  }
   const std::string out =
       args.json ? run_stalls_json(*stalls, 1) + "\n" : format_run_stalls(*stalls);
   std::fputs(out.c_str(), stdout);

@@ -27,6 +27,7 @@
 #include "trainscope/export/perfetto_exporter.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/run/run.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -453,7 +454,50 @@ void RegisterRunReader(py::module_& m) {
       .def("region_columns", &RegionColumns, py::arg("rank"),
            "regions-<rank>.csv as numpy columns (see run_bindings.cpp), or None.")
       .def("metric_columns", &MetricColumns, py::arg("rank") = py::none(), py::arg("host") = "",
-           "metrics-<rank>.csv, or host-<host>.csv without a rank, as numpy columns, or None.");
+           "metrics-<rank>.csv, or host-<host>.csv without a rank, as numpy columns, or None.")
+      // --- check_run (trainscope/run/run_check.hpp): the damage every reader names.
+      .def(
+          "check",
+          [](const RunReader& r) {
+            absl::StatusOr<std::vector<RunProblem>> problems;
+            {
+              py::gil_scoped_release release;  // may count the rows of regions files
+              problems = check_run(r);
+            }
+            py::list out;
+            for (const RunProblem& p : ValueOrThrow(std::move(problems))) {
+              py::dict d;
+              d["error"] = p.error;
+              d["kind"] = [&p] {
+                switch (p.kind) {
+                  case RunProblemKind::kRegionsMissing:
+                    return "regions_missing";
+                  case RunProblemKind::kRegionsEmpty:
+                    return "regions_empty";
+                  case RunProblemKind::kRegionsShort:
+                    return "regions_short";
+                  case RunProblemKind::kSummaryUnreadable:
+                    break;
+                }
+                return "summary_unreadable";
+              }();
+              d["rank"] = p.rank;
+              d["path"] = p.path;
+              d["key"] = p.key;
+              d["device"] = std::string(device_name(p.device));
+              d["summary_rows"] = p.summary_rows;
+              d["file_rows"] = p.file_rows;
+              d["message"] = p.message;
+              out.append(std::move(d));
+            }
+            return out;
+          },
+          "The run's damage as check_run finds it: [{error, kind, rank, path, key, device, "
+          "summary_rows, file_rows, message}]; errors first within a rank. A regions file that "
+          "cannot be read is left to its readers.")
+      .def_static("holds_run_files", &holds_run_files, py::arg("dir"),
+                  "Whether dir holds a run or what is left of one (run.json, or rank, launcher, "
+                  "regions or summary files).");
 }
 
 }  // namespace

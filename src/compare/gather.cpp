@@ -20,8 +20,10 @@
 #include "compare/side_data.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "trainscope/common/errors.hpp"
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -141,6 +143,11 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   absl::StatusOr<RunReader> opened = RunReader::Open(dir);
   if (!opened.ok()) return opened.status();
   const RunReader& reader = *opened;
+  // Lost region rows make the run unusable; a file cut short is said (run_check.hpp).
+  absl::StatusOr<std::vector<RunProblem>> problems = check_run(reader);
+  if (!problems.ok()) return problems.status();
+  if (absl::Status lost = run_problems_error(*problems); !lost.ok()) return lost;
+  for (const std::string& warning : run_problem_warnings(*problems)) warn(warning);
   RunData data;
   SideRun& run = data.run;
   run.dir = dir;
@@ -309,7 +316,7 @@ absl::StatusOr<std::vector<std::string>> run_dirs(const std::string& spec) {
       for (std::size_t i = 0; i < g.gl_pathc; ++i) {
         std::string path = g.gl_pathv[i];
         while (path.size() > 1 && path.back() == '/') path.pop_back();
-        if (is_run_directory(path)) dirs.push_back(path);
+        if (holds_run_files(path)) dirs.push_back(path);  // a damaged one is skipped by name
       }
     ::globfree(&g);
     if (dirs.empty())
@@ -325,7 +332,7 @@ absl::StatusOr<std::vector<std::string>> run_dirs(const std::string& spec) {
   if (!entries.ok()) return entries.status();
   for (const std::string& name : *entries) {
     const std::string path = spec + "/" + name;
-    if (is_run_directory(path)) dirs.push_back(path);
+    if (holds_run_files(path)) dirs.push_back(path);
   }
   if (dirs.empty())
     return absl::NotFoundError(
@@ -345,11 +352,19 @@ std::optional<std::pair<std::string, bool>> saved_side(const std::string& spec) 
 
 absl::Status add_runs(const std::vector<std::string>& dirs, const GatherOptions& options,
                       Side* side) {
+  // A damaged run among several is skipped and named; a side of none is an error.
+  absl::Status first_error;
   for (const std::string& dir : dirs) {
     absl::StatusOr<RunData> data = read_run(dir, options);
+    if (!data.ok() && dirs.size() > 1) {
+      warn(fmt::format("{}: skipped: {}", dir, std::string(data.status().message())));
+      if (first_error.ok()) first_error = data.status();
+      continue;
+    }
     if (!data.ok()) return data.status();
     add_run_data(std::move(*data), side);
   }
+  if (side->runs.empty() && !first_error.ok()) return first_error;
   return absl::OkStatus();
 }
 
@@ -420,13 +435,16 @@ absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view f
     absl::StatusOr<std::vector<std::string>> entries = list_directory(root);
     if (!entries.ok()) return entries.status();
     for (const std::string& name : *entries)
-      if (is_run_directory(root + "/" + name)) candidates.push_back(root + "/" + name);
+      if (holds_run_files(root + "/" + name)) candidates.push_back(root + "/" + name);
     std::sort(candidates.begin(), candidates.end());
   }
   std::vector<std::string> dirs;
   for (const std::string& dir : candidates) {
     absl::StatusOr<RunReader> reader = RunReader::Open(dir);
-    if (!reader.ok()) return reader.status();
+    if (!reader.ok()) {  // skipped and named, as a damaged run among many everywhere
+      warn(fmt::format("{}: skipped: {}", dir, std::string(reader.status().message())));
+      continue;
+    }
     if (run_filter_matches(*parsed, run_filter_row(*reader))) dirs.push_back(dir);
   }
   if (dirs.empty())

@@ -22,6 +22,7 @@
 #include "absl/strings/strip.h"
 #include "diagnosis/statistics.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
 
@@ -670,7 +671,15 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   absl::StatusOr<Follower> follower = Follower::Open(run_dir, options);
   if (!follower.ok()) return follower.status();
   if (absl::Status polled = follower->poll(); !polled.ok()) return polled;
-  return follower->diagnose();
+  // A finished run is held to its summaries (run_check.hpp): lost rows are an error.
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return reader.status();
+  absl::StatusOr<std::vector<RunProblem>> problems = check_run(*reader);
+  if (!problems.ok()) return problems.status();
+  if (absl::Status lost = run_problems_error(*problems); !lost.ok()) return lost;
+  absl::StatusOr<Diagnosis> out = follower->diagnose();
+  if (out.ok()) out->warnings = run_problem_warnings(*problems);
+  return out;
 }
 
 }  // namespace trainscope::diagnosis

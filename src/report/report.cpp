@@ -18,6 +18,7 @@
 #include "report/run_data.hpp"
 #include "report/stalls_data.hpp"
 #include "report/study.hpp"
+#include "trainscope/common/errors.hpp"
 #include "trainscope/version.hpp"
 
 namespace trainscope::report {
@@ -112,6 +113,7 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
     absl::StatusOr<detail::RunData> run =
         detail::read_run_data(inputs->runs.front().dir, detail::ReadOptions{}, options.progress);
     if (!run.ok()) return run.status();
+    for (const std::string& warning : run->warnings) warn(warning);  // also on the page
     if (options.progress) {
       options.progress(
           fmt::format(

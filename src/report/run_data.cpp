@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "report/downsample.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -347,14 +348,22 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
   absl::flat_hash_map<std::string, std::size_t> region_index;
   absl::flat_hash_map<std::string, std::size_t> metric_index;
   absl::flat_hash_map<std::string, std::size_t> hardware_index;
+  // The rows of each rank's file by key and device, for check_run (a file cut short).
+  RegionCounts counted;
   for (const RankState& r : run.ranks) {
     const std::uint32_t rank = r.rank.rank;
     std::uint64_t offset = 0;
+    std::vector<std::uint64_t> rows_of_column;
+    bool found = true;
     for (;;) {
       absl::StatusOr<Chunk<RegionRow>> chunk = reader->read_regions(rank, offset, kChunkBytes);
       if (absl::IsNotFound(chunk.status())) {
-        run.notes.push_back(fmt::format("rank {} has no {} yet", rank,
-                                        run_data_file_name(RunFileKind::kRegions, rank)));
+        found = false;
+        const std::string name = run_data_file_name(RunFileKind::kRegions, rank);
+        run.notes.push_back(r.status == RunStatus::kRunning
+                                ? fmt::format("rank {} has no {} yet", rank, name)
+                                : fmt::format("rank {} ended {} without {}", rank,
+                                              run_status_name(r.status), name));
         break;
       }
       if (!chunk.ok()) return chunk.status();
@@ -367,6 +376,8 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
           c.key = row.key;
           c.device = row.device;
         }
+        if (it->second >= rows_of_column.size()) rows_of_column.resize(it->second + 1);
+        ++rows_of_column[it->second];
         RegionColumns& c = run.regions[it->second];
         c.seconds.push_back(static_cast<double>(row.duration_ns) * 1e-9);
         c.start_ns.push_back(row.start_unix_ns);
@@ -377,6 +388,14 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
       read_progress.add(chunk->next_offset - offset, chunk->rows.size());
       if (chunk->next_offset == offset) break;  // nothing more, or a cut last line
       offset = chunk->next_offset;
+    }
+    if (found) {
+      std::vector<RegionCount>& rows = counted[rank];
+      for (std::size_t i = 0; i < rows_of_column.size(); ++i) {
+        if (rows_of_column[i] > 0) {
+          rows.push_back(RegionCount{run.regions[i].key, run.regions[i].device, rows_of_column[i]});
+        }
+      }
     }
     if (options.metrics || options.hardware) {
       absl::StatusOr<Chunk<MetricPoint>> chunk = reader->read_metrics(rank);
@@ -398,6 +417,15 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
         read_progress.add(chunk->next_offset, 0);
       }
     }
+  }
+  // What the rows say against the summaries (run_check.hpp): lost rows fail the
+  // run, naming the file; a file cut short or a damaged summary is said on the page.
+  absl::StatusOr<std::vector<RunProblem>> problems = check_run(*reader, &counted);
+  if (!problems.ok()) return problems.status();
+  if (absl::Status lost = run_problems_error(*problems); !lost.ok()) return lost;
+  for (std::string& warning : run_problem_warnings(*problems)) {
+    run.warnings.push_back(warning);
+    run.notes.push_back(std::move(warning));
   }
   std::sort(run.regions.begin(), run.regions.end(),
             [](const RegionColumns& a, const RegionColumns& b) {

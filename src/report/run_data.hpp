@@ -57,8 +57,11 @@ struct RunData {
   std::uint64_t hardware_rows = 0;
   std::uint64_t metric_rows = 0;
   std::vector<std::string> notes;  // what the page should say about the data (a missing file)
-  std::string environment;         // environment.json's text ("" when none or damaged)
-  std::string stdout_tail;         // the end of the command's logs ("" when none)
+  // check_run's warnings (a regions file cut short, a damaged summary), also in notes:
+  // the CLI prints them.
+  std::vector<std::string> warnings;
+  std::string environment;  // environment.json's text ("" when none or damaged)
+  std::string stdout_tail;  // the end of the command's logs ("" when none)
   std::string stderr_tail;
 };
 

@@ -14,6 +14,8 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "report/stalls_data.hpp"
+#include "trainscope/common/errors.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/model_document.hpp"
@@ -72,7 +74,8 @@ absl::StatusOr<std::vector<std::string>> runs_in(const fs::path& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) return found;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (is_run_directory(it->path().string())) found.push_back(it->path().string());
+    // Also what is left of a run without its run.json: skipped by name, not silently.
+    if (holds_run_files(it->path().string())) found.push_back(it->path().string());
   }
   if (error) {
     return absl::PermissionDeniedError(fmt::format("{}: cannot list the directory: {}",
@@ -194,6 +197,11 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
   }
   out["points"] = std::move(points);
   out["max_measured"] = max_x;
+  // What the fit used: points (distinct values of the parameter) and runs.
+  std::size_t runs_used = 0;
+  for (const scaling::Point& p : series.points) runs_used += p.values.size();
+  out["points_used"] = series.points.size();
+  out["runs_used"] = runs_used;
   absl::StatusOr<scaling::Model> model = scaling::fit(set->parameters, series);
   if (!model.ok()) {
     out["error"] = std::string(model.status().message());
@@ -203,8 +211,13 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
   // room's Model JSON document), the series named by its key and statistic.
   scaling::ModelDocument document;
   document.parameters = set->parameters;
-  document.models.push_back(
-      scaling::ModeledSeries{series.callpath, series.metric, *model, {}, {}, {}});
+  scaling::ModeledSeries modeled;
+  modeled.callpath = series.callpath;
+  modeled.metric = series.metric;
+  modeled.model = *model;
+  modeled.points = series.points.size();
+  modeled.values = runs_used;
+  document.models.push_back(std::move(modeled));
   out["model"] = json::parse(scaling::model_document_json(document));
   std::vector<std::vector<double>> grid;
   std::vector<double> resources;
@@ -321,7 +334,10 @@ absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling
       }
       absl::StatusOr<RunData> run = read_run_data(item.dir, ReadOptions{false, false}, progress);
       if (!run.ok()) {
-        // One damaged run does not hide the others: its row says what is wrong.
+        // One damaged run does not hide the others: it is skipped and named, its row
+        // says what is wrong (one policy for a damaged run among many: run_check.hpp).
+        warn(fmt::format("{}: skipped: {}", shown_path(item.dir),
+                         std::string(run.status().message())));
         row = json{{"name", item.job.empty() ? item.dir : item.job},
                    {"dir", item.dir},
                    {"status", "UNREADABLE"},
@@ -330,7 +346,9 @@ absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling
                    {"stats", json::array()},
                    {"duration_s", nullptr}};
       } else {
+        for (const std::string& warning : run->warnings) warn(warning);
         row = run_row_json(*run, kTrendPoints);
+        row["warnings"] = run->warnings;
       }
     }
     row["job"] = item.job;

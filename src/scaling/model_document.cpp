@@ -70,6 +70,8 @@ Json series_json(const ModeledSeries& s, const std::vector<std::string>& paramet
   Json j;
   j["callpath"] = s.callpath;
   j["metric"] = s.metric;
+  j["points"] = s.points;  // what the fit used
+  j["values"] = s.values;
   j["formula"] = model.formula();
   j["python"] = model.python();
   j["cpp"] = model.cpp();
@@ -388,6 +390,12 @@ class Reader {
     if (!object(j, path) || !string_field(j, path, "callpath", &out->callpath) ||
         !string_field(j, path, "metric", &out->metric)) {
       return false;
+    }
+    // Derived: the measurements the fit used, when the document says.
+    for (auto [name, count] : {std::pair<const char*, std::size_t*>{"points", &out->points},
+                               std::pair<const char*, std::size_t*>{"values", &out->values}}) {
+      const auto it = j.find(name);
+      if (it != j.end() && it->is_number_unsigned()) *count = it->template get<std::size_t>();
     }
     Model& model = out->model;
     model.parameters = parameters;

@@ -139,6 +139,8 @@ absl::StatusOr<ModeledSeries> model_series(const Series& series, const Measureme
   ModeledSeries out;
   out.callpath = series.callpath;
   out.metric = series.metric;
+  out.points = series.points.size();
+  for (const Point& p : series.points) out.values += p.values.size();
   out.model = std::move(*model);
   if (!selection.points.empty()) {
     absl::StatusOr<std::vector<Prediction>> predictions =

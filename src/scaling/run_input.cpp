@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "fmt/format.h"
 #include "scaling/number_text.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/time_stats.hpp"
@@ -118,7 +119,9 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
   return out;
 }
 
-bool is_run_dir(const fs::path& dir) { return is_run_directory(dir.string()); }
+// A run, or what is left of one without its run.json: read_runs skips it by
+// name rather than leaving it out silently.
+bool is_run_dir(const fs::path& dir) { return holds_run_files(dir.string()); }
 
 // The run directories `paths` name, in order; a directory holding runs gives
 // its runs sorted by name.
@@ -278,9 +281,25 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
   std::map<std::vector<double>, std::vector<double>> points;
   std::map<std::string, std::string> seen;  // run id -> directory
   std::size_t skipped = 0;
+  std::size_t damaged = 0;
   for (const std::string& dir : *runs) {
+    // A damaged run is skipped and named (run_check.hpp), never the whole study.
     absl::StatusOr<RunReader> reader = RunReader::Open(dir);
-    if (!reader.ok()) return reader.status();
+    if (!reader.ok()) {
+      ++damaged;
+      warn(fmt::format("{}: skipped: {}", dir, std::string(reader.status().message())));
+      continue;
+    }
+    absl::StatusOr<std::vector<RunProblem>> problems = check_run(*reader);
+    if (problems.ok()) {
+      if (absl::Status lost = run_problems_error(*problems); !lost.ok()) problems = lost;
+    }
+    if (!problems.ok()) {
+      ++damaged;
+      warn(fmt::format("{}: skipped: {}", dir, std::string(problems.status().message())));
+      continue;
+    }
+    for (const std::string& warning : run_problem_warnings(*problems)) warn(warning);
     const RunInfo& info = reader->info();
     if (const auto [it, inserted] = seen.emplace(info.id, dir); !inserted) {
       warn(fmt::format("{}: skipped: the same run as {} (given twice)", dir, it->second));
@@ -314,13 +333,20 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
       coordinate.push_back(value);
     }
     absl::StatusOr<double> value = run_value(*reader, *selected, selection);
+    // A bad line or an unreadable file is damage; a run without the key is an error.
+    if (!value.ok() && !absl::IsInvalidArgument(value.status())) {
+      ++damaged;
+      warn(fmt::format("{}: skipped: {}", dir, std::string(value.status().message())));
+      continue;
+    }
     if (!value.ok()) return value.status();
     points[coordinate].push_back(*value);
   }
   if (points.empty()) {
     return absl::FailedPreconditionError(fmt::format(
-        "no finished run to measure ({} run{} skipped: still running, failed or killed)", skipped,
-        skipped == 1 ? "" : "s"));
+        "no finished run to measure ({} run{} skipped: still running, failed or killed; {} "
+        "damaged)",
+        skipped, skipped == 1 ? "" : "s", damaged));
   }
 
   MeasurementSet set;

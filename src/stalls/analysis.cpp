@@ -12,6 +12,7 @@
 #include "fmt/ranges.h"
 #include "nlohmann/json.hpp"
 #include "stalls/stalls_json.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
@@ -188,7 +189,11 @@ absl::Status analyze_rank(const RunReader& reader, std::uint32_t rank, RunStalls
 absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
   if (!reader.ok()) return reader.status();
+  absl::StatusOr<std::vector<RunProblem>> problems = check_run(*reader);
+  if (!problems.ok()) return problems.status();
+  if (absl::Status lost = run_problems_error(*problems); !lost.ok()) return lost;
   RunStalls out;
+  out.warnings = run_problem_warnings(*problems);
   out.run_dir = run_dir;
   out.status = std::string(run_status_name(reader->info().status));
   if (auto it = reader->info().params.find(kBatchSizeParam); it != reader->info().params.end()) {

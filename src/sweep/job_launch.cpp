@@ -104,7 +104,11 @@ void read_region_means(const std::string& run_dir, JobRecord* record) {
   if (!reader.ok()) return;
   for (const RankState& rank : reader->ranks()) {
     absl::StatusOr<Summary> summary = reader->read_summary(rank.rank.rank);
-    if (!summary.ok()) continue;
+    if (!summary.ok()) {  // skipped, as every reader skips a damaged summary, and said
+      warn(fmt::format("{} (skipped: the job's BATCH and EPOCH means are not taken from it)",
+                       std::string(summary.status().message())));
+      continue;
+    }
     for (const SummaryEntry& entry : summary->entries) {
       if (entry.device != Device::kCPU || entry.stats.count == 0) continue;
       if (entry.key == "BATCH" && std::isnan(record->batch_mean_s)) {

@@ -380,6 +380,11 @@ def runs_root(tmp_path):
             if median is not None:
                 _summary_json(run_dir, rank, [("BATCH", "CPU", 10, median),
                                               ("BATCH", "GPU", 10, 100.0)])
+                # The rows the summary counts: a rank that lost them is a damaged run.
+                _write(os.path.join(run_dir, f"regions-{rank}.csv"), REGIONS_HEADER + "".join(
+                    f"BATCH,{device},{rank},0,{start_ms * 10**6 + step},{int(seconds * 1e9)},"
+                    f"{step},0\n" for device, seconds in (("CPU", median), ("GPU", 100.0))
+                    for step in range(10)))
     (root / "not-a-run").mkdir()
     (root / "notes.txt").write_text("not a run either")
     return root
@@ -529,7 +534,6 @@ def test_a_damaged_json_file_is_named(tmp_path, file_name, content, message):
      r'metrics-0.csv:2: value is "high", not a finite number$'),
     ("host-h.csv", METRICS_HEADER + "system/x,1,0,1,\nsystem/x,1,0,1,-1\n",
      r'host-h.csv:3: rank is "-1", not an integer in range$'),
-    ("summary-0.json", '{"format": "other"}', r'summary-0.json: format "other"'),
 ])
 def test_a_damaged_csv_or_summary_is_named(tmp_path, file_name, content, message):
     run_dir = str(tmp_path / "run")

@@ -285,6 +285,10 @@ struct RankNow {
 
 struct Diagnosis {
   std::string run_dir;
+  // What check_run found wrong that leaves the run readable (a regions file cut
+  // short, a damaged summary: trainscope/run/run_check.hpp), naming the file;
+  // set by diagnose_run (not in the JSON document).
+  std::vector<std::string> warnings;
   std::string run_id;
   std::string run_name;
   std::string status;  // the run's (RunReader::info())

@@ -44,6 +44,10 @@ struct ModeledSeries {
   // Against a scaling parameter (derived.hpp); both empty without one.
   std::vector<ScalingView> measured_scaling;
   std::vector<ScalingView> modeled_scaling;
+  // What the fit used: measured points (coordinates) and values (repetitions
+  // over all points); 0 when a document read back does not say.
+  std::size_t points = 0;
+  std::size_t values = 0;
 };
 
 struct ModelDocument {

@@ -34,11 +34,14 @@ struct RunSelection {
 };
 
 // Reads every run directory given (a directory holding runs is searched one
-// level down). A run lacking a parameter or the selected key is an error
-// naming the run and what is missing; runs that are still RUNNING, or ended
-// FAILED or KILLED (their timings are not a measurement), and a run given
-// twice are skipped with a warning appended to `warnings` when it is not null.
-// Points are sorted by coordinate.
+// level down, also for what is left of a run without its run.json). A run
+// lacking a parameter or the selected key is an error naming the run and what
+// is missing; runs that are still RUNNING, or ended FAILED or KILLED (their
+// timings are not a measurement), a run given twice and a damaged run (that
+// cannot be opened, that lost its region rows or holds a bad line:
+// run_check.hpp) are skipped with a warning appended to `warnings` when it is
+// not null, as are check_run's warnings of the runs used (a regions file cut
+// short). Points are sorted by coordinate.
 absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
                                          const RunSelection& selection,
                                          std::vector<std::string>* warnings = nullptr);

@@ -80,6 +80,9 @@ struct RunStalls {
   std::string pattern;            // "none", "spread" or "bunched at pass starts"
   // Every rank with IO rows, lowest first (the first is `total` again).
   std::vector<RankStalls> ranks;
+  // What check_run found wrong that leaves the run readable (a regions file
+  // cut short, a damaged summary: trainscope/run/run_check.hpp), naming the file.
+  std::vector<std::string> warnings;
 };
 
 // The live analysis of a run directory: passes and series of the lowest

@@ -871,6 +871,10 @@
     runs.forEach(function (r) { counts[r.status] = (counts[r.status] || 0) + 1; });
     add(head, el("span", { class: "sub", text: runs.length + " runs: " + Object.keys(counts).map(function (k) { return counts[k] + " " + k; }).join(", ") +
       (DATA.sweeps.length ? " · sweep " + DATA.sweeps.join(", ") : "") }));
+    runs.forEach(function (r) {  // damage check_run found: a run left out, or read with a warning
+      if (r.error) add(app, el("div", { class: "banner note run-skipped", text: "Skipped " + (r.dir || r.name) + ": " + r.error }));
+      (r.warnings || []).forEach(function (w) { add(app, el("div", { class: "banner note run-warning", text: "Warning: " + w })); });
+    });
     var keys = DATA.keys.map(function (k) { return k.key + " · " + k.device; });
     function statOf(run, keyIndex, field) {
       if (keyIndex < 0) return null;
@@ -1040,7 +1044,10 @@
     sc.models.forEach(function (m) {
       var box = add(s, el("div", { class: "card scaling-model" }));
       add(box, el("div", { class: "title", text: m.key + " · " + m.device }));
+      (m.warnings || []).forEach(function (w) { add(box, el("div", { class: "muted scaling-warning", text: "Left out: " + w })); });
       if (m.error) { add(box, el("p", { class: "muted", text: "No model: " + m.error })); return; }
+      add(box, el("div", { class: "caption scaling-points", text: "Fitted to " + m.points_used + " points (" + m.runs_used + " runs)" +
+        ((m.warnings || []).length ? "; " + m.warnings.length + " left out (above)" : "") }));
       var fit = m.model.models[0];  // the Model JSON document, as `trainscope model --json` writes it
       add(box, el("div", { class: "formula", text: m.key + "(" + p + ") = " + fit.formula }));
       add(box, el("div", { class: "caption", text: "SMAPE " + sig(fit.costs.smape, 3) + "%, adjusted R² " + sig(fit.costs.ar2, 4) +
