@@ -179,9 +179,6 @@ TEST(RunCheckFilesTest, ADirectoryWithRunFilesButNoRunJsonHoldsARun) {
   EXPECT_FALSE(holds_run_files((tmp.path() / "nothing").string()));
 }
 
-}  // namespace
-}  // namespace trainscope
-
 TEST(RunCheckRecordsTest, RowsDroppedOnAFullDiskAreNamedAsSuchAndAllDroppedIsNoError) {
   RankRecords r;
   r.state.status = RunStatus::kFinished;
@@ -214,3 +211,6 @@ TEST(RunCheckRecordsTest, RowsDroppedOnAFullDiskAreNamedAsSuchAndAllDroppedIsNoE
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_TRUE(problems[0].error);
 }
+
+}  // namespace
+}  // namespace trainscope
