@@ -261,6 +261,36 @@ TEST_F(RankClaimTest, AnUnrelatedProcessIsRefusedAndNamesTheHolder) {
   ::close(claim->lock_fd);
 }
 
+TEST_F(RankClaimTest, ThisHostsKernelNamesAHolderWhoseLockFileSaysNothing) {
+  const std::string dir = (root_ / "job").string();
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    absl::StatusOr<run::detail::RankClaim> claim = run::detail::claim_rank(dir, 0);
+    if (!claim.ok() || claim->kind != RankClaimKind::kOwner) ::_exit(3);
+    // As a holder that never said who it is (an older version, a full disk).
+    if (::ftruncate(claim->lock_fd, 0) != 0) ::_exit(4);
+    report(fds[1], "claimed");
+    for (;;) ::pause();
+  }
+  ::close(fds[1]);
+  ASSERT_EQ(read_reports_until(fds[0], 1).size(), 1u);
+  ::close(fds[0]);
+  run::detail::RankClaimOptions options;
+  options.holder_wait = absl::ZeroDuration();
+  absl::StatusOr<run::detail::RankClaim> claim = run::detail::claim_rank(dir, 0, options);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  EXPECT_EQ(claim->kind, RankClaimKind::kRefused);
+  EXPECT_EQ(claim->holder.pid, pid);
+  EXPECT_THAT(claim->message, HasSubstr("already recorded by pid " + std::to_string(pid)));
+}
+
 // A rank file of another host, renewed every 20 ms (or not) while it runs.
 class OtherHostRank {
  public:
