@@ -178,6 +178,20 @@ RankClaim claim_held(const std::string& dir, std::uint32_t rank, const std::stri
 
 }  // namespace
 
+RankClaim& RankClaim::operator=(RankClaim&& other) noexcept {
+  if (this == &other) return *this;
+  if (lock_fd >= 0) ::close(lock_fd);
+  kind = other.kind;
+  lock_fd = other.release_lock();
+  holder = std::move(other.holder);
+  message = std::move(other.message);
+  return *this;
+}
+
+RankClaim::~RankClaim() {
+  if (lock_fd >= 0) ::close(lock_fd);
+}
+
 std::string rank_lock_file_name(std::uint32_t rank) { return fmt::format("rank-{}.lock", rank); }
 
 std::optional<RankHolder> parse_rank_holder(std::string_view text) {

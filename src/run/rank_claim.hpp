@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -41,9 +42,18 @@ struct RankHolder {
 };
 
 struct RankClaim {
+  RankClaim() = default;
+  RankClaim(RankClaim&& other) noexcept { *this = std::move(other); }
+  RankClaim& operator=(RankClaim&& other) noexcept;
+  ~RankClaim();  // closes lock_fd: the rank is free again
+
+  // The lock for whoever holds the rank from now on (the run store, which
+  // closes it), or -1.
+  int release_lock() { return std::exchange(lock_fd, -1); }
+
   RankClaimKind kind = RankClaimKind::kUnclaimed;
   // kOwner: the descriptor holding the flock on rank-<r>.lock (-1 where the
-  // filesystem has no locks); whoever keeps it closes it, which releases it.
+  // filesystem has no locks).
   int lock_fd = -1;
   // kShared, kRefused: the rank's owner, as far as known (pid 0: unknown).
   RankHolder holder;

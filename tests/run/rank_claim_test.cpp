@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -68,12 +69,15 @@ std::vector<std::string> read_reports(int fd) { return read_reports_until(fd, SI
 // A training process with RANK=0: starts its run, says it started, waits until
 // every sibling has started too (so all of them live at once), then times
 // kRegions regions, logs as many metrics, ends and reports its warnings.
-[[noreturn]] void rank_zero_main(const RunOptions& options, int report_fd, int go_fd) {
+[[noreturn]] void rank_zero_main(RunOptions options, int report_fd, int go_fd) {
   int status = 0;
   {
     CapturedWarnings warnings;
+    // Params differ per process: a second claimant's would conflict (write-once).
+    options.params = {{"pid", std::to_string(::getpid())}};
     absl::StatusOr<RunPtr> run = trainscope::Run::Start(options);
     if (!run.ok()) ::_exit(3);
+    if (!(*run)->log_param("pid again", std::to_string(::getpid())).ok()) ::_exit(8);
     report(report_fd, "started");
     char go;
     if (::read(go_fd, &go, 1) != 0) status = 4;  // EOF once the test closed it
@@ -150,6 +154,10 @@ TEST_F(RankClaimTest, FourProcessesWithOneRankRecordOneRankAndTheOthersWarnByNam
     EXPECT_THAT(warnings[i][0], HasSubstr("records nothing"));
   }
   EXPECT_EQ(refused, 3);
+  // Params of the owner alone: the others record none.
+  const std::map<std::string, std::string> params = {{"pid", std::to_string(owner)},
+                                                     {"pid again", std::to_string(owner)}};
+  EXPECT_EQ(reader.info().params, params);
   // One process's records, as its summary says.
   absl::StatusOr<Chunk<RegionRow>> regions = reader.read_regions(0);
   ASSERT_TRUE(regions.ok()) << regions.status();
@@ -224,7 +232,6 @@ TEST_F(RankClaimTest, ADescendantOfTheOwnerSharesTheRank) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  ::close(owner->lock_fd);
 }
 
 TEST_F(RankClaimTest, AnUnrelatedProcessIsRefusedAndNamesTheHolder) {
@@ -258,7 +265,6 @@ TEST_F(RankClaimTest, AnUnrelatedProcessIsRefusedAndNamesTheHolder) {
   claim = run::detail::claim_rank(dir, 3);
   ASSERT_TRUE(claim.ok()) << claim.status();
   EXPECT_EQ(claim->kind, RankClaimKind::kOwner);
-  ::close(claim->lock_fd);
 }
 
 TEST_F(RankClaimTest, ThisHostsKernelNamesAHolderWhoseLockFileSaysNothing) {
@@ -348,7 +354,6 @@ TEST_F(RankClaimTest, ARankRenewedByAnotherHostIsRefusedAndASilentOneTakenOver) 
     absl::StatusOr<run::detail::RankClaim> claim = run::detail::claim_rank(dir, 0, options);
     ASSERT_TRUE(claim.ok()) << claim.status();
     EXPECT_EQ(claim->kind, RankClaimKind::kOwner);
-    ::close(claim->lock_fd);
   }
 }
 
