@@ -3,14 +3,22 @@
 // trainscope._core._RunReader: the C++ RunReader for trainscope/_reading.py
 // (read_run, search_runs), which builds pandas DataFrames from what it reads;
 // and _parse_run_filter, search_runs' filter parsed by the C++ run filter.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -171,6 +179,207 @@ std::optional<T> UnlessNotFound(absl::StatusOr<T> value) {
   return ValueOrThrow(std::move(value));
 }
 
+// --- read_run's columns ------------------------------------------------------
+// A run CSV file's rows as numpy arrays, one per column, for the DataFrames of
+// trainscope/_reading.py: read by RunReader (its checks and its messages:
+// "regions-0.csv:101: duration_ns is ...", a ValueError), gathered in C++ with
+// no Python object per row, a string column as category codes (int32) into its
+// categories, sorted as pandas sorts them. None when the file is gone.
+
+template <typename T>
+py::array_t<T> ToArray(std::vector<T>&& values) {
+  auto* owned = new std::vector<T>(std::move(values));
+  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), owner);
+}
+
+// Strings to codes by first appearance; Finish() sorts them and renumbers.
+class CategoryCodes {
+ public:
+  std::int32_t code(std::string_view text) {
+    if (last_ >= 0 && names_[static_cast<std::size_t>(last_)] == text) return last_;
+    auto it = codes_.find(text);
+    if (it == codes_.end()) {
+      names_.emplace_back(text);
+      it = codes_.emplace(names_.back(), static_cast<std::int32_t>(names_.size() - 1)).first;
+    }
+    return last_ = it->second;
+  }
+  // The codes renumbered for the sorted categories; the categories as str
+  // (bytes that are not UTF-8 shown as \xNN escapes, as the CLI shows them).
+  py::list Finish(std::vector<std::int32_t>* codes) const {
+    std::vector<std::int32_t> order(names_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int32_t>(i);
+    std::sort(order.begin(), order.end(),
+              [this](std::int32_t a, std::int32_t b) { return names_[a] < names_[b]; });
+    std::vector<std::int32_t> renumber(names_.size());
+    py::list categories;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      renumber[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
+      const std::string& name = names_[static_cast<std::size_t>(order[i])];
+      PyObject* text = PyUnicode_DecodeUTF8(name.data(), static_cast<py::ssize_t>(name.size()),
+                                            "backslashreplace");
+      if (text == nullptr) throw py::error_already_set();
+      categories.append(py::reinterpret_steal<py::str>(text));
+    }
+    for (std::int32_t& c : *codes) c = renumber[static_cast<std::size_t>(c)];
+    return categories;
+  }
+
+ private:
+  std::deque<std::string> names_;  // stable: the map's keys view them
+  std::unordered_map<std::string_view, std::int32_t> codes_;
+  std::int32_t last_ = -1;
+};
+
+// Rows per byte of a run CSV file, for reserving (about 50 bytes a row).
+std::size_t ExpectedRows(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  return static_cast<std::size_t>(st.st_size) / 40 + 16;
+}
+
+// The file read in pieces of this size: the read buffer stays small.
+constexpr std::uint64_t kColumnReadBytes = std::uint64_t{16} << 20;
+
+// regions-<rank>.csv: {"key": (codes, categories), "device": (codes,
+// categories), "rank", "thread", "start_unix_ns", "duration_ns", "step",
+// "epoch": int64 arrays, "truncated": a last line cut short was left out}.
+py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
+  std::vector<std::int32_t> key, device;
+  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch;
+  CategoryCodes keys;
+  bool seen[2] = {false, false};
+  absl::Status status;
+  bool truncated = false;
+  {
+    py::gil_scoped_release release;
+    const std::string path = reader.dir() + "/" + run_data_file_name(RunFileKind::kRegions, rank);
+    struct stat st;
+    const std::uint64_t size =
+        ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    const std::size_t expected = ExpectedRows(path);
+    for (auto* column : {&ranks, &thread, &start, &duration, &step, &epoch}) {
+      column->reserve(expected);
+    }
+    key.reserve(expected);
+    device.reserve(expected);
+    const auto visit = [&](const RegionView& row) {
+      key.push_back(keys.code(row.key));
+      const int d = row.device == Device::kGPU ? 1 : 0;
+      seen[d] = true;
+      device.push_back(d);
+      ranks.push_back(row.rank);
+      thread.push_back(row.thread);
+      start.push_back(row.start_unix_ns);
+      duration.push_back(row.duration_ns);
+      step.push_back(row.step);
+      epoch.push_back(row.epoch);
+    };
+    // What is there now: rows appended while it is read are for the next read.
+    std::uint64_t offset = 0;
+    do {
+      absl::StatusOr<RunReader::Scan> scan =
+          reader.scan_regions(rank, offset, kColumnReadBytes, visit);
+      if (!scan.ok()) {
+        status = scan.status();
+        break;
+      }
+      truncated = scan->truncated;
+      if (scan->next_offset == offset) break;
+      offset = scan->next_offset;
+    } while (offset < size);
+  }
+  if (absl::IsNotFound(status)) return py::none();
+  ThrowIfReadError(status);
+  // The devices seen, in order: CPU 0 and GPU 1, or the one seen as 0.
+  py::list devices;
+  if (seen[0]) devices.append("CPU");
+  if (seen[1]) devices.append("GPU");
+  if (seen[1] && !seen[0]) std::fill(device.begin(), device.end(), 0);
+  py::list key_categories = keys.Finish(&key);
+  py::dict out;
+  out["key"] = py::make_tuple(ToArray(std::move(key)), key_categories);
+  out["device"] = py::make_tuple(ToArray(std::move(device)), devices);
+  out["rank"] = ToArray(std::move(ranks));
+  out["thread"] = ToArray(std::move(thread));
+  out["start_unix_ns"] = ToArray(std::move(start));
+  out["duration_ns"] = ToArray(std::move(duration));
+  out["step"] = ToArray(std::move(step));
+  out["epoch"] = ToArray(std::move(epoch));
+  out["truncated"] = truncated;
+  return std::move(out);
+}
+
+// metrics-<rank>.csv (host empty) or host-<host>.csv: {"key": (codes,
+// categories), "value": float64, "step", "timestamp_ms", "rank": int64 arrays,
+// "rank_missing": bool array (a host-wide reading: no rank), "truncated"}.
+py::object MetricColumns(const RunReader& reader, std::optional<std::uint32_t> rank,
+                         const std::string& host) {
+  std::vector<std::int32_t> key;
+  std::vector<double> value;
+  std::vector<std::int64_t> step, timestamp, ranks;
+  std::vector<bool> missing;
+  CategoryCodes keys;
+  absl::Status status;
+  bool truncated = false;
+  bool any_missing = false;
+  {
+    py::gil_scoped_release release;
+    const std::string path = reader.dir() + "/" +
+                             (rank ? run_data_file_name(RunFileKind::kMetrics, *rank)
+                                   : run_data_file_name(RunFileKind::kHostMetrics, kNoRank, host));
+    struct stat st;
+    const std::uint64_t size =
+        ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    std::uint64_t offset = 0;
+    do {
+      // A host file that is missing reads as empty: NotFound is asked of it.
+      absl::StatusOr<Chunk<MetricPoint>> chunk =
+          rank ? reader.read_metrics(*rank, offset)
+               : (::access(path.c_str(), F_OK) != 0
+                      ? absl::StatusOr<Chunk<MetricPoint>>(absl::NotFoundError(path))
+                      : reader.read_host_metrics(host, offset, kColumnReadBytes));
+      if (!chunk.ok()) {
+        status = chunk.status();
+        break;
+      }
+      for (const MetricPoint& point : chunk->rows) {
+        key.push_back(keys.code(point.key));
+        value.push_back(point.value);
+        step.push_back(point.step);
+        timestamp.push_back(point.timestamp_ms);
+        const bool none = point.rank == kNoRank;
+        any_missing |= none;
+        missing.push_back(none);
+        ranks.push_back(none ? 0 : point.rank);
+      }
+      truncated = chunk->truncated;
+      if (chunk->next_offset == offset) break;
+      offset = chunk->next_offset;
+    } while (offset < size);
+  }
+  if (absl::IsNotFound(status)) return py::none();
+  ThrowIfReadError(status);
+  py::list key_categories = keys.Finish(&key);
+  py::dict out;
+  out["key"] = py::make_tuple(ToArray(std::move(key)), key_categories);
+  out["value"] = ToArray(std::move(value));
+  out["step"] = ToArray(std::move(step));
+  out["timestamp_ms"] = ToArray(std::move(timestamp));
+  out["rank"] = ToArray(std::move(ranks));
+  if (any_missing) {
+    py::array_t<bool> mask(static_cast<py::ssize_t>(missing.size()));
+    bool* data = mask.mutable_data();
+    for (std::size_t i = 0; i < missing.size(); ++i) data[i] = missing[i];
+    out["rank_missing"] = mask;
+  } else {
+    out["rank_missing"] = py::none();
+  }
+  out["truncated"] = truncated;
+  return std::move(out);
+}
+
 // [(column, op, "string" or "number", str or float)] of parse_run_filter;
 // a bad filter is a ValueError with its message.
 py::list ParseRunFilter(const std::string& text) {
@@ -240,7 +449,11 @@ void RegisterRunReader(py::module_& m) {
             return tail ? py::object(py::bytes(*tail)) : py::object(py::none());
           },
           py::arg("log"), py::arg("max_bytes"),
-          "The last max_bytes of stdout.log or stderr.log from a whole line (bytes), or None.");
+          "The last max_bytes of stdout.log or stderr.log from a whole line (bytes), or None.")
+      .def("region_columns", &RegionColumns, py::arg("rank"),
+           "regions-<rank>.csv as numpy columns (see run_bindings.cpp), or None.")
+      .def("metric_columns", &MetricColumns, py::arg("rank") = py::none(), py::arg("host") = "",
+           "metrics-<rank>.csv, or host-<host>.csv without a rank, as numpy columns, or None.");
 }
 
 }  // namespace
@@ -301,14 +514,22 @@ void RegisterRun(py::module_& m) {
           "end",
           [](Run& r, const std::string& status) {
             const RunStatus s = ToStatus(status);
+            if (s == RunStatus::kRunning) {
+              throw py::value_error("end(\"RUNNING\"): a run ends FINISHED, FAILED or KILLED");
+            }
             absl::Status result;
             {
               py::gil_scoped_release release;  // flushing may wait on the disk
               result = r.end(s);
             }
-            ThrowIfError(result);
+            // Ending never raises for what the disk did: the failure (it
+            // names the file) is returned for run.py to warn about and keep.
+            return result.ok() ? py::object(py::none())
+                               : py::object(py::str(std::string(result.message())));
           },
-          py::arg("status") = "FINISHED");
+          py::arg("status") = "FINISHED",
+          "Flushes, records the status; None, or what could not be written (a message naming "
+          "the file).");
 }
 
 }  // namespace trainscope::python

@@ -28,6 +28,22 @@ std::string type_name(const json& value) {
   }
 }
 
+absl::Status not_json_error(std::string_view source, const char* exception_what) {
+  // "[json.exception.parse_error.101] parse error at line 1, ...": the part after the tag.
+  std::string_view message = exception_what;
+  if (!message.empty() && message.front() == '[') {
+    const std::size_t end = message.find("] ");
+    if (end != std::string_view::npos) message.remove_prefix(end + 2);
+  }
+  return absl::InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source, message));
+}
+
+absl::Status not_a_document_error(std::string_view source, std::string_view what,
+                                  const DocumentError& error) {
+  return absl::InvalidArgumentError(
+      fmt::format("{}: not a trainscope {}: {}", source, what, error.problem));
+}
+
 void Field::fail(const std::string& what) const {
   throw DocumentError{path_.empty() ? what : path_ + ": " + what};
 }

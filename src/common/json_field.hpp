@@ -1,16 +1,20 @@
 // A strict reader of a JSON document's fields that names each by its path
 // when it is missing or of the wrong type ("runs.cold.time_s: a string, not a
 // number"): the readers of the analyses' documents (stalls.json, the
-// diagnosis) use it and turn a DocumentError into an error naming the file.
+// diagnosis, the comparison) read through parse_document, which turns a
+// DocumentError into an error naming the file.
 #ifndef TRAINSCOPE_SRC_COMMON_JSON_FIELD_HPP_
 #define TRAINSCOPE_SRC_COMMON_JSON_FIELD_HPP_
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace trainscope::detail {
@@ -55,6 +59,31 @@ class Field {
 
 // How a JSON value is named in an error: "a string", "an array", ...
 std::string type_name(const nlohmann::json& value);
+
+// The errors of parse_document (InvalidArgument): "<source>: not valid JSON:
+// <where and what>" and "<source>: not a trainscope <what>: <path>: <problem>".
+absl::Status not_json_error(std::string_view source, const char* exception_what);
+absl::Status not_a_document_error(std::string_view source, std::string_view what,
+                                  const DocumentError& error);
+
+// `text` parsed and read by `read(Field)` (which throws DocumentError): the one
+// way the analyses' documents are read, so that every reader words its errors
+// alike. `what` names the document ("comparison", "diagnosis").
+template <typename T, typename Read>
+absl::StatusOr<T> parse_document(std::string_view text, std::string_view source,
+                                 std::string_view what, Read read) {
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return not_json_error(source, e.what());
+  }
+  try {
+    return read(Field(parsed, ""));
+  } catch (const DocumentError& e) {
+    return not_a_document_error(source, what, e);
+  }
+}
 
 }  // namespace trainscope::detail
 

@@ -16,8 +16,8 @@ namespace {
 
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
-using ::trainscope::detail::DocumentError;
 using ::trainscope::detail::Field;
+using ::trainscope::detail::parse_document;
 
 constexpr char kFormat[] = "trainscope.compare";
 constexpr int kVersion = 1;
@@ -260,18 +260,7 @@ std::string compare_json(const Comparison& c, int indent, bool with_data) {
 }
 
 absl::StatusOr<Comparison> parse_comparison(std::string_view text, std::string_view source) {
-  json parsed;
-  try {
-    parsed = json::parse(text);
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
-  try {
-    return from_document(Field(parsed, ""));
-  } catch (const DocumentError& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: not a trainscope comparison: {}", source, e.problem));
-  }
+  return parse_document<Comparison>(text, source, "comparison", from_document);
 }
 
 absl::StatusOr<Comparison> read_comparison(const std::string& path) {

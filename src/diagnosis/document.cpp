@@ -18,8 +18,8 @@ namespace {
 
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;  // the writer keeps the fields' order
-using ::trainscope::detail::DocumentError;
 using ::trainscope::detail::Field;
+using ::trainscope::detail::parse_document;
 
 constexpr char kFormat[] = "trainscope.diagnosis";
 constexpr int kVersion = 1;
@@ -286,18 +286,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
 }
 
 absl::StatusOr<Diagnosis> parse_diagnosis(std::string_view text, std::string_view source) {
-  json parsed;
-  try {
-    parsed = json::parse(text);
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
-  try {
-    return from_document(Field(parsed, ""));
-  } catch (const DocumentError& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: not a trainscope diagnosis: {}", source, e.problem));
-  }
+  return parse_document<Diagnosis>(text, source, "diagnosis", from_document);
 }
 
 absl::StatusOr<Diagnosis> read_diagnosis(const std::string& path) {

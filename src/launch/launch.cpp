@@ -730,6 +730,11 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   result.run_dir = run.dir();
   set_end_tags(run, options, result);
   warn_if_error(end_run(run, result), "run end");
+  // The status printed is the run directory's (ranks and launchers
+  // combined, as every reader sees it); the exit code stays the command's.
+  if (absl::StatusOr<RunReader> read = RunReader::Open(run.dir()); read.ok()) {
+    result.status = read->info().status;
+  }
   return result;
 }
 

@@ -453,8 +453,16 @@ Run::~Run() {
   // Unwinding from an exception means the training did not finish.
   const RunStatus status =
       std::uncaught_exceptions() > 0 ? RunStatus::kFailed : RunStatus::kFinished;
+  bool ended_before;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    ended_before = state_->ended;
+  }
   absl::Status ended = end(status);
-  if (!ended.ok()) warn(fmt::format("run {}: {}", state_->dir, std::string(ended.message())));
+  // What an explicit end() returned was its caller's to report.
+  if (!ended.ok() && !ended_before) {
+    warn(fmt::format("run {}: {}", state_->dir, std::string(ended.message())));
+  }
 }
 
 const std::string& Run::dir() const noexcept { return state_->dir; }
@@ -481,6 +489,11 @@ absl::Status Run::State::record_key_value(const char* kind,
   RunInfo update;
   (update.*field).emplace(key, value);
   status = run::detail::merge_into_run_file(dir, update);
+  // A full disk: run.json takes a little of the space this process set aside.
+  if (absl::IsResourceExhausted(status) &&
+      store->release_reserve(run::detail::format_run_file(info).size() + value.size())) {
+    status = run::detail::merge_into_run_file(dir, update);
+  }
   if (!status.ok()) return status;
   (info.*field)[std::string(key)] = value;
   pipeline->submit_run_info(info);

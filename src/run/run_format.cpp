@@ -338,6 +338,9 @@ std::string format_rank_file(const RankState& s) {
   doc["world_size"] = s.rank.world_size;
   format_process(s, &doc);
   if (!s.launcher.empty()) doc["launcher"] = s.launcher;
+  // Only when records were not written (a full disk): absent means none.
+  if (s.dropped_region_rows != 0) doc["dropped_region_rows"] = s.dropped_region_rows;
+  if (s.dropped_metrics != 0) doc["dropped_metrics"] = s.dropped_metrics;
   return dump(doc);
 }
 
@@ -356,6 +359,11 @@ absl::StatusOr<RankState> parse_rank_file(std::string_view text, const std::stri
       static_cast<std::uint32_t>(fields.optional_integer("world_size", 1, 1, kU32Max));
   parse_process(fields, &s);
   s.launcher = fields.optional_text("launcher");  // format 2
+  constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+  s.dropped_region_rows =
+      static_cast<std::uint64_t>(fields.optional_integer("dropped_region_rows", 0, 0, kI64Max));
+  s.dropped_metrics =
+      static_cast<std::uint64_t>(fields.optional_integer("dropped_metrics", 0, 0, kI64Max));
   if (!fields.status().ok()) return fields.status();
   return s;
 }

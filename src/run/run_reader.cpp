@@ -813,8 +813,8 @@ std::vector<RunFile> RunReader::files() const {
     } else {
       continue;
     }
-    std::error_code type_error;
-    if (!it->is_regular_file(type_error)) continue;
+    // Something else by such a name (a directory, a FIFO) is listed too:
+    // reading it is then an error naming it, never an empty file.
     if (file.kind != RunFileKind::kHostMetrics) file.rank = rank;
     file.path = it->path().string();
     std::error_code size_error;

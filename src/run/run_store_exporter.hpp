@@ -48,6 +48,10 @@ class RunStoreExporter final : public Exporter {
     std::vector<std::string> command;  // a launcher's command
     // A rank's launcher, "<host>:<pid>" (TRAINSCOPE_LAUNCHER), if any.
     std::string launched_by;
+    // Bytes this process sets aside in the run directory (a preallocated
+    // file) and gives back when the disk fills, so that metrics, the summary
+    // and the end record still find space after region rows stopped.
+    std::size_t reserve_bytes = std::size_t{1} << 20;
     // How Run::Start claimed the rank (rank_claim.hpp). kUnclaimed: the store
     // takes rank-<r>.lock itself. kOwner hands over its lock descriptor, which
     // the store holds and closes; kRefused records nothing at all.
@@ -85,6 +89,11 @@ class RunStoreExporter final : public Exporter {
   std::uint64_t dropped_records() const;
   // What the last flush() returned (any thread): end() reports it.
   absl::Status last_flush_status() const;
+  // Region rows not written because the disk was full (any thread).
+  std::uint64_t dropped_region_rows() const;
+  // Gives back at least `bytes` of the reserve (any thread), for a write
+  // that found the disk full; false when nothing was left to give.
+  bool release_reserve(std::size_t bytes);
 
  private:
   // Per producing thread, for the step and epoch columns.
@@ -97,6 +106,25 @@ class RunStoreExporter final : public Exporter {
     std::string path;
     int fd = -1;
     std::string pending;
+    int error = 0;  // errno of the last failed append
+  };
+  // The reserve: a file of allocated bytes given back when the disk fills.
+  struct Reserve {
+    std::mutex mu;
+    std::string path;
+    int fd = -1;
+    std::size_t held = 0;  // bytes allocated now
+  };
+  // The rank or launcher file. Normally replaced atomically (a new file
+  // renamed over it); once the disk is full, rewritten without a new block:
+  // two preallocated files take turns, the new record is written over the
+  // older one and the two names are swapped atomically (RENAME_EXCHANGE).
+  struct RecordFile {
+    std::string path;
+    std::string spares[2];  // <path>.tmp-spare-<pid>-{0,1}; readers skip them
+    int fds[2] = {-1, -1};  // their files, whichever name each has now
+    std::size_t size = 0;   // bytes in each (the record, padded with spaces)
+    int live = -1;          // which of them is `path` now; -1: none yet
   };
 
   explicit RunStoreExporter(Options options);
@@ -104,8 +132,16 @@ class RunStoreExporter final : public Exporter {
   absl::Status write_rank_file();
   absl::Status lock_rank_or_host();
   const std::string& key_field(KeyId id);
-  bool make_room(std::size_t records);
+  bool make_room(bool region);
   absl::Status append_pending(CsvFile* file);
+  absl::Status write_record(const std::string& text);
+  absl::Status write_record_in_place(const std::string& text);
+  void prepare_spares(std::size_t record_size);
+  void retire_spares();
+  void create_reserve();
+  void stop_regions(const absl::Status& why);
+  void maybe_resume_regions();
+  absl::Status write_summary_file();
 
   Options options_;
   int lock_fd_ = -1;
@@ -119,12 +155,24 @@ class RunStoreExporter final : public Exporter {
   std::vector<std::string> key_fields_;   // CSV-quoted key names by id
   std::vector<ThreadProgress> progress_;  // by thread index
   bool drop_warned_ = false;
-  mutable std::mutex mu_;  // guards the members below (read from other threads)
-  Summary summary_;        // submitted summaries merged by (key, device)
+  RecordFile record_;
+  bool ended_ = false;        // the final status is written: no more spares
+  absl::Status end_failure_;  // what the end could not write
+  Reserve reserve_;
+  // Region rows stop while the disk is full (metrics and the summary keep
+  // what space is left); counted in dropped_regions_.
+  bool regions_stopped_ = false;
+  bool regions_stop_warned_ = false;
+  bool resume_warned_ = false;
+  std::string summary_text_;        // the summary as last formatted
+  bool summary_unwritten_ = false;  // summary_text_ could not be written yet
+  mutable std::mutex mu_;           // guards the members below (read from other threads)
+  Summary summary_;                 // submitted summaries merged by (key, device)
   timing::detail::SeriesTable cpu_;
   timing::detail::SeriesTable gpu_;
   bool saw_gpu_ = false;
   std::uint64_t dropped_ = 0;
+  std::uint64_t dropped_regions_ = 0;  // of them region rows, or stopped on a full disk
   absl::Status last_flush_;
 };
 

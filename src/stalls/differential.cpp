@@ -497,15 +497,6 @@ DifferentialAnalysis from_document(const detail::Field& root) {
   return a;
 }
 
-std::string without_exception_prefix(std::string message) {
-  // "[json.exception.parse_error.101] parse error at line 1, ...": the part after the tag.
-  if (!message.empty() && message.front() == '[') {
-    const std::size_t end = message.find("] ");
-    if (end != std::string::npos) message.erase(0, end + 2);
-  }
-  return message;
-}
-
 }  // namespace
 
 std::string varied_leg_name(const std::string& key, int value) {
@@ -637,19 +628,8 @@ absl::Status write_differential(const DifferentialAnalysis& analysis) {
 
 absl::StatusOr<DifferentialAnalysis> parse_differential(std::string_view text,
                                                         const std::string& file) {
-  json parsed;
-  try {
-    parsed = json::parse(text);
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: not valid JSON: {}", file, without_exception_prefix(e.what())));
-  }
-  try {
-    return from_document(detail::Field(parsed, ""));
-  } catch (const detail::DocumentError& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: not a trainscope stalls analysis: {}", file, e.problem));
-  }
+  return ::trainscope::detail::parse_document<DifferentialAnalysis>(text, file, "stalls analysis",
+                                                                    from_document);
 }
 
 absl::StatusOr<DifferentialAnalysis> read_differential(const std::string& dir) {

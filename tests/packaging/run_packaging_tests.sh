@@ -55,8 +55,10 @@ check_consumer() {
   run_step "consumer via $mode: configure" "consumer-$mode-configure" \
     cmake -S "$consumer_src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DTRAINSCOPE_CONSUME="$mode" "$@" "${extra_args[@]}"
+  # Only what the consumer needs (with add_subdirectory: the library, not the
+  # CLI, tools and tests of the whole tree).
   run_step "consumer via $mode: build" "consumer-$mode-build" \
-    cmake --build "$build" -j "$jobs"
+    cmake --build "$build" -j "$jobs" --target consumer
   run_step "consumer via $mode: run" "consumer-$mode-run" "$build/consumer"
   grep -q "^consumer OK$" "$work/consumer-$mode-run.log" ||
     fail "consumer via $mode did not print 'consumer OK' (see $work/consumer-$mode-run.log)"
@@ -98,7 +100,8 @@ echo "    package: $config"
 # stray registration cannot stand in for the installed files).
 check_consumer find_package -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
 
-# 3. add_subdirectory of the source tree.
-check_consumer add_subdirectory -DTRAINSCOPE_SOURCE_DIR="$repo"
+# 3. add_subdirectory of the source tree, in a Debug build (unoptimized: it
+# compiles the library once more, and checks a second configuration).
+check_consumer add_subdirectory -DTRAINSCOPE_SOURCE_DIR="$repo" -DCMAKE_BUILD_TYPE=Debug
 
 echo "packaging tests passed"

@@ -510,17 +510,25 @@ def test_a_damaged_json_file_is_named(tmp_path, file_name, content, message):
         trainscope.read_run(run_dir)
 
 
+# The C++ RunReader's messages (the CLI's): file, line and field.
 @pytest.mark.parametrize("file_name, content, message", [
-    ("regions-0.csv", "key,device\nBATCH,CPU\n", r"regions-0.csv:1: the header is"),
+    ("regions-0.csv", "key,device\nBATCH,CPU\n", r"regions-0.csv:1: 2 fields, expected 8$"),
+    ("regions-0.csv", REGIONS_HEADER.replace("step", "stop") + "BATCH,CPU,0,0,1,5,0,0\n",
+     r'regions-0.csv:1: header "key,.*,stop,epoch", expected "key,.*,step,epoch"$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0,9\n",
-     r"regions-0.csv:2: more than 8 fields"),
+     r"regions-0.csv:2: 9 fields, expected 8$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0\nBATCH,CPU,0,0,1,5,0,0,9\n",
-     r"regions-0.csv: .*Expected 8 fields in line 3, saw 9"),
-    ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0\n", r"regions-0.csv: "),
-    ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,five,0,0\n", r"regions-0.csv: "),
+     r"regions-0.csv:3: 9 fields, expected 8$"),
+    ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0\n",
+     r"regions-0.csv:2: 7 fields, expected 8$"),
+    ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,five,0,0\n",
+     r'regions-0.csv:2: duration_ns is "five", not an integer in range$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,TPU,0,0,1,5,0,0\n",
-     r"regions-0.csv: unknown device 'TPU'"),
-    ("metrics-0.csv", METRICS_HEADER + "loss,high,0,1,0\n", r"metrics-0.csv: "),
+     r'regions-0.csv:2: device is "TPU", not CPU or GPU$'),
+    ("metrics-0.csv", METRICS_HEADER + "loss,high,0,1,0\n",
+     r'metrics-0.csv:2: value is "high", not a finite number$'),
+    ("host-h.csv", METRICS_HEADER + "system/x,1,0,1,\nsystem/x,1,0,1,-1\n",
+     r'host-h.csv:3: rank is "-1", not an integer in range$'),
     ("summary-0.json", '{"format": "other"}', r'summary-0.json: format "other"'),
 ])
 def test_a_damaged_csv_or_summary_is_named(tmp_path, file_name, content, message):
@@ -529,7 +537,7 @@ def test_a_damaged_csv_or_summary_is_named(tmp_path, file_name, content, message
     _write(os.path.join(run_dir, file_name), content)
     run = trainscope.read_run(run_dir)  # the frames are read on first use
     with pytest.raises(ValueError, match=message):
-        _ = run.regions, run.metrics, run.summaries
+        _ = run.regions, run.metrics, run.hardware, run.summaries
 
 
 def test_import_trainscope_does_not_import_pandas():

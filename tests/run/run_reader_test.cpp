@@ -569,6 +569,28 @@ TEST_F(RunReaderTest, FilesListsTheDataFilesWithTheirSizes) {
   EXPECT_FALSE(is_run_directory((dir_ / "artifacts").string()));
 }
 
+// A directory or FIFO by a data file's name is listed (size 0), so that a
+// reader of every listed file refuses it by name instead of skipping it
+// (Python's read_run read such a run as 0 rows).
+TEST_F(RunReaderTest, FilesListsWhatIsNotARegularFileToo) {
+  write("regions-0.csv", std::string(kRegionsHeader) + "k,CPU,0,0,1,2,3,4\n");
+  fs::create_directory(dir_ / "regions-1.csv");
+  const std::string fifo = (dir_ / "metrics-0.csv").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << fifo;
+  const RunReader reader = open();
+  const std::vector<RunFile> files = reader.files();
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[1].path, (dir_ / "regions-1.csv").string());
+  EXPECT_EQ(files[1].rank, 1u);
+  EXPECT_EQ(files[1].size_bytes, 0u);
+  EXPECT_EQ(files[2].path, fifo);
+  EXPECT_EQ(files[2].kind, RunFileKind::kMetrics);
+  EXPECT_THAT(message(reader.read_regions(1).status()),
+              HasSubstr("regions-1.csv\": it is a directory, not a regular file"));
+  EXPECT_THAT(message(reader.read_metrics(0).status()),
+              HasSubstr("metrics-0.csv\": it is a FIFO, not a regular file"));
+}
+
 TEST_F(RunReaderTest, EnvironmentAndLogTails) {
   RunReader reader = open();
   EXPECT_TRUE(absl::IsNotFound(reader.environment().status()));

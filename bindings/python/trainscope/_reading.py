@@ -57,82 +57,25 @@ def _core():
 # --- CSV files ---------------------------------------------------------------
 
 
-class _Prefix:
-    """The first `size` bytes of a binary file, read as pandas' C parser reads
-    (bytes, without a TextIOWrapper in between)."""
-
-    def __init__(self, f, size):
-        self._f = f
-        self._left = size
-
-    def read(self, size=-1):
-        if size is None or size < 0 or size > self._left:
-            size = self._left
-        data = self._f.read(size)
-        self._left -= len(data)
-        return data
-
-    def __iter__(self):  # pandas tells file-like objects by read and __iter__
-        return iter(())
-
-
-def _complete_end(f, size):
-    """Offset just past the last newline before `size` (0 if none)."""
-    block = 1 << 16
-    pos = size
-    while pos > 0:
-        start = max(0, pos - block)
-        f.seek(start)
-        data = f.read(pos - start)
-        i = data.rfind(b"\n")
-        if i >= 0:
-            return start + i + 1
-        pos = start
-    return 0
-
-
-def _read_csv(path, header, dtypes):
-    """A run's CSV file as a DataFrame of `dtypes`, ignoring a last line cut short;
-    None when the file does not exist."""
+def _frame(columns, dtypes):
+    """A DataFrame of `dtypes` from the numpy columns the C++ RunReader read
+    (_RunReader.region_columns / metric_columns): a categorical column comes as
+    (codes, categories), a nullable Int64 `rank` with `rank_missing`."""
     pd = _pandas()
-    try:
-        f = open(path, "rb")  # pylint: disable=consider-using-with
-    except FileNotFoundError:
-        return None
-    with f:
-        # What is there now: lines appended while pandas reads are left for the next read.
-        size = os.fstat(f.fileno()).st_size
-        first = f.readline(len(header) + 2)
-        if not first.endswith(b"\n"):  # empty, or the header itself still being written
-            if first and not header.startswith(first):
-                raise ValueError(f"{path}:1: the header is {first[:80]!r}, not {header.decode()!r}")
-            return _empty_frame(dtypes)
-        if first.rstrip(b"\r\n") != header:
-            raise ValueError(f"{path}:1: the header is {first.rstrip()[:80]!r}, "
-                             f"not {header.decode()!r}")
-        end = _complete_end(f, size)
-        # A newline inside a quoted key can end the data mid-record: step back a line.
-        for _ in range(1000):
-            f.seek(0)
-            try:
-                frame = pd.read_csv(_Prefix(f, end), dtype=dtypes, engine="c",
-                                   na_filter="Int64" in dtypes.values(), keep_default_na=False,
-                                   na_values=[""],
-                                   # Values are the shortest decimal that reads back exactly.
-                                   float_precision=("round_trip" if "float64" in dtypes.values()
-                                                    else None))
-            except pd.errors.ParserError as error:
-                if "EOF inside string" not in str(error) or end <= len(first):
-                    raise ValueError(f"{path}: {error}") from error
-                end = _complete_end(f, end - 1)
-                continue
-            except (ValueError, TypeError, OverflowError) as error:
-                raise ValueError(f"{path}: {error}") from error
-            if not isinstance(frame.index, pd.RangeIndex):
-                # pandas takes extra fields of the first line for an index
-                raise ValueError(f"{path}:2: more than {len(dtypes)} fields")
-            return frame
-        raise ValueError(f"{path}: an unterminated quoted field")
+    out = {}
+    for name, dtype in dtypes.items():
+        value = columns[name]
+        if dtype == "category":
+            codes, categories = value
+            value = pd.Categorical.from_codes(codes, categories=pd.Index(categories,
+                                                                         dtype=object))
+        elif name == "rank" and (dtype == "Int64" or columns.get("rank_missing") is not None):
+            # Host-wide readings have no rank.
+            mask = columns["rank_missing"]
+            value = pd.arrays.IntegerArray(
+                value, mask if mask is not None else _numpy().zeros(len(value), dtype=bool))
+        out[name] = value
+    return pd.DataFrame(out, copy=False)
 
 
 def _empty_frame(dtypes):
@@ -160,12 +103,6 @@ def _concat(frames, dtypes, categorical=("key", "device", "host")):
         else:
             columns[name] = pd.concat([f[name] for f in frames], ignore_index=True)
     return pd.DataFrame(columns)
-
-
-def _check_devices(path, frame):
-    unknown = set(frame["device"].cat.categories) - {"CPU", "GPU"}
-    if unknown:
-        raise ValueError(f"{path}: unknown device {sorted(unknown)[0]!r} (CPU or GPU)")
 
 
 def _key_name(key):
@@ -266,11 +203,8 @@ class Run:
     def _read_regions(self):
         frames = []
         for file in self._files_of("regions"):
-            path = file["path"]
-            frame = _read_csv(path, file["csv_header"], _REGIONS_DTYPES)
-            if frame is not None:
-                _check_devices(path, frame)
-            frames.append(frame)
+            columns = self._reader.region_columns(file["rank"])
+            frames.append(None if columns is None else _frame(columns, _REGIONS_DTYPES))
         return _concat(frames, _REGIONS_DTYPES)
 
     def _metric_files(self):
@@ -281,9 +215,10 @@ class Run:
         user, hardware = [], []
         for file in self._files_of("metrics"):
             rank = file["rank"]
-            frame = _read_csv(file["path"], file["csv_header"], _METRICS_DTYPES)
-            if frame is None:
+            columns = self._reader.metric_columns(rank=rank)
+            if columns is None:
                 continue
+            frame = _frame(columns, _METRICS_DTYPES)
             if self.version == 1:
                 # Version 1: `trainscope run` was rank 0 and recorded hardware as metrics.
                 system = frame["key"].astype(str).str.startswith("system/").to_numpy()
@@ -300,7 +235,8 @@ class Run:
     @property
     def metrics(self):
         """User metrics of every rank's metrics-<r>.csv: key (categorical), value (float64),
-        step, timestamp_ms, rank (int64). Hardware readings are in `hardware`."""
+        step, timestamp_ms, rank (int64; nullable Int64 only where a row has none). Hardware
+        readings are in `hardware`."""
         return self._cached("metrics", lambda: _concat(self._metric_files()[0], _METRICS_DTYPES))
 
     @property
@@ -315,8 +251,9 @@ class Run:
         if self.version == 1:
             frames = list(self._metric_files()[1])
         for file in self._files_of("host_metrics"):
-            frame = _read_csv(file["path"], file["csv_header"], _HARDWARE_DTYPES)
-            if frame is not None:
+            columns = self._reader.metric_columns(host=file["host"])
+            if columns is not None:
+                frame = _frame(columns, _HARDWARE_DTYPES)
                 frame["host"] = file["host"]
                 frames.append(frame)
         hardware = _concat(frames, dict(_HARDWARE_DTYPES, host="category"))

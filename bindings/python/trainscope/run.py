@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 import weakref
 
 from trainscope import _core
@@ -60,6 +61,7 @@ class ActiveRun:
         self._core = core
         self._timers = weakref.WeakSet()
         self._ended = False
+        self.end_error = None  # what end() could not write (a message naming the file)
         # Started by a fluent call or a timer, not by start_run(): ended at exit.
         self.implicit = implicit
         # The C++ side setenv()s TRAINSCOPE_RUN_DIR for a run it created, but
@@ -91,20 +93,31 @@ class ActiveRun:
         self._core.log_artifact(os.fspath(local_path))
 
     def end(self, status="FINISHED"):
-        """Stores the attached timers' summaries, flushes and records the status."""
+        """Stores the attached timers' summaries, flushes and records the status.
+
+        Never raises for the disk (full, failing): what could not be written is
+        warned about (a TrainscopeWarning naming the file), kept in end_error and
+        returned; None when everything was written.
+        """
         global _active
         if self._ended:
-            return
+            return self.end_error
         self._ended = True
         for timer in list(self._timers):
             self._core.add_summary_of(timer)
-        self._core.end(status)
-        if self._exported_dir:
-            os.environ.pop(_RUN_DIR_ENV, None)
-        with _lock:
-            if _active is self:
-                _active = None
-        _restore_sigterm()
+        try:
+            self.end_error = self._core.end(status)
+        finally:
+            if self._exported_dir:
+                os.environ.pop(_RUN_DIR_ENV, None)
+            with _lock:
+                if _active is self:
+                    _active = None
+            _restore_sigterm()
+        if self.end_error is not None:
+            warnings.warn(f"run {self.dir} ended {status}, but not all was written: "
+                          f"{self.end_error}", _core.TrainscopeWarning, stacklevel=2)
+        return self.end_error
 
     def __enter__(self):
         return self

@@ -97,6 +97,10 @@ struct RankState {
   // The launcher (`trainscope run`) that started this rank's process tree, as
   // "<host>:<pid>" (TRAINSCOPE_LAUNCHER); empty when none did.
   std::string launcher;
+  // Records the rank could not write (its disk was full): region rows (their
+  // statistics are still in the summary) and metrics.
+  std::uint64_t dropped_region_rows = 0;
+  std::uint64_t dropped_metrics = 0;
 };
 
 // One `trainscope run` process of the job: it is not a rank; it records the

@@ -90,7 +90,8 @@ class RunReader final : public RunSource {
 
   // The data files in the directory now (also of ranks without a rank file,
   // and hosts of no rank or launcher), with their sizes: by kind, then rank
-  // or file name.
+  // or file name. Anything by such a name is listed, also what is not a
+  // regular file (size 0), which reading then refuses by name.
   std::vector<RunFile> files() const;
   // environment.json's text (a JSON object): NotFound when the run has none
   // (not launched by `trainscope run`, or not yet written), InvalidArgument
