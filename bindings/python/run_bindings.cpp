@@ -21,6 +21,7 @@
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace py = pybind11;
@@ -240,7 +241,50 @@ void RegisterRunReader(py::module_& m) {
             return tail ? py::object(py::bytes(*tail)) : py::object(py::none());
           },
           py::arg("log"), py::arg("max_bytes"),
-          "The last max_bytes of stdout.log or stderr.log from a whole line (bytes), or None.");
+          "The last max_bytes of stdout.log or stderr.log from a whole line (bytes), or None.")
+      // --- check_run (trainscope/run/run_check.hpp): the damage every reader names.
+      .def(
+          "check",
+          [](const RunReader& r) {
+            absl::StatusOr<std::vector<RunProblem>> problems;
+            {
+              py::gil_scoped_release release;  // may count the rows of regions files
+              problems = check_run(r);
+            }
+            py::list out;
+            for (const RunProblem& p : ValueOrThrow(std::move(problems))) {
+              py::dict d;
+              d["error"] = p.error;
+              d["kind"] = [&p] {
+                switch (p.kind) {
+                  case RunProblemKind::kRegionsMissing:
+                    return "regions_missing";
+                  case RunProblemKind::kRegionsEmpty:
+                    return "regions_empty";
+                  case RunProblemKind::kRegionsShort:
+                    return "regions_short";
+                  case RunProblemKind::kSummaryUnreadable:
+                    break;
+                }
+                return "summary_unreadable";
+              }();
+              d["rank"] = p.rank;
+              d["path"] = p.path;
+              d["key"] = p.key;
+              d["device"] = std::string(device_name(p.device));
+              d["summary_rows"] = p.summary_rows;
+              d["file_rows"] = p.file_rows;
+              d["message"] = p.message;
+              out.append(std::move(d));
+            }
+            return out;
+          },
+          "The run's damage as check_run finds it: [{error, kind, rank, path, key, device, "
+          "summary_rows, file_rows, message}]; errors first within a rank. Raises ValueError for "
+          "a regions file that cannot be read.")
+      .def_static("holds_run_files", &holds_run_files, py::arg("dir"),
+                  "Whether dir holds a run or what is left of one (run.json, or rank, launcher, "
+                  "regions or summary files).");
 }
 
 }  // namespace

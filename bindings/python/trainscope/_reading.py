@@ -192,7 +192,10 @@ class Run:
     launchers: DataFrame of the launcher files (host, pid, command, exit_code, term_signal,
         status, crashed, start_time_ms, end_time_ms, heartbeat_ms, flush_interval_ms);
     hosts: sorted host names of the ranks and launchers;
-    artifacts: paths of the files under artifacts/, relative to it.
+    artifacts: paths of the files under artifacts/, relative to it;
+    warnings: what is wrong with the run but leaves it readable, one message each naming the
+        file (a regions file holding fewer rows of a key than its summary counts; a damaged
+        summary, left out of `summaries`); each is also a TrainscopeWarning.
 
     Read on first access, then kept (read_run() again for newer data):
     regions, metrics, hardware, summaries (DataFrames; see their docstrings).
@@ -240,6 +243,20 @@ class Run:
         self.launchers = pd.DataFrame(launchers, columns=launcher_columns)
         self._rank_hosts = {s["rank"]: s["host"] for s in ranks}
         self._cache = {}
+        # The damage every reader names (C++ check_run, trainscope/run/run_check.hpp): region
+        # rows lost in a rank that recorded them is a ValueError naming the file; a regions
+        # file holding fewer rows than its summary counts and a damaged summary are warnings,
+        # kept in `warnings`. A damaged summary is left out of `summaries`.
+        problems = reader.check()
+        errors = [p["message"] for p in problems if p["error"]]
+        if errors:
+            raise ValueError(errors[0])
+        self.warnings = [p["message"] for p in problems if not p["error"]]
+        for message in self.warnings:
+            warnings.warn(message, _warning_category(), stacklevel=3)
+        unreadable = {p["rank"] for p in problems if p["kind"] == "summary_unreadable"}
+        self._files = [f for f in self._files
+                       if not (f["kind"] == "summary" and f["rank"] in unreadable)]
 
     def __repr__(self):
         return (f"<trainscope.Run {self.id} name={self.name!r} status={self.status} "
@@ -416,7 +433,9 @@ def read_run(path):
     and, read on first access, regions, metrics, hardware and summaries DataFrames.
 
     Raises FileNotFoundError for a path that is no run (no directory, no run.json) and
-    ValueError naming the file and what is wrong for a damaged one. A line cut short at
+    ValueError naming the file and what is wrong for a damaged one (also a rank that ended
+    with regions in its summary but no region row on disk). Damage that leaves the run
+    readable is a TrainscopeWarning each, kept in Run.warnings. A line cut short at
     the end of a CSV file (a run in progress, or a crash during a write) is ignored."""
     return Run(path)
 
@@ -466,8 +485,10 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     column never matches. Column names as above (also `attributes.status`); quote
     names with spaces in backticks: params.`batch size`. A bad filter is a ValueError.
 
-    A directory whose run.json or rank files are damaged is skipped with a
-    TrainscopeWarning naming it and the error."""
+    A damaged run (a run.json, rank or launcher file damaged or lost, region rows lost:
+    what read_run raises for) is skipped with a TrainscopeWarning naming it and the error;
+    read_run's warnings (a regions file cut short, a damaged summary, whose rank's
+    statistics are then NaN) are TrainscopeWarnings too."""
     pd = _pandas()
     keys = [_key_name(k) for k in ([keys] if isinstance(keys, (str, enum.Enum)) else keys or ())]
     if stat not in _STATISTICS:
@@ -487,7 +508,8 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: no such directory of runs")
-    is_run = _core()._is_run_directory
+    # Directories with run files but no run.json too: a damaged run is skipped by name.
+    is_run = _core()._RunReader.holds_run_files
     if is_run(root):
         dirs = [root]
     else:

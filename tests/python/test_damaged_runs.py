@@ -1,0 +1,120 @@
+"""Damaged finished runs (issue 25): every reader says what is wrong, by file, and a
+damaged run among many is skipped by name. The checks are C++ check_run's
+(trainscope/run/run_check.hpp); these tests hold read_run, search_runs and the CLI to them."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import warnings
+
+import pytest
+
+import trainscope
+from run_files import trainscope_cli, write_run
+
+pd = pytest.importorskip("pandas")
+
+REGIONS_HEADER = "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n"
+
+
+def _summary(run_dir, rank, entries):
+    """summary-<rank>.json counting (key, device, count, warmup_excluded, seconds) entries."""
+    full = []
+    for key, device, count, warmup, seconds in entries:
+        full.append({"key": key, "device": device, "count": count, "total": seconds * count,
+                     "min": seconds, "mean": seconds, "median": seconds, "max": seconds,
+                     "stdev": 0.0, "p5": seconds, "p25": seconds, "p75": seconds,
+                     "p95": seconds, "p99": seconds, "cv": 0.0, "median_ci_low": None,
+                     "median_ci_high": None, "warmup_excluded": warmup, "approximate": False})
+    with open(os.path.join(run_dir, f"summary-{rank}.json"), "w", encoding="utf-8") as f:
+        json.dump({"format": "trainscope.stats", "version": 1, "has_gpu_section": False,
+                   "entries": full}, f)
+
+
+def finished_run(path, rows=900, params=None, run_id="0123456789abcdef0123456789abcdef",
+                 scale=1.0, keys=(("BATCH", "CPU"),)):
+    """A FINISHED one-rank run of `rows` rows per key and a summary counting them."""
+    write_run(str(path), rows_per_key=rows, keys=keys, params=params, run_id=run_id, scale=scale)
+    _summary(str(path), 0, [(k, d, rows - 5, 5, 0.01 * scale) for k, d in keys])
+    return str(path)
+
+
+def cut(path, keep, rank=0):
+    """Keeps the header and the first `keep` rows of regions-<rank>.csv."""
+    name = os.path.join(path, f"regions-{rank}.csv")
+    with open(name, encoding="utf-8") as f:
+        lines = f.readlines()
+    with open(name, "w", encoding="utf-8") as f:
+        f.writelines(lines[:keep + 1])
+
+
+def test_a_whole_run_reads_without_a_warning(tmp_path):
+    run_dir = finished_run(tmp_path / "r")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = trainscope.read_run(run_dir)
+    assert run.warnings == []
+    assert len(run.regions) == 900
+
+
+def test_a_regions_file_cut_in_half_is_a_warning_naming_file_key_and_counts(tmp_path):
+    run_dir = finished_run(tmp_path / "r")
+    cut(run_dir, 453)
+    regions = os.path.join(run_dir, "regions-0.csv")
+    with pytest.warns(trainscope.TrainscopeWarning) as caught:
+        run = trainscope.read_run(run_dir)
+    messages = [str(w.message) for w in caught]
+    assert len(run.warnings) == 1 and run.warnings[0] in messages
+    assert regions in run.warnings[0]
+    assert "holds 453 rows of BATCH on CPU" in run.warnings[0]
+    assert "summary-0.json counts 900" in run.warnings[0]  # 895 + 5 warm-up
+    assert caught[0].filename == __file__  # points at the caller
+    assert len(run.regions) == 453
+
+
+@pytest.mark.parametrize("damage", ["missing", "empty", "header only"])
+def test_region_rows_lost_in_a_finished_run_is_an_error_naming_the_file(tmp_path, damage):
+    run_dir = finished_run(tmp_path / "r")
+    regions = os.path.join(run_dir, "regions-0.csv")
+    if damage == "missing":
+        os.remove(regions)
+    else:
+        with open(regions, "w", encoding="utf-8") as f:
+            f.write("" if damage == "empty" else REGIONS_HEADER)
+    with pytest.raises(ValueError, match="regions-0.csv") as error:
+        trainscope.read_run(run_dir)
+    assert "ended FINISHED" in str(error.value)
+    assert "summary-0.json counts 900 regions" in str(error.value)
+
+
+def test_a_corrupt_summary_is_skipped_with_a_warning_and_the_run_stays_readable(tmp_path):
+    run_dir = finished_run(tmp_path / "r")
+    with open(os.path.join(run_dir, "summary-0.json"), "w", encoding="utf-8") as f:
+        f.write('{"format": "trainscope.stats", "entr')
+    with pytest.warns(trainscope.TrainscopeWarning, match=r"summary-0.json.*skipped"):
+        run = trainscope.read_run(run_dir)
+    assert len(run.regions) == 900
+    assert run.summaries.empty
+    with pytest.warns(trainscope.TrainscopeWarning, match=r"summary-0.json.*skipped"):
+        frame = trainscope.search_runs(run_dir)
+    assert len(frame) == 1 and math.isnan(frame["metrics.BATCH.median"][0])
+
+
+def _four_runs(root):
+    for i, p in enumerate((1, 2, 4, 8)):
+        finished_run(root / f"run{p}", params={"p": str(p)}, run_id=f"{i:032x}", scale=1.0 / p)
+    return root
+
+
+def test_search_runs_skips_and_names_a_run_without_run_json_or_with_lost_rows(tmp_path):
+    root = _four_runs(tmp_path / "runs")
+    os.remove(root / "run2" / "run.json")
+    os.remove(root / "run4" / "regions-0.csv")
+    with pytest.warns(trainscope.TrainscopeWarning) as caught:
+        frame = trainscope.search_runs(root)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert sorted(frame["params.p"]) == ["1", "8"]
+    assert f"{root / 'run2'}: skipped" in messages and "run.json" in messages
+    assert f"{root / 'run4'}: skipped" in messages and "regions-0.csv" in messages
