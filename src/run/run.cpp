@@ -24,6 +24,7 @@
 #include "absl/strings/escaping.h"
 #include "common/files.hpp"
 #include "fmt/format.h"
+#include "run/rank_claim.hpp"
 #include "run/run_store_exporter.hpp"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
@@ -404,7 +405,18 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   if (::mkdir(artifacts.c_str(), 0755) != 0 && errno != EEXIST) {
     return detail::file_error(errno, "create", artifacts);
   }
+  // One live process records a rank; a second claimant warns and records nothing.
+  run::detail::RankClaim claim;
+  if (options.role != RunRole::kLauncher) {
+    absl::StatusOr<run::detail::RankClaim> claimed =
+        run::detail::claim_rank(state->dir, state->rank.rank);
+    if (!claimed.ok()) return claimed.status();
+    claim = *std::move(claimed);
+    if (claim.kind == run::detail::RankClaimKind::kRefused) warn(claim.message);
+  }
   run::detail::RunStoreExporter::Options store_options;
+  store_options.claim = claim.kind;
+  store_options.claimed_lock_fd = claim.lock_fd;
   store_options.dir = state->dir;
   store_options.rank = state->rank;
   store_options.flush_interval = options.flush_interval;

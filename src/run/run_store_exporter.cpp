@@ -126,6 +126,11 @@ RunStoreExporter::~RunStoreExporter() {
 // A rank's first process holds rank-<r>.lock; a host's first launcher holds
 // host-<host>.lock. The kernel drops a lock when its process dies, however.
 absl::Status RunStoreExporter::lock_rank_or_host() {
+  if (!options_.launcher && options_.claim != RankClaimKind::kUnclaimed) {
+    lock_fd_ = options_.claimed_lock_fd;
+    owner_ = options_.claim == RankClaimKind::kOwner;
+    return absl::OkStatus();
+  }
   const std::string lock_path =
       options_.launcher
           ? join_path(options_.dir, fmt::format("host-{}.lock", host_file_part(host_)))
@@ -151,6 +156,8 @@ void RunStoreExporter::set_exit(int exit_code, int term_signal) {
 
 absl::Status RunStoreExporter::open_files() {
   if (absl::Status status = lock_rank_or_host(); !status.ok()) return status;
+  // A second claimant of a live rank opens nothing: its records go nowhere.
+  if (options_.claim == RankClaimKind::kRefused) return absl::OkStatus();
   // A launcher's host file is repaired by the host's first launcher only.
   const bool repair = options_.launcher ? owns_host() : owns_rank();
   for (auto [file, header] :

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "run/rank_claim.hpp"
 #include "run/run_format.hpp"
 #include "trainscope/export/exporter.hpp"
 #include "trainscope/export/run_record.hpp"
@@ -26,10 +27,10 @@ namespace trainscope::run::detail {
 // stream_summary() and the counters.
 //
 // The first process of a rank (it holds an flock on rank-<r>.lock for its
-// lifetime) owns the rank: it repairs the CSV files and writes the rank file.
-// Later processes of the same rank (a data-loader worker, a child script)
-// append whole lines to the same CSV files with O_APPEND and leave the rank
-// file to the owner.
+// lifetime: rank_claim.hpp) owns the rank: it repairs the CSV files and writes
+// the rank file. Its descendants with the same rank (a data-loader worker, a
+// child script) append whole lines to the same CSV files with O_APPEND and
+// leave the rank file to the owner; other processes claiming it record nothing.
 class RunStoreExporter final : public Exporter {
  public:
   struct Options {
@@ -47,6 +48,11 @@ class RunStoreExporter final : public Exporter {
     std::vector<std::string> command;  // a launcher's command
     // A rank's launcher, "<host>:<pid>" (TRAINSCOPE_LAUNCHER), if any.
     std::string launched_by;
+    // How Run::Start claimed the rank (rank_claim.hpp). kUnclaimed: the store
+    // takes rank-<r>.lock itself. kOwner hands over its lock descriptor, which
+    // the store holds and closes; kRefused records nothing at all.
+    RankClaimKind claim = RankClaimKind::kUnclaimed;
+    int claimed_lock_fd = -1;
   };
 
   // Opens (and if needed creates or repairs) this rank's files and, as the
