@@ -5,7 +5,9 @@
 // `step` from 0 per thread: a thread's CPU BATCH rows then hold two series of
 // steps that advance at the same time (0 1 2 | 0 1 | 3 4 | 2 ...). A rank
 // restarted after a crash also starts again at step 0, but its earlier series
-// never goes on, so it is not taken for this.
+// never goes on, so it is not taken for this. Neither is a second series that
+// had reached exactly the first one's step when the first went on (0 1 2 | 0 1
+// 2 | 3 4 ...): such a file is a restart's too, row for row.
 //
 //   RankWriterCheck check;
 //   reader.scan_regions(rank, 0, max, [&](const RegionView& row) { check.add(row); });

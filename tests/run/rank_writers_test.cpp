@@ -71,6 +71,12 @@ TEST(RankWriterCheckTest, TwoSeriesAdvancingAtOnceAreFoundWithTheirLine) {
   EXPECT_THAT(*finding, HasSubstr("the same RANK"));
 }
 
+TEST(RankWriterCheckTest, ASecondSeriesThatCaughtUpExactlyReadsAsTheRestartItCouldBe) {
+  RankWriterCheck check;
+  for (std::int64_t step : {0, 1, 2, 0, 1, 2, 3, 4}) check.add(batch(0, step));
+  EXPECT_FALSE(check.interleaved());
+}
+
 TEST(RankWriterCheckTest, ProcessesInLockstepAreFoundToo) {
   RankWriterCheck check;
   for (std::int64_t step = 0; step < 4; ++step) {
