@@ -19,9 +19,9 @@
 #include "trainscope/export/perfetto_exporter.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/run/run.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
-#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace py = pybind11;
@@ -263,6 +263,8 @@ void RegisterRunReader(py::module_& m) {
                     return "regions_empty";
                   case RunProblemKind::kRegionsShort:
                     return "regions_short";
+                  case RunProblemKind::kRegionsMixed:
+                    return "regions_mixed";
                   case RunProblemKind::kSummaryUnreadable:
                     break;
                 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
+#include "run/rank_writers.hpp"
 #include "run/run_format.hpp"
 
 namespace trainscope {
@@ -77,6 +78,14 @@ std::vector<RunProblem> check_rank_records(const std::vector<RankRecords>& ranks
                               std::string(r.summary.status().message()));
       out.push_back(std::move(p));
       continue;
+    }
+    if (!r.mixed_rows.empty()) {
+      RunProblem p;
+      p.kind = RunProblemKind::kRegionsMixed;
+      p.rank = rank;
+      p.path = r.regions_path;
+      p.message = r.mixed_rows;
+      out.push_back(std::move(p));
     }
     if (!ended(r.state)) continue;
     std::uint64_t counted = 0;
@@ -161,12 +170,15 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
       }
     }
     Tally tally;
+    run::detail::RankWriterCheck writers;  // rows of two processes at once (older runs)
     std::uint64_t offset = 0;
     r.regions_found = true;
     for (;;) {
       absl::StatusOr<RunReader::Scan> scan =
-          reader.scan_regions(rank, offset, kScanBytes,
-                              [&tally](const RegionView& row) { tally.add(row.key, row.device); });
+          reader.scan_regions(rank, offset, kScanBytes, [&tally, &writers](const RegionView& row) {
+            tally.add(row.key, row.device);
+            writers.add(row);
+          });
       if (absl::IsNotFound(scan.status())) {
         r.regions_found = false;
         break;
@@ -176,6 +188,7 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
       offset = scan->next_offset;
     }
     r.rows = tally.take();
+    r.mixed_rows = writers.finding(r.regions_path).value_or("");
   }
   return check_rank_records(records);
 }
