@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +13,10 @@
 #include <climits>
 #include <thread>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -64,10 +69,35 @@ std::optional<RankHolder> read_holder(int fd) {
   return parse_rank_holder(std::string_view(buffer, static_cast<std::size_t>(n)));
 }
 
-// The holder of a lock held by another process, once it has said who it is: a
-// holder that names a dead process of this host is a stale record of an
-// earlier owner that the new one has not replaced yet.
+// The process of this host holding an flock on fd's file, by /proc/locks
+// ("1: FLOCK  ADVISORY  WRITE 1234 fe:00:10986638 0 EOF": pid, then the
+// device's major:minor in hex and the inode), or 0 when none of this host does.
+std::int64_t local_flock_holder(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return 0;
+  const std::string file =
+      fmt::format("{:02x}:{:02x}:{}", major(st.st_dev), minor(st.st_dev), st.st_ino);
+  absl::StatusOr<std::string> locks = trainscope::detail::read_whole_file("/proc/locks");
+  if (!locks.ok()) return 0;
+  for (absl::string_view line : absl::StrSplit(*locks, '\n')) {
+    std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    // "->" marks a waiter; a holder's line has 8 fields.
+    if (fields.size() != 8 || fields[1] != "FLOCK" || fields[3] != "WRITE" || fields[5] != file) {
+      continue;
+    }
+    std::int64_t pid = 0;
+    if (absl::SimpleAtoi(fields[4], &pid) && pid > 0) return pid;
+  }
+  return 0;
+}
+
+// The holder of a lock held by another process: this host's kernel knows it
+// (/proc/locks); else (a holder on another host, through a shared filesystem)
+// once it has said who it is in the lock file. A holder there that names a
+// dead process of this host is a stale record of an earlier owner that the
+// new one has not replaced yet.
 std::optional<RankHolder> wait_for_holder(int fd, const std::string& host, absl::Duration wait) {
+  if (const std::int64_t pid = local_flock_holder(fd); pid > 0) return RankHolder{host, pid};
   const absl::Time deadline = absl::Now() + wait;
   for (;;) {
     std::optional<RankHolder> holder = read_holder(fd);
@@ -147,6 +177,20 @@ RankClaim claim_held(const std::string& dir, std::uint32_t rank, const std::stri
 }
 
 }  // namespace
+
+RankClaim& RankClaim::operator=(RankClaim&& other) noexcept {
+  if (this == &other) return *this;
+  if (lock_fd >= 0) ::close(lock_fd);
+  kind = other.kind;
+  lock_fd = other.release_lock();
+  holder = std::move(other.holder);
+  message = std::move(other.message);
+  return *this;
+}
+
+RankClaim::~RankClaim() {
+  if (lock_fd >= 0) ::close(lock_fd);
+}
 
 std::string rank_lock_file_name(std::uint32_t rank) { return fmt::format("rank-{}.lock", rank); }
 

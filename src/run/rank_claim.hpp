@@ -5,7 +5,8 @@
 // rank-<r>.lock is the claim: its owner holds an flock (LOCK_EX) on it for
 // its lifetime (the kernel releases it however the process dies, kill -9
 // included, so a restarted rank claims again) and writes its host and pid into
-// it. A process that finds the lock held is either a descendant of the holder
+// it (for claimants on other hosts; this host's kernel names the holder in
+// /proc/locks). A process that finds the lock held is either a descendant of the holder
 // (a data-loader worker, a child script: it appends rows to the rank's CSV
 // files, as always) or a second claimant (another process started with the
 // same rank): it records nothing and is told so by name. Where the lock does
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -40,9 +42,18 @@ struct RankHolder {
 };
 
 struct RankClaim {
+  RankClaim() = default;
+  RankClaim(RankClaim&& other) noexcept { *this = std::move(other); }
+  RankClaim& operator=(RankClaim&& other) noexcept;
+  ~RankClaim();  // closes lock_fd: the rank is free again
+
+  // The lock for whoever holds the rank from now on (the run store, which
+  // closes it), or -1.
+  int release_lock() { return std::exchange(lock_fd, -1); }
+
   RankClaimKind kind = RankClaimKind::kUnclaimed;
   // kOwner: the descriptor holding the flock on rank-<r>.lock (-1 where the
-  // filesystem has no locks); whoever keeps it closes it, which releases it.
+  // filesystem has no locks).
   int lock_fd = -1;
   // kShared, kRefused: the rank's owner, as far as known (pid 0: unknown).
   RankHolder holder;
@@ -52,7 +63,8 @@ struct RankClaim {
 
 struct RankClaimOptions {
   // The longest a claimant waits for the lock's holder to write who it is
-  // (it does so just after it locked) before it names it "unknown".
+  // (it does so just after it locked) before it names it "unknown", where
+  // this host's /proc/locks does not name it (a holder on another host).
   absl::Duration holder_wait = absl::Seconds(2);
   // The longest a claimant watches a RUNNING rank file of another host for a
   // renewed heartbeat (a live rank there) before it takes the rank over.

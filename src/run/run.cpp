@@ -187,6 +187,7 @@ struct Run::State {
   RunOptions options;
   bool set_environment = false;  // this Run published TRAINSCOPE_RUN_DIR
   bool owns_signals = false;
+  bool refused = false;  // another process records this rank (rank_claim.hpp)
   std::shared_ptr<run::detail::RunStoreExporter> store;
   std::unique_ptr<ExportPipeline> pipeline;
 
@@ -390,7 +391,19 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   status =
       detail::create_file_exclusively(fmt::format("{}/{}", state->dir, run::detail::kRunFileName),
                                       run::detail::format_run_file(fresh), &created);
-  if (status.ok()) {
+  if (!status.ok()) return status;
+  // One live process records a rank; a second claimant warns and records
+  // nothing, not even its params (which could then never conflict).
+  run::detail::RankClaim claim;
+  if (options.role != RunRole::kLauncher) {
+    absl::StatusOr<run::detail::RankClaim> claimed =
+        run::detail::claim_rank(state->dir, state->rank.rank);
+    if (!claimed.ok()) return claimed.status();
+    claim = *std::move(claimed);
+    state->refused = claim.kind == run::detail::RankClaimKind::kRefused;
+    if (state->refused) warn(claim.message);
+  }
+  if (!state->refused) {
     RunInfo wanted;
     wanted.params = options.params;
     wanted.tags = options.tags;
@@ -405,18 +418,9 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   if (::mkdir(artifacts.c_str(), 0755) != 0 && errno != EEXIST) {
     return detail::file_error(errno, "create", artifacts);
   }
-  // One live process records a rank; a second claimant warns and records nothing.
-  run::detail::RankClaim claim;
-  if (options.role != RunRole::kLauncher) {
-    absl::StatusOr<run::detail::RankClaim> claimed =
-        run::detail::claim_rank(state->dir, state->rank.rank);
-    if (!claimed.ok()) return claimed.status();
-    claim = *std::move(claimed);
-    if (claim.kind == run::detail::RankClaimKind::kRefused) warn(claim.message);
-  }
   run::detail::RunStoreExporter::Options store_options;
   store_options.claim = claim.kind;
-  store_options.claimed_lock_fd = claim.lock_fd;
+  store_options.claimed_lock_fd = claim.release_lock();
   store_options.dir = state->dir;
   store_options.rank = state->rank;
   store_options.flush_interval = options.flush_interval;
@@ -433,7 +437,8 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   pipeline_options.flush_interval = options.flush_interval;
   state->pipeline = std::make_unique<ExportPipeline>(pipeline_options);
   state->pipeline->add_exporter(state->store);
-  maybe_add_mlflow_exporter(options.mlflow_from_environment, state->dir, state->pipeline.get());
+  maybe_add_mlflow_exporter(options.mlflow_from_environment && !state->refused, state->dir,
+                            state->pipeline.get());
   state->pipeline->submit_run_info(state->info);
   state->options = std::move(options);
   status = state->start_heartbeat();
@@ -469,6 +474,7 @@ absl::Status Run::State::record_key_value(const char* kind,
   absl::Status status = mlflow::validate_key(key, kind);
   if (status.ok()) status = mlflow::validate_value(kind, key, value, max_value_length);
   if (!status.ok()) return status;
+  if (refused) return absl::OkStatus();  // recorded by the rank's owner, not here
   std::lock_guard<std::mutex> lock(mu);
   status = checked_running();
   if (!status.ok()) return status;

@@ -23,6 +23,7 @@ RANK_ZERO = """
     import os, sys, time
     import trainscope
     tmr = trainscope.Timer()  # joins TRAINSCOPE_RUN_DIR as rank 0
+    trainscope.log_param("pid", os.getpid())  # write-once: a second claimant's would conflict
     barrier, n = sys.argv[1], int(sys.argv[2])
     open(os.path.join(barrier, str(os.getpid())), "w").close()
     deadline = time.monotonic() + 120
@@ -68,6 +69,7 @@ def test_four_processes_with_rank_0_record_one_rank_and_the_others_name_it(tmp_p
         assert (f"rank 0 of run {run_dir} is already recorded by pid {owner} on host "
                 f"{rank['host']}: this process (pid {pid} on host") in err, err
         assert err.count("records nothing") == 1, err  # warned once
+    assert _json(run_dir / "run.json")["params"] == {"pid": str(owner)}
     # One process's rows, as its summary counts them (not 4 x REGIONS).
     assert len(_rows(run_dir / "regions-0.csv")) == REGIONS
     assert len(_rows(run_dir / "metrics-0.csv")) == REGIONS

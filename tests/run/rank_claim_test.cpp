@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -68,12 +69,15 @@ std::vector<std::string> read_reports(int fd) { return read_reports_until(fd, SI
 // A training process with RANK=0: starts its run, says it started, waits until
 // every sibling has started too (so all of them live at once), then times
 // kRegions regions, logs as many metrics, ends and reports its warnings.
-[[noreturn]] void rank_zero_main(const RunOptions& options, int report_fd, int go_fd) {
+[[noreturn]] void rank_zero_main(RunOptions options, int report_fd, int go_fd) {
   int status = 0;
   {
     CapturedWarnings warnings;
+    // Params differ per process: a second claimant's would conflict (write-once).
+    options.params = {{"pid", std::to_string(::getpid())}};
     absl::StatusOr<RunPtr> run = trainscope::Run::Start(options);
     if (!run.ok()) ::_exit(3);
+    if (!(*run)->log_param("pid again", std::to_string(::getpid())).ok()) ::_exit(8);
     report(report_fd, "started");
     char go;
     if (::read(go_fd, &go, 1) != 0) status = 4;  // EOF once the test closed it
@@ -150,6 +154,10 @@ TEST_F(RankClaimTest, FourProcessesWithOneRankRecordOneRankAndTheOthersWarnByNam
     EXPECT_THAT(warnings[i][0], HasSubstr("records nothing"));
   }
   EXPECT_EQ(refused, 3);
+  // Params of the owner alone: the others record none.
+  const std::map<std::string, std::string> params = {{"pid", std::to_string(owner)},
+                                                     {"pid again", std::to_string(owner)}};
+  EXPECT_EQ(reader.info().params, params);
   // One process's records, as its summary says.
   absl::StatusOr<Chunk<RegionRow>> regions = reader.read_regions(0);
   ASSERT_TRUE(regions.ok()) << regions.status();
@@ -224,7 +232,6 @@ TEST_F(RankClaimTest, ADescendantOfTheOwnerSharesTheRank) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  ::close(owner->lock_fd);
 }
 
 TEST_F(RankClaimTest, AnUnrelatedProcessIsRefusedAndNamesTheHolder) {
@@ -258,7 +265,36 @@ TEST_F(RankClaimTest, AnUnrelatedProcessIsRefusedAndNamesTheHolder) {
   claim = run::detail::claim_rank(dir, 3);
   ASSERT_TRUE(claim.ok()) << claim.status();
   EXPECT_EQ(claim->kind, RankClaimKind::kOwner);
-  ::close(claim->lock_fd);
+}
+
+TEST_F(RankClaimTest, ThisHostsKernelNamesAHolderWhoseLockFileSaysNothing) {
+  const std::string dir = (root_ / "job").string();
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    absl::StatusOr<run::detail::RankClaim> claim = run::detail::claim_rank(dir, 0);
+    if (!claim.ok() || claim->kind != RankClaimKind::kOwner) ::_exit(3);
+    // As a holder that never said who it is (an older version, a full disk).
+    if (::ftruncate(claim->lock_fd, 0) != 0) ::_exit(4);
+    report(fds[1], "claimed");
+    for (;;) ::pause();
+  }
+  ::close(fds[1]);
+  ASSERT_EQ(read_reports_until(fds[0], 1).size(), 1u);
+  ::close(fds[0]);
+  run::detail::RankClaimOptions options;
+  options.holder_wait = absl::ZeroDuration();
+  absl::StatusOr<run::detail::RankClaim> claim = run::detail::claim_rank(dir, 0, options);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  EXPECT_EQ(claim->kind, RankClaimKind::kRefused);
+  EXPECT_EQ(claim->holder.pid, pid);
+  EXPECT_THAT(claim->message, HasSubstr("already recorded by pid " + std::to_string(pid)));
 }
 
 // A rank file of another host, renewed every 20 ms (or not) while it runs.
@@ -318,7 +354,6 @@ TEST_F(RankClaimTest, ARankRenewedByAnotherHostIsRefusedAndASilentOneTakenOver) 
     absl::StatusOr<run::detail::RankClaim> claim = run::detail::claim_rank(dir, 0, options);
     ASSERT_TRUE(claim.ok()) << claim.status();
     EXPECT_EQ(claim->kind, RankClaimKind::kOwner);
-    ::close(claim->lock_fd);
   }
 }
 
