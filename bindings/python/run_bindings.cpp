@@ -476,6 +476,8 @@ void RegisterRunReader(py::module_& m) {
                     return "regions_empty";
                   case RunProblemKind::kRegionsShort:
                     return "regions_short";
+                  case RunProblemKind::kRegionsMixed:
+                    return "regions_mixed";
                   case RunProblemKind::kSummaryUnreadable:
                     break;
                 }

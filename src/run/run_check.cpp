@@ -11,6 +11,7 @@
 
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
+#include "run/rank_writers.hpp"
 #include "run/run_format.hpp"
 
 namespace trainscope {
@@ -92,14 +93,17 @@ std::optional<FileId> file_id(const std::string& path) {
 
 class CountCache {
  public:
-  std::optional<std::vector<RegionCount>> find(const FileId& id) {
+  // A file's counts and what RankWriterCheck found in it ("" for nothing, or
+  // when the counts were the reader's own).
+  using Counted = std::pair<std::vector<RegionCount>, std::string>;
+  std::optional<Counted> find(const FileId& id) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, counts] : entries_) {
       if (key == id) return counts;
     }
     return std::nullopt;
   }
-  void put(FileId id, std::vector<RegionCount> counts) {
+  void put(FileId id, Counted counts) {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries_.size() >= kCachedFiles) entries_.erase(entries_.begin());
     entries_.emplace_back(std::move(id), std::move(counts));
@@ -107,7 +111,7 @@ class CountCache {
 
  private:
   std::mutex mu_;
-  std::deque<std::pair<FileId, std::vector<RegionCount>>> entries_;
+  std::deque<std::pair<FileId, Counted>> entries_;
 };
 
 CountCache& count_cache() {
@@ -130,6 +134,14 @@ std::vector<RunProblem> check_rank_records(const std::vector<RankRecords>& ranks
                               std::string(r.summary.status().message()));
       out.push_back(std::move(p));
       continue;
+    }
+    if (!r.mixed_rows.empty()) {
+      RunProblem p;
+      p.kind = RunProblemKind::kRegionsMixed;
+      p.rank = rank;
+      p.path = r.regions_path;
+      p.message = r.mixed_rows;
+      out.push_back(std::move(p));
     }
     if (!ended(r.state) || !r.regions_read) continue;
     std::uint64_t counted = 0;
@@ -222,24 +234,28 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
       if (auto it = counted->find(rank); it != counted->end()) {
         r.regions_found = true;
         r.rows = it->second;
-        if (id) count_cache().put(*id, r.rows);
+        if (id) count_cache().put(*id, {r.rows, ""});
         continue;
       }
     }
     if (id) {
-      if (std::optional<std::vector<RegionCount>> cached = count_cache().find(*id)) {
+      if (std::optional<CountCache::Counted> cached = count_cache().find(*id)) {
         r.regions_found = true;
-        r.rows = *std::move(cached);
+        r.rows = std::move(cached->first);
+        r.mixed_rows = std::move(cached->second);
         continue;
       }
     }
     Tally tally;
+    run::detail::RankWriterCheck writers;  // rows of two processes at once (older runs)
     std::uint64_t offset = 0;
     r.regions_found = true;
     for (;;) {
       absl::StatusOr<RunReader::Scan> scan =
-          reader.scan_regions(rank, offset, kScanBytes,
-                              [&tally](const RegionView& row) { tally.add(row.key, row.device); });
+          reader.scan_regions(rank, offset, kScanBytes, [&tally, &writers](const RegionView& row) {
+            tally.add(row.key, row.device);
+            writers.add(row);
+          });
       if (absl::IsNotFound(scan.status())) {
         r.regions_found = false;
         break;
@@ -252,9 +268,10 @@ absl::StatusOr<std::vector<RunProblem>> check_run(const RunReader& reader,
       offset = scan->next_offset;
     }
     r.rows = tally.take();
+    r.mixed_rows = writers.finding(r.regions_path).value_or("");
     // What was read, if the file is still what it was when counting began.
     if (id && r.regions_found && r.regions_read && file_id(r.regions_path) == id)
-      count_cache().put(*id, r.rows);
+      count_cache().put(*id, {r.rows, r.mixed_rows});
   }
   return check_rank_records(records);
 }

@@ -108,3 +108,46 @@ def test_a_rank_restarted_after_kill_9_claims_it_again(tmp_path):
     rank = _json(run_dir / "rank-0.json")
     assert (rank["pid"], rank["status"]) == (restart.pid, "FINISHED")
     assert len(_rows(run_dir / "regions-0.csv")) == 10
+
+
+def test_read_run_names_a_regions_file_two_processes_wrote_at_once(tmp_path):
+    """A child process that times BATCH shares its parent's rank (it is a descendant), so both
+    count steps from 0 in one file, as processes started with the same RANK did before ranks were
+    claimed: read_run warns, naming the first line where the two series mix."""
+    import trainscope
+
+    run_dir = tmp_path / "job"
+    parent = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os, subprocess, sys, time
+        import trainscope
+        with trainscope.start_run(flush_interval=0.05) as run:
+            tmr = trainscope.Timer()
+            def batches(n):
+                for _ in range(n):
+                    tmr.start(trainscope.TimeType.BATCH)
+                    tmr.end(trainscope.TimeType.BATCH)
+            batches(20)
+            path = os.path.join(run.dir, "regions-0.csv")
+            deadline = time.monotonic() + 120
+            while sum(1 for _ in open(path)) < 21 and time.monotonic() < deadline:
+                time.sleep(0.01)  # the parent's rows are on disk before the child's
+            subprocess.run([sys.executable, "-c", sys.argv[1]], check=True)
+            batches(20)
+    """), textwrap.dedent("""
+        import trainscope
+        tmr = trainscope.Timer()
+        for _ in range(10):
+            tmr.start(trainscope.TimeType.BATCH)
+            tmr.end(trainscope.TimeType.BATCH)
+    """)], env=_env(run_dir), capture_output=True, text=True, timeout=300)
+    assert parent.returncode == 0, parent.stderr
+    assert "records nothing" not in parent.stderr  # the child is no second claimant
+    assert len(_rows(run_dir / "regions-0.csv")) == 50
+    with pytest.warns(trainscope.TrainscopeWarning, match="rows of more than one process"):
+        run = trainscope.read_run(run_dir)
+    (warning,) = run.warnings
+    # Lines 2-21 the parent's steps 0-19, 22-31 the child's 0-9, 32 the parent's step 20.
+    # (A child's series as long as the parent's so far would read as a restart: 10, not 20.)
+    assert warning.startswith(f"{run_dir}/regions-0.csv:32: rows of more than one process: "
+                              "thread 0's BATCH rows on CPU go on at step 20"), warning
+    assert len(run.regions) == 50 and run.status == "FINISHED"

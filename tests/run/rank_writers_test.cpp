@@ -15,6 +15,7 @@
 #include "run/run_format.hpp"
 #include "run/run_store_exporter.hpp"
 #include "support/run_dir_test.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/timing/time_type.hpp"
 
@@ -138,6 +139,50 @@ TEST_F(RankWritersTest, FindsTheRowsOfTwoWritersOfOneRankInARealFile) {
   ASSERT_TRUE(finding.has_value());
   // Rows: 3 (first), 3 (restarted), 2 (second), then restarted's step 3 on line 10.
   EXPECT_THAT(*finding, HasSubstr(dir + "/regions-0.csv:10: rows of more than one process"));
+}
+
+// What every reader calls (check_run) names it as a warning, the run still readable.
+TEST_F(RankWritersTest, CheckRunWarnsOfARankWrittenByTwoProcesses) {
+  const std::string dir = (root_ / "job").string();
+  std::filesystem::create_directories(dir);
+  RunInfo info;
+  info.id = "00000000000000000000000000000001";
+  ASSERT_TRUE(
+      trainscope::detail::write_new_file(dir + "/run.json", run::detail::format_run_file(info))
+          .ok());
+  const auto store = [&dir] {
+    absl::StatusOr<std::shared_ptr<RunStoreExporter>> created =
+        RunStoreExporter::Create({dir, RankInfo{}, absl::Seconds(1), 0});
+    EXPECT_TRUE(created.ok()) << created.status();
+    return *std::move(created);
+  };
+  const auto write_batches = [](RunStoreExporter& s, int n) {
+    std::vector<RegionSample> samples(n);
+    for (RegionSample& sample : samples) sample.key = static_cast<KeyId>(TimeType::BATCH);
+    ASSERT_TRUE(s.write_samples(samples).ok());
+    ASSERT_TRUE(s.flush().ok());
+  };
+  std::shared_ptr<RunStoreExporter> owner = store();
+  std::shared_ptr<RunStoreExporter> second = store();  // as a second process with RANK=0 was
+  // (A second series exactly as long as the first one's rows so far would read as a restart.)
+  write_batches(*owner, 4);
+  write_batches(*second, 2);
+  write_batches(*owner, 4);
+  ASSERT_TRUE(owner->write_summary(owner->stream_summary()).ok());
+  info.status = RunStatus::kFinished;
+  info.end_time_ms = 1;
+  ASSERT_TRUE(owner->write_run_info(info).ok());
+
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<std::vector<RunProblem>> problems = check_run(*reader);
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  ASSERT_EQ(problems->size(), 1u);
+  EXPECT_EQ((*problems)[0].kind, RunProblemKind::kRegionsMixed);
+  EXPECT_FALSE((*problems)[0].error);
+  EXPECT_EQ((*problems)[0].path, dir + "/regions-0.csv");
+  EXPECT_THAT((*problems)[0].message,
+              HasSubstr(dir + "/regions-0.csv:8: rows of more than one process"));
 }
 
 }  // namespace

@@ -132,7 +132,8 @@ class Run:
     artifacts: paths of the files under artifacts/, relative to it;
     warnings: what is wrong with the run but leaves it readable, one message each naming the
         file (a regions file holding fewer rows of a key than its summary counts; a damaged
-        summary, left out of `summaries`); each is also a TrainscopeWarning.
+        summary, left out of `summaries`; rows of two processes at once in one rank's regions
+        file); each is also a TrainscopeWarning.
 
     Read on first access, then kept (read_run() again for newer data):
     regions, metrics, hardware, summaries (DataFrames; see their docstrings).

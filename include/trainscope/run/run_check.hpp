@@ -37,6 +37,12 @@ enum class RunProblemKind {
   kRegionsShort,
   // Warning: summary-<r>.json is damaged; readers go on without it.
   kSummaryUnreadable,
+  // Warning: the regions file holds rows of more than one process at once
+  // (two series of BATCH steps of one thread advancing together: processes
+  // started with the same RANK before ranks were claimed, or a child process
+  // that timed BATCH); the message names the first such line. Found where
+  // check_run reads a rank's rows itself (not in `counted`).
+  kRegionsMixed,
 };
 
 struct RunProblem {
@@ -76,6 +82,9 @@ struct RankRecords {
   // rows are not held to the summary; the readers of the rows say why.
   bool regions_read = true;
   std::vector<RegionCount> rows;
+  // What the rows show of more than one writing process (RankWriterCheck's
+  // finding, naming the file and line), empty when nothing.
+  std::string mixed_rows;
   std::string summary_path;
   // The summary read (an empty one when the rank stored none), or why it
   // could not be read.
