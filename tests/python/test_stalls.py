@@ -31,7 +31,7 @@ import trainscope  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "stalls_train.py")
-BATCH, DECODE_MS, STEP_MS = 8, 4.0, 10.0
+BATCH = 8
 
 pytestmark = pytest.mark.filterwarnings("ignore::trainscope.TrainscopeWarning")
 
