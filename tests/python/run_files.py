@@ -116,8 +116,9 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
 
 # ---- A job whose diagnosis is known by construction -----------------------------------------------
 
-# Each of its 40 steps (BATCH) waits 20 ms for data (IO), then computes 8 ms: a data-wait
-# share near 0.7, INPUT-BOUND (`trainscope run` tags the run with it at the end).
+# Each of its 40 steps (BATCH) waits 20 ms for data (IO), then computes 8 ms (a wait, as on a
+# GPU): a data-wait share near 0.7, INPUT-BOUND (`trainscope run` tags the run with it at the
+# end).
 INPUT_BOUND_JOB = """
 import time
 import trainscope
@@ -127,7 +128,5 @@ with trainscope.start_run():
         with timer.scope("BATCH"):
             with timer.scope("IO"):
                 time.sleep(0.02)
-            start = time.perf_counter()
-            while time.perf_counter() - start < 0.008:
-                pass
+            time.sleep(0.008)  # the step: a wait, as on a GPU (a spin stretches under load)
 """

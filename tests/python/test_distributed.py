@@ -21,7 +21,8 @@ pytestmark = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the train
 
 STEPS_PER_EPOCH = 12
 EPOCHS = 2
-SLOW_RANK_SLEEP_S = 0.02
+# Far above the few ms by which a busy machine stalls the fast rank's compute now and then.
+SLOW_RANK_SLEEP_S = 0.05
 
 LAUNCHER = """
     import os, socket, subprocess, sys
@@ -125,10 +126,10 @@ def test_a_two_rank_ddp_job_under_the_cli_names_its_straggler(tmp_path):
 
     stragglers = run.stragglers()  # BATCH on the CPU
     assert len(stragglers) == steps and (stragglers["n_ranks"] == 2).all()
-    slow = (stragglers["slowest_rank"] == 1) & (stragglers["lag_s"] >= 0.015)
+    slow = (stragglers["slowest_rank"] == 1) & (stragglers["lag_s"] >= 0.6 * SLOW_RANK_SLEEP_S)
     # Nearly every step: a loaded machine may stall rank 0 once or twice.
     assert slow.sum() >= steps - 2, stragglers
-    assert stragglers["lag_s"].median() >= 0.015
+    assert stragglers["lag_s"].median() >= 0.6 * SLOW_RANK_SLEEP_S
     # ... and the fast rank spends that time waiting in the all-reduce.
     comm = run.step_times("COMM")
     assert (comm[0] - comm[1]).median() >= 0.01

@@ -91,7 +91,7 @@ RANK_SCRIPT = """
         tmr = trainscope.Timer()
         for step in range(8):
             with tmr.scope(trainscope.TimeType.BATCH):
-                time.sleep(0.002 + 0.01 * rank)
+                time.sleep(0.002 + 0.04 * rank)  # far above a busy machine's late wake-ups
             trainscope.log_metric("loss", 1.0 / (step + 1) + rank, step=step)
 """
 
@@ -187,7 +187,7 @@ def test_stragglers_name_the_slow_rank_at_every_step(two_rank_run):
     assert list(stragglers.columns) == ["slowest_rank", "slowest_s", "median_rank", "median_s",
                                         "lag_s", "n_ranks"]
     assert (stragglers["slowest_rank"] == 1).all() and (stragglers["median_rank"] == 0).all()
-    assert (stragglers["n_ranks"] == 2).all() and (stragglers["lag_s"] >= 0.008).all()
+    assert (stragglers["n_ranks"] == 2).all() and (stragglers["lag_s"] >= 0.02).all()
     times = run.step_times(trainscope.TimeType.BATCH, "cpu")
     assert list(times.columns) == [0, 1]
     assert list(stragglers["lag_s"]) == pytest.approx(list(times[1] - times[0]))

@@ -383,7 +383,10 @@ def test_a_sweep_directory_lists_its_jobs_and_follows_the_running_one(tmp_path):
             done = subprocess.run([CLI, "top", "sw", "--once"], cwd=tmp_path, env=_env(),
                                   capture_output=True, text=True, timeout=60, check=False)
             out = done.stdout
-            if re.search(r"3 jobs: 1 running, 1 done, 0 failed, 1 queued", out) and "run " in out:
+            # The running job's run shown: on a busy machine the sweep marks a job
+            # RUNNING a while before its process has created its run to follow.
+            if (re.search(r"3 jobs: 1 running, 1 done, 0 failed, 1 queued", out)
+                    and re.search(r"^run \S+ \(\w{32}\)\s+RUNNING", out, re.M)):
                 break
             time.sleep(0.3)
         else:
