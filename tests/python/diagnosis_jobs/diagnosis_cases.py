@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 JOBS_DIR = os.path.dirname(os.path.abspath(__file__))
-# Labels a steady compute-bound job with no defect must never carry (THROUGHPUT-DRIFT:
-# when nothing else slows it down; see compute.py).
+# Labels a steady compute-bound job with no defect must never carry. THROUGHPUT-DRIFT
+# is a false alarm only when nothing else slows the job down: beside other load (a busy
+# CI machine) its steps really do slow, and HOST-PRESSURE names why (see compute.py).
 DEFECTS = ("INPUT-BOUND", "STRAGGLER", "MEMORY-CREEP", "THROUGHPUT-DRIFT")
 SAMPLE_INTERVAL_S = 0.2  # `trainscope run --interval`: enough RSS readings in a few seconds
 WARMUP_STEPS = 5  # the diagnosis's default warmup_steps
@@ -81,6 +82,8 @@ class Case:
                          f"{self.expected():.4g} (margin {self.margin}"
                          f"{'' if self.margin_abs else ' relative'})")
         for name in self.absent:
+            if name == "THROUGHPUT-DRIFT" and diagnosis.run.find("HOST-PRESSURE") is not None:
+                continue  # the drift is real, and its cause named
             if diagnosis.run.find(name) is not None:
                 wrong.append(f"{self.name}: false {name}: {diagnosis.run.find(name)!r}")
         return wrong
