@@ -120,7 +120,8 @@ class Run:
         the C++ RunReader (a crashed rank or launcher makes it FAILED; a lost launcher,
         gone while its command goes on, leaves the status to the ranks it started);
     crashed: whether a rank or launcher left RUNNING is gone (pid, on this host) or silent
-        (heartbeat older than max(3 * flush_interval_ms, 10 s));
+        (heartbeat older than max(3 * flush_interval_ms, 10 s)); a lost launcher whose ranks
+        go on (or ended) is not;
     start_time, end_time: tz-aware UTC pandas Timestamps (end_time is NaT while running);
     start_time_ms, end_time_ms: the same as Unix milliseconds (end_time_ms None while running);
     duration_s: end minus start; while running, up to the latest heartbeat (NaN before one);
