@@ -156,7 +156,8 @@ def test_two_launchers_on_one_run_dir_keep_their_own_records(tmp_path):
     first, second = start("A"), start("B")
     try:
         _wait_for(lambda: os.path.isdir(run_dir) and sum(
-            name.startswith("launcher-") for name in os.listdir(run_dir)) == 2, "two launchers")
+            name.startswith("launcher-") and name.endswith(".json")
+            for name in os.listdir(run_dir)) == 2, "two launchers")
         go.touch()
         outs = [p.communicate(timeout=DEADLINE_S) for p in (first, second)]
     finally:
