@@ -41,9 +41,9 @@ constexpr char kRunDescription[] =
     "  srun -n 2 trainscope run -- python train.py    (one run, two ranks)\n";
 
 constexpr char kRunFooter[] =
-    "The run directory gets stdout.log and stderr.log (the output is still shown),\n"
-    "environment.json (command line, git commit and dirty state, host, CPU, memory,\n"
-    "driver and CUDA versions) and artifacts/ (pip freeze, conda list, nvidia-smi -q).\n"
+    "Output goes to stdout.log and stderr.log (shown too; the command outlives a killed\n"
+    "launcher), environment.json (host, git...), artifacts/ (pip freeze, nvidia-smi);\n"
+    "other launchers of the run: stdout-HOST-PID.log, environment-HOST-PID.json, ...\n"
     "`--key value` and `--key=value` arguments of the command become params.\n"
     "SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) are passed on\n"
     "to the command and waited for: the run ends KILLED. Under `nohup trainscope\n"

@@ -139,9 +139,21 @@ py::list LauncherDicts(const RunReader& r) {
     d["command"] = s.command;
     d["exit_code"] = s.exit_code;
     d["term_signal"] = s.term_signal;
+    d["lost"] = s.lost;
     out.append(d);
   }
   return out;
+}
+
+// The launcher "<host>:<pid>" of the run; ValueError naming the known ones otherwise.
+const LauncherState& LauncherNamed(const RunReader& r, const std::string& id) {
+  std::string known;
+  for (const LauncherState& s : r.launchers()) {
+    if (s.id() == id) return s;
+    known += (known.empty() ? "" : ", ") + s.id();
+  }
+  throw py::value_error("no launcher '" + id + "' in " + r.dir() +
+                        " (launchers: " + (known.empty() ? "none" : known) + ")");
 }
 
 const char* KindName(RunFileKind kind) {
@@ -438,19 +450,30 @@ void RegisterRunReader(py::module_& m) {
           "check_summary",
           [](const RunReader& r, std::uint32_t rank) { ValueOrThrow(r.read_summary(rank)); },
           py::arg("rank"), "Raises ValueError naming summary-<rank>.json when it is damaged.")
-      .def("environment", [](const RunReader& r) { return UnlessNotFound(r.environment()); })
+      .def(
+          "environment",
+          [](const RunReader& r, const std::optional<std::string>& launcher) {
+            if (!launcher) return UnlessNotFound(r.environment());
+            return UnlessNotFound(r.environment(LauncherNamed(r, *launcher)));
+          },
+          py::arg("launcher") = py::none(),
+          "environment.json's text, or launcher \"<host>:<pid>\"'s own; None when absent.")
       .def(
           "log_tail",
-          [](const RunReader& r, const std::string& log, std::size_t max_bytes) {
+          [](const RunReader& r, const std::string& log, std::size_t max_bytes,
+             const std::optional<std::string>& launcher) {
             if (log != "stdout" && log != "stderr") {
               throw py::value_error("log must be 'stdout' or 'stderr', not '" + log + "'");
             }
-            std::optional<std::string> tail = UnlessNotFound(
-                r.log_tail(log == "stdout" ? RunLog::kStdout : RunLog::kStderr, max_bytes));
+            const RunLog which = log == "stdout" ? RunLog::kStdout : RunLog::kStderr;
+            std::optional<std::string> tail =
+                launcher ? UnlessNotFound(r.log_tail(which, max_bytes, LauncherNamed(r, *launcher)))
+                         : UnlessNotFound(r.log_tail(which, max_bytes));
             return tail ? py::object(py::bytes(*tail)) : py::object(py::none());
           },
-          py::arg("log"), py::arg("max_bytes"),
-          "The last max_bytes of stdout.log or stderr.log from a whole line (bytes), or None.")
+          py::arg("log"), py::arg("max_bytes"), py::arg("launcher") = py::none(),
+          "The last max_bytes of stdout.log or stderr.log (or launcher \"<host>:<pid>\"'s own) "
+          "from a whole line (bytes), or None.")
       .def("region_columns", &RegionColumns, py::arg("rank"),
            "regions-<rank>.csv as numpy columns (see run_bindings.cpp), or None.")
       .def("metric_columns", &MetricColumns, py::arg("rank") = py::none(), py::arg("host") = "",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/files.hpp"
 #include "compare/side_data.hpp"
@@ -156,11 +157,29 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   run.status = std::string(run_status_name(reader.info().status));
   run.params = reader.info().params;
 
-  nlohmann::json env;
-  if (absl::StatusOr<std::string> text = reader.environment(); text.ok())
-    env = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  run.hardware = hardware_of(env);
-  run.packages = packages_of(dir, env);
+  // One environment per launcher (several hosts: each its own); a run
+  // written before launchers had their own records has the one, shared.
+  std::vector<nlohmann::json> envs;
+  for (const LauncherState& launcher : reader.launchers()) {
+    if (absl::StatusOr<std::string> text = reader.environment(launcher); text.ok())
+      envs.push_back(nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false));
+  }
+  if (envs.empty()) {
+    if (absl::StatusOr<std::string> text = reader.environment(); text.ok())
+      envs.push_back(nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false));
+  }
+  std::vector<std::string> hardware;  // each kind of host once, in launcher order
+  for (const nlohmann::json& env : envs) {
+    const std::string described = hardware_of(env);
+    if (!described.empty() &&
+        std::find(hardware.begin(), hardware.end(), described) == hardware.end())
+      hardware.push_back(described);
+    std::vector<std::string> packages = packages_of(dir, env);
+    run.packages.insert(run.packages.end(), packages.begin(), packages.end());
+  }
+  run.hardware = absl::StrJoin(hardware, "; ");
+  std::sort(run.packages.begin(), run.packages.end());
+  run.packages.erase(std::unique(run.packages.begin(), run.packages.end()), run.packages.end());
 
   const diagnosis::KeyMap keys = diagnosis::default_key_map();
   const auto& wait_keys = keys.phase_keys[static_cast<std::size_t>(diagnosis::Phase::kDataWait)];
@@ -258,6 +277,8 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     }
   }
   double cores = static_cast<double>(cpu_cores.size());
+  const nlohmann::json env =
+      envs.empty() ? nlohmann::json() : envs.front();  // the first launcher's
   if (auto it = env.find("cores"); env.is_object() && it != env.end() && it->is_number())
     cores = it->get<double>();
   // While the steps ran (from the first step's start to the last one's end):

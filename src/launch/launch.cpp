@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -42,7 +43,7 @@ namespace {
 
 constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 constexpr auto kWaitPoll = std::chrono::milliseconds(20);
-constexpr int kTeeIdleMs = 100;
+constexpr int kFollowPollMs = 50;
 constexpr int kExitNotFound = 127;
 constexpr int kExitNotExecutable = 126;
 constexpr std::size_t kMaxTagValue = 8000;
@@ -50,8 +51,6 @@ constexpr std::size_t kMaxTagValue = 8000;
 using launcher::detail::close_fd;
 using launcher::detail::environment_copy;
 using launcher::detail::environment_mutex;
-using launcher::detail::make_pipe;
-using launcher::detail::Pipe;
 using launcher::detail::spawn;
 using launcher::detail::spawn_dying_with_parent;
 
@@ -186,53 +185,130 @@ bool on_path(const std::string& name) {
   return false;
 }
 
-// ---- Output tee -------------------------------------------------------------
+// ---- One record per launcher ------------------------------------------------
+// Each launcher of a run writes its logs, environment and artifacts under its
+// own names (launcher_variant_name: stdout-<host>-<pid>.log, ...); the first
+// also links them to the plain names (stdout.log, environment.json, ...).
 
-struct TeeStream {
-  int pipe_fd;
-  int log_fd;
-  int terminal_fd;  // -1: do not show
+std::string launcher_id() { return fmt::format("{}:{}", detail::this_host(), ::getpid()); }
+
+std::string own_name(std::string_view name) {
+  return launcher_variant_name(name, detail::this_host(), ::getpid());
+}
+
+// A hard link, so that both names are one file; a later launcher finds the
+// name taken (EEXIST) and keeps its own only. A filesystem without hard links
+// leaves the launcher's own name only.
+void link_if_first(const std::string& own, const std::string& plain) {
+  (void)::link(own.c_str(), plain.c_str());
+}
+
+// ---- Output ----------------------------------------------------------------
+// The command writes straight into its log files (O_APPEND): its output never
+// passes through this process, so a launcher killed with -9 (the OOM killer,
+// the wrong pid) leaves the training printing into the files, never dying of
+// a broken pipe. With tee, a thread follows the files to this process's
+// stdout/stderr as they grow: inotify wakes it at once, and it also looks
+// every kFollowPollMs (inotify missing or out of watches).
+
+struct FollowedLog {
+  int read_fd;      // the log, opened to read from its start
+  int terminal_fd;  // -1: no longer shown (a closed pipe)
 };
 
-// Copies the command's output until both pipes close, or until the command
-// has exited and the pipes stay quiet (a daemon it left behind may hold them
-// open forever).
-void tee_output(TeeStream streams[2], const std::atomic<bool>* child_exited) {
+// Copies what was appended since the last call; whether there was any.
+bool copy_appended(FollowedLog* log, char* buffer, std::size_t size) {
+  bool any = false;
+  for (;;) {
+    const ssize_t n = ::read(log->read_fd, buffer, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return any;
+    any = true;
+    if (log->terminal_fd >= 0 &&
+        detail::write_all(log->terminal_fd,
+                          std::string_view(buffer, static_cast<std::size_t>(n))) !=
+            static_cast<std::size_t>(n)) {
+      log->terminal_fd = -1;
+    }
+  }
+}
+
+// Follows both logs until the command has exited and they stay quiet for a
+// poll (a daemon it left behind may write on forever).
+void follow_output(FollowedLog logs[2], int notify_fd, const std::atomic<bool>* child_exited) {
   // A closed terminal pipe must not kill this process: write() gets EPIPE.
   sigset_t pipe_signal;
   sigemptyset(&pipe_signal);
   sigaddset(&pipe_signal, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
   char buffer[65536];
-  int open_streams = 2;
-  while (open_streams > 0) {
-    pollfd fds[2];
-    for (int i = 0; i < 2; ++i) fds[i] = {streams[i].pipe_fd, POLLIN, 0};
-    const int ready = ::poll(fds, 2, kTeeIdleMs);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) {
-      if (child_exited->load()) return;
-      continue;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        streams[i].pipe_fd = -1;  // poll() skips negative descriptors
-        --open_streams;
-        continue;
-      }
-      detail::write_all(streams[i].log_fd, std::string_view(buffer, static_cast<std::size_t>(n)));
-      if (streams[i].terminal_fd >= 0 &&
-          detail::write_all(streams[i].terminal_fd,
-                            std::string_view(buffer, static_cast<std::size_t>(n))) !=
-              static_cast<std::size_t>(n)) {
-        streams[i].terminal_fd = -1;
+  for (;;) {
+    // Read before copying: what the command wrote before it exited is copied below.
+    const bool exited = child_exited->load();
+    bool any = false;
+    for (int i = 0; i < 2; ++i) any |= copy_appended(&logs[i], buffer, sizeof buffer);
+    if (exited && !any) return;
+    pollfd notify = {notify_fd, POLLIN, 0};
+    if (::poll(&notify, notify_fd >= 0 ? 1 : 0, kFollowPollMs) > 0) {
+      while (::read(notify_fd, buffer, sizeof buffer) > 0) {  // drain the events
       }
     }
   }
 }
+
+// The logs this launcher writes: its own (named by host and pid), the first
+// launcher's also under the plain names (RunReader::log_tail, older tools).
+class CommandLogs {
+ public:
+  absl::Status open(const std::string& run_dir, bool follow) {
+    for (int i = 0; i < 2; ++i) {
+      const RunLog log = i == 0 ? RunLog::kStdout : RunLog::kStderr;
+      const std::string path = run_log_path(run_dir, log, detail::this_host(), ::getpid());
+      write_fd_[i] = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (write_fd_[i] < 0) return detail::file_error(errno, "create", path);
+      link_if_first(path, run_log_path(run_dir, log));
+      if (!follow) continue;
+      read_fd_[i] = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (read_fd_[i] < 0) return detail::file_error(errno, "open", path);
+      // From its end: what the command writes (a file left by an earlier
+      // process of the same host and pid is not shown again).
+      ::lseek(read_fd_[i], 0, SEEK_END);
+      if (notify_fd_ >= 0) ::inotify_add_watch(notify_fd_, path.c_str(), IN_MODIFY);
+    }
+    return absl::OkStatus();
+  }
+  ~CommandLogs() {
+    finish();
+    for (int* fd : {&write_fd_[0], &write_fd_[1], &read_fd_[0], &read_fd_[1], &notify_fd_})
+      close_fd(fd);
+  }
+  CommandLogs() = default;
+  CommandLogs(const CommandLogs&) = delete;
+  CommandLogs& operator=(const CommandLogs&) = delete;
+
+  int out() const { return write_fd_[0]; }
+  int err() const { return write_fd_[1]; }
+  // Shows the logs on this process's stdout/stderr from now on (when opened to follow).
+  void start_following() {
+    if (read_fd_[0] < 0) return;
+    logs_[0] = {read_fd_[0], STDOUT_FILENO};
+    logs_[1] = {read_fd_[1], STDERR_FILENO};
+    follower_ = std::thread(follow_output, logs_, notify_fd_, &child_exited_);
+  }
+  // The command exited: the follower copies what is left, then stops.
+  void finish() {
+    child_exited_.store(true);
+    if (follower_.joinable()) follower_.join();
+  }
+
+ private:
+  int write_fd_[2] = {-1, -1};
+  int read_fd_[2] = {-1, -1};
+  int notify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  FollowedLog logs_[2] = {};
+  std::atomic<bool> child_exited_{false};
+  std::thread follower_;
+};
 
 // ---- Environment record -----------------------------------------------------
 
@@ -272,15 +348,22 @@ nlohmann::json host_description() {
   return host;
 }
 
-void save_artifact(const std::string& run_dir, const std::string& name, const std::string& text) {
-  const absl::Status status = write_run_artifact(run_dir, name, text);
+// Saves artifacts/<own name> (and the plain name when first); its path in the run.
+std::string save_artifact(const std::string& run_dir, const std::string& name,
+                          const std::string& text) {
+  const std::string own = own_name(name);
+  const absl::Status status = write_run_artifact(run_dir, own, text);
   if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
+  link_if_first(fmt::format("{}/artifacts/{}", run_dir, own),
+                fmt::format("{}/artifacts/{}", run_dir, name));
+  return "artifacts/" + own;
 }
 
 // Slow tools (pip can take seconds) run here, in a thread beside the command.
 void record_environment(const std::string& run_dir, const std::vector<std::string>& command) {
   using std::chrono::seconds;
   nlohmann::json env = host_description();
+  env["launcher"] = launcher_id();
   env["command_line"] = command;
   char cwd[4096];
   if (::getcwd(cwd, sizeof cwd) != nullptr) env["cwd"] = cwd;
@@ -290,22 +373,20 @@ void record_environment(const std::string& run_dir, const std::vector<std::strin
     env["git"] = {{"commit", *commit}, {"dirty", !changes || !changes->empty()}};
   }
   if (std::optional<std::string> pip = capture({"python3", "-m", "pip", "freeze"}, seconds(30))) {
-    save_artifact(run_dir, "pip-freeze.txt", *pip);
-    env["pip_freeze"] = "artifacts/pip-freeze.txt";
+    env["pip_freeze"] = save_artifact(run_dir, "pip-freeze.txt", *pip);
   }
   if (std::optional<std::string> conda = capture({"conda", "list"}, seconds(30))) {
-    save_artifact(run_dir, "conda-list.txt", *conda);
-    env["conda_list"] = "artifacts/conda-list.txt";
+    env["conda_list"] = save_artifact(run_dir, "conda-list.txt", *conda);
   }
   if (std::optional<std::string> smi = capture({"nvidia-smi", "-q"}, seconds(30))) {
-    save_artifact(run_dir, "nvidia-smi.txt", *smi);
-    env["nvidia_smi"] = "artifacts/nvidia-smi.txt";
+    env["nvidia_smi"] = save_artifact(run_dir, "nvidia-smi.txt", *smi);
     env["driver_version"] = first_field(*smi, "Driver Version");
     env["cuda_version"] = first_field(*smi, "CUDA Version");
   }
-  const absl::Status status =
-      detail::write_file_atomically(run_environment_path(run_dir), env.dump(2) + "\n");
+  const std::string own = run_environment_path(run_dir, detail::this_host(), ::getpid());
+  const absl::Status status = detail::write_file_atomically(own, env.dump(2) + "\n");
   if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
+  link_if_first(own, run_environment_path(run_dir));
 }
 
 // ---- The run ----------------------------------------------------------------
@@ -395,8 +476,6 @@ class RankUnderLauncher {
   std::chrono::steady_clock::time_point next_scan_{};
 };
 
-std::string launcher_id() { return fmt::format("{}:{}", detail::this_host(), ::getpid()); }
-
 // The first launcher of a host samples everything; the others of the same
 // host (srun -n 2 on one node) only their own process tree.
 std::vector<std::unique_ptr<HardwareSource>> sources_for(const LaunchOptions& options,
@@ -482,13 +561,6 @@ absl::Status end_run(Run& run, const LaunchResult& result) {
                   "tag trainscope.signal");
   }
   return end_locked(run, result.status);
-}
-
-absl::StatusOr<int> open_log(const std::string& run_dir, RunLog log) {
-  const std::string path = run_log_path(run_dir, log);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return detail::file_error(errno, "create", path);
-  return fd;
 }
 
 absl::Status check_options(const LaunchOptions& options) {
@@ -666,42 +738,27 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
     warn_if_error(run.set_tag("trainscope.auto", options.auto_instrument), "tag 'trainscope.auto'");
   }
 
-  absl::StatusOr<int> stdout_log = open_log(run.dir(), RunLog::kStdout);
-  absl::StatusOr<int> stderr_log = open_log(run.dir(), RunLog::kStderr);
-  absl::StatusOr<Pipe> out = make_pipe();
-  absl::StatusOr<Pipe> err = make_pipe();
-  for (const absl::Status& status :
-       {stdout_log.status(), stderr_log.status(), out.status(), err.status()}) {
-    if (!status.ok()) {
-      (void)end_locked(run, RunStatus::kFailed);
-      return status;
-    }
+  CommandLogs logs;
+  if (absl::Status status = logs.open(run.dir(), options.tee); !status.ok()) {
+    (void)end_locked(run, RunStatus::kFailed);
+    return status;
   }
   const std::vector<std::string> argv = profiled_command(
       options.profiler, options.profile_range, run.dir() + "/artifacts/profile", options.command);
   pid_t child = 0;
   const int spawn_error = options.die_with_parent
                               ? spawn_dying_with_parent(argv, child_environment(options, run.dir()),
-                                                        out->write, err->write, &child)
-                              : spawn(argv, child_environment(options, run.dir()), out->write,
-                                      err->write, true, &child);
-  close_fd(&out->write);
-  close_fd(&err->write);
-  if (spawn_error != 0) {
-    LaunchResult result = spawn_failed(run, argv[0], spawn_error, *stderr_log);
-    for (int fd : {*stdout_log, *stderr_log, out->read, err->read}) ::close(fd);
-    return result;
-  }
+                                                        logs.out(), logs.err(), &child)
+                              : spawn(argv, child_environment(options, run.dir()), logs.out(),
+                                      logs.err(), true, &child);
+  if (spawn_error != 0) return spawn_failed(run, argv[0], spawn_error, logs.err());
   forwarding.set_child(child);
 
   std::unique_ptr<Sampler> sampler = start_sampler(options, run, child);
   std::thread environment;
   if (options.record_environment)
     environment = std::thread(record_environment, run.dir(), options.command);
-  std::atomic<bool> child_exited{false};
-  TeeStream streams[2] = {{out->read, *stdout_log, options.tee ? STDOUT_FILENO : -1},
-                          {err->read, *stderr_log, options.tee ? STDERR_FILENO : -1}};
-  std::thread tee(tee_output, streams, &child_exited);
+  logs.start_following();
 
   int cancelled = 0;
   siginfo_t info = {};
@@ -721,10 +778,8 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   int wait_status = 0;
   while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  child_exited.store(true);
-  tee.join();
+  logs.finish();
   if (environment.joinable()) environment.join();
-  for (int fd : {*stdout_log, *stderr_log, out->read, err->read}) ::close(fd);
 
   LaunchResult result = outcome(wait_status, cancelled != 0 ? cancelled : forwarding.forwarded());
   result.run_dir = run.dir();

@@ -342,6 +342,24 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
   }
   run.stdout_tail = reader->log_tail(RunLog::kStdout, kLogTailBytes).value_or("");
   run.stderr_tail = reader->log_tail(RunLog::kStderr, kLogTailBytes).value_or("");
+  for (const LauncherState& l : run.launchers) {
+    RunData::LauncherOutput output;
+    output.launcher = l.id();
+    absl::StatusOr<std::string> own = reader->environment(l);
+    if (own.ok()) {
+      output.environment = *std::move(own);
+    } else if (!absl::IsNotFound(own.status())) {
+      run.notes.push_back(std::string(own.status().message()));
+    }
+    absl::StatusOr<std::string> out = reader->log_tail(RunLog::kStdout, kLogTailBytes, l);
+    absl::StatusOr<std::string> err = reader->log_tail(RunLog::kStderr, kLogTailBytes, l);
+    if (own.ok() || out.ok() || err.ok()) {
+      output.stdout_tail = out.value_or("");
+      output.stderr_tail = err.value_or("");
+      run.outputs.push_back(std::move(output));
+    }
+  }
+  if (run.outputs.size() < 2) run.outputs.clear();
   const std::string what = run.info.name.empty() ? run.dir : run.info.name;
   ReadProgress read_progress(progress, what, total);
 
@@ -500,6 +518,7 @@ json run_meta_json(const RunData& run) {
                              {"pid", l.pid},
                              {"status", std::string(run_status_name(l.status))},
                              {"crashed", l.crashed},
+                             {"lost", l.lost},
                              {"command", l.command},
                              {"exit_code", l.exit_code},
                              {"term_signal", l.term_signal}});
@@ -539,6 +558,17 @@ json run_page_json(const RunData& run, std::size_t max_points) {
   }
   meta["stdout_tail"] = run.stdout_tail;
   meta["stderr_tail"] = run.stderr_tail;
+  if (!run.outputs.empty()) {
+    json outputs = json::array();
+    for (const RunData::LauncherOutput& o : run.outputs) {
+      json parsed = json::parse(o.environment, nullptr, /*allow_exceptions=*/false);
+      outputs.push_back(json{{"launcher", o.launcher},
+                             {"environment", parsed.is_discarded() ? json() : std::move(parsed)},
+                             {"stdout_tail", o.stdout_tail},
+                             {"stderr_tail", o.stderr_tail}});
+    }
+    meta["outputs"] = std::move(outputs);
+  }
   out["run"] = std::move(meta);
 
   const double t0_ns = static_cast<double>(run.info.start_time_ms) * 1e6;

@@ -63,6 +63,15 @@ struct RunData {
   std::string environment;  // environment.json's text ("" when none or damaged)
   std::string stdout_tail;  // the end of the command's logs ("" when none)
   std::string stderr_tail;
+  // Each launcher's own records, when two or more launchers wrote them (one
+  // run, several hosts): the fields above are then the first launcher's.
+  struct LauncherOutput {
+    std::string launcher;  // "<host>:<pid>"
+    std::string environment;
+    std::string stdout_tail;
+    std::string stderr_tail;
+  };
+  std::vector<LauncherOutput> outputs;
 };
 
 struct ReadOptions {

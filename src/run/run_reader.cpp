@@ -81,10 +81,30 @@ bool is_launcher_file_name(const std::string& name) {
          name.compare(name.size() - 5, 5, ".json") == 0;
 }
 
+// Whether a process's own status counts in the run's: a lost launcher's does
+// not while ranks it started tell how its command goes (they outlive it).
+bool counts(const RankState&) { return true; }
+bool counts(const LauncherState& s) { return !s.lost || s.crashed; }
+
+// A launcher that vanished while RUNNING is lost; with no rank naming it, it
+// is crashed too (nothing else tells how its command went).
+void judge_launcher(LauncherState* s, const std::vector<RankState>& ranks, const std::string& host,
+                    std::int64_t now_ms) {
+  s->lost = looks_crashed(*s, host, now_ms);
+  const std::string id = s->id();
+  s->crashed = s->lost && std::none_of(ranks.begin(), ranks.end(),
+                                       [&](const RankState& rank) { return rank.launcher == id; });
+}
+
 // Worst status of ranks and launchers (see RunReader::info()) and the end time.
 template <typename State>
 void combine(const std::vector<State>& states, int* worst, bool* running, std::int64_t* end_ms) {
   for (const State& s : states) {
+    // A lost launcher ended at its last sign of life; its ranks say the rest.
+    if (!counts(s)) {
+      *end_ms = std::max(*end_ms, s.heartbeat_ms);
+      continue;
+    }
     *worst = std::max(*worst, severity(s));
     *running |= s.status == RunStatus::kRunning && !s.crashed;
     // A crashed process ended at its last sign of life.
@@ -690,7 +710,7 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
     if (!launcher_text.ok()) return launcher_text.status();
     absl::StatusOr<LauncherState> state = run::detail::parse_launcher_file(*launcher_text, path);
     if (!state.ok()) return state.status();
-    state->crashed = looks_crashed(*state, host, now_ms);
+    judge_launcher(&*state, reader.ranks_, host, now_ms);
     reader.launchers_.push_back(*std::move(state));
   }
   for (const RankState& s : reader.ranks_) reader.hosts_.push_back(s.host);
@@ -828,8 +848,9 @@ std::vector<RunFile> RunReader::files() const {
   return out;
 }
 
-absl::StatusOr<std::string> RunReader::environment() const {
-  const std::string path = run_environment_path(dir_);
+namespace {
+
+absl::StatusOr<std::string> read_environment(const std::string& path) {
   absl::StatusOr<std::string> text = read_run_file(path);
   if (!text.ok()) return text.status();
   absl::Status valid = run::detail::check_json_object(*text, path);
@@ -837,8 +858,7 @@ absl::StatusOr<std::string> RunReader::environment() const {
   return text;
 }
 
-absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_bytes) const {
-  const std::string path = run_log_path(dir_, log);
+absl::StatusOr<std::string> read_log_tail(const std::string& path, std::size_t max_bytes) {
   absl::StatusOr<std::string> text = read_run_file(path);
   if (!text.ok()) return text.status();
   if (text->size() <= max_bytes) return text;
@@ -846,6 +866,25 @@ absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_byte
   const std::size_t newline = tail.find('\n');
   if (newline != std::string::npos) tail.erase(0, newline + 1);
   return tail;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunReader::environment() const {
+  return read_environment(run_environment_path(dir_));
+}
+
+absl::StatusOr<std::string> RunReader::environment(const LauncherState& launcher) const {
+  return read_environment(run_environment_path(dir_, launcher.host, launcher.pid));
+}
+
+absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_bytes) const {
+  return read_log_tail(run_log_path(dir_, log), max_bytes);
+}
+
+absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_bytes,
+                                                const LauncherState& launcher) const {
+  return read_log_tail(run_log_path(dir_, log, launcher.host, launcher.pid), max_bytes);
 }
 
 }  // namespace trainscope

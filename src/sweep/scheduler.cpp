@@ -294,7 +294,7 @@ struct Scheduler::State {
     }
     const auto& launchers = reader->launchers();
     const bool launcher_crashed = std::any_of(launchers.begin(), launchers.end(),
-                                              [](const LauncherState& s) { return s.crashed; });
+                                              [](const LauncherState& s) { return s.lost; });
     if (launchers.empty() || launcher_crashed) {
       record.status = JobStatus::kQueued;  // the scheduler died with it: not the job's failure
       record.attempts = std::max(0, record.attempts - 1);

@@ -460,5 +460,33 @@ TEST(CompareWarningsTest, LoadedHostsAndOtherSoftwareAreWarnedAbout) {
   EXPECT_TRUE(compared({a.string()}, {a2.string()}).pairs.at(0).warnings.empty());
 }
 
+// Two launchers (two hosts) each record their own environment and pip freeze:
+// every host is described and every package compared, not the last writer's.
+TEST(CompareWarningsTest, EveryLaunchersEnvironmentIsRead) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.pip_freeze = "numpy==1.0\ntorch==2.0\n";
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 5;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  for (const char* host : {"h1", "h2"}) {
+    write_file(b / ("launcher-" + std::string(host) + "-7.json"),
+               R"({"format": "trainscope.launcher", "version": 2, "host": ")" + std::string(host) +
+                   R"(", "pid": 7, "status": "FINISHED", "start_time_ms": 1, "end_time_ms": 2,
+                   "heartbeat_ms": 2, "flush_interval_ms": 1000, "exit_code": 0})");
+  }
+  write_file(b / "artifacts" / "pip-freeze-h1-7.txt", "numpy==1.0\ntorch==2.0\n");
+  write_file(b / "artifacts" / "pip-freeze-h2-7.txt", "numpy==1.0\ntorch==2.1\n");
+  write_file(b / "environment-h1-7.json",
+             R"({"cpu_model": "cpu", "cores": 2, "memory_mb": 1000,
+                 "pip_freeze": "artifacts/pip-freeze-h1-7.txt"})");
+  write_file(b / "environment-h2-7.json",
+             R"({"cpu_model": "gpu box", "cores": 64, "memory_mb": 1000,
+                 "pip_freeze": "artifacts/pip-freeze-h2-7.txt"})");
+  const Comparison c = compared({a.string()}, {b.string()});
+  EXPECT_EQ(c.b.runs.at(0).hardware, "cpu, 2 cores, 1000 MB; gpu box, 64 cores, 1000 MB");
+  EXPECT_THAT(c.pairs.at(0).warnings, ::testing::Contains(HasSubstr("different software")));
+}
+
 }  // namespace
 }  // namespace trainscope::compare

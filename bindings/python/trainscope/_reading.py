@@ -117,9 +117,11 @@ class Run:
 
     dir, id, name, experiment, version (of run.json: 1 or 2), params, tags (dicts of str);
     status: FINISHED, RUNNING, KILLED or FAILED, combined over ranks and launchers by
-        the C++ RunReader (a crashed rank or launcher makes it FAILED);
+        the C++ RunReader (a crashed rank or launcher makes it FAILED; a lost launcher,
+        gone while its command goes on, leaves the status to the ranks it started);
     crashed: whether a rank or launcher left RUNNING is gone (pid, on this host) or silent
-        (heartbeat older than max(3 * flush_interval_ms, 10 s));
+        (heartbeat older than max(3 * flush_interval_ms, 10 s)); a lost launcher whose ranks
+        go on (or ended) is not;
     start_time, end_time: tz-aware UTC pandas Timestamps (end_time is NaT while running);
     start_time_ms, end_time_ms: the same as Unix milliseconds (end_time_ms None while running);
     duration_s: end minus start; while running, up to the latest heartbeat (NaN before one);
@@ -127,7 +129,8 @@ class Run:
     ranks: DataFrame of the rank files (rank, local_rank, world_size, host, pid, status,
         crashed, start_time_ms, end_time_ms, heartbeat_ms, flush_interval_ms, launcher);
     launchers: DataFrame of the launcher files (host, pid, command, exit_code, term_signal,
-        status, crashed, start_time_ms, end_time_ms, heartbeat_ms, flush_interval_ms);
+        status, crashed, start_time_ms, end_time_ms, heartbeat_ms, flush_interval_ms, lost:
+        RUNNING but its process gone or silent, as after `kill -9` of `trainscope run`);
     hosts: sorted host names of the ranks and launchers;
     artifacts: paths of the files under artifacts/, relative to it;
     warnings: what is wrong with the run but leaves it readable, one message each naming the
@@ -177,7 +180,7 @@ class Run:
         self.ranks = pd.DataFrame(ranks, columns=rank_columns)
         launcher_columns = ["host", "pid", "command", "exit_code", "term_signal", "status",
                             "crashed", "start_time_ms", "end_time_ms", "heartbeat_ms",
-                            "flush_interval_ms"]
+                            "flush_interval_ms", "lost"]
         self.launchers = pd.DataFrame(launchers, columns=launcher_columns)
         self._rank_hosts = {s["rank"]: s["host"] for s in ranks}
         self._cache = {}

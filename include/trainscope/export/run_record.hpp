@@ -116,7 +116,13 @@ struct LauncherState {
   std::int64_t end_time_ms = 0;
   std::int64_t heartbeat_ms = 0;
   std::int64_t flush_interval_ms = 0;  // how often it renews heartbeat_ms
-  bool crashed = false;                // RUNNING, but its process is gone or silent
+  // RUNNING, but its process is gone or silent (`kill -9` of `trainscope
+  // run`, the OOM killer): its command may well go on, writing its output
+  // into the log files, and its ranks tell how the run goes.
+  bool lost = false;
+  // Lost with no rank naming it to tell how its command went: counted as a
+  // crash (the run FAILED), as a rank that vanished is.
+  bool crashed = false;
   std::string id() const { return host + ":" + std::to_string(pid); }
 };
 

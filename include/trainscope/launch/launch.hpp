@@ -1,6 +1,8 @@
 // Runs a command as a trainscope run (what `trainscope run -- cmd...` does):
 // creates the run, records the environment once, samples the hardware while
-// the command runs, tees its stdout/stderr into the run directory, forwards
+// the command runs, has it write its stdout/stderr straight into the run
+// directory (shown here as the files grow: the command outlives a launcher
+// killed with -9, which readers then call lost), forwards
 // SIGINT/SIGTERM/SIGHUP to it (SIGHUP stays ignored under nohup) and records
 // how it ended. A trainscope timer inside the command attaches to the same run
 // through TRAINSCOPE_RUN_DIR.
@@ -82,10 +84,14 @@ struct LaunchOptions {
   // The sources to sample; default: host_sources() + gpu_sources().
   std::function<std::vector<std::unique_ptr<HardwareSource>>()> make_sources;
   // Writes environment.json and the artifacts pip-freeze.txt, conda-list.txt,
-  // nvidia-smi.txt (each when the tool is installed).
+  // nvidia-smi.txt (each when the tool is installed), under this launcher's
+  // own names (environment-<host>-<pid>.json, ...: run_files.hpp); the run's
+  // first launcher links them to the plain names too.
   bool record_environment = true;
-  // Also copy the command's output to this process's stdout/stderr (the
-  // run directory always gets stdout.log and stderr.log).
+  // Also copy the command's output to this process's stdout/stderr. The
+  // command always writes into stdout-<host>-<pid>.log and
+  // stderr-<host>-<pid>.log (O_APPEND; the first launcher's are stdout.log and
+  // stderr.log too), never into a pipe of this process; this follows them.
   bool tee = true;
   // Forward SIGINT/SIGTERM/SIGHUP received by this process to the command (an
   // ignored SIGHUP, nohup, stays ignored).

@@ -47,6 +47,21 @@ std::string run_log_path(const std::string& run_dir, RunLog log);
 // "<run_dir>/environment.json": the host, command line, git commit and tools
 // of a `trainscope run` (a JSON object).
 std::string run_environment_path(const std::string& run_dir);
+
+// One record per launcher: each `trainscope run` of a run writes its own logs,
+// environment and environment artifacts, named by its host and pid:
+// "stdout.log" -> "stdout-node17-4200.log", "environment.json" ->
+// "environment-node17-4200.json", "pip-freeze.txt" ->
+// "pip-freeze-node17-4200.txt" (the host as in launcher file names). The
+// first launcher also links its files to the plain names, which runs written
+// before launchers had their own records hold alone.
+std::string launcher_variant_name(std::string_view name, std::string_view host, std::int64_t pid);
+// "<run_dir>/stdout-<host>-<pid>.log", "<run_dir>/stderr-<host>-<pid>.log".
+std::string run_log_path(const std::string& run_dir, RunLog log, std::string_view host,
+                         std::int64_t pid);
+// "<run_dir>/environment-<host>-<pid>.json".
+std::string run_environment_path(const std::string& run_dir, std::string_view host,
+                                 std::int64_t pid);
 // Writes <run_dir>/artifacts/<name> through a temporary name that readers
 // skip, then renames it into place (fsynced): readers never see part of it.
 absl::Status write_run_artifact(const std::string& run_dir, std::string_view name,

@@ -34,7 +34,9 @@ class RunReader final : public RunSource {
   int version() const noexcept { return version_; }
   // Metadata; status combines the ranks and the launchers: KILLED or FAILED
   // if any is, FAILED if any crashed, RUNNING while any runs (or while none
-  // has started), else FINISHED.
+  // has started), else FINISHED. A lost launcher (gone while RUNNING: its
+  // command outlives it) does not count while ranks it started tell how its
+  // command goes; with none, it is crashed.
   const RunInfo& info() const noexcept override { return info_; }
   // The ranks that recorded anything (rank files), by rank.
   const std::vector<RankState>& ranks() const noexcept override { return ranks_; }
@@ -44,6 +46,8 @@ class RunReader final : public RunSource {
   // The job's world size as its ranks report it (largest WORLD_SIZE seen, at
   // least the number of ranks); 0 before any rank recorded.
   std::uint32_t world_size() const noexcept { return world_size_; }
+  // Whether a rank or launcher crashed (lost launchers whose ranks go on, or
+  // ended, are not: see LauncherState::lost).
   bool crashed() const noexcept;
   // Whether the run goes on: a rank or launcher is RUNNING and not crashed,
   // or none has started yet (info().end_time_ms is 0 then).
@@ -100,6 +104,13 @@ class RunReader final : public RunSource {
   // The last `max_bytes` of the command's log, from its first whole line
   // (all of it when shorter); NotFound when there is none.
   absl::StatusOr<std::string> log_tail(RunLog log, std::size_t max_bytes) const;
+  // The plain names above are the first launcher's records (and, in runs
+  // written before each launcher had its own, the only ones, shared by all).
+  // A launcher's own (environment-<host>-<pid>.json, stdout-<host>-<pid>.log,
+  // run_files.hpp), as above: NotFound when it wrote none.
+  absl::StatusOr<std::string> environment(const LauncherState& launcher) const;
+  absl::StatusOr<std::string> log_tail(RunLog log, std::size_t max_bytes,
+                                       const LauncherState& launcher) const;
 
  private:
   RunReader() = default;

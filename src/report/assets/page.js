@@ -256,7 +256,29 @@
         { label: "status", text: true, get: function (r) { return r.crashed ? "CRASHED" : r.status; } },
         { label: "heartbeat", text: true, get: function (r) { return time(r.heartbeat_ms); } }], run.ranks);
     }
-    if (run.stderr_tail && (run.status !== "FINISHED")) {
+    if ((run.launchers || []).length > 1 || (run.launchers || []).some(function (l) { return l.lost; })) {
+      var d5 = add(s, el("details", { open: "" }));
+      add(d5, el("summary", { text: "Launchers" }));
+      table(d5, [
+        { label: "host", text: true, get: function (l) { return l.host; } },
+        { label: "pid", get: function (l) { return l.pid; } },
+        { label: "status", text: true, get: function (l) {
+          // Lost: `trainscope run` vanished (kill -9) while its command went on; its ranks tell the run's status.
+          return l.crashed ? "CRASHED" : l.lost ? "LOST" : l.status; } },
+        { label: "exit code", get: function (l) { return l.exit_code; } }], run.launchers);
+    }
+    if (run.outputs && run.outputs.length > 1) {
+      run.outputs.forEach(function (o) {
+        var d6 = add(s, el("details"));
+        add(d6, el("summary", { text: "Launcher " + o.launcher + ": environment and end of its output" }));
+        if (o.environment) kv(d6, Object.keys(o.environment).map(function (k) {
+          var v = o.environment[k];
+          return [k, typeof v === "object" ? JSON.stringify(v) : v];
+        }));
+        if (o.stdout_tail) add(d6, el("pre", { text: o.stdout_tail }));
+        if (o.stderr_tail) add(d6, el("pre", { text: o.stderr_tail }));
+      });
+    } else if (run.stderr_tail && (run.status !== "FINISHED")) {
       var d3 = add(s, el("details", { open: "" }));
       add(d3, el("summary", { text: "End of stderr.log" }));
       add(d3, el("pre", { text: run.stderr_tail }));
