@@ -35,6 +35,7 @@
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
 #include "trainscope/launch/run_tool.hpp"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 
@@ -792,6 +793,12 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   if (absl::StatusOr<RunReader> read = RunReader::Open(run.dir());
       read.ok() && read->info().status != RunStatus::kRunning) {
     result.status = read->info().status;
+    // What the run lost (rows not written on a full disk, a file cut short),
+    // said on this terminal: the command's own warnings went to its log
+    // files, which a full disk may not have kept.
+    if (absl::StatusOr<std::vector<RunProblem>> problems = check_run(*read); problems.ok()) {
+      for (const RunProblem& p : *problems) warn(fmt::format("trainscope run: {}", p.message));
+    }
   }
   return result;
 }
