@@ -3,7 +3,6 @@
 // trainscope._core._RunReader: the C++ RunReader for trainscope/_reading.py
 // (read_run, search_runs), which builds pandas DataFrames from what it reads;
 // and _parse_run_filter, search_runs' filter parsed by the C++ run filter.
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -199,11 +198,29 @@ std::optional<T> UnlessNotFound(absl::StatusOr<T> value) {
 // no Python object per row, a string column as category codes (int32) into its
 // categories, sorted as pandas sorts them. None when the file is gone.
 
+// A column handed to numpy through the buffer protocol (Python: np.asarray),
+// zero-copy and writable, not through pybind11's numpy API: that API reads
+// numpy's structures with the layout of the numpy its pybind11 knew, and
+// pybind11 2.10 built arrays with a stride of 0 under numpy 2.
+struct Column {
+  std::shared_ptr<void> owner;
+  void* data = nullptr;
+  py::ssize_t size = 0;
+  py::ssize_t itemsize = 0;
+  std::string format;
+};
+
 template <typename T>
-py::array_t<T> ToArray(std::vector<T>&& values) {
-  auto* owned = new std::vector<T>(std::move(values));
-  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), owner);
+Column ToArray(std::vector<T>&& values, const char* format = nullptr) {
+  static T empty{};  // a buffer's pointer is never null, even for no rows
+  auto owned = std::make_shared<std::vector<T>>(std::move(values));
+  Column column;
+  column.data = owned->empty() ? static_cast<void*>(&empty) : static_cast<void*>(owned->data());
+  column.size = static_cast<py::ssize_t>(owned->size());
+  column.itemsize = static_cast<py::ssize_t>(sizeof(T));
+  column.format = format != nullptr ? std::string(format) : py::format_descriptor<T>::format();
+  column.owner = std::move(owned);
+  return column;
 }
 
 // Strings to codes by first appearance; Finish() sorts them and renumbers.
@@ -332,7 +349,7 @@ py::object MetricColumns(const RunReader& reader, std::optional<std::uint32_t> r
   std::vector<std::int32_t> key;
   std::vector<double> value;
   std::vector<std::int64_t> step, timestamp, ranks;
-  std::vector<bool> missing;
+  std::vector<std::uint8_t> missing;
   CategoryCodes keys;
   absl::Status status;
   bool truncated = false;
@@ -382,10 +399,7 @@ py::object MetricColumns(const RunReader& reader, std::optional<std::uint32_t> r
   out["timestamp_ms"] = ToArray(std::move(timestamp));
   out["rank"] = ToArray(std::move(ranks));
   if (any_missing) {
-    py::array_t<bool> mask(static_cast<py::ssize_t>(missing.size()));
-    bool* data = mask.mutable_data();
-    for (std::size_t i = 0; i < missing.size(); ++i) data[i] = missing[i];
-    out["rank_missing"] = mask;
+    out["rank_missing"] = ToArray(std::move(missing), "?");  // bytes of 0 or 1, read as bool
   } else {
     out["rank_missing"] = py::none();
   }
@@ -409,6 +423,11 @@ py::list ParseRunFilter(const std::string& text) {
 }
 
 void RegisterRunReader(py::module_& m) {
+  py::class_<Column>(m, "_Column", py::buffer_protocol())
+      .def_buffer([](Column& c) {
+        return py::buffer_info(c.data, c.itemsize, c.format, 1, {c.size}, {c.itemsize});
+      })
+      .def("__len__", [](const Column& c) { return c.size; });
   m.def("_is_run_directory", &is_run_directory, py::arg("dir"),
         "Whether dir holds a run (its run.json).");
   m.def("_parse_run_filter", &ParseRunFilter, py::arg("text"),

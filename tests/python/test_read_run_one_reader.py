@@ -261,3 +261,33 @@ def test_a_metrics_row_without_a_rank_makes_the_rank_column_nullable(tmp_path):
     assert str(metrics["rank"].dtype) == "Int64"
     assert metrics["rank"].isna().tolist() == [False, True] and metrics["rank"][0] == 0
     assert metrics["value"].tolist() == [0.5, 0.25]
+
+
+_OTHER_PYTHON = os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON")
+
+
+@pytest.mark.skipif(not _OTHER_PYTHON, reason="set TRAINSCOPE_FRAMEWORK_PYTHON to another "
+                    "python with pandas (.ci/run's framework venv has numpy 2)")
+def test_the_frames_are_the_same_under_another_numpy(tmp_path):
+    """The columns reach numpy through the buffer protocol: under numpy 2 (the framework
+    venv) a module built with pybind11 2.10 read every row as the first one (stride 0)."""
+    run_dir = _run(tmp_path)
+    keys = ["BATCH", "IO", "FORWARD"]
+    _write(os.path.join(run_dir, "regions-0.csv"), REGIONS_HEADER + "".join(
+        f"{keys[i % 3]},CPU,0,{i % 2},{START_MS * 1_000_000 + i},{100 + i},{i},0\n"
+        for i in range(30)))
+    _write(os.path.join(run_dir, "metrics-0.csv"), METRICS_HEADER + "".join(
+        f"loss,{i / 4},{i},{START_MS + i},0\n" for i in range(10)))
+    code = ("import json, sys, trainscope, numpy\n"
+            "r = trainscope.read_run(sys.argv[1])\n"
+            "print(json.dumps({'numpy': numpy.__version__,\n"
+            "                  'regions': r.regions.astype(str).values.tolist(),\n"
+            "                  'metrics': r.metrics.astype(str).values.tolist()}))\n")
+    done = subprocess.run([_OTHER_PYTHON, "-c", code, run_dir], capture_output=True, text=True,
+                          timeout=120, check=False, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-3000:]
+    other = json.loads(done.stdout.strip().splitlines()[-1])
+    run = trainscope.read_run(run_dir)
+    assert other["regions"] == run.regions.astype(str).values.tolist(), other["numpy"]
+    assert other["metrics"] == run.metrics.astype(str).values.tolist(), other["numpy"]
+    assert sorted(set(row[0] for row in other["regions"])) == sorted(keys)

@@ -62,18 +62,23 @@ def _frame(columns, dtypes):
     (_RunReader.region_columns / metric_columns): a categorical column comes as
     (codes, categories), a nullable Int64 `rank` with `rank_missing`."""
     pd = _pandas()
+    np = _numpy()
     out = {}
     for name, dtype in dtypes.items():
+        # The columns come as buffers (_core._Column): numpy takes them without a copy.
         value = columns[name]
         if dtype == "category":
             codes, categories = value
-            value = pd.Categorical.from_codes(codes, categories=pd.Index(categories,
-                                                                         dtype=object))
+            value = pd.Categorical.from_codes(np.asarray(codes),
+                                              categories=pd.Index(categories, dtype=object))
         elif name == "rank" and (dtype == "Int64" or columns.get("rank_missing") is not None):
             # Host-wide readings have no rank.
             mask = columns["rank_missing"]
             value = pd.arrays.IntegerArray(
-                value, mask if mask is not None else _numpy().zeros(len(value), dtype=bool))
+                np.asarray(value),
+                np.asarray(mask) if mask is not None else np.zeros(len(value), dtype=bool))
+        else:
+            value = np.asarray(value)
         out[name] = value
     return pd.DataFrame(out, copy=False)
 
