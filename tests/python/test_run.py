@@ -96,6 +96,32 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(tmp_path):
     assert [m["value"] for m in _rows(os.path.join(run.dir, "metrics-0.csv"))] == ["1", "2"]
 
 
+def test_start_run_joins_the_run_a_timer_already_joined_under_trainscope_run(tmp_path):
+    """Under `trainscope run` a Timer built first joins TRAINSCOPE_RUN_DIR's run; a
+    `with start_run(...)` after it is that same run (not "already active")."""
+    child = _python(f"""
+        import trainscope
+        with trainscope.start_run(root={str(tmp_path)!r}) as outer:
+            pass
+        import os
+        os.environ["TRAINSCOPE_RUN_DIR"] = outer.dir
+        tmr = trainscope.Timer()
+        with tmr.scope("BATCH"):
+            pass
+        with trainscope.start_run(params=dict(lr=0.1), tags=dict(t="x")) as run:
+            assert run.dir == outer.dir, (run.dir, outer.dir)
+            with tmr.scope("BATCH"):
+                pass
+        print(run.dir, flush=True)
+    """)
+    out, _ = child.communicate(timeout=60)
+    assert child.returncode == 0
+    run = trainscope.read_run(out.strip())
+    assert run.params == {"lr": "0.1"} and run.tags.get("t") == "x"
+    assert (run.regions["key"] == "BATCH").sum() == 2  # the one timed before start_run too
+    assert run.status == "FINISHED"
+
+
 def _python(code, env=None):
     full_env = dict(os.environ, **(env or {}))
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full_env,

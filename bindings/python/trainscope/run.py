@@ -177,6 +177,12 @@ def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=
     """
     with _lock:
         if _active is not None:
+            if _active.implicit and not _active._exported_dir:  # pylint: disable=protected-access
+                # A timer or a fluent call already joined TRAINSCOPE_RUN_DIR's run (as under
+                # `trainscope run`): start_run joins that same run, so it is this one.
+                return _adopt(_active, params=params, tags=tags, wandb=wandb,
+                              wandb_dir=wandb_dir, experiment_name=experiment_name,
+                              perfetto=perfetto)
             raise RuntimeError(f"run {_active.id} is already active; end it first (end_run())")
         return _start(dict(run_name=run_name, experiment_name=experiment_name, params=params,
                            tags=tags, root=root, flush_interval=flush_interval, wandb=wandb,
@@ -210,6 +216,24 @@ def _start(args, implicit):
         _register_exit_hooks()
     _install_sigterm()
     return _active
+
+
+def _adopt(run, params, tags, wandb, wandb_dir, experiment_name, perfetto):
+    """start_run() on the run a timer or fluent call joined: what joining would have done
+    (params write-once, tags, exporters), and it is now start_run()'s to end."""
+    for key, value in (params or {}).items():
+        run.log_param(str(key), value)
+    for key, value in (tags or {}).items():
+        run.set_tag(str(key), value)
+    if wandb:
+        run._core.add_wandb_exporter(  # pylint: disable=protected-access
+            wandb_dir=None if wandb_dir is None else os.fspath(wandb_dir),
+            project=experiment_name)
+    if perfetto is not None:
+        run._core.add_perfetto_exporter(  # pylint: disable=protected-access
+            os.fspath(perfetto).format(rank=run.rank))
+    run.implicit = False
+    return run
 
 
 def _implicit_run():
