@@ -84,6 +84,13 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(tmp_path):
         trainscope.log_metric("ok", 1.0, step=0)
         with pytest.raises(ValueError, match="bad key!"):
             trainscope.log_metric("bad key!", 1.0)
+        named = r"log_metric\('loss'\): the "
+        with pytest.raises(ValueError, match=named + "value 'abc' is not a number"):
+            trainscope.log_metric("loss", "abc")
+        with pytest.raises(TypeError, match=named + "value None is not a number"):
+            trainscope.log_metric("loss", None)
+        with pytest.raises(TypeError, match=named + "step 'x' is not an integer"):
+            trainscope.log_metric("loss", 1.0, step="x")
         with pytest.raises(ValueError, match="nan_metric"):
             trainscope.log_metric("nan_metric", float("nan"))
         with pytest.raises(ValueError, match="lr"):

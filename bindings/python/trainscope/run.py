@@ -21,6 +21,7 @@ first run that starts.
 """
 
 import atexit
+import operator
 import os
 import signal
 import sys
@@ -81,7 +82,18 @@ class ActiveRun:
         self._timers.add(timer)
 
     def log_metric(self, key, value, step=None):
-        self._core.log_metric(key, float(value), step)
+        try:
+            value = float(value)  # also a 0-d tensor or a numpy scalar
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"log_metric({key!r}): the value {value!r:.80} is not a number "
+                              f"({error})") from None
+        if step is not None:
+            try:
+                step = operator.index(step)  # an int, a numpy integer; not 1.5
+            except TypeError:
+                raise TypeError(f"log_metric({key!r}): the step {step!r:.80} is not an "
+                                f"integer") from None
+        self._core.log_metric(key, value, step)
 
     def log_param(self, key, value):
         self._core.log_param(key, str(value))
