@@ -84,6 +84,13 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(tmp_path):
         trainscope.log_metric("ok", 1.0, step=0)
         with pytest.raises(ValueError, match="bad key!"):
             trainscope.log_metric("bad key!", 1.0)
+        named = r"log_metric\('loss'\): the "
+        with pytest.raises(ValueError, match=named + "value 'abc' is not a number"):
+            trainscope.log_metric("loss", "abc")
+        with pytest.raises(TypeError, match=named + "value None is not a number"):
+            trainscope.log_metric("loss", None)
+        with pytest.raises(TypeError, match=named + "step 'x' is not an integer"):
+            trainscope.log_metric("loss", 1.0, step="x")
         with pytest.raises(ValueError, match="nan_metric"):
             trainscope.log_metric("nan_metric", float("nan"))
         with pytest.raises(ValueError, match="lr"):
@@ -94,6 +101,32 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(tmp_path):
             trainscope.start_run(root=tmp_path)
         trainscope.log_metric("ok", 2.0, step=1)
     assert [m["value"] for m in _rows(os.path.join(run.dir, "metrics-0.csv"))] == ["1", "2"]
+
+
+def test_start_run_joins_the_run_a_timer_already_joined_under_trainscope_run(tmp_path):
+    """Under `trainscope run` a Timer built first joins TRAINSCOPE_RUN_DIR's run; a
+    `with start_run(...)` after it is that same run (not "already active")."""
+    child = _python(f"""
+        import trainscope
+        with trainscope.start_run(root={str(tmp_path)!r}) as outer:
+            pass
+        import os
+        os.environ["TRAINSCOPE_RUN_DIR"] = outer.dir
+        tmr = trainscope.Timer()
+        with tmr.scope("BATCH"):
+            pass
+        with trainscope.start_run(params=dict(lr=0.1), tags=dict(t="x")) as run:
+            assert run.dir == outer.dir, (run.dir, outer.dir)
+            with tmr.scope("BATCH"):
+                pass
+        print(run.dir, flush=True)
+    """)
+    out, _ = child.communicate(timeout=60)
+    assert child.returncode == 0
+    run = trainscope.read_run(out.strip())
+    assert run.params == {"lr": "0.1"} and run.tags.get("t") == "x"
+    assert (run.regions["key"] == "BATCH").sum() == 2  # the one timed before start_run too
+    assert run.status == "FINISHED"
 
 
 def _python(code, env=None):

@@ -21,6 +21,7 @@ first run that starts.
 """
 
 import atexit
+import operator
 import os
 import signal
 import sys
@@ -81,7 +82,18 @@ class ActiveRun:
         self._timers.add(timer)
 
     def log_metric(self, key, value, step=None):
-        self._core.log_metric(key, float(value), step)
+        try:
+            value = float(value)  # also a 0-d tensor or a numpy scalar
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"log_metric({key!r}): the value {value!r:.80} is not a number "
+                              f"({error})") from None
+        if step is not None:
+            try:
+                step = operator.index(step)  # an int, a numpy integer; not 1.5
+            except TypeError:
+                raise TypeError(f"log_metric({key!r}): the step {step!r:.80} is not an "
+                                f"integer") from None
+        self._core.log_metric(key, value, step)
 
     def log_param(self, key, value):
         self._core.log_param(key, str(value))
@@ -177,6 +189,12 @@ def start_run(run_name=None, experiment_name=None, params=None, tags=None, root=
     """
     with _lock:
         if _active is not None:
+            if _active.implicit and not _active._exported_dir:  # pylint: disable=protected-access
+                # A timer or a fluent call already joined TRAINSCOPE_RUN_DIR's run (as under
+                # `trainscope run`): start_run joins that same run, so it is this one.
+                return _adopt(_active, params=params, tags=tags, wandb=wandb,
+                              wandb_dir=wandb_dir, experiment_name=experiment_name,
+                              perfetto=perfetto)
             raise RuntimeError(f"run {_active.id} is already active; end it first (end_run())")
         return _start(dict(run_name=run_name, experiment_name=experiment_name, params=params,
                            tags=tags, root=root, flush_interval=flush_interval, wandb=wandb,
@@ -210,6 +228,24 @@ def _start(args, implicit):
         _register_exit_hooks()
     _install_sigterm()
     return _active
+
+
+def _adopt(run, params, tags, wandb, wandb_dir, experiment_name, perfetto):
+    """start_run() on the run a timer or fluent call joined: what joining would have done
+    (params write-once, tags, exporters), and it is now start_run()'s to end."""
+    for key, value in (params or {}).items():
+        run.log_param(str(key), value)
+    for key, value in (tags or {}).items():
+        run.set_tag(str(key), value)
+    if wandb:
+        run._core.add_wandb_exporter(  # pylint: disable=protected-access
+            wandb_dir=None if wandb_dir is None else os.fspath(wandb_dir),
+            project=experiment_name)
+    if perfetto is not None:
+        run._core.add_perfetto_exporter(  # pylint: disable=protected-access
+            os.fspath(perfetto).format(rank=run.rank))
+    run.implicit = False
+    return run
 
 
 def _implicit_run():
