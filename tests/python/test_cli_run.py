@@ -138,7 +138,13 @@ _TICKER = textwrap.dedent("""
 """)
 
 
+def _default_sighup():
+    """What a terminal gives its commands, even when this suite runs under nohup."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start_ticker(tmp_path, prefix=(), **popen):
+    popen.setdefault("preexec_fn", _default_sighup)
     process = subprocess.Popen(
         [*prefix, CLI, "run", "--root", str(tmp_path / "runs"), "--no-sample", "--",
          sys.executable, "-c", _TICKER, str(tmp_path / "stop")],
@@ -191,7 +197,8 @@ def test_sighup_ends_a_rank_that_records_killed_too(tmp_path):
     process = subprocess.Popen(
         [CLI, "run", "--root", str(tmp_path / "runs"), "--no-sample", "--",
          sys.executable, "-c", code, str(stop)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sighup)
     child = int(process.stdout.readline())
     try:
         process.send_signal(signal.SIGHUP)

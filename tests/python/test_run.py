@@ -131,8 +131,10 @@ def test_start_run_joins_the_run_a_timer_already_joined_under_trainscope_run(tmp
 
 def _python(code, env=None):
     full_env = dict(os.environ, **(env or {}))
+    # SIGHUP as a terminal gives it, even when this suite runs under nohup.
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
