@@ -263,33 +263,29 @@ std::string summary_waits_for_space(const std::string& mount) {
   return failures;
 }
 
-using RunFullTmpfsTest = trainscope::testing::RunDirTest;
+class RunFullTmpfsTest : public trainscope::testing::RunDirTest {
+ protected:
+  // Runs `body` in a child on a small tmpfs under the test's directory; skips
+  // with the reason when no tmpfs can be mounted.
+  template <typename Body>
+  void on_small_tmpfs(Body body) {
+    const fs::path mount = root_ / "tmpfs";
+    fs::create_directories(mount);
+    const trainscope::testing::TmpfsOutcome outcome =
+        trainscope::testing::run_on_small_tmpfs(mount.string(), kTmpfsBytes, body);
+    if (!outcome.mounted) GTEST_SKIP() << "no small tmpfs to fill: " << outcome.skip_reason;
+    EXPECT_EQ(outcome.failures, "");
+  }
+};
 
 TEST_F(RunFullTmpfsTest, SummaryIsWrittenWhenSpaceIsBackOrPrinted) {
-  const fs::path mount = root_ / "tmpfs";
-  fs::create_directories(mount);
-  const trainscope::testing::TmpfsOutcome outcome =
-      trainscope::testing::run_on_small_tmpfs(mount.string(), kTmpfsBytes, summary_waits_for_space);
-  if (!outcome.mounted) GTEST_SKIP() << "no small tmpfs to fill: " << outcome.skip_reason;
-  EXPECT_EQ(outcome.failures, "");
+  on_small_tmpfs(summary_waits_for_space);
 }
 
-TEST_F(RunFullTmpfsTest, RegionRowsResumeWhenSpaceIsBack) {
-  const fs::path mount = root_ / "tmpfs";
-  fs::create_directories(mount);
-  const trainscope::testing::TmpfsOutcome outcome =
-      trainscope::testing::run_on_small_tmpfs(mount.string(), kTmpfsBytes, fill_then_free);
-  if (!outcome.mounted) GTEST_SKIP() << "no small tmpfs to fill: " << outcome.skip_reason;
-  EXPECT_EQ(outcome.failures, "");
-}
+TEST_F(RunFullTmpfsTest, RegionRowsResumeWhenSpaceIsBack) { on_small_tmpfs(fill_then_free); }
 
 TEST_F(RunFullTmpfsTest, MetricsSummaryAndHeartbeatOutliveRegionRows) {
-  const fs::path mount = root_ / "tmpfs";
-  fs::create_directories(mount);
-  const trainscope::testing::TmpfsOutcome outcome =
-      trainscope::testing::run_on_small_tmpfs(mount.string(), kTmpfsBytes, fill_the_disk);
-  if (!outcome.mounted) GTEST_SKIP() << "no small tmpfs to fill: " << outcome.skip_reason;
-  EXPECT_EQ(outcome.failures, "");
+  on_small_tmpfs(fill_the_disk);
 }
 
 }  // namespace

@@ -211,12 +211,8 @@ def _start(args, implicit):
         tags={str(k): str(v) for k, v in (args["tags"] or {}).items()},
         flush_interval=float(args["flush_interval"]))
     try:
-        if args["wandb"]:
-            core.add_wandb_exporter(
-                wandb_dir=None if args["wandb_dir"] is None else os.fspath(args["wandb_dir"]),
-                project=args["experiment_name"])
-        if args["perfetto"] is not None:
-            core.add_perfetto_exporter(os.fspath(args["perfetto"]).format(rank=core.rank))
+        _add_exporters(core, args["wandb"], args["wandb_dir"], args["experiment_name"],
+                       args["perfetto"])
     except Exception:
         core.end("FAILED")
         raise
@@ -230,6 +226,15 @@ def _start(args, implicit):
     return _active
 
 
+def _add_exporters(core, wandb, wandb_dir, experiment_name, perfetto):
+    """start_run()'s wandb= and perfetto= exporters on a started or joined run."""
+    if wandb:
+        core.add_wandb_exporter(wandb_dir=None if wandb_dir is None else os.fspath(wandb_dir),
+                                project=experiment_name)
+    if perfetto is not None:
+        core.add_perfetto_exporter(os.fspath(perfetto).format(rank=core.rank))
+
+
 def _adopt(run, params, tags, wandb, wandb_dir, experiment_name, perfetto):
     """start_run() on the run a timer or fluent call joined: what joining would have done
     (params write-once, tags, exporters), and it is now start_run()'s to end."""
@@ -237,13 +242,8 @@ def _adopt(run, params, tags, wandb, wandb_dir, experiment_name, perfetto):
         run.log_param(str(key), value)
     for key, value in (tags or {}).items():
         run.set_tag(str(key), value)
-    if wandb:
-        run._core.add_wandb_exporter(  # pylint: disable=protected-access
-            wandb_dir=None if wandb_dir is None else os.fspath(wandb_dir),
-            project=experiment_name)
-    if perfetto is not None:
-        run._core.add_perfetto_exporter(  # pylint: disable=protected-access
-            os.fspath(perfetto).format(rank=run.rank))
+    _add_exporters(run._core, wandb, wandb_dir, experiment_name,  # pylint: disable=protected-access
+                   perfetto)
     run.implicit = False
     return run
 
