@@ -8,6 +8,15 @@
   gpu_workload.py nvtx                 5 add_ kernels outside any region, then
                                        3 mul_ kernels inside a FORWARD region
   gpu_workload.py alloc --gib G --hold S   holds G GiB of device memory S seconds
+  gpu_workload.py steps [--steps N] [--gpu-ms G | --spin-cycles C] [--host-ms H]
+                        [--keep-mib K]
+                                       a training loop of known shape: per BATCH, a
+                                       FORWARD timed on the GPU (a spin kernel of G ms,
+                                       or of C cycles; the host waits for it), then H ms
+                                       of host-only work (OPTIMIZER, CPU-timed, the GPU
+                                       idle), keeping K MiB of new device memory per
+                                       step; prints JSON: the spin's cycles per ms and
+                                       the GPU's share of the step by torch.cuda.Event
 """
 
 import argparse
@@ -110,12 +119,67 @@ def alloc(gib, hold):
     time.sleep(hold)
 
 
+def cycles_per_ms():
+    """The spin kernel's cycles per ms on this GPU now (median of 10, after warm-up)."""
+    cycles = 1_000_000
+    for _ in range(3):
+        torch.cuda._sleep(cycles)  # pylint: disable=protected-access
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(10):
+        before = torch.cuda.Event(enable_timing=True)
+        after = torch.cuda.Event(enable_timing=True)
+        before.record()
+        torch.cuda._sleep(cycles)  # pylint: disable=protected-access
+        after.record()
+        after.synchronize()
+        times.append(before.elapsed_time(after))
+    return cycles / statistics.median(times)
+
+
+def steps(args):
+    import trainscope.torch as timer  # pylint: disable=import-outside-toplevel
+
+    per_ms = cycles_per_ms()
+    spin = args.spin_cycles or int(args.gpu_ms * per_ms)
+    tmr = timer.CPUGPUTimer(require_gpu=True)
+    kept = []  # --keep-mib: the device memory a careless loop keeps (losses without .item())
+    gpu_ms, step_ms = [], []
+    for _ in range(args.steps):
+        began = time.perf_counter()
+        with tmr.scope(timer.TimeType.BATCH):
+            with tmr.scope(timer.TimeType.FORWARD, gpu=True):
+                before = torch.cuda.Event(enable_timing=True)
+                after = torch.cuda.Event(enable_timing=True)
+                before.record()
+                torch.cuda._sleep(spin)  # pylint: disable=protected-access
+                after.record()
+                if args.keep_mib:
+                    kept.append(torch.empty(int(args.keep_mib * (1 << 20)), dtype=torch.uint8,
+                                            device="cuda"))
+                after.synchronize()
+            with tmr.scope(timer.TimeType.OPTIMIZER):  # host work: the GPU idles
+                time.sleep(args.host_ms / 1e3)
+        gpu_ms.append(before.elapsed_time(after))
+        step_ms.append((time.perf_counter() - began) * 1e3)
+    json.dump({"cycles_per_ms": per_ms, "spin_cycles": spin,
+               "gpu_ms_median": statistics.median(gpu_ms),
+               "step_ms_median": statistics.median(step_ms),
+               "gpu_share": sum(gpu_ms) / sum(step_ms), "kept_mib": args.keep_mib * len(kept)},
+              sys.stdout)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["time", "kernels", "nvtx", "alloc"])
+    parser.add_argument("mode", choices=["time", "kernels", "nvtx", "alloc", "steps"])
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--gib", type=float, default=4)
     parser.add_argument("--hold", type=float, default=3)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--gpu-ms", type=float, default=10.0)
+    parser.add_argument("--spin-cycles", type=int, default=0)
+    parser.add_argument("--host-ms", type=float, default=10.0)
+    parser.add_argument("--keep-mib", type=float, default=0.0)
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("gpu_workload: torch sees no CUDA device")
@@ -125,6 +189,8 @@ def main():
         kernels(args.reps)
     elif args.mode == "nvtx":
         nvtx()
+    elif args.mode == "steps":
+        steps(args)
     else:
         alloc(args.gib, args.hold)
 

@@ -2,7 +2,7 @@
 (tests/python/test_auto.py):
 
     python plain_train.py [--batches N] [--epochs E] [--workers W] [--eval] [--ddp]
-                          [--gan] [--no-loader] [--accumulate K]
+                          [--gan] [--no-loader] [--accumulate K] [--device cuda]
 
 A small MLP on synthetic data; its Dataset calls an nn.Module in __getitem__ (as
 torchvision transforms do), so a DataLoader worker that recorded would show as extra
@@ -10,6 +10,8 @@ FORWARD rows. --ddp: torch.distributed (gloo) with RANK/WORLD_SIZE from the
 environment (tests/python/diagnosis_jobs/launch2.py or torchrun), DDP wrapper and an
 explicit all_reduce per epoch. --gan: the model is called twice per step.
 --no-loader: batches made in the loop (steps delimited by the optimizer).
+--device cuda: the model and each batch on the GPU (every rank on cuda:0: two ranks
+share one GPU; --ddp stays on gloo, which reduces CUDA tensors too).
 Prints one JSON line with what it did, for the test to compare with the run.
 """
 
@@ -51,6 +53,7 @@ def main():
     parser.add_argument("--gan", action="store_true")
     parser.add_argument("--no-loader", action="store_true")
     parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -58,7 +61,7 @@ def main():
         import torch.distributed as dist  # pylint: disable=import-outside-toplevel
         dist.init_process_group("gloo")
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Sequential(nn.Linear(32, 32), nn.ReLU()),
-                          nn.Linear(32, 4))
+                          nn.Linear(32, 4)).to(args.device)
     if args.ddp:
         model = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -74,6 +77,7 @@ def main():
         else:
             batches = loader
         for i, (x, y) in enumerate(batches):
+            x, y = x.to(args.device), y.to(args.device)
             out = model(x)
             done["forwards"] += 1
             if args.gan:
@@ -94,7 +98,7 @@ def main():
         if args.eval:
             with torch.no_grad():
                 for x, _ in loader:
-                    model(x)
+                    model(x.to(args.device))
                     done["eval_forwards"] += 1
         done["epochs"] += 1
     if args.ddp:
