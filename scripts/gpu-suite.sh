@@ -48,6 +48,10 @@ Options:
   --build DIR      build directory (default: build-gpu)
   --python PY      the Python to build the module for and test with (default: python3)
   --jobs N         build jobs (default: nproc)
+  --targets "T..." build only these targets (default: what every GPU check needs)
+  --only LIST      run only these checks, comma-separated: gtests, bench, libtorch,
+                   py:FILE (a tests/python file), rest (default: all; a second, short
+                   run on a GPU machine after a fix)
   --deadline S     stop starting optional checks after S seconds (default: 540); each
                    check's own timeout ends by then too, and report.txt/report.json are
                    rewritten after each check, so a suite stopped from outside leaves one
@@ -73,6 +77,8 @@ build=$repo/build-gpu
 python=python3
 jobs=$(nproc)
 deadline=540
+only=""
+targets_given=""
 while (($#)); do
   case $1 in
     --fetch) fetch; exit 0 ;;
@@ -81,6 +87,8 @@ while (($#)); do
     --python) python=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
+    --targets) targets_given=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu-suite: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -156,6 +164,7 @@ rc=$?
 targets=(trainscope_cli timer_bench)
 [[ $build_python == ON ]] && targets+=(_core)
 for t in "$repo"/tests/*/gpu_*_test.cpp; do targets+=("$(basename "$t" .cpp)"); done
+[[ -n $targets_given ]] && read -r -a targets <<<"$targets_given"
 if ((rc == 0)); then
   log "configured; building ${targets[*]} with $jobs jobs"
   cmake --build "$build/tree" -j"$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1
@@ -173,7 +182,7 @@ log "built"
 export TRAINSCOPE_GPU_SUITE_STARTED=$started
 set +e
 "$py" "$repo/scripts/gpu_suite.py" --repo "$repo" --build "$build/tree" --out "$out" \
-  --python "$py" --jobs "$jobs" --deadline "$deadline" --no-python-reason "$python_missing" \
+  --python "$py" --jobs "$jobs" --deadline "$deadline" --no-python-reason "$python_missing" --only "$only" \
   --cmake-arg=-DCMAKE_PREFIX_PATH="$prefix_path" --cmake-arg=-Dpybind11_DIR="$pybind11_dir" \
   --cmake-arg=-DCUDAToolkit_ROOT="$cuda_root" --cmake-arg=-DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
   "${generator[@]/#/--cmake-arg=}"

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import shutil
 import subprocess
 import sys
@@ -65,15 +66,28 @@ class Suite:
         hard_left = self.time_left() + HARD_STOP_AFTER_DEADLINE_S
         timeout = max(10, min(timeout, int(hard_left)))
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                  env=env, cwd=cwd, check=False, errors="replace")
-            rc, output = done.returncode, done.stdout + done.stderr
-        except subprocess.TimeoutExpired as e:
-            rc = 124
-            output = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
-                      else (e.stdout or "")) + f"\n(timed out after {timeout} s)"
+            # One output stream (stderr into stdout), in its own process group: on timeout
+            # the group gets SIGINT first (pytest then writes its JUnit report, a gtest
+            # binary dies), SIGKILL 10 s later.
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       env=env, cwd=cwd, start_new_session=True)
         except OSError as e:
-            rc, output = 127, str(e)
+            return 127, str(e)
+        try:
+            out, _ = process.communicate(timeout=timeout)
+            rc = process.returncode
+            output = out.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(process.pid, signal.SIGINT)
+                out, _ = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                out, _ = process.communicate()
+            except ProcessLookupError:
+                out, _ = process.communicate()
+            rc = 124
+            output = (out or b"").decode(errors="replace") + f"\n(timed out after {timeout} s)"
         if log:
             with open(os.path.join(self.args.out, log), "w", encoding="utf-8") as f:
                 f.write(output)
@@ -126,7 +140,7 @@ class Suite:
             name = os.path.basename(binary)
             report = os.path.join(self.args.out, f"gtest-{name}.json")
             began = time.time()
-            rc, output = self.sh([binary, f"--gtest_output=json:{report}"], 600,
+            rc, output = self.sh([binary, f"--gtest_output=json:{report}"], 180,
                                  log=f"gtest-{name}.log")
             if not os.path.exists(report):
                 self.add(f"{name}", "fail", detail=f"exit {rc}, no report:\n{output[-1500:]}")
@@ -159,7 +173,8 @@ class Suite:
         names = sorted({n for pair in BENCH_RATIOS for n in pair[:2]})
         pattern = "^(" + "|".join(re.escape(n) for n in names) + ")$"
         report = os.path.join(self.args.out, "timer_bench.json")
-        rc, output = self.sh([bench, f"--benchmark_filter={pattern}", "--benchmark_repetitions=5",
+        rc, output = self.sh([bench, f"--benchmark_filter={pattern}", "--benchmark_repetitions="
+                              + os.environ.get("TRAINSCOPE_GPU_SUITE_BENCH_REPS", "5"),
                               "--benchmark_report_aggregates_only=true",
                               f"--benchmark_out={report}", "--benchmark_out_format=json"], 600,
                              log="timer_bench.log")
@@ -329,12 +344,21 @@ class Suite:
             import traceback  # pylint: disable=import-outside-toplevel
             self.add(name, "fail", detail="the check itself broke: " + traceback.format_exc())
 
+    def wanted(self, check):
+        only = [c for c in self.args.only.split(",") if c]
+        return not only or check in only
+
     def run(self):
         self.guarded("machine facts", self.machine_facts)
-        self.guarded("LibTorch example", self.libtorch_start)
-        self.guarded("C++ GPU tests", self.gtests)
-        self.guarded("timer_bench", self.benchmarks)
+        if self.wanted("libtorch"):
+            self.guarded("LibTorch example", self.libtorch_start)
+        if self.wanted("gtests"):
+            self.guarded("C++ GPU tests", self.gtests)
+        if self.wanted("bench"):
+            self.guarded("timer_bench", self.benchmarks)
         for name, select in PYTHON_GPU_TESTS:  # one pytest each: a hang loses one file's
+            if not self.wanted("py:" + name):
+                continue
             if self.time_left() > 20:
                 self.guarded(name, self.pytest, "pytest-" + name[:-3], [name], 900,
                              extra=["-k", select] if select else [])
@@ -342,6 +366,8 @@ class Suite:
                 self.add(f"py {name}", "skip",
                          detail=f"only {self.time_left():.0f} s left before the deadline")
         self.guarded("LibTorch example", self.libtorch_finish)
+        if not self.wanted("rest"):
+            return self.report()
         if self.time_left() > 150:
             self.guarded("all C++ tests on the GPU machine", self.ctest_rest)
         else:
@@ -429,6 +455,9 @@ def main():
                         help="seconds after the suite started: no optional check starts later")
     parser.add_argument("--cmake-arg", action="append", default=[],
                         help="passed to the LibTorch example's configure")
+    parser.add_argument("--only", default="",
+                        help="comma-separated checks to run: gtests, bench, libtorch, "
+                             "py:FILE, rest (default: all)")
     parser.add_argument("--no-python-reason", default="",
                         help="the Python module was not built, for this reason: the Python "
                              "checks are skipped with it")

@@ -641,6 +641,25 @@ LaunchResult spawn_failed(Run& run, const std::string& name, int error, int stde
 
 }  // namespace
 
+std::string ncu_range(const std::string& range) {
+  // In an ncu NVTX filter '/' nests push/pop ranges; trainscope's are start/end
+  // ranges whose names hold '/' (layer/3, eval/FORWARD): escaped, or ncu would
+  // profile nothing (seen on an H100 with Nsight Compute 2025.3, issue 27).
+  constexpr std::string_view kDomain = "trainscope@";
+  if (range.compare(0, kDomain.size(), kDomain) != 0) return range;
+  std::string out(kDomain);
+  for (std::size_t i = kDomain.size(); i < range.size(); ++i) {
+    if (range[i] == '\\' && i + 1 < range.size()) {  // already escaped: kept
+      out += range[i];
+      out += range[++i];
+      continue;
+    }
+    if (range[i] == '/') out += '\\';
+    out += range[i];
+  }
+  return out;
+}
+
 std::vector<std::string> profiled_command(Profiler profiler, const std::string& range,
                                           const std::string& output_base,
                                           const std::vector<std::string>& command) {
@@ -654,7 +673,7 @@ std::vector<std::string> profiled_command(Profiler profiler, const std::string& 
     out.push_back("--");
   } else if (profiler == Profiler::kNcu) {
     out = {"ncu", "-o", output_base};
-    if (!range.empty()) out.insert(out.end(), {"--nvtx", "--nvtx-include", range});
+    if (!range.empty()) out.insert(out.end(), {"--nvtx", "--nvtx-include", ncu_range(range)});
   }
   out.insert(out.end(), command.begin(), command.end());
   return out;

@@ -124,10 +124,10 @@ absl::Status CPUGPUTimer::end_gpu(Key key, timing::detail::OpenSlot& slot, std::
       throw;
     }
   }
-  push_pending({key.id(), slot.device, slot.start_event, event, slot.start_ns});
+  push_pending({key.id(), slot.device, slot.start_event, event, slot.start_ns, stream});
   slot.start_event = nullptr;
   core_.close(slot, key.id(), now);
-  if (options_.harvest_per_end != 0) harvest(options_.harvest_per_end);
+  maybe_harvest();
   return absl::OkStatus();
 }
 
@@ -150,9 +150,10 @@ void CPUGPUTimer::pop_pending() noexcept {
   --pending_size_;
 }
 
-bool CPUGPUTimer::finish_front(bool wait, absl::Status* error) {
+bool CPUGPUTimer::finish_front(bool wait, absl::Status* error, bool known_ready) {
   const Pending p = pending_[pending_head_];
-  GpuEventSource::QueryResult state = source_->query(p.end);
+  GpuEventSource::QueryResult state =
+      known_ready ? GpuEventSource::QueryResult::kReady : source_->query(p.end);
   if (state == GpuEventSource::QueryResult::kPending) {
     if (!wait) return false;
     ++blocking_waits_;
@@ -189,7 +190,31 @@ bool CPUGPUTimer::finish_front(bool wait, absl::Status* error) {
 
 std::size_t CPUGPUTimer::harvest(std::size_t limit) {
   std::size_t done = 0;
-  while (done < limit && pending_size_ != 0 && finish_front(false, nullptr)) ++done;
+  bool probe = true;  // until a run's newest pair is found not done
+  while (done < limit && pending_size_ != 0) {
+    if (probe) {
+      // The run of pairs at the front whose end events are on one stream.
+      const StreamHandle stream = pending_[pending_head_].stream;
+      std::size_t run = 1;
+      while (run < pending_size_ && done + run < limit &&
+             pending_[(pending_head_ + run) % pending_.size()].stream == stream) {
+        ++run;
+      }
+      if (run > 1) {
+        const Pending& newest = pending_[(pending_head_ + run - 1) % pending_.size()];
+        if (source_->query(newest.end) == GpuEventSource::QueryResult::kReady) {
+          for (std::size_t i = 0; i < run; ++i) {
+            if (!finish_front(false, nullptr, /*known_ready=*/true)) return done;
+            ++done;
+          }
+          continue;
+        }
+        probe = false;  // pair by pair from here: the oldest may still be done
+      }
+    }
+    if (!finish_front(false, nullptr)) break;
+    ++done;
+  }
   return done;
 }
 

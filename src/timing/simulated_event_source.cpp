@@ -74,6 +74,7 @@ absl::Status SimulatedEventSource::synchronize(Event event) {
 }
 
 absl::Status SimulatedEventSource::elapsed_ns(Event start, Event end, std::int64_t* out) {
+  ++elapsed_reads_;
   SimEvent* s = find(start);
   SimEvent* e = find(end);
   if (s == nullptr || e == nullptr)

@@ -346,6 +346,18 @@ TEST_F(LaunchTest, ProfilersWrapTheCommand) {
               ElementsAre("ncu", "-o", "/r/p", "--nvtx", "--nvtx-include", "step", "./train"));
   EXPECT_THAT(profiled_command(Profiler::kNone, "", "/r/p", {"./train", "a b"}),
               ElementsAre("./train", "a b"));
+  // trainscope's start/end ranges with '/' in their names: escaped for ncu.
+  EXPECT_THAT(profiled_command(Profiler::kNcu, "trainscope@layer/3", "/r/p", {"./train"}),
+              ElementsAre("ncu", "-o", "/r/p", "--nvtx", "--nvtx-include", "trainscope@layer\\/3",
+                          "./train"));
+}
+
+TEST_F(LaunchTest, NcuRangesOfTrainscopeEscapeTheirSlashesOnce) {
+  EXPECT_EQ(ncu_range("trainscope@FORWARD"), "trainscope@FORWARD");
+  EXPECT_EQ(ncu_range("trainscope@layer/3/backward"), "trainscope@layer\\/3\\/backward");
+  EXPECT_EQ(ncu_range("trainscope@layer\\/3"), "trainscope@layer\\/3");    // as given
+  EXPECT_EQ(ncu_range("mydomain@outer/inner/"), "mydomain@outer/inner/");  // push/pop: kept
+  EXPECT_EQ(ncu_range("step"), "step");
 }
 
 TEST_F(LaunchTest, MissingProfilerIsAnErrorBeforeAnyRun) {

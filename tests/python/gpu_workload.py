@@ -16,7 +16,9 @@
                                        of host-only work (OPTIMIZER, CPU-timed, the GPU
                                        idle), keeping K MiB of new device memory per
                                        step; prints JSON: the spin's cycles per ms and
-                                       the GPU's share of the step by torch.cuda.Event
+                                       the GPU's share of the step by torch.cuda.Event;
+                                       --cpu: the same loop with waits on the host
+                                       (the job's own check, no GPU needed)
 """
 
 import argparse
@@ -28,6 +30,12 @@ import time
 import torch
 
 SPIN_CYCLES = 2_000_000  # about 1 ms at H100 clocks
+# Queued ahead of each timed rep: the GPU is busy when the region's start event
+# is recorded, so the markers and the work run back to back, as in a training
+# whose host runs ahead. On an idle GPU a region's GPU time also holds the
+# host's launch latency after start() (about 10 us from Python on an H100;
+# "spin_idle" below measures it).
+PRIMER_CYCLES = 500_000
 MATMUL_N = 4096
 
 
@@ -49,13 +57,18 @@ def time_kernels(reps):
     tmr = timer.CPUGPUTimer(require_gpu=True, warmup=0)
     x = _inputs()
     _warm_up(x)
-    result = {"spin": {"trainscope": [], "torch": []}, "matmul": {"trainscope": [], "torch": []}}
+    result = {"spin": {"trainscope": [], "torch": []}, "matmul": {"trainscope": [], "torch": []},
+              "spin_idle": {"trainscope": [], "torch": []}}
     for _ in range(reps):
         for name, key, work in (
             ("spin", timer.TimeType.BACKWARD,
              lambda: torch.cuda._sleep(SPIN_CYCLES)),  # pylint: disable=protected-access
             ("matmul", timer.TimeType.FORWARD, lambda: x @ x),
+            ("spin_idle", "SPIN_IDLE",
+             lambda: torch.cuda._sleep(SPIN_CYCLES)),  # pylint: disable=protected-access
         ):
+            if name != "spin_idle":
+                torch.cuda._sleep(PRIMER_CYCLES)  # pylint: disable=protected-access
             before = torch.cuda.Event(enable_timing=True)
             after = torch.cuda.Event(enable_timing=True)
             before.record()
@@ -67,6 +80,7 @@ def time_kernels(reps):
             result[name]["torch"].append(before.elapsed_time(after) / 1e3)
     result["spin"]["trainscope"] = tmr.get_time(timer.TimeType.BACKWARD, gpu=True)
     result["matmul"]["trainscope"] = tmr.get_time(timer.TimeType.FORWARD, gpu=True)
+    result["spin_idle"]["trainscope"] = tmr.get_time("SPIN_IDLE", gpu=True)
     # A 10,000-batch loop of small GPU work: how often did the timer wait?
     loop = timer.CPUGPUTimer(require_gpu=True)
     y = torch.randn(256, 256, device="cuda")
@@ -78,7 +92,7 @@ def time_kernels(reps):
                       "events_created": loop.events_created()}
     stats = loop.get_time_stats(timer.TimeType.BATCH, gpu=True)
     result["loop"]["gpu_regions"] = stats.count + stats.warmup_excluded
-    for name in ("spin", "matmul"):
+    for name in ("spin", "matmul", "spin_idle"):
         for who in ("trainscope", "torch"):
             result[name][who + "_median"] = statistics.median(result[name][who])
     json.dump(result, sys.stdout)
@@ -138,29 +152,40 @@ def cycles_per_ms():
 
 
 def steps(args):
-    import trainscope.torch as timer  # pylint: disable=import-outside-toplevel
-
-    per_ms = cycles_per_ms()
-    spin = args.spin_cycles or int(args.gpu_ms * per_ms)
-    tmr = timer.CPUGPUTimer(require_gpu=True)
+    """See the module's docstring. --cpu: the same loop with the "GPU work" a wait on
+    the host and a CPU-only Timer, to check the job itself without a GPU."""
+    if args.cpu:
+        import trainscope as timer  # pylint: disable=import-outside-toplevel
+        per_ms, spin = None, 0
+        tmr = timer.Timer()
+    else:
+        import trainscope.torch as timer  # pylint: disable=import-outside-toplevel
+        per_ms = cycles_per_ms()
+        spin = args.spin_cycles or int(args.gpu_ms * per_ms)
+        tmr = timer.CPUGPUTimer(require_gpu=True)
     kept = []  # --keep-mib: the device memory a careless loop keeps (losses without .item())
     gpu_ms, step_ms = [], []
     for _ in range(args.steps):
         began = time.perf_counter()
         with tmr.scope(timer.TimeType.BATCH):
-            with tmr.scope(timer.TimeType.FORWARD, gpu=True):
-                before = torch.cuda.Event(enable_timing=True)
-                after = torch.cuda.Event(enable_timing=True)
-                before.record()
-                torch.cuda._sleep(spin)  # pylint: disable=protected-access
-                after.record()
-                if args.keep_mib:
-                    kept.append(torch.empty(int(args.keep_mib * (1 << 20)), dtype=torch.uint8,
-                                            device="cuda"))
-                after.synchronize()
-            with tmr.scope(timer.TimeType.OPTIMIZER):  # host work: the GPU idles
+            if args.cpu:
+                with tmr.scope(timer.TimeType.FORWARD):
+                    time.sleep(args.gpu_ms / 1e3)  # a wait, as for a GPU: steady under load
+                gpu_ms.append(args.gpu_ms)
+            else:
+                with tmr.scope(timer.TimeType.FORWARD, gpu=True):
+                    before = torch.cuda.Event(enable_timing=True)
+                    after = torch.cuda.Event(enable_timing=True)
+                    before.record()
+                    torch.cuda._sleep(spin)  # pylint: disable=protected-access
+                    after.record()
+                    if args.keep_mib:
+                        kept.append(torch.empty(int(args.keep_mib * (1 << 20)),
+                                                dtype=torch.uint8, device="cuda"))
+                    after.synchronize()
+                gpu_ms.append(before.elapsed_time(after))
+            with tmr.scope("OPTIMIZER"):  # host work: the GPU idles
                 time.sleep(args.host_ms / 1e3)
-        gpu_ms.append(before.elapsed_time(after))
         step_ms.append((time.perf_counter() - began) * 1e3)
     json.dump({"cycles_per_ms": per_ms, "spin_cycles": spin,
                "gpu_ms_median": statistics.median(gpu_ms),
@@ -180,8 +205,10 @@ def main():
     parser.add_argument("--spin-cycles", type=int, default=0)
     parser.add_argument("--host-ms", type=float, default=10.0)
     parser.add_argument("--keep-mib", type=float, default=0.0)
+    parser.add_argument("--cpu", action="store_true",
+                        help="steps: no GPU (the job's own check, on any machine)")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not (args.mode == "steps" and args.cpu):
         sys.exit("gpu_workload: torch sees no CUDA device")
     if args.mode == "time":
         time_kernels(args.reps)

@@ -340,6 +340,44 @@ def test_a_closure_passed_to_the_optimizer_is_no_optimizer_time(tmp_path):
 
 
 @needs_torch
+def test_with_a_gpu_each_region_is_one_gpu_region_timed_on_both_clocks(tmp_path, monkeypatch):
+    """The recorder on a (simulated) GPU: each key is one gpu=True region, which the
+    timer times on the CPU and on the GPU. Starting a CPU region and then a GPU one of
+    the same key failed (a key is open once), so no region had a GPU time (found on
+    an H100, issue 27)."""
+    import torch  # pylint: disable=import-outside-toplevel
+    import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel
+    from trainscope import _auto, _core  # pylint: disable=import-outside-toplevel
+
+    gpu = _core._SimulatedGpu()  # pylint: disable=protected-access
+
+    def build(self):
+        self._gpu = True  # pylint: disable=protected-access
+        return trainscope.CPUGPUTimer(gpu)
+
+    monkeypatch.setattr(_auto.Recorder, "_build", build)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(4, 8), torch.randint(0, 2, (4,))) for _ in range(6)]
+    loader = torch.utils.data.DataLoader(data, batch_size=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", trainscope.TrainscopeWarning)  # no region lost
+        with trainscope.start_run(root=os.fspath(tmp_path), run_name="simulated-gpu") as active:
+            with ts_torch.instrument():
+                for x, y in loader:
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+            run_dir = active.dir
+    run = trainscope.read_run(run_dir)
+    for key, count in (("FORWARD", 6), ("BACKWARD", 6), ("OPTIMIZER", 6), ("BATCH", 6),
+                       ("IO", 7)):
+        cpu, on_gpu = rows(run, key), rows(run, key, device="GPU")
+        assert len(cpu) == len(on_gpu) == count, (key, len(cpu), len(on_gpu))
+
+
+@needs_torch
 def test_on_cuda_every_region_is_also_timed_on_the_gpu(tmp_path):
     import torch  # pylint: disable=import-outside-toplevel
     import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel

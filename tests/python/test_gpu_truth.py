@@ -85,6 +85,15 @@ def test_region_times_match_torch_events_per_region(record_property):
             # Our events sit inside torch's on the same stream: never longer.
             assert mine <= reference + 1e-6, (name, mine, reference)
             assert _close(mine, reference), (name, mine, reference)
+    # On an idle GPU (no work queued ahead) a region also holds the host's launch
+    # latency after start(): reported, and still never longer than torch's events.
+    idle = result["spin_idle"]
+    record_property("spin_idle_gpu_median_trainscope_s", idle["trainscope_median"])
+    record_property("spin_idle_gpu_median_torch_event_s", idle["torch_median"])
+    record_property("idle_gpu_launch_latency_in_region_s",
+                    idle["trainscope_median"] - result["spin"]["trainscope_median"])
+    for mine, reference in zip(idle["trainscope"], idle["torch"]):
+        assert mine <= reference + 1e-6, ("spin_idle", mine, reference)
     loop = result["loop"]
     record_property("loop_10000_blocking_waits", loop["blocking_waits"])
     record_property("loop_10000_outstanding_at_end", loop["outstanding"])

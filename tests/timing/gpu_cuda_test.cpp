@@ -145,47 +145,144 @@ class GatedStream {
   bool ok_ = false;
 };
 
-// 100,000 regions outstanding at once (the GPU is held back): no limit, no
-// blocking wait, every region recorded once released, and a second round
-// reuses the pooled events instead of creating more (no leak).
+// 100,000 regions outstanding at once (none harvested until complete_all): no
+// limit, no blocking wait, every region recorded, and a second round reuses the
+// pooled events instead of creating more (no leak). The GPU itself runs freely:
+// a stream held back cannot take 100,000 regions (next test).
 TEST(GpuCudaTest, HundredThousandOutstandingRegionsNeedNoLimitAndLeakNoEvents) {
   SKIP_WITHOUT_GPU();
   constexpr int kRegions = 100000;
   CPUGPUTimerOptions options;
   options.warmup = 0;
+  options.harvest_per_end = 0;  // every region stays outstanding until complete_all()
   std::uint64_t created_after_first_round = 0;
-  {
-    CPUGPUTimer timer(options);
-    ASSERT_TRUE(timer.gpu_available()) << timer.gpu_description();
-    for (int round = 0; round < 2; ++round) {
-      GatedStream held;
-      ASSERT_TRUE(held.ok()) << "could not hold a stream back";
-      for (int i = 0; i < kRegions; ++i) {
-        timer.start(TimeType::BATCH, true, held.get());
-        timer.end(TimeType::BATCH, true, held.get());
-      }
-      EXPECT_EQ(timer.outstanding(), static_cast<std::size_t>(kRegions)) << "round " << round;
-      EXPECT_EQ(timer.blocking_waits(), 0u) << "round " << round;
-      if (round == 0) {
-        created_after_first_round = timer.events_created();
-        // Two events per region, created on demand: none wasted.
-        EXPECT_EQ(created_after_first_round, 2u * kRegions);
-        ::testing::Test::RecordProperty("events_created_for_100k_regions",
-                                        std::to_string(created_after_first_round));
-      } else {
-        EXPECT_EQ(timer.events_created(), created_after_first_round)
-            << "the second round created events instead of reusing the pool";
-        ::testing::Test::RecordProperty("events_created_after_second_100k",
-                                        std::to_string(timer.events_created()));
-      }
-      held.release();
-      timer.complete_all();
-      EXPECT_EQ(timer.outstanding(), 0u);
-      EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, true).count,
-                static_cast<std::uint64_t>(kRegions) * (round + 1));
-      EXPECT_EQ(timer.gpu_errors(), 0u);
+  CPUGPUTimer timer(options);
+  ASSERT_TRUE(timer.gpu_available()) << timer.gpu_description();
+  for (int round = 0; round < 2; ++round) {
+    // complete_all() below waits (once): the loop itself must not.
+    const std::uint64_t waits_before = timer.blocking_waits();
+    for (int i = 0; i < kRegions; ++i) {
+      timer.start(TimeType::BATCH, true);
+      timer.end(TimeType::BATCH, true);
     }
+    EXPECT_EQ(timer.outstanding(), static_cast<std::size_t>(kRegions)) << "round " << round;
+    EXPECT_EQ(timer.blocking_waits(), waits_before) << "round " << round;
+    if (round == 0) {
+      created_after_first_round = timer.events_created();
+      // Two events per region, created on demand: none wasted.
+      EXPECT_EQ(created_after_first_round, 2u * kRegions);
+      ::testing::Test::RecordProperty("events_created_for_100k_regions",
+                                      std::to_string(created_after_first_round));
+    } else {
+      EXPECT_EQ(timer.events_created(), created_after_first_round)
+          << "the second round created events instead of reusing the pool";
+      ::testing::Test::RecordProperty("events_created_after_second_100k",
+                                      std::to_string(timer.events_created()));
+    }
+    timer.complete_all();
+    EXPECT_EQ(timer.outstanding(), 0u);
+    EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, true).count,
+              static_cast<std::uint64_t>(kRegions) * (round + 1));
+    EXPECT_EQ(timer.gpu_errors(), 0u);
   }
+}
+
+// A stream held back (a host function at its head that waits): CUDA takes only
+// so many commands behind it before cudaEventRecord itself blocks (the driver's
+// queue is full: as for any CUDA call, and the reason the 100,000-region test
+// above lets the GPU run). The timer must neither wait nor fail on its own up
+// to there: a watchdog opens the gate once the recording loop stops moving, and
+// every region is then recorded. Records how many regions the driver took.
+TEST(GpuCudaTest, RegionsBehindAStalledStreamWaitForItWithoutBlockingTheTimer) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kRegions = 100000;
+  CPUGPUTimerOptions options;
+  options.warmup = 0;
+  CPUGPUTimer timer(options);
+  ASSERT_TRUE(timer.gpu_available()) << timer.gpu_description();
+  GatedStream held;
+  ASSERT_TRUE(held.ok()) << "could not hold a stream back";
+  std::atomic<int> done{0};
+  std::atomic<int> stalled_at{-1};
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    int last = -1;
+    while (!finished.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      const int now = done.load();
+      if (now == last && stalled_at.load() < 0) {
+        stalled_at.store(now);
+        held.release();
+      }
+      last = now;
+    }
+  });
+  for (int i = 0; i < kRegions; ++i) {
+    timer.start(TimeType::BATCH, true, held.get());
+    timer.end(TimeType::BATCH, true, held.get());
+    done.store(i + 1, std::memory_order_relaxed);
+  }
+  const std::uint64_t waits_in_loop = timer.blocking_waits();
+  held.release();
+  finished.store(true);
+  watchdog.join();
+  timer.complete_all();
+  const int stalled = stalled_at.load();
+  ::testing::Test::RecordProperty(
+      "regions_taken_before_the_driver_blocked",
+      stalled < 0 ? std::string("all (never blocked)") : std::to_string(stalled));
+  EXPECT_EQ(waits_in_loop, 0u);
+  EXPECT_EQ(timer.outstanding(), 0u);
+  EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, true).count,
+            static_cast<std::uint64_t>(kRegions));
+  EXPECT_EQ(timer.gpu_errors(), 0u);
+  EXPECT_LE(timer.events_created(), 2u * kRegions);
+}
+
+// Harvesting meets events not done yet (cudaEventQuery and cudaEventElapsedTime
+// answer cudaErrorNotReady): that must not become the thread's last CUDA error,
+// which PyTorch checks after every kernel launch (it would raise in the
+// training).
+TEST(GpuCudaTest, HarvestingLeavesTheThreadsLastCudaErrorAlone) {
+  SKIP_WITHOUT_GPU();
+  CPUGPUTimerOptions options;
+  options.warmup = 0;
+  options.harvest_per_end = 1;  // each end queries the oldest pair: still held back
+  CPUGPUTimer timer(options);
+  ASSERT_TRUE(timer.gpu_available()) << timer.gpu_description();
+  cudaStream_t other = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  (void)cudaGetLastError();  // a clean slate
+  {
+    GatedStream held;
+    ASSERT_TRUE(held.ok()) << "could not hold a stream back";
+    for (int i = 0; i < 8; ++i) {
+      timer.start(TimeType::BATCH, true, held.get());
+      timer.end(TimeType::BATCH, true, held.get());
+    }
+    EXPECT_GE(timer.outstanding(), 7u) << "the held pairs were harvested";
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess)
+        << "after cudaEventQuery of pending events: " << cudaGetErrorName(cudaPeekAtLastError());
+    // A start held back and an end on a free stream: the end is done, the
+    // elapsed time is not ready (another timer: its oldest pair is this one).
+    CPUGPUTimer second(options);
+    second.start(TimeType::FORWARD, true, held.get());
+    second.end(TimeType::FORWARD, true, other);
+    CUDA_OK(cudaStreamSynchronize(other));
+    EXPECT_EQ(second.harvest(), 0u) << "a pair whose start is held back was harvested";
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess)
+        << "after cudaEventElapsedTime of a pending start: "
+        << cudaGetErrorName(cudaPeekAtLastError());
+    EXPECT_EQ(timer.blocking_waits() + second.blocking_waits(), 0u);
+    held.release();
+    second.complete_all();
+    EXPECT_EQ(second.get_time_stats(TimeType::FORWARD, true).count, 1u);
+  }
+  timer.complete_all();
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  EXPECT_EQ(timer.get_time_stats(TimeType::BATCH, true).count, 8u);
+  EXPECT_EQ(timer.gpu_errors(), 0u);
+  CUDA_OK(cudaStreamDestroy(other));
 }
 
 #endif  // TRAINSCOPE_HAVE_CUDA

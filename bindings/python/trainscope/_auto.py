@@ -158,19 +158,23 @@ class Recorder:
             timer = self.timer()
             if timer is None:
                 return False
+        # With CUDA, one gpu=True region: timed on the CPU and on the GPU (a key is open
+        # once, so not a CPU region beside it). Should the GPU start fail, the CPU one.
+        if self._gpu:
+            try:
+                timer.start(key, gpu=True)
+                self._gpu_open.add(key)
+                self._open.add(key)
+                return True
+            except Exception as error:  # pylint: disable=broad-except
+                self.warn(("start-gpu", key), f"trainscope: GPU region {key!r} not recorded: "
+                          f"{error}")
         try:
             timer.start(key)
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("start", key), f"trainscope: region {key!r} not recorded: {error}")
             return False
         self._open.add(key)
-        if self._gpu:
-            try:
-                timer.start(key, gpu=True)
-                self._gpu_open.add(key)
-            except Exception as error:  # pylint: disable=broad-except
-                self.warn(("start-gpu", key), f"trainscope: GPU region {key!r} not recorded: "
-                          f"{error}")
         return True
 
     def end(self, key):
@@ -184,8 +188,9 @@ class Recorder:
         try:
             if key in self._gpu_open:
                 self._gpu_open.discard(key)
-                timer.end(key, gpu=True)
-            timer.end(key)
+                timer.end(key, gpu=True)  # its CPU time too
+            else:
+                timer.end(key)
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("end", key), f"trainscope: region {key!r} not recorded: {error}")
 

@@ -146,8 +146,14 @@ bool is_python_command(const std::vector<std::string>& command);
 // a run directory that cannot be created.
 absl::StatusOr<LaunchResult> launch(LaunchOptions options);
 
+// An ncu --nvtx-include filter for `range`: in trainscope's domain
+// ("trainscope@layer/3") each '/' of the range's name is escaped, since ncu
+// reads '/' as push/pop nesting and trainscope's ranges are start/end ones.
+// Other filters are passed as given.
+std::string ncu_range(const std::string& range);
+
 // The command as run under `profiler`, writing its report to `output_base`
-// (nsys/ncu add the extension).
+// (nsys/ncu add the extension; ncu's range through ncu_range()).
 std::vector<std::string> profiled_command(Profiler profiler, const std::string& range,
                                           const std::string& output_base,
                                           const std::vector<std::string>& command);

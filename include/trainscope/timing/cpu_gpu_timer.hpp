@@ -66,7 +66,7 @@ class CPUGPUTimer {
       return timing::detail::gpu_flag_mismatch_error(key, slot->gpu, gpu);
     if (slot->start_event != nullptr) return end_gpu(key, *slot, now, stream);
     core_.close(*slot, key.id(), now);
-    if (pending_size_ != 0 && options_.harvest_per_end != 0) harvest(options_.harvest_per_end);
+    maybe_harvest();
     return absl::OkStatus();
   }
   void start(Key key, bool gpu = false) { detail::throw_if_error(try_start(key, gpu)); }
@@ -89,7 +89,10 @@ class CPUGPUTimer {
   absl::Status try_complete_all();
   void complete_all() { detail::throw_if_error(try_complete_all()); }
   // Records finished GPU regions without waiting, oldest first, at most
-  // `limit`; returns how many were recorded or dropped.
+  // `limit`; returns how many were recorded or dropped. Regions on one stream
+  // finish in order: one query of the newest of a run of them tells that the
+  // whole run is done, so a run costs one query and one elapsed-time read per
+  // region, not a query and a read each.
   std::size_t harvest(std::size_t limit = SIZE_MAX);
   void reset();
   std::vector<Key> keys(bool gpu = false) const {
@@ -136,7 +139,15 @@ class CPUGPUTimer {
     GpuEventSource::Event start;
     GpuEventSource::Event end;
     std::int64_t cpu_start_ns;
+    StreamHandle stream;  // of the end event
   };
+
+  // end() harvests once more than harvest_per_end regions are outstanding, so
+  // that a run of them is read with one query (the newest just recorded waits).
+  void maybe_harvest() {
+    if (options_.harvest_per_end != 0 && pending_size_ > options_.harvest_per_end)
+      harvest(options_.harvest_per_end);
+  }
 
   absl::Status start_gpu(Key key, timing::detail::OpenSlot& slot, StreamHandle stream);
   absl::Status end_gpu(Key key, timing::detail::OpenSlot& slot, std::int64_t now,
@@ -146,7 +157,8 @@ class CPUGPUTimer {
   void push_pending(const Pending& p);
   void pop_pending() noexcept;
   // Records (or drops, on error) the oldest pending pair if `wait` or it is done.
-  bool finish_front(bool wait, absl::Status* error);
+  // `known_ready`: the front's end event is known to have completed (no query).
+  bool finish_front(bool wait, absl::Status* error, bool known_ready = false);
 
   CPUGPUTimerOptions options_;
   std::shared_ptr<GpuEventSource> source_;

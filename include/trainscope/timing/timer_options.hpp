@@ -32,8 +32,10 @@ struct CPUGPUTimerOptions : TimerOptions {
   bool require_gpu = false;
   // Stream that GPU events are recorded on unless a call names another.
   StreamHandle stream = nullptr;
-  // Finished GPU pairs that one end() harvests at most (0 disables harvesting
-  // in end(); complete_all() and reads still harvest everything).
+  // end() harvests finished GPU pairs once more than this many are outstanding,
+  // at most this many at once (0 disables harvesting in end(); complete_all()
+  // and reads still harvest everything). A run of pairs on one stream costs one
+  // event query and one elapsed-time read per pair.
   std::size_t harvest_per_end = 4;
 };
 

@@ -38,6 +38,7 @@ class SimulatedEventSource final : public GpuEventSource {
   std::uint64_t events_alive() const noexcept { return events_.size(); }
   std::uint64_t records() const noexcept { return records_; }
   std::uint64_t queries() const noexcept { return queries_; }
+  std::uint64_t elapsed_reads() const noexcept { return elapsed_reads_; }
 
   // --- GpuEventSource ---
   bool available() const noexcept override { return available_; }
@@ -72,6 +73,7 @@ class SimulatedEventSource final : public GpuEventSource {
   std::uint64_t created_ = 0;
   std::uint64_t records_ = 0;
   std::uint64_t queries_ = 0;
+  std::uint64_t elapsed_reads_ = 0;
   std::uint64_t syncs_ = 0;
 };
 
