@@ -1,7 +1,7 @@
 // The command line of one `trainscope` subcommand, parsed by CLI11: every
 // subcommand gets the same help layout ("usage: ...", description, option
 // groups, footer), `-h`/`--help`, and the same usage errors
-// ("trainscope NAME: MESSAGE", then the help, exit code kExitUsage).
+// ("trainscope NAME: MESSAGE", then where to read more, exit code kExitUsage).
 #ifndef TRAINSCOPE_TOOLS_CLI_HPP_
 #define TRAINSCOPE_TOOLS_CLI_HPP_
 
@@ -57,7 +57,8 @@ class CommandLine {
   // else the exit code, after printing the help (kExitOk) or a usage error.
   std::optional<int> parse(const std::vector<std::string>& args);
 
-  // Prints "trainscope NAME: MESSAGE" and the help to stderr; kExitUsage.
+  // Prints "trainscope NAME: MESSAGE" and one line saying where to read more
+  // (`trainscope NAME --help`) to stderr, not the whole help; kExitUsage.
   int usage_error(const std::string& message) const;
   std::string help() const { return app_.help(); }
 
@@ -66,6 +67,10 @@ class CommandLine {
   CLI::App app_;
   std::string group_ = "options";
 };
+
+// " (did you mean 'X'?)" when one candidate is close to `word` (an edit
+// distance of at most 2, and less than half the word), else "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 // Throws the usage error MESSAGE, from an option's callback.
 [[noreturn]] void bad_value(std::string message);

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "trainscope/version.hpp"
 
@@ -71,7 +72,9 @@ int main(int argc, char** argv) {
   for (const Command& command : kCommands) {
     if (command.name == first) return command.run(std::vector<std::string>(argv + 2, argv + argc));
   }
-  std::fprintf(stderr, "trainscope: unknown command '%s'\n\n", argv[1]);
-  print_usage(stderr);
+  std::vector<std::string> names;
+  for (const Command& command : kCommands) names.emplace_back(command.name);
+  std::fprintf(stderr, "trainscope: unknown command '%s'%s\n(see `trainscope --help`)\n", argv[1],
+               trainscope::cli::did_you_mean(argv[1], names).c_str());
   return kExitUsage;
 }

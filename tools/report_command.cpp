@@ -45,9 +45,9 @@ constexpr char kReportFooter[] =
 int report_command(const std::vector<std::string>& argv) {
   CommandLine line(
       {"report",
-       "trainscope report <run-dir | sweep-dir | dir of runs | stalls-dir>... -o page.html "
+       "trainscope report <run-dir | sweep-dir | dir of runs | stalls-dir>... [-o page.html] "
        "[--title T] [--scaling PARAM|none] [--max-points N] [--quiet]\n"
-       "       trainscope report A B --compare -o page.html [--title T] [--max-points N]",
+       "       trainscope report A B --compare [-o page.html] [--title T] [--max-points N]",
        kReportDescription, kReportFooter});
   std::optional<std::string> output;
   std::optional<std::string> title;
@@ -56,7 +56,10 @@ int report_command(const std::vector<std::string>& argv) {
   bool quiet = false;
   bool compare = false;
   std::vector<std::string> inputs;
-  line.add_value("-o,--output", "FILE", "the page to write (replaced atomically)", &output);
+  line.add_value("-o,--output", "FILE",
+                 "the page to write (replaced atomically; default: ./<run or sweep\n"
+                 "name>.html, ./<B>-vs-<A>.html with --compare)",
+                 &output);
   line.add_value("--title", "TEXT", "default: the run's or sweep's name; with --compare \"B vs A\"",
                  &title);
   line.add_value("--scaling", "PARAM",
@@ -77,7 +80,6 @@ int report_command(const std::vector<std::string>& argv) {
         fmt::format("a comparison page needs two inputs (A and B), got {}", inputs.size()));
   }
   if (inputs.empty()) return line.usage_error("missing a run directory or sweep directory");
-  if (!output) return line.usage_error("missing -o FILE: where to write the page");
   if (compare && scaling) return line.usage_error("--scaling is for study pages, not --compare");
 
   report::ReportOptions options;
@@ -87,6 +89,14 @@ int report_command(const std::vector<std::string>& argv) {
   options.max_points = max_points;
   options.compare = compare;
   if (!quiet) options.progress = report::progress_printer(stderr, ::isatty(STDERR_FILENO) != 0);
+  if (!output) {  // ./<run name>.html, ./<sweep name>.html, ./<B>-vs-<A>.html
+    absl::StatusOr<std::string> path = report::default_page_path(options);
+    if (!path.ok()) {
+      std::fprintf(stderr, "trainscope report: %s\n", std::string(path.status().message()).c_str());
+      return kExitFailed;
+    }
+    output = *path;
+  }
   const absl::Status status = report::write_report(options, *output);
   if (!status.ok()) {
     if (!quiet && ::isatty(STDERR_FILENO) != 0) std::fputc('\n', stderr);

@@ -9,7 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "common/no_gpu.hpp"
 #include "fmt/format.h"
 #include "trainscope/common/errors.hpp"
 
@@ -19,6 +21,10 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 void disable(const HardwareSource& source, const char* what, const absl::Status& status) {
+  if (absl::StartsWith(status.message(), detail::kNoGpuFound)) {  // a normal state, said once
+    detail::note_no_gpu("GPU metrics and GPU timing are off");
+    return;
+  }
   warn(fmt::format("hardware source {} disabled ({} failed): {}", source.name(), what,
                    std::string(status.message())));
 }

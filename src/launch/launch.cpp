@@ -26,12 +26,14 @@
 #include <utility>
 
 #include "common/files.hpp"
+#include "common/no_gpu.hpp"
 #include "fmt/format.h"
 #include "launch/auto_bootstrap.hpp"
 #include "launch/process.hpp"
 #include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
 #include "trainscope/launch/run_tool.hpp"
@@ -571,6 +573,14 @@ absl::Status check_options(const LaunchOptions& options) {
   for (int device : options.devices) {
     if (device < 0) return absl::InvalidArgumentError(fmt::format("invalid GPU index {}", device));
   }
+  if (!options.devices.empty() && !options.devices_checked) {  // before anything runs
+    std::unique_ptr<nvml::NvmlApi> driver = options.nvml ? nullptr : nvml::load_nvml();
+    nvml::NvmlApi* api = options.nvml ? options.nvml : driver.get();
+    if (absl::Status known = nvml::check_gpu_indices("--devices", options.devices, api);
+        !known.ok()) {
+      return known;
+    }
+  }
   if (!options.auto_instrument.empty()) {
     if (absl::StatusOr<std::string> mode = parse_auto_mode(options.auto_instrument); !mode.ok()) {
       return mode.status();
@@ -614,6 +624,9 @@ std::vector<std::string> child_environment(const LaunchOptions& options,
   std::vector<std::string> env = environment_copy();
   if (!options.devices.empty())
     set_variable(&env, kCudaVisibleDevices, devices_list(options.devices));
+  // Said once by this launcher (or its parent): the command's CPU-only GPU
+  // timers and its own runs stay quiet about it.
+  if (detail::no_gpu_noted()) set_variable(&env, detail::kNoGpuNotedVariable, "1");
   for (const auto& [name, value] : options.environment) set_variable(&env, name, value);
   set_variable(&env, std::string(kRunDirEnv), run_dir);
   set_variable(&env, std::string(kLauncherEnv), launcher_id());
@@ -756,6 +769,13 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   record_command(run, options.command);
   if (auto_bootstrap.on()) {
     warn_if_error(run.set_tag("trainscope.auto", options.auto_instrument), "tag 'trainscope.auto'");
+  }
+
+  // No NVIDIA driver is a normal state: when sampling (GPU metrics would be
+  // read), one line, here, before the command's output; its CPU-only timers
+  // then stay quiet about it. Without sampling a timer says it itself, once.
+  if (options.sample_hardware && !detail::no_gpu_noted() && !nvml::driver_library_present()) {
+    detail::note_no_gpu("GPU metrics and GPU timing are off");
   }
 
   CommandLogs logs;

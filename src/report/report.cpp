@@ -2,6 +2,7 @@
 #include "common/markup.hpp"
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "report/stalls_data.hpp"
 #include "report/study.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/run/run_reader.hpp"
 #include "trainscope/version.hpp"
 
 namespace trainscope::report {
@@ -156,6 +158,63 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
   }
   data["title"] = title;
   return page(title, data);
+}
+
+namespace {
+
+// A file name from `name`: [A-Za-z0-9._-] kept, the rest '_', never empty or hidden.
+std::string page_file_name(std::string name) {
+  for (char& c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      c = '_';
+  }
+  if (name.empty() || name.front() == '.') name.insert(0, "report");
+  return name + ".html";
+}
+
+// The last component of a path ("runs/abc/" -> "abc").
+std::string base_name(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> default_page_path_of(const ReportOptions& options);
+
+absl::StatusOr<std::string> default_page_path(const ReportOptions& options) {
+  absl::StatusOr<std::string> path = default_page_path_of(options);
+  if (!path.ok()) return path;
+  // A page of ours is replaced (the report of the same run, again); any other
+  // file of that name is not overwritten unasked.
+  std::ifstream existing(*path, std::ios::binary);
+  if (existing) {
+    std::string head(4096, '\0');
+    existing.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(existing.gcount()));
+    if (head.find("<meta name=\"generator\" content=\"trainscope") == std::string::npos) {
+      return absl::AlreadyExistsError(
+          fmt::format("{} exists and is not a trainscope page: name the page with -o FILE", *path));
+    }
+  }
+  return path;
+}
+
+absl::StatusOr<std::string> default_page_path_of(const ReportOptions& options) {
+  if (options.inputs.empty()) return absl::InvalidArgumentError("no input to name the page after");
+  if (options.compare && options.inputs.size() == 2) {
+    return page_file_name(base_name(options.inputs[1]) + "-vs-" + base_name(options.inputs[0]));
+  }
+  absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs(options.inputs);
+  if (!inputs.ok()) return inputs.status();
+  if (inputs->single_run) {
+    absl::StatusOr<RunReader> run = RunReader::Open(inputs->runs.front().dir);
+    if (!run.ok()) return run.status();
+    return page_file_name(run->info().name.empty() ? run->info().id : run->info().name);
+  }
+  if (!inputs->sweep_name.empty()) return page_file_name(inputs->sweep_name);
+  return page_file_name(base_name(options.inputs.front()));
 }
 
 absl::Status write_report(const ReportOptions& options, const std::string& path) {

@@ -426,7 +426,10 @@ struct Scheduler::State {
     LaunchOptions launch_options = *detail::job_launch_options(
         record.job, record.run_id, config_path.ok() ? *config_path : std::string(), settings, {},
         env);
-    if (!options.slots[0].stand_in) launch_options.devices = record.devices;
+    if (!options.slots[0].stand_in) {
+      launch_options.devices = record.devices;
+      launch_options.devices_checked = true;  // the slots' GPUs
+    }
     launch_options.forward_signals = false;  // the scheduler stops its jobs itself
     launch_options.die_with_parent = true;
     auto cancel = std::make_shared<LaunchCancel>();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/no_gpu.hpp"
 #include "fmt/format.h"
 
 namespace trainscope::sweep {
@@ -31,22 +32,8 @@ absl::StatusOr<std::vector<Slot>> choose_slots(const SlotRequest& request, nvml:
     return stand_in_slots(request.cpu_slots, request.per_gpu);
   }
   // How many GPUs NVML lists, or why none.
-  unsigned count = 0;
   std::string why;
-  if (api == nullptr) {
-    why = "no NVML";
-  } else if (absl::Status status = api->init(); !status.ok()) {
-    why = fmt::format("NVML: {}", std::string(status.message()));
-  } else {
-    absl::StatusOr<unsigned> n = api->device_count();
-    if (n.ok()) {
-      count = *n;
-      if (count == 0) why = "NVML lists no GPU";
-    } else {
-      why = fmt::format("NVML: {}", std::string(n.status().message()));
-    }
-    api->shutdown();
-  }
+  const unsigned count = nvml::count_gpus(api, &why);
   if (count == 0) {
     if (!request.devices.empty()) {
       return absl::InvalidArgumentError(
@@ -55,16 +42,13 @@ absl::StatusOr<std::vector<Slot>> choose_slots(const SlotRequest& request, nvml:
     }
     if (note != nullptr) {
       *note = fmt::format("no GPU ({}): one CPU slot, one job at a time (--slots N for more)", why);
+      trainscope::detail::mark_no_gpu_noted();  // the caller says it: its jobs stay quiet about it
     }
     return cpu_slots(1);
   }
   std::vector<int> devices = request.devices;
-  for (int device : devices) {
-    if (device < 0 || static_cast<unsigned>(device) >= count) {
-      return absl::InvalidArgumentError(
-          fmt::format("--devices: GPU {} does not exist (this machine has {} GPU(s): {})", device,
-                      count, count == 1 ? std::string("0") : fmt::format("0-{}", count - 1)));
-    }
+  if (absl::Status known = nvml::check_gpu_indices("--devices", devices, api); !known.ok()) {
+    return known;
   }
   if (devices.empty()) {
     for (unsigned i = 0; i < count; ++i) devices.push_back(static_cast<int>(i));

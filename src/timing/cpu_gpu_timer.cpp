@@ -1,10 +1,13 @@
 #include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "common/files.hpp"
+#include "common/no_gpu.hpp"
 
 #include <atomic>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "absl/strings/match.h"
 
 namespace trainscope {
 namespace {
@@ -12,8 +15,13 @@ namespace {
 // Once per process: a training script builds many timers.
 void warn_cpu_only(const GpuEventSource& source) {
   static std::atomic<bool> warned{false};
+  const std::string why = source.describe();
+  if (absl::StartsWith(why, detail::kNoGpuFound)) {  // a normal state, said once
+    detail::note_no_gpu("gpu=true regions are timed on the CPU only");
+    return;
+  }
   if (!warned.exchange(true)) {
-    warn("GPU-timed regions (gpu=true) are timed on the CPU only: " + source.describe());
+    warn("GPU-timed regions (gpu=true) are timed on the CPU only: " + why);
   }
 }
 

@@ -6,8 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "common/no_gpu.hpp"
+
 #if defined(TRAINSCOPE_HAVE_CUDA)
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #endif
 
 namespace trainscope {
@@ -100,10 +103,24 @@ class CudaEventSource final : public GpuEventSource {
   std::atomic<std::uint64_t> waits_{0};
 };
 
+bool driver_installed() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver == nullptr) return false;
+  ::dlclose(driver);
+  return true;
+}
+
 std::shared_ptr<GpuEventSource> make_default_source() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
+    // The static runtime says "driver version is insufficient" also where there is
+    // no driver at all: in plain words then.
+    if ((error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice) &&
+        !driver_installed()) {
+      return std::make_shared<UnavailableEventSource>(std::string(detail::kNoGpuFound) +
+                                                      " (libcuda.so.1 is not installed)");
+    }
     return std::make_shared<UnavailableEventSource>(
         fmt::format("no usable CUDA device (cudaGetDeviceCount: {}: {})", cudaGetErrorName(error),
                     cudaGetErrorString(error)));

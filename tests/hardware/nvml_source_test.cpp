@@ -303,7 +303,7 @@ TEST(DlopenNvml, AMissingLibraryIsAnErrorNotACrash) {
   absl::Status status = api.init();
   EXPECT_TRUE(absl::IsNotFound(status));
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("libnvidia-ml-does-not-exist.so.1 not found"));
+              HasSubstr("no NVIDIA GPU/driver found (libnvidia-ml-does-not-exist.so.1 is not installed"));
 }
 
 // The public factory (trainscope/hardware/gpu/nvml_api.hpp) is the same dlopen path.
@@ -313,7 +313,7 @@ TEST(LoadNvml, LoadsNothingBeforeInitAndAMissingLibraryIsNotFound) {
   absl::Status status = api->init();
   EXPECT_TRUE(absl::IsNotFound(status)) << status;
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("libnvidia-ml-does-not-exist.so.1 not found"));
+              HasSubstr("no NVIDIA GPU/driver found (libnvidia-ml-does-not-exist.so.1 is not installed"));
   api->shutdown();  // harmless without a successful init
 }
 

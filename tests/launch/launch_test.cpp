@@ -24,6 +24,7 @@
 
 #include "support/recording_exporter.hpp"
 #include "support/run_dir_test.hpp"
+#include "support/simulated_nvml.hpp"
 #include "support/warnings.hpp"
 
 namespace trainscope {
@@ -171,12 +172,35 @@ TEST_F(LaunchTest, OutputIsCapturedAndTheCommandJoinsTheRun) {
   LaunchOptions o = options({"/bin/sh", "-c",
                              "echo \"$TRAINSCOPE_RUN_DIR\"; echo \"$CUDA_VISIBLE_DEVICES\"; "
                              "echo oops >&2"});
+  nvml::SimulatedNvml three_gpus(3);
   o.devices = {0, 2};
+  o.nvml = &three_gpus;
   const LaunchResult result = launch_ok(std::move(o));
   EXPECT_EQ(read_file(fs::path(result.run_dir) / "stdout.log"), result.run_dir + "\n0,2\n");
   EXPECT_EQ(read_file(fs::path(result.run_dir) / "stderr.log"), "oops\n");
   // The launch's own run does not leak into this process's environment.
   EXPECT_EQ(std::getenv("TRAINSCOPE_RUN_DIR"), nullptr);
+}
+
+// --devices names GPUs the machine has, or nothing runs (issue 26: `--devices 7`
+// on a machine without that GPU ran the job on no GPU).
+TEST_F(LaunchTest, DevicesTheMachineLacksAreAnErrorBeforeAnythingRuns) {
+  nvml::SimulatedNvml two_gpus(2);
+  LaunchOptions o = options({"/bin/sh", "-c", "echo ran"});
+  o.devices = {7};
+  o.nvml = &two_gpus;
+  absl::StatusOr<LaunchResult> result = launch(o);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("--devices: GPU 7 does not exist (this machine has 2 GPU(s): 0-1)"));
+  nvml::SimulatedNvml none(0);
+  o.nvml = &none;
+  result = launch(o);
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("--devices 7: this machine has no GPU (NVML lists no GPU)"));
+  EXPECT_TRUE(fs::is_empty(root_)) << "a run directory was made";
 }
 
 TEST_F(LaunchTest, EnvironmentReachesOnlyTheCommandAndNotTheRecordedCommand) {

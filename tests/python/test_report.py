@@ -508,8 +508,12 @@ def test_errors_name_the_input(tmp_path):
     done = subprocess.run([cli, "report", str(tmp_path / "plain"), "-o", str(tmp_path / "x.html")],
                           capture_output=True, text=True)
     assert done.returncode == 1 and "not a trainscope run (no run.json)" in done.stderr
-    done = subprocess.run([cli, "report", str(tmp_path / "plain")], capture_output=True, text=True)
-    assert done.returncode == 2 and "missing -o FILE" in done.stderr
+    # Without -o the page would be ./<name>.html: the input is still checked first.
+    (tmp_path / "cwd").mkdir()
+    done = subprocess.run([cli, "report", str(tmp_path / "plain")], capture_output=True, text=True,
+                          cwd=tmp_path / "cwd")
+    assert done.returncode == 1 and "not a trainscope run (no run.json)" in done.stderr
+    assert os.listdir(tmp_path / "cwd") == []
     bad = write_run(str(tmp_path / "bad"), rows_per_key=5)
     with open(os.path.join(bad, "regions-0.csv"), "a", encoding="utf-8") as f:
         f.write("BATCH,TPU,0,0,1,1,0,0\n")
@@ -722,10 +726,18 @@ def test_comparison_page_errors_name_the_problem(tmp_path):
                           text=True, cwd=tmp_path)
     assert done.returncode == 1 and f"B: {missing}: no such run directory" in done.stderr
     assert not (tmp_path / "compare.html").exists()
-    # -o is needed, as for every page (no page is overwritten unasked).
+    # Without -o: ./<B>-vs-<A>.html, replacing a page of ours, never another file.
+    default = f"{os.path.basename(a)}-vs-{os.path.basename(a)}.html"
+    (tmp_path / default).write_text("my notes", encoding="utf-8")
     done = subprocess.run([cli, "report", a, a, "--compare", "--quiet"], capture_output=True,
                           text=True, cwd=tmp_path)
-    assert done.returncode == 2 and "missing -o FILE" in done.stderr
+    assert done.returncode == 1 and "exists and is not a trainscope page" in done.stderr
+    assert (tmp_path / default).read_text(encoding="utf-8") == "my notes"
+    (tmp_path / default).unlink()
+    for _ in range(2):  # the second replaces the first
+        done = subprocess.run([cli, "report", a, a, "--compare", "--quiet"], capture_output=True,
+                              text=True, cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout.strip() == f"wrote {default}", done.stderr
     done = subprocess.run([cli, "report", a, a, "--compare", "--quiet", "-o", "compare.html"],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "wrote compare.html", done.stderr

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "trainscope/export/exporter.hpp"
 #include "trainscope/export/run_record.hpp"
+#include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 #include "trainscope/run/run.hpp"
 
@@ -72,8 +73,13 @@ struct LaunchOptions {
   // forwards signals itself and always creates a new run.
   RunOptions run;
   // Physical GPU indices: sets CUDA_VISIBLE_DEVICES for the command and
-  // limits GPU sampling to them. Empty: all, environment untouched.
+  // limits GPU sampling to them. Empty: all, environment untouched. An index
+  // of no GPU (or any, on a machine without one) is an error before anything
+  // runs, checked against `nvml` (null: the driver's NVML), unless
+  // `devices_checked` (a sweep's slots, chosen from the GPUs it found).
   std::vector<int> devices;
+  nvml::NvmlApi* nvml = nullptr;
+  bool devices_checked = false;
   // Variables set (or replaced) in the command's environment only, never in
   // this process's: NAME -> value. The run's recorded command stays the
   // user's argv (no `env NAME=value` prefix). Set after devices, before

@@ -74,6 +74,14 @@ struct ReportOptions {
 // got N", else compare::compare's errors as they are (naming the side and run).
 absl::StatusOr<std::string> render_report(const ReportOptions& options);
 
+// Where `trainscope report` writes the page when no -o is given: in the
+// current directory, "<run name>.html" for one run, "<sweep name>.html" for a
+// sweep, "<B>-vs-<A>.html" for a comparison, else "<first input's name>.html"
+// (characters outside [A-Za-z0-9._-] made '_'). A trainscope page there is
+// replaced; AlreadyExists for any other file of that name. Errors: classify's,
+// naming the input.
+absl::StatusOr<std::string> default_page_path(const ReportOptions& options);
+
 // render_report() written to `path`, replaced atomically.
 absl::Status write_report(const ReportOptions& options, const std::string& path);
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/no_gpu.hpp"
 #include "hardware/gpu/nvml_abi.hpp"
 
 namespace trainscope::nvml {
@@ -132,8 +133,8 @@ absl::Status DlopenNvml::init() {
     handle_ = ::dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_ == nullptr) {
       const char* why = ::dlerror();
-      return absl::NotFoundError(fmt::format("{} not found (no NVIDIA driver?): {}", library_,
-                                             why ? why : "dlopen failed"));
+      return absl::NotFoundError(fmt::format("{} ({} is not installed: {})", detail::kNoGpuFound,
+                                             library_, why ? why : "dlopen failed"));
     }
     resolve_all(handle_, fn_.get());
   }

@@ -84,6 +84,22 @@ class NvmlApi {
 // symbol an older driver lacks makes that one call fail with kUnimplemented.
 std::unique_ptr<NvmlApi> load_nvml(std::string library = "libnvidia-ml.so.1");
 
+// Whether the driver's NVML library can be loaded at all (a dlopen, no init):
+// false on a machine without an NVIDIA driver.
+bool driver_library_present(const std::string& library = "libnvidia-ml.so.1");
+
+// How many GPUs NVML lists through `api` (init and shutdown around the call):
+// 0 with the reason in *why ("no NVIDIA GPU/driver found (...)", NVML's error,
+// "NVML lists no GPU") when none can be used. A null `api`: 0, "no NVML".
+unsigned count_gpus(NvmlApi* api, std::string* why);
+
+// OK when `devices` is empty or each index names a GPU NVML lists; else
+// InvalidArgument naming `flag`, the index and what the machine has:
+// "--devices 7: this machine has no GPU (no NVIDIA GPU/driver found ...)",
+// "--devices: GPU 7 does not exist (this machine has 2 GPU(s): 0-1)".
+absl::Status check_gpu_indices(const std::string& flag, const std::vector<int>& devices,
+                               NvmlApi* api);
+
 }  // namespace trainscope::nvml
 
 #endif  // TRAINSCOPE_HARDWARE_GPU_NVML_API_HPP_
