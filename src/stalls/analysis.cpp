@@ -196,9 +196,17 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   out.warnings = run_problem_warnings(*problems);
   out.run_dir = run_dir;
   out.status = std::string(run_status_name(reader->info().status));
-  if (auto it = reader->info().params.find(kBatchSizeParam); it != reader->info().params.end()) {
+  const auto& info = reader->info();
+  const std::string* size_text = nullptr;
+  if (auto tag = info.tags.find(kBatchSizeParam); tag != info.tags.end()) {
+    size_text = &tag->second;
+  } else if (auto param = info.params.find(kLegacyBatchSizeParam);  // older runs
+             param != info.params.end()) {
+    size_text = &param->second;
+  }
+  if (size_text != nullptr) {
     int size = 0;
-    if (absl::SimpleAtoi(it->second, &size) && size > 0) out.batch_size = size;
+    if (absl::SimpleAtoi(*size_text, &size) && size > 0) out.batch_size = size;
   }
   if (reader->ranks().empty()) {
     return absl::NotFoundError(run_dir + ": no rank recorded anything (no IO regions to analyze)");

@@ -113,12 +113,13 @@ bool LoaderPass::arrived() {
     logged = true;
   }
   if (first_in_run) {
-    // A param that is already there with this value is fine; another value is
-    // the run's business (it names the key), not a reason to stop training.
+    // Tags, not params: the loader's facts stay out of the user's params. A
+    // refused tag is the run's business (it names the key), not a reason to
+    // stop training.
     if (options_.batch_size > 0) {
-      (void)options_.run->log_param(kBatchSizeParam, std::to_string(options_.batch_size));
+      (void)options_.run->set_tag(kBatchSizeParam, std::to_string(options_.batch_size));
     }
-    if (!control_.mode.empty()) (void)options_.run->log_param(kModeParam, control_.mode);
+    if (!control_.mode.empty()) (void)options_.run->set_tag(kModeParam, control_.mode);
   }
   return true;
 }

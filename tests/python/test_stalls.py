@@ -76,7 +76,9 @@ def test_each_pass_logs_its_data_wait_share(tmp_path, no_inherited_run):
     assert all(0 <= float(m["value"]) <= 1 for m in shares)
     keys = {m["key"] for m in metrics}
     assert {"stalls/input_bound_class", "stalls/wait_p95_ms", "stalls/startup_wait_share"} <= keys
-    assert trainscope.read_run(run.dir).params.get("stalls.batch_size") == "4"
+    recorded = trainscope.read_run(run.dir)
+    assert recorded.tags.get("trainscope.stalls.batch_size") == "4"
+    assert "stalls.batch_size" not in recorded.params  # a tag: the user's params stay theirs
 
 
 @pytest.fixture(scope="module")
@@ -388,7 +390,9 @@ def test_python_runs_the_differential_analysis_through_the_same_call(dataset, tm
     for leg, result in stored["runs"].items():
         run = trainscope.read_run(result["run_dir"])
         assert run.status == "FINISHED", leg
-        assert run.params["stalls.mode"] == ("warm" if leg.startswith("warm") else leg)
+        assert run.tags["trainscope.stalls.mode"] == ("warm" if leg.startswith("warm") else leg)
+        # The loader's facts are tags: a study's params are the user's alone.
+        assert not any(k.startswith("stalls.") for k in run.params), run.params
         assert (run.regions["key"] == "iteration").sum() == 8, leg
         assert result["time_s"] > 0
     assert stored["what_if"]["workers"]["key"] == "num_workers"
@@ -424,7 +428,7 @@ def test_a_cpp_loop_under_trainscope_stalls(dataset, tmp_path, record_property):
         run = trainscope.read_run(result["runs"][leg]["run_dir"])
         assert run.status == "FINISHED"
         assert (run.regions["key"] == "iteration").sum() == 35
-        assert run.params["stalls.batch_size"] == "4"
+        assert run.tags["trainscope.stalls.batch_size"] == "4"
     assert result["batch_size"] == 4
     _check_differential_arithmetic(result, 5, 30)
     # The decode runs in the loop's thread, inside the loader's next(): the warm run's

@@ -180,7 +180,7 @@ TEST(StallsAnalysis, GpuWhatIfSharesTheLoaderAmongTheGpus) {
 TEST(StallsAnalysis, AnalyzeRunReadsTheTimedLoadersRows) {
   testing::TempDir tmp;
   testing::RunJson run;
-  run.params = {{"stalls.batch_size", "16"}};
+  run.tags = {{"trainscope.stalls.batch_size", "16"}};  // report_test reads the older param
   testing::RankJson rank;
   rank.status = "FINISHED";
   const auto dir = testing::write_run_dir(tmp.path() / "run", run, {rank});

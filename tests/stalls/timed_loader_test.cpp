@@ -129,7 +129,8 @@ TEST_F(TimedLoaderTest, EachPassLogsTheMetricsPythonLogs) {
   EXPECT_EQ(m.at("stalls/batches")[0].value, 13.0);
   absl::StatusOr<RunReader> reader = RunReader::Open(dir);
   ASSERT_TRUE(reader.ok()) << reader.status();
-  EXPECT_EQ(reader->info().params.at("stalls.batch_size"), "12");
+  EXPECT_EQ(reader->info().tags.at("trainscope.stalls.batch_size"), "12");  // a tag
+  EXPECT_EQ(reader->info().params.count("stalls.batch_size"), 0u);
   // The live analysis of the rows finds the same three passes.
   absl::StatusOr<RunStalls> analysed = analyze_run(dir);
   ASSERT_TRUE(analysed.ok()) << analysed.status();

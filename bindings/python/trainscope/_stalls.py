@@ -198,9 +198,9 @@ class TimedLoader:
             budget.logged_for = run.id
             size = _batch_size(batch)
             if size is not None:
-                run.log_param(_core._STALLS_BATCH_SIZE_PARAM, size)
+                run.set_tag(_core._STALLS_BATCH_SIZE_PARAM, size)
             if budget.mode:
-                run.log_param(_core._STALLS_MODE_PARAM, budget.mode)
+                run.set_tag(_core._STALLS_MODE_PARAM, budget.mode)
 
     def _finish_pass(self, budget, waits, began, stopping):
         timer = self._timer

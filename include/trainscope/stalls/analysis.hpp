@@ -23,8 +23,13 @@ inline constexpr char kIterationKey[] = "iteration";
 inline constexpr char kWaitKey[] = "IO";
 
 // The params the timed loaders log once per run.
-inline constexpr char kBatchSizeParam[] = "stalls.batch_size";
-inline constexpr char kModeParam[] = "stalls.mode";
+// Tags of a run whose loader was timed (the loader's facts, kept out of the
+// user's params, where a sweep's study looks for the params that vary). Runs
+// recorded before 0.1.0 had them as params "stalls.batch_size", "stalls.mode":
+// readers take either.
+inline constexpr char kBatchSizeParam[] = "trainscope.stalls.batch_size";
+inline constexpr char kLegacyBatchSizeParam[] = "stalls.batch_size";
+inline constexpr char kModeParam[] = "trainscope.stalls.mode";
 
 // TensorFlow's input-pipeline classes of the data-wait share.
 std::string input_bound_class(double share);  // "not", "moderately", "highly"

@@ -65,8 +65,8 @@ struct LoopControl {
 
 struct TimedOptions {
   // Receives each pass's stalls/ metrics (step = pass number) and the params
-  // stalls.batch_size and stalls.mode; ended FINISHED at the limit. Without
-  // a run nothing is logged, and the limit still ends the process.
+  // the tags trainscope.stalls.batch_size and trainscope.stalls.mode; ended FINISHED at the limit.
+  // Without a run nothing is logged, and the limit still ends the process.
   Run* run = nullptr;
   Key key = TimeType::IO;
   // Samples per batch (the B of the analysis's rates), logged as the param
