@@ -302,8 +302,9 @@ TEST(DlopenNvml, AMissingLibraryIsAnErrorNotACrash) {
   DlopenNvml api("libnvidia-ml-does-not-exist.so.1");
   absl::Status status = api.init();
   EXPECT_TRUE(absl::IsNotFound(status));
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("no NVIDIA GPU/driver found (libnvidia-ml-does-not-exist.so.1 is not installed"));
+  EXPECT_THAT(
+      std::string(status.message()),
+      HasSubstr("no NVIDIA GPU/driver found (libnvidia-ml-does-not-exist.so.1 is not installed"));
 }
 
 // The public factory (trainscope/hardware/gpu/nvml_api.hpp) is the same dlopen path.
@@ -312,8 +313,9 @@ TEST(LoadNvml, LoadsNothingBeforeInitAndAMissingLibraryIsNotFound) {
   ASSERT_NE(api, nullptr);
   absl::Status status = api->init();
   EXPECT_TRUE(absl::IsNotFound(status)) << status;
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("no NVIDIA GPU/driver found (libnvidia-ml-does-not-exist.so.1 is not installed"));
+  EXPECT_THAT(
+      std::string(status.message()),
+      HasSubstr("no NVIDIA GPU/driver found (libnvidia-ml-does-not-exist.so.1 is not installed"));
   api->shutdown();  // harmless without a successful init
 }
 
