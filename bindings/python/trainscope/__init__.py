@@ -154,8 +154,10 @@ class Timer(_core.Timer):
 
     def timed(self, iterable, key=TimeType.IO, copy_to=None):
         """`iterable` (a DataLoader or any iterable) with the wait for each item timed
-        as the region `key`; copy_to=device also times the host-to-device copy as
-        'h2d'. What the loop receives is unchanged (but copied to copy_to)."""
+        as the region `key` (and the wait that learns a pass is over: one more per pass
+        than items), each step from one item to the next as 'iteration', each pass as
+        'loader_epoch'; copy_to=device also times the host-to-device copy as 'h2d'.
+        What the loop receives is unchanged (but copied to copy_to). docs/stalls.md."""
         return _TimedLoader(self, iterable, key, copy_to=copy_to)
 
     def _means(self, prefix):
