@@ -64,7 +64,8 @@ int report_command(const std::vector<std::string>& argv) {
                  &title);
   line.add_value("--scaling", "PARAM",
                  "the param of the scaling study (default: the one numeric param\n"
-                 "that varies across the runs); none: no scaling study",
+                 "that varies across the runs); none: no scaling study. Speedup,\n"
+                 "efficiency and cost only for a param named here (ranks, GPUs, nodes)",
                  &scaling);
   line.add_value("--max-points", "N",
                  fmt::format("points per time series on the page (default {})", max_points),

@@ -168,7 +168,7 @@ json views_json(const absl::StatusOr<std::vector<scaling::ScalingView>>& views) 
 }
 
 json scaling_model_json(const std::vector<std::string>& dirs, const std::string& parameter,
-                        const std::string& key, const std::string& device) {
+                        const std::string& key, const std::string& device, bool views) {
   json out{{"key", key}, {"device", device}};
   scaling::RunSelection selection;
   selection.parameters = {parameter};
@@ -243,6 +243,7 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
   } else {
     out["band_error"] = std::string(band.status().message());
   }
+  if (!views) return out;  // speedup and efficiency: only for a param the user named
   const std::vector<double> fixed{0.0};
   out["measured_scaling"] = views_json(scaling::measured_scaling(series, 0, fixed));
   out["modeled_scaling"] = views_json(scaling::modeled_scaling(*model, 0, fixed, resources));
@@ -376,13 +377,18 @@ absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling
       }
     }
     scaling["parameter"] = parameter;
+    // Speedup and efficiency mean something only against a param that splits a
+    // fixed amount of work (ranks, GPUs, nodes): drawn when the user names it
+    // (--scaling PARAM), not for the param the study found varying (a batch size).
+    const bool views = !scaling_parameter.empty();
+    scaling["views"] = views;
     std::size_t done = 0;
     for (const auto& [key, device] : keys) {
       if (progress) {
         progress(fmt::format("scaling study: {} {} ({}/{})", key, device, ++done, keys.size()),
                  /*transient=*/true);
       }
-      scaling["models"].push_back(scaling_model_json(dirs, parameter, key, device));
+      scaling["models"].push_back(scaling_model_json(dirs, parameter, key, device, views));
     }
   } else {
     scaling["why_none"] = why_none;

@@ -315,9 +315,25 @@ def test_sweep_page_and_scaling_study(sweep_dir, tmp_path):
     assert embedded["costs"]["nrss"] == pytest.approx(fitted.costs.nrss, rel=1e-12)
     assert len(embedded["terms"]) == len(fitted.terms)
 
-    expected = varying_params(data) + 2 + sum(3 for m in scaling["models"] if "error" not in m)
+    # p was found varying, not named: no speedup, efficiency or cost (issue 26), a line saying
+    # why; one chart per model.
+    assert scaling["views"] is False
+    expected = varying_params(data) + 2 + sum(1 for m in scaling["models"] if "error" not in m)
     dom_text, console = browse(out, tmp_path, screenshot_path(tmp_path, "report-sweep.png"), 3000)
     dom = check_rendered(dom_text, console, expected)
+    # (the page's script holds both texts: the rendered elements are matched, '>' first)
+    assert ">speedup and efficiency against" not in dom_text
+    assert ">Speedup, efficiency and cost are drawn only against a parameter" in dom_text
+    # Named with --scaling p: drawn.
+    named = tmp_path / "sweep-named.html"
+    write_page([str(sweep_dir)], named, "--scaling", "p")
+    named_data, _ = page_data(named)
+    assert named_data["scaling"]["views"] is True
+    named_dom, named_console = browse(named, tmp_path, None, 3000)
+    check_rendered(named_dom, named_console, varying_params(named_data) + 2 + sum(
+        3 for m in named_data["scaling"]["models"] if "error" not in m))
+    assert ">speedup and efficiency against p<" in named_dom
+    assert ">Speedup, efficiency and cost are drawn only" not in named_dom
     rows = {}
     for table_class, row, cell, _ in dom.cells:
         if "runs" in (table_class or "") and cell.get("data-field") == "BATCH.CPU":

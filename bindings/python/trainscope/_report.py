@@ -74,7 +74,9 @@ def report(inputs, output=None, *, title=None, scaling=None, max_points=2000, pr
     output: the HTML file to write (replaced atomically); None keeps it in memory.
     title: default: the run's or sweep's name.
     scaling: the run param of the scaling study; default: the one numeric
-        param that varies across the runs; "none" turns it off.
+        param that varies across the runs; "none" turns it off. Speedup,
+        efficiency and cost are drawn only for a param named here (one that
+        splits a fixed amount of work: ranks, GPUs, nodes).
     max_points: points per time series on the page (statistics use every row).
     progress: print progress lines to stderr while reading.
     height: the inline frame's height in Jupyter, in pixels.

@@ -1094,6 +1094,11 @@
       makeChart(c.canvas, { type: "scatter", data: { datasets: ds },
         options: { parsing: false,
           scales: { x: { type: "logarithmic", title: { display: true, text: p } }, y: { ticks: { callback: secondsTicks }, title: { display: true, text: "mean " + m.key } } } } });
+      if (!sc.views) {
+        add(box, el("p", { class: "muted scaling-views-off", text: "Speedup, efficiency and cost are drawn only against a parameter that splits a fixed amount of work " +
+          "(ranks, GPUs, nodes), when you name it: trainscope report ... --scaling " + p + "." }));
+        return;
+      }
       var ms = m.measured_scaling, md = m.modeled_scaling;
       var c2 = card(grid, "speedup and efficiency against " + p, ms && ms.error ? "measured: " + ms.error : "", true);
       var ds2 = [];
