@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -178,35 +177,6 @@ int CommandLine::usage_error(const std::string& message) const {
   std::fprintf(stderr, "trainscope %s: %s\n(see `trainscope %s --help`)\n", text_.name.c_str(),
                message.c_str(), text_.name.c_str());
   return kExitUsage;
-}
-
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  // Optimal string alignment distance (Levenshtein with adjacent swaps).
-  const auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-      }
-    }
-    return d[a.size()][b.size()];
-  };
-  std::string best;
-  std::size_t best_distance = 3;  // at most 2
-  for (const std::string& candidate : candidates) {
-    const std::size_t dist = distance(word, candidate);
-    if (dist < best_distance && 2 * dist < word.size()) {
-      best = candidate;
-      best_distance = dist;
-    }
-  }
-  return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
 }
 
 void bad_value(std::string message) { throw CLI::ValidationError(std::move(message)); }

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trainscope/common/closest_name.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
 
 namespace trainscope::cli {
@@ -68,9 +69,13 @@ class CommandLine {
   std::string group_ = "options";
 };
 
-// " (did you mean 'X'?)" when one candidate is close to `word` (an edit
-// distance of at most 2, and less than half the word), else "".
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+// " (did you mean 'X'?)" when a candidate is close to `word`
+// (trainscope::closest_name), else "".
+inline std::string did_you_mean(const std::string& word,
+                                const std::vector<std::string>& candidates) {
+  const std::string best = closest_name(word, candidates);
+  return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
+}
 
 // Throws the usage error MESSAGE, from an option's callback.
 [[noreturn]] void bad_value(std::string message);

@@ -47,7 +47,7 @@ absl::StatusOr<std::vector<Slot>> choose_slots(const SlotRequest& request, nvml:
     return cpu_slots(1);
   }
   std::vector<int> devices = request.devices;
-  if (absl::Status known = nvml::check_gpu_indices("--devices", devices, api); !known.ok()) {
+  if (absl::Status known = nvml::check_gpu_indices("--devices", devices, count, why); !known.ok()) {
     return known;
   }
   if (devices.empty()) {

@@ -7,6 +7,26 @@ import os
 import pytest
 
 
+def printed_json_objects(stdout):
+    """The JSON objects a job's processes printed (plain_train.py: one per rank). Processes
+    that share one stdout may put two objects back to back on one line (seen in CI): every
+    object is decoded wherever it starts, not one per line."""
+    decoder = json.JSONDecoder()
+    found = []
+    for line in stdout.splitlines():
+        pos = line.find("{")
+        while pos != -1:
+            try:
+                value, end = decoder.raw_decode(line, pos)
+            except json.JSONDecodeError:
+                pos = line.find("{", pos + 1)
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+            pos = line.find("{", end)
+    return found
+
+
 def rows(path):
     """The rows of a run CSV file as dicts of strings."""
     with open(path, newline="", encoding="utf-8") as f:

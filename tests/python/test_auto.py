@@ -13,7 +13,6 @@ Needs torch (Debian's 1.13 here) and, for `trainscope run`, TRAINSCOPE_CLI.
 """
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import warnings
 import pytest
 
 import trainscope
+from run_files import printed_json_objects as job_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "auto_jobs", "plain_train.py")
@@ -54,24 +54,6 @@ def run_cli(root, auto, command, expect=0):
     return (os.path.join(root, runs[0]) if runs else None), done.stdout, done.stderr
 
 
-def job_report(stdout):
-    """The JSON objects the job's processes printed (plain_train.py: one per rank). Two ranks
-    share one stdout, so one line may hold both ranks' objects back to back (seen in CI):
-    every object is decoded wherever it starts, not one per line."""
-    decoder = json.JSONDecoder()
-    reports = []
-    for line in stdout.splitlines():
-        pos = line.find("{")
-        while pos != -1:
-            try:
-                report, end = decoder.raw_decode(line, pos)
-            except json.JSONDecodeError:
-                pos = line.find("{", pos + 1)
-                continue
-            if isinstance(report, dict):
-                reports.append(report)
-            pos = line.find("{", end)
-    return reports
 
 
 def rows(run, key, rank=None, device="CPU"):

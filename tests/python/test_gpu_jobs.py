@@ -14,7 +14,6 @@ properties (scripts/gpu-suite.sh reports them).
 
 import csv
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ import sys
 
 import pytest
 
-from run_files import trainscope_cli
+from run_files import printed_json_objects, trainscope_cli
 
 torch = pytest.importorskip("torch")
 
@@ -62,19 +61,9 @@ def _run(run_dir, command, options=(), prefix=(), timeout=300):
 
 def _job_json(stdout):
     """The last JSON object the job printed."""
-    decoder = json.JSONDecoder()
-    found = None
-    for line in stdout.splitlines():
-        pos = line.find("{")
-        while pos != -1:
-            try:
-                found, end = decoder.raw_decode(line, pos)
-            except json.JSONDecodeError:
-                pos = line.find("{", pos + 1)
-                continue
-            pos = line.find("{", end)
-    assert found is not None, stdout[-2000:]
-    return found
+    found = printed_json_objects(stdout)
+    assert found, stdout[-2000:]
+    return found[-1]
 
 
 def _rows(run, key, device="CPU", rank=None):

@@ -46,6 +46,12 @@ absl::Status check_gpu_indices(const std::string& flag, const std::vector<int>& 
   if (devices.empty()) return absl::OkStatus();
   std::string why;
   const unsigned count = count_gpus(api, &why);
+  return check_gpu_indices(flag, devices, count, why);
+}
+
+absl::Status check_gpu_indices(const std::string& flag, const std::vector<int>& devices,
+                               unsigned count, const std::string& why) {
+  if (devices.empty()) return absl::OkStatus();
   if (count == 0) {
     std::string list;
     for (int device : devices) list += fmt::format("{}{}", list.empty() ? "" : ",", device);

@@ -99,6 +99,9 @@ unsigned count_gpus(NvmlApi* api, std::string* why);
 // "--devices: GPU 7 does not exist (this machine has 2 GPU(s): 0-1)".
 absl::Status check_gpu_indices(const std::string& flag, const std::vector<int>& devices,
                                NvmlApi* api);
+// The same against a count already read (count_gpus's and its reason).
+absl::Status check_gpu_indices(const std::string& flag, const std::vector<int>& devices,
+                               unsigned count, const std::string& why);
 
 }  // namespace trainscope::nvml
 
