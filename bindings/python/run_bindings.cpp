@@ -73,6 +73,12 @@ void WithTimer(py::handle object, F&& f) {
   }
 }
 
+// Where Python's timers built before any run wait for the first one (run.py).
+HoldingSink& HeldRegions() {
+  static auto* sink = new HoldingSink();  // never destroyed: rings may outlive exit order
+  return *sink;
+}
+
 // A damaged run directory is a ValueError (as any bad input), whatever absl
 // code the reader gives it; a missing one FileNotFoundError, an unreadable
 // one PermissionError or another OSError, as Python's own file errors.
@@ -548,6 +554,9 @@ void RegisterRunReader(py::module_& m) {
 
 void RegisterRun(py::module_& m) {
   RegisterRunReader(m);
+  m.def(
+      "_hold", [](py::handle timer) { WithTimer(timer, [](auto& t) { t.attach(HeldRegions()); }); },
+      "Keeps a timer's regions until a run adopts them (Run.adopt_held).");
   py::class_<Run>(m, "_Run")
       .def_static("start", &StartRun, py::kw_only(), py::arg("root") = py::none(),
                   py::arg("name") = py::none(), py::arg("experiment") = py::none(),
@@ -594,6 +603,10 @@ void RegisterRun(py::module_& m) {
            })
       .def("attach",
            [](Run& r, py::handle timer) { WithTimer(timer, [&](auto& t) { r.attach(t); }); })
+      .def(
+          "adopt_held", [](Run& r) { return r.adopt_held(HeldRegions()); },
+          "Takes the regions of timers built before any run (held by _hold); returns how many "
+          "did not fit.")
       .def("add_summary_of",
            [](Run& r, py::handle timer) {
              WithTimer(timer, [&](auto& t) { r.add_summary(t.summary()); });

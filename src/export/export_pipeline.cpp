@@ -193,6 +193,16 @@ std::shared_ptr<timing::detail::SampleRing> ExportPipeline::open_ring() {
   return ring;
 }
 
+void ExportPipeline::adopt_ring(std::shared_ptr<timing::detail::SampleRing> ring) {
+  if (ring == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rings_.push_back(std::move(ring));
+    ring_wake_ = true;  // a held backlog: drain it now rather than at the next interval
+  }
+  cv_.notify_all();
+}
+
 void ExportPipeline::run() {
   // Producers store steady-clock nanoseconds in start_unix_ns: reading it is
   // cheapest on the hot path, and it cannot step. One steady->Unix offset,

@@ -553,6 +553,14 @@ absl::Status Run::log_artifact(std::string_view path) {
 void Run::attach(Timer& timer) { timer.attach(pipeline()); }
 void Run::attach(CPUGPUTimer& timer) { timer.attach(pipeline()); }
 
+std::uint64_t Run::adopt_held(HoldingSink& held) {
+  const std::uint64_t dropped = held.dropped();
+  HoldingSink::Held taken = held.take();
+  for (auto& ring : taken.rings) pipeline().adopt_ring(std::move(ring));
+  for (Summary& summary : taken.summaries) pipeline().submit_summary(std::move(summary));
+  return dropped;
+}
+
 void Run::add_summary(const Summary& summary) { pipeline().submit_summary(summary); }
 
 void Run::add_exporter(std::shared_ptr<Exporter> exporter) {

@@ -78,6 +78,36 @@ def test_timers_built_before_the_first_call_stream_into_the_run(tmp_path):
     assert any(e["key"] == "BATCH" and e["count"] == 3 for e in summary["entries"]), summary
 
 
+def test_regions_timed_before_the_first_log_metric_are_in_the_run(tmp_path):
+    # The issue's loop: the first batch is timed, then its loss logged (which
+    # starts the run): all 32 batches are in the run, as in the timer's table,
+    # in the order they ran, and the run reads clean.
+    done = _python(tmp_path, """
+        import time
+        import trainscope
+        tmr = trainscope.Timer()
+        gpu = trainscope.CPUGPUTimer()              # a CPU-only one here: held the same way
+        for step in range(32):
+            with tmr.scope(trainscope.TimeType.BATCH):
+                with gpu.scope(trainscope.TimeType.FORWARD):
+                    time.sleep(0.001)
+            trainscope.log_metric("loss", 1.0 / (step + 1), step=step)
+        print("timer", tmr.get_time_stats(trainscope.TimeType.BATCH).count)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "timer 32" in done.stdout
+    assert "did not fit" not in done.stderr
+    run = _only_run(tmp_path)
+    rows = _rows(run / "regions-0.csv")
+    batch = [r for r in rows if r["key"] == "BATCH"]
+    assert len(batch) == 32
+    assert len([r for r in rows if r["key"] == "FORWARD"]) == 32
+    starts = [int(r["start_unix_ns"]) for r in batch]
+    assert starts == sorted(starts)
+    import trainscope  # pylint: disable=import-outside-toplevel
+    assert trainscope.read_run(str(run)).warnings == []
+
+
 def test_under_a_run_directory_calls_and_timers_join_it(tmp_path):
     parent = _python(tmp_path, """
         import trainscope

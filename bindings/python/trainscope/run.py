@@ -17,7 +17,9 @@ as under `trainscope run`); a timer built under TRAINSCOPE_RUN_DIR joins it
 the same way. Such an implicit run ends when the interpreter exits: FAILED
 after an uncaught exception, KILLED after KeyboardInterrupt, SIGTERM or SIGHUP,
 FINISHED otherwise. Timers built before any run started stream into the
-first run that starts.
+first run that starts, with the regions they timed before it: those are held
+in memory (up to 64 MiB for the process, about 2.8 million regions; more are
+counted and warned about when the run starts) and land in the run's files.
 """
 
 import atexit
@@ -217,6 +219,13 @@ def _start(args, implicit):
         core.end("FAILED")
         raise
     _active = ActiveRun(core, implicit=implicit)
+    # What the waiting timers timed before this run: into its files first.
+    lost = core.adopt_held()
+    if lost:
+        warnings.warn(f"run {core.dir}: {lost} regions timed before the run started did not "
+                      f"fit in the 64 MiB kept for them and are not in its files (the timers' "
+                      f"statistics keep them); start the run before timing",
+                      _core.TrainscopeWarning, stacklevel=3)
     for timer in list(_waiting_timers):
         _active.attach(timer)
     _waiting_timers.clear()
@@ -271,6 +280,8 @@ def _timer_built(timer):
         if run is not None:
             run.attach(timer)
         else:
+            # Its regions are held until a run starts and adopts them.
+            _core._hold(timer)  # pylint: disable=protected-access
             _waiting_timers.add(timer)
 
 

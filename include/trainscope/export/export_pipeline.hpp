@@ -63,6 +63,10 @@ class ExportPipeline final : public RegionSink {
 
   // For timers: a new producer ring, drained until the producer releases it.
   std::shared_ptr<timing::detail::SampleRing> open_ring() override;
+  // Drains a ring opened elsewhere (a HoldingSink's) as its own: what it holds
+  // now and what its producer pushes until it releases it. Its samples are
+  // steady-clock stamped like every ring's.
+  void adopt_ring(std::shared_ptr<timing::detail::SampleRing> ring);
 
  private:
   class Waker;  // a ring's high-water wake; outlives the pipeline if a ring does

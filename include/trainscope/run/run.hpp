@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "trainscope/export/export_pipeline.hpp"
 #include "trainscope/export/exporter.hpp"
+#include "trainscope/export/holding_sink.hpp"
 #include "trainscope/export/run_record.hpp"
 
 namespace trainscope {
@@ -110,6 +111,11 @@ class Run {
   // Streams the timer's regions into the run from now on.
   void attach(Timer& timer);
   void attach(CPUGPUTimer& timer);
+  // Takes what timers built before the run held there (their queued regions,
+  // drained into the run's files as if attached from the start, and
+  // summaries); returns how many regions did not fit in the sink's budget.
+  // Attach those timers afterwards to stream their next regions.
+  std::uint64_t adopt_held(HoldingSink& held);
   // Summaries of a timer, stored at end (also done by end() for attached timers).
   void add_summary(const Summary& summary);
   void add_exporter(std::shared_ptr<Exporter> exporter);
