@@ -240,6 +240,11 @@ time; combine per-thread timers with merge().)doc");
           "complete_all", [](PyTimer&) {},
           "Nothing to complete on the CPU; kept for Deep500 parity.")
       .def(
+          "cancel",
+          [](PyTimer& t, py::handle key) { ThrowIfError(t.timer.try_cancel(ToKey(key))); },
+          py::arg("key"),
+          "Closes an open region of `key` without recording it; raises as end() would.")
+      .def(
           "reset", [](PyTimer& t) { t.timer.reset(); }, "Drops every sample and every open region.")
       .def(
           "keys", [](const PyTimer& t) { return KeysToPython(t.timer.keys()); },
@@ -349,6 +354,12 @@ the constructor raise RuntimeError.)doc");
           },
           py::arg("limit") = py::none(),
           "Records finished GPU regions without waiting, oldest first; returns how many.")
+      .def(
+          "cancel",
+          [](PyCPUGPUTimer& t, py::handle key) { ThrowIfError(t.timer.try_cancel(ToKey(key))); },
+          py::arg("key"),
+          "Closes an open region of `key` (CPU or GPU) without recording it; raises as end() "
+          "would.")
       .def(
           "reset", [](PyCPUGPUTimer& t) { MayWait({&t}, [&] { t.timer.reset(); }); },
           "Drops every sample and every open region.")

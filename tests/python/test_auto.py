@@ -91,15 +91,15 @@ def test_plain_script_with_workers_and_eval(tmp_path):
         phase = rows(run, key)
         assert len(phase) == per_step * did["steps"], key
         assert inside(phase, batch) == len(phase), key
-    # Each fetch is IO (the one that finds the loader empty too); the data wait of a
-    # step lies in the step before it, the first one before any step.
-    assert len(rows(run, "IO")) == 2 * (batches + 1)
-    assert inside(rows(run, "IO"), batch) == 2 * batches
+    # Each fetch of a batch is IO (the one that finds the loader empty is none); the
+    # data wait of a step lies in the step before it, the first one before any step.
+    assert len(rows(run, "IO")) == 2 * batches
+    assert inside(rows(run, "IO"), batch) == 2 * (batches - 1)
     # Evaluation: eval/ keys, outside every training step.
     eval_forward = rows(run, "eval/FORWARD")
     assert len(eval_forward) == did["eval_forwards"] == 2 * batches
     assert inside(eval_forward, batch) == 0
-    assert len(rows(run, "eval/IO")) == 2 * (batches + 1)
+    assert len(rows(run, "eval/IO")) == 2 * batches
     # The workers (whose Dataset calls a module) recorded nothing: all rows are rank 0's
     # main process, and there are no more FORWARD rows than the main process made.
     assert set(run.regions["rank"]) == {0}
@@ -354,7 +354,7 @@ def test_with_a_gpu_each_region_is_one_gpu_region_timed_on_both_clocks(tmp_path,
             run_dir = active.dir
     run = trainscope.read_run(run_dir)
     for key, count in (("FORWARD", 6), ("BACKWARD", 6), ("OPTIMIZER", 6), ("BATCH", 6),
-                       ("IO", 7)):
+                       ("IO", 6)):  # one per batch: the exhausting fetch is none
         cpu, on_gpu = rows(run, key), rows(run, key, device="GPU")
         assert len(cpu) == len(on_gpu) == count, (key, len(cpu), len(on_gpu))
 

@@ -46,6 +46,29 @@ TEST_F(CPUGPUTimerTest, GpuTimeIsTheWorkEnqueuedInsideTheRegion) {
   EXPECT_EQ(timer.get_time(TimeType::FORWARD, false).size(), 1u);
 }
 
+TEST_F(CPUGPUTimerTest, CancelOfAGpuRegionRecordsNothingAndReusesItsEvent) {
+  CPUGPUTimer timer(sim_);
+  StreamHandle stream = nullptr;
+  timer.start(TimeType::IO, true);
+  sim_->enqueue_work(stream, 1'000'000);
+  timer.cancel(TimeType::IO);
+  sim_->advance(10'000'000);
+  EXPECT_TRUE(timer.get_time(TimeType::IO, true).empty());
+  EXPECT_TRUE(timer.get_time(TimeType::IO, false).empty());
+  const std::size_t created = sim_->events_created();
+  for (int i = 0; i < 3; ++i) {
+    timer.start(TimeType::IO, true);
+    timer.end(TimeType::IO, true);
+    sim_->advance(1'000'000);
+    timer.complete_all();
+  }
+  EXPECT_EQ(timer.get_time(TimeType::IO, true).size(), 3u);
+  // The cancelled region's start event went back to the pool: one new event
+  // (the end of the first pair), not two.
+  EXPECT_EQ(sim_->events_created(), created + 1);
+  EXPECT_FALSE(timer.try_cancel(TimeType::IO).ok());
+}
+
 TEST_F(CPUGPUTimerTest, EndNeverBlocksAndHarvestsFinishedPairsInFifoOrder) {
   CPUGPUTimer timer(sim_);
   constexpr int kBatches = 10000;

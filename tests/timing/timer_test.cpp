@@ -43,6 +43,22 @@ TEST(TimerTest, RecordsOneSamplePerRegionInSeconds) {
   EXPECT_NEAR(stats.total, times[0] + times[1] + times[2], 1e-12);
 }
 
+TEST(TimerTest, CancelClosesARegionWithoutRecordingIt) {
+  Timer timer;
+  timer.start(TimeType::IO);
+  timer.cancel(TimeType::IO);
+  EXPECT_EQ(timer.get_time_stats(TimeType::IO).count, 0u);
+  EXPECT_TRUE(timer.keys().empty());
+  // The key is closed: it starts again, and cancelling it twice is end()'s error.
+  timer.start(TimeType::IO);
+  timer.end(TimeType::IO);
+  EXPECT_EQ(timer.get_time_stats(TimeType::IO).count, 1u);
+  const absl::Status again = timer.try_cancel(TimeType::IO);
+  EXPECT_FALSE(again.ok());
+  EXPECT_NE(again.message().find("IO"), std::string_view::npos) << again;
+  EXPECT_EQ(timer.get_time_stats(TimeType::IO).count, 1u);
+}
+
 TEST(TimerTest, DifferentKeysMayOverlapAndNest) {
   Timer timer;
   timer.start(TimeType::EPOCH);

@@ -194,6 +194,21 @@ class Recorder:
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("end", key), f"trainscope: region {key!r} not recorded: {error}")
 
+    def cancel(self, key):
+        """Closes `key` without recording it (a fetch that found the loader exhausted)."""
+        open_keys = self._open
+        if key not in open_keys:
+            return
+        open_keys.discard(key)
+        self._gpu_open.discard(key)
+        timer = self._timer
+        if timer is None:
+            return
+        try:
+            timer.cancel(key)
+        except Exception as error:  # pylint: disable=broad-except
+            self.warn(("cancel", key), f"trainscope: region {key!r} not closed: {error}")
+
     def is_open(self, key):
         return key in self._open
 

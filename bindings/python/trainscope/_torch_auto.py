@@ -200,8 +200,8 @@ class Instrumentation:
                 try:
                     batch = original(it)
                 except StopIteration:
-                    if started:
-                        rec.end(key)
+                    if started:  # learning that the pass is over is no batch's wait
+                        rec.cancel(key)
                     _steps.exhausted(training)
                     raise
                 except BaseException:

@@ -92,7 +92,7 @@ class LoaderPass {
 
   bool synthetic() const noexcept { return control_.synthetic(); }
   bool loader_only() const noexcept { return control_.loader_only(); }
-  // A wait of `ns` ended (with a batch or with the pass's end).
+  // A wait of `ns` ended with a batch.
   void waited(std::int64_t ns) { waits_ns_.push_back(ns); }
   // A batch arrived: counts it as handed out, or returns false when the
   // process's W + N batches were already handed out (then finish the pass
@@ -232,8 +232,14 @@ class TimedRange {
       }
       more = !(*it_ == std::end(*range_));
     }
-    timer_->end(options_.key);
-    pass_->waited(::trainscope::detail::now_ns() - t0);
+    if (more) {
+      timer_->end(options_.key);
+      pass_->waited(::trainscope::detail::now_ns() - t0);
+    } else {
+      // Learning that the pass is over is no batch's wait: no IO region, so
+      // a pass of N batches has N (its time is in the pass's wall time).
+      timer_->cancel(options_.key);
+    }
     if (iteration_open_) {
       timer_->end(kIterationKey());
       iteration_open_ = false;

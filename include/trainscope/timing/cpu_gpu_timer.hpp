@@ -69,6 +69,20 @@ class CPUGPUTimer {
     maybe_harvest();
     return absl::OkStatus();
   }
+  // Closes an open region (CPU or GPU) without recording it; a GPU region's
+  // start event goes back to the pool. Errors as end()'s; nothing changes then.
+  absl::Status try_cancel(Key key) {
+    timing::detail::OpenSlot* slot;
+    absl::Status status = core_.endable(key, &slot);
+    if (ABSL_PREDICT_FALSE(!status.ok())) return status;
+    if (slot->start_event != nullptr) {
+      release_event(slot->device, slot->start_event);
+      slot->start_event = nullptr;
+    }
+    core_.abandon(*slot);
+    return absl::OkStatus();
+  }
+  void cancel(Key key) { detail::throw_if_error(try_cancel(key)); }
   void start(Key key, bool gpu = false) { detail::throw_if_error(try_start(key, gpu)); }
   void start(Key key, bool gpu, StreamHandle stream) {
     detail::throw_if_error(try_start(key, gpu, stream));

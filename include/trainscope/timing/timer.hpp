@@ -47,8 +47,19 @@ class Timer {
     core_.close(*slot, key.id(), now);
     return absl::OkStatus();
   }
+  // Closes an open region without recording it: a region that turned out to
+  // time nothing (the timed loader's wait that ends the pass, not a batch).
+  // Errors as end()'s; nothing changes then.
+  absl::Status try_cancel(Key key) {
+    timing::detail::OpenSlot* slot;
+    absl::Status status = core_.endable(key, &slot);
+    if (ABSL_PREDICT_FALSE(!status.ok())) return status;
+    core_.abandon(*slot);
+    return absl::OkStatus();
+  }
   void start(Key key) { detail::throw_if_error(try_start(key)); }
   void end(Key key) { detail::throw_if_error(try_end(key)); }
+  void cancel(Key key) { detail::throw_if_error(try_cancel(key)); }
   // Starts now, ends when the guard leaves scope.
   [[nodiscard]] ScopedRegion<Timer> scope(Key key) { return ScopedRegion<Timer>(*this, key); }
 

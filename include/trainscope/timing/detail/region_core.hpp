@@ -72,6 +72,11 @@ class RegionCore {
     if (nvtx_) s.nvtx = nvtx_range_start(id);
     s.start_ns = trainscope::detail::now_ns();
   }
+  // Closes the slot without recording anything (cancel()).
+  void abandon(OpenSlot& s) noexcept {
+    s.open = false;
+    if (nvtx_) nvtx_range_end(s.nvtx);
+  }
   // Records the CPU duration up to `end_ns` and closes the slot.
   void close(OpenSlot& s, KeyId id, std::int64_t end_ns) {
     s.open = false;
