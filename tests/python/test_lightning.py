@@ -397,3 +397,49 @@ def test_without_lightning_an_import_error_names_the_package(monkeypatch):
         warnings.simplefilter("always")
         assert tl.lightning_callbacks_factory() == []  # never breaks the Trainer
     assert any("lightning" in str(w.message) for w in caught), caught
+
+
+TIMED_FIT = """
+import sys
+import torch, lightning as L
+import trainscope
+from torch.utils.data import DataLoader, TensorDataset
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+    def training_step(self, batch, index):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+tmr = trainscope.Timer()
+data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = tmr.timed(DataLoader(data, batch_size=8, num_workers=2))
+with trainscope.start_run(root=sys.argv[1]) as run:
+    trainer = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(Model(), loader)
+    print("RUN", run.dir)
+"""
+
+
+@needs_framework
+@needs_cli
+def test_a_timed_loader_given_to_fit_records_every_epoch_as_a_pass(tmp_path):
+    # Lightning stops at the last batch of its last epoch without asking for more:
+    # that pass ends with the run rather than going unrecorded (it was 2 of 3).
+    script = tmp_path / "fit.py"
+    script.write_text(TIMED_FIT)
+    done = subprocess.run([FRAMEWORK, str(script), str(tmp_path / "runs")], env=_env(),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = next(line.split()[1] for line in done.stdout.splitlines() if line.startswith("RUN"))
+    analysed = json.loads(subprocess.run([CLI, "stalls", run_dir, "--json"], capture_output=True,
+                                         text=True, timeout=60, check=True).stdout)
+    assert [(p["pass"], p["batches"]) for p in analysed["passes"]] == [(1, 8), (2, 8), (3, 8)]
+    logged = [m for m in trainscope.read_run(run_dir).metrics.itertuples()
+              if m.key == "stalls/batches"]
+    assert [(m.step, m.value) for m in logged] == [(1, 8.0), (2, 8.0), (3, 8.0)]

@@ -82,6 +82,30 @@ def test_each_pass_logs_its_data_wait_share(tmp_path, no_inherited_run):
     assert "stalls.batch_size" not in recorded.params  # a tag: the user's params stay theirs
 
 
+def test_a_pass_a_framework_leaves_open_ends_with_the_run(tmp_path, no_inherited_run):
+    # As Lightning's fit: each epoch takes len(loader) batches and never asks for
+    # one more, and the last epoch's iterator outlives the run. Every pass is
+    # still recorded, the last one when the run ends.
+    kept = []
+    with trainscope.start_run(root=str(tmp_path)) as run:
+        tmr = trainscope.Timer()
+        loader = tmr.timed(list(range(8)))
+        for _ in range(3):
+            batches = iter(loader)
+            for _ in range(len(loader)):
+                next(batches)
+            kept.append(batches)  # neither exhausted nor dropped
+    assert tmr.get_time_stats("loader_epoch").count == 3
+    assert tmr.get_time_stats("iteration").count == 24
+    metrics = rows(os.path.join(run.dir, "metrics-0.csv"))
+    batches = [(int(m["step"]), float(m["value"])) for m in metrics
+               if m["key"] == "stalls/batches"]
+    assert batches == [(1, 8.0), (2, 8.0), (3, 8.0)]
+    # The loop may go on after its run ended: nothing raises, nothing is recorded twice.
+    assert next(kept[-1], None) is None
+    assert tmr.get_time_stats("loader_epoch").count == 3
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("stalls-data")

@@ -106,8 +106,6 @@ class TimedLoader:
     """What ``Timer.timed(iterable, ...)`` returns: iterate it like `iterable`."""
 
     def __init__(self, timer, iterable, key, copy_to=None, gpu=None):
-        self._pass_done = None
-        self._pass = 0
         self._timer = timer
         self._iterable = iterable
         self._key = key
@@ -119,8 +117,6 @@ class TimedLoader:
 
     def __iter__(self):
         budget = _process_budget()
-        self._pass = budget.passes.get(self._timer, 0) + 1
-        budget.passes[self._timer] = self._pass
         if budget.synthetic:
             return self._timed(budget, self._first_again(budget), copy=False)
         timed = self._timed(budget, iter(self._iterable), copy=self._copy_to is not None)
@@ -154,10 +150,17 @@ class TimedLoader:
 
     def _timed(self, budget, iterator, copy):
         timer = self._timer
-        began = time.perf_counter()
+        # A pass begins at its first fetch (a framework may call iter() and never
+        # fetch), and ends the one this loader still has open (a loop that left
+        # its iterator alive without exhausting it).
+        for earlier in list(_open_passes):
+            if earlier.loader is self:
+                earlier.finish(stopping=False)
+        number = budget.passes.get(timer, 0) + 1
+        budget.passes[timer] = number
+        state = _Pass(self, budget, number)
+        _open_passes.add(state)
         timer.start(EPOCH_KEY)
-        waits = []
-        iteration_open = False
         try:
             while True:
                 timer.start(self._key)
@@ -170,27 +173,24 @@ class TimedLoader:
                     timer.cancel(self._key)
                     break
                 timer.end(self._key)
-                waits.append(time.perf_counter() - t0)
+                state.waits.append(time.perf_counter() - t0)
                 if copy:
                     timer.start(COPY_KEY, **self._gpu_kwargs)
                     batch = _copy(batch, self._copy_to)
                     timer.end(COPY_KEY, **self._gpu_kwargs)
-                if iteration_open:
-                    timer.end(ITERATION_KEY)
-                    iteration_open = False
+                state.end_iteration()
                 if budget.limit is not None and budget.handed_out >= budget.limit:
                     # The W + N measured iterations are done (this batch is
                     # not handed out): end the run, then the process.
-                    self._finish_pass(budget, waits, began, stopping=True)
+                    state.finish(stopping=True)
                     _stop_process()
                 self._note_batch(budget, batch)
-                timer.start(ITERATION_KEY)
-                iteration_open = True
+                if not state.done:
+                    timer.start(ITERATION_KEY)
+                    state.iteration_open = True
                 yield batch
         finally:
-            if iteration_open:
-                timer.end(ITERATION_KEY)
-            self._finish_pass(budget, waits, began, stopping=False)
+            state.finish(stopping=False)
 
     def _note_batch(self, budget, batch):
         budget.handed_out += 1
@@ -203,20 +203,56 @@ class TimedLoader:
             if budget.mode:
                 run.set_tag(_core._STALLS_MODE_PARAM, budget.mode)
 
-    def _finish_pass(self, budget, waits, began, stopping):
-        timer = self._timer
-        if self._pass_done == self._pass:
+class _Pass:
+    """One pass over a timed loader: its waits, its open iteration, and its end,
+    which comes once: at the loader's exhaustion, when the loop leaves it, or when
+    the run ends with the pass still open (a framework that stops at the last
+    batch without asking for more, as Lightning's last epoch: the pass then
+    ends with the run, so no pass goes unrecorded)."""
+
+    def __init__(self, loader, budget, number):
+        self.loader = loader
+        self.budget = budget
+        self.number = number  # the metrics' step
+        self.began = time.perf_counter()
+        self.waits = []
+        self.iteration_open = False
+        self.done = False
+
+    def end_iteration(self):
+        if self.iteration_open:
+            self.iteration_open = False
+            self.loader._timer.end(ITERATION_KEY)  # pylint: disable=protected-access
+
+    def finish(self, stopping):
+        if self.done:
             return
-        self._pass_done = self._pass
+        self.done = True
+        _open_passes.discard(self)
+        loader = self.loader
+        timer = loader._timer  # pylint: disable=protected-access
+        self.end_iteration()
         timer.end(EPOCH_KEY)
-        wall = time.perf_counter() - began
+        wall = time.perf_counter() - self.began
         run = _run_api.active_run()
-        if run is not None and waits:
-            metrics = pass_metrics(waits, wall)
-            for name, value in metrics.items():
-                run.log_metric(name, value, step=self._pass)
+        if run is not None and self.waits:
+            for name, value in pass_metrics(self.waits, wall).items():
+                run.log_metric(name, value, step=self.number)
         if stopping and run is not None:
-            run.log_metric(_core._STALLS_HANDED_OUT_METRIC, budget.handed_out, step=self._pass)
+            run.log_metric(_core._STALLS_HANDED_OUT_METRIC, self.budget.handed_out,
+                           step=self.number)
+
+
+# Passes begun and not yet ended; a run that ends ends them first.
+_open_passes = weakref.WeakSet()
+
+
+def _end_open_passes(run):  # pylint: disable=unused-argument
+    for state in list(_open_passes):
+        state.finish(stopping=False)
+
+
+_run_api._end_hooks.append(_end_open_passes)  # pylint: disable=protected-access
 
 
 def _stop_process():

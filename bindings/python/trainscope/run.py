@@ -55,6 +55,8 @@ _waiting_timers = weakref.WeakSet()
 # What ended the interpreter, for the status of an implicit run at exit.
 _exit_status = None
 _atexit_registered = False
+# Called with the run as it ends, before its timers' summaries are stored.
+_end_hooks = []
 
 
 class ActiveRun:
@@ -116,6 +118,13 @@ class ActiveRun:
         global _active
         if self._ended:
             return self.end_error
+        # What is still open records into this run first (a timed loader's pass
+        # that a framework never exhausted: Lightning's last epoch).
+        for hook in list(_end_hooks):
+            try:
+                hook(self)
+            except Exception as error:  # pylint: disable=broad-except
+                warnings.warn(f"run {self.dir}: {error}", _core.TrainscopeWarning, stacklevel=2)
         self._ended = True
         for timer in list(self._timers):
             self._core.add_summary_of(timer)
