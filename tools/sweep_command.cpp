@@ -29,7 +29,10 @@ constexpr char kSweepDescription[] =
     "sweep directory holds the plan's state (sweep.json), results.csv and every\n"
     "job's run under runs/; the same command again (or --resume DIR) continues it:\n"
     "finished jobs never run again, jobs cut off by a crash run again, failed ones\n"
-    "with --retry-failed. Each configuration reaches the program as `--key value`\n"
+    "with --retry-failed. The default directory is named after INPUT's file name,\n"
+    "or for --grid after its keys and a hash of the grid and the program; a\n"
+    "directory that holds another sweep (another input, grid or program) is\n"
+    "refused. Each configuration reaches the program as `--key value`\n"
     "arguments (and, for JSON configs, as a file named by TRAINSCOPE_SWEEP_CONFIG).\n"
     "\n"
     "examples:\n"
@@ -37,7 +40,7 @@ constexpr char kSweepDescription[] =
     "  trainscope sweep config.json --slots 2 -- python train.py\n"
     "  trainscope sweep experiment.csv\n"
     "  trainscope sweep --grid lr=0.1,0.01 --slurm --gpus-per-job 1 -- python train.py\n"
-    "  trainscope sweep --resume trainscope-sweeps/grid\n";
+    "  trainscope sweep --resume trainscope-sweeps/grid-batch_size-lr-a328c9f1\n";
 
 constexpr char kSweepFooter[] =
     "Ctrl-C/SIGTERM stop every job (their runs end KILLED) and leave the sweep\n"
@@ -229,6 +232,7 @@ int sweep_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (a.dir.empty()) a.dir = "trainscope-sweeps/" + (plan->name.empty() ? "sweep" : plan->name);
+  std::fprintf(stderr, "trainscope sweep: %zu job(s) in %s\n", plan->jobs.size(), a.dir.c_str());
 
   sweep::SweepOptions options;
   options.dir = a.dir;

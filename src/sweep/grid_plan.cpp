@@ -13,6 +13,33 @@
 #include "trainscope/sweep/inputs.hpp"
 
 namespace trainscope::sweep {
+namespace {
+
+using Axes = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// "grid-<keys>-<8 hex>": the keys for a reader, the hash of the grid (keys
+// and values, in order) and the program for identity (--repeat is not part
+// of it: more repetitions of a grid add to its sweep).
+std::string grid_name(const Axes& axes, const std::vector<std::string>& program) {
+  std::string identity;
+  std::string keys;
+  for (const auto& [key, values] : axes) {
+    absl::StrAppend(&identity, key.size(), ":", key, "=");
+    for (const std::string& value : values) absl::StrAppend(&identity, value.size(), ":", value);
+    identity.push_back('\n');
+    if (!keys.empty()) keys += '-';
+    keys += key;
+  }
+  identity += "--\n";
+  for (const std::string& word : program) absl::StrAppend(&identity, word.size(), ":", word);
+  constexpr std::size_t kMaxKeys = 40;
+  keys = detail::safe_id(keys.substr(0, kMaxKeys));
+  const std::uint64_t hash = detail::stable_hash(identity);
+  return absl::StrCat("grid-", axes.empty() ? "" : keys + "-",
+                      detail::hex_digits(hash ^ (hash >> 32), 8));
+}
+
+}  // namespace
 
 absl::StatusOr<Plan> grid_plan(const std::vector<std::string>& grid_specs, int repeat,
                                const std::vector<std::string>& program) {
@@ -22,7 +49,7 @@ absl::StatusOr<Plan> grid_plan(const std::vector<std::string>& grid_specs, int r
   if (repeat < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--repeat ", repeat, ": must be at least 1"));
   }
-  std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+  Axes axes;
   std::size_t total = static_cast<std::size_t>(repeat);
   if (total > kMaxPlanJobs) {
     return absl::InvalidArgumentError(
@@ -58,7 +85,7 @@ absl::StatusOr<Plan> grid_plan(const std::vector<std::string>& grid_specs, int r
   }
 
   Plan plan;
-  plan.name = "grid";
+  plan.name = grid_name(axes, program);
   detail::UniqueIds ids;
   std::vector<std::size_t> at(axes.size(), 0);
   const std::size_t combinations = total / static_cast<std::size_t>(repeat);

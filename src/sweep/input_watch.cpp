@@ -24,18 +24,48 @@ std::optional<absl::StatusOr<Plan>> InputWatch::poll() {
   return read_plan(path_, program_);
 }
 
+void InputWatch::accept_current() { seen_ns_ = modification_time_ns(path_); }
+
+namespace {
+
+bool is_csv(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+}
+
+}  // namespace
+
 absl::Status write_radt_progress(const std::string& path, const std::vector<JobRecord>& jobs) {
-  if (path.size() < 4 || path.compare(path.size() - 4, 4, ".csv") != 0) return absl::OkStatus();
-  absl::Status first;
+  if (!is_csv(path)) return absl::OkStatus();
+  std::vector<RadtRowStatus> rows;
   for (const JobRecord& record : jobs) {
     if (record.status == JobStatus::kQueued) continue;
     absl::StatusOr<int> row = radt_line(record.job);
     if (!row.ok()) continue;
-    absl::Status written =
-        write_radt_status(path, *row, job_status_name(record.status), record.run_id);
-    if (!written.ok() && first.ok()) first = written;
+    rows.push_back({*row, std::string(job_status_name(record.status)), record.run_id});
   }
-  return first;
+  return write_radt_statuses(path, rows);
+}
+
+RadtProgress::RadtProgress(std::string path) : path_(std::move(path)), csv_(is_csv(path_)) {}
+
+std::vector<RadtRowStatus> RadtProgress::pending(const std::vector<JobRecord>& jobs) {
+  std::vector<RadtRowStatus> rows;
+  if (!csv_) return rows;
+  for (const JobRecord& record : jobs) {
+    if (record.status != JobStatus::kFinished && record.status != JobStatus::kFailed &&
+        record.status != JobStatus::kKilled) {
+      continue;
+    }
+    auto [it, added] = given_.try_emplace(record.job.id, record.status, record.run_id);
+    if (!added) {
+      if (it->second.first == record.status && it->second.second == record.run_id) continue;
+      it->second = {record.status, record.run_id};
+    }
+    absl::StatusOr<int> row = radt_line(record.job);
+    if (!row.ok()) continue;
+    rows.push_back({*row, std::string(job_status_name(record.status)), record.run_id});
+  }
+  return rows;
 }
 
 }  // namespace trainscope::sweep::detail

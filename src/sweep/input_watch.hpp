@@ -6,12 +6,15 @@
 #define TRAINSCOPE_SRC_SWEEP_INPUT_WATCH_HPP_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainscope/sweep/inputs.hpp"
 #include "trainscope/sweep/plan.hpp"
 #include "trainscope/sweep/scheduler.hpp"
 
@@ -31,6 +34,9 @@ class InputWatch {
   // (read_plan), or why it no longer reads, naming the file: the caller
   // keeps its plan. A file that is gone and comes back is read again.
   std::optional<absl::StatusOr<Plan>> poll();
+  // The input as it is now is the one seen: the scheduler's own write-back
+  // (RadtProgress) is not an edit to read again.
+  void accept_current();
 
   const std::string& path() const { return path_; }
 
@@ -42,10 +48,28 @@ class InputWatch {
 
 // radT's CSV shows the sweep's progress itself, as radT does: the Status
 // (FINISHED, FAILED, RUNNING, KILLED) and Run (run id) of the row of every
-// job that started, written into `path` (write_radt_status). Nothing for a
-// `path` that is not a .csv, or for jobs not read from it (no radT row).
-// Every row is tried; the error is the first row that could not be written.
+// job that started, written into `path` in one atomic rewrite
+// (write_radt_statuses). Nothing for a `path` that is not a .csv, or for jobs
+// not read from it (no radT row). Every row is tried; the error is the first
+// row that could not be written.
 absl::Status write_radt_progress(const std::string& path, const std::vector<JobRecord>& jobs);
+
+// The same as the jobs end (radT's users watch the file; a sweep that fails
+// later keeps the rows of the jobs that ended): pending() gives the rows of
+// the jobs that ended (FINISHED, FAILED, KILLED) with a status or run not
+// given before, and remembers them; the caller writes them
+// (write_radt_statuses), outside its lock. Nothing for a `path` that is not a .csv.
+class RadtProgress {
+ public:
+  explicit RadtProgress(std::string path);
+  std::vector<RadtRowStatus> pending(const std::vector<JobRecord>& jobs);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool csv_ = false;
+  std::map<std::string, std::pair<JobStatus, std::string>> given_;  // job id -> status, run
+};
 
 // How often the local scheduler looks at the input's modification time.
 inline constexpr int kInputCheckMs = 200;

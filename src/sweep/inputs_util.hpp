@@ -14,9 +14,26 @@
 
 namespace trainscope::sweep::detail {
 
-// A job id usable as a directory name: every byte outside [A-Za-z0-9._=-]
-// becomes '-'; an empty id "run"; past 120 bytes, the first 100 and a hash of
-// the whole (stable across platforms: FNV-1a 64).
+// A hash that is the same on every platform and in every process (FNV-1a 64),
+// for names derived from an input (job ids, a grid's sweep name).
+inline std::uint64_t stable_hash(absl::string_view text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// `value`'s last `digits` hex digits (lower case, zero-padded).
+inline std::string hex_digits(std::uint64_t value, int digits) {
+  static const char* kHex = "0123456789abcdef";
+  std::string hex(static_cast<std::size_t>(digits), '0');
+  for (int i = digits - 1; i >= 0; --i, value >>= 4)
+    hex[static_cast<std::size_t>(i)] = kHex[value & 15];
+  return hex;
+}
+
 // A file name without directory and extension ("cfg/example.json" -> "example").
 inline std::string stem_of(absl::string_view path) {
   absl::string_view base = path.substr(path.find_last_of('/') + 1);
@@ -25,6 +42,9 @@ inline std::string stem_of(absl::string_view path) {
   return std::string(base);
 }
 
+// A job id usable as a directory name: every byte outside [A-Za-z0-9._=-]
+// becomes '-'; an empty id "run"; past 120 bytes, the first 100 and a hash of
+// the whole (stable_hash).
 inline std::string safe_id(absl::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -34,17 +54,8 @@ inline std::string safe_id(absl::string_view text) {
     out.push_back(ok ? c : '-');
   }
   if (out.empty() || out == "." || out == "..") out = "run" + out;
-  if (out.size() > 120) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (char c : text) {
-      h ^= static_cast<unsigned char>(c);
-      h *= 1099511628211ull;
-    }
-    static const char* kHex = "0123456789abcdef";
-    std::string hex(16, '0');
-    for (int i = 15; i >= 0; --i, h >>= 4) hex[i] = kHex[h & 15];
-    out = absl::StrCat(out.substr(0, 100), "-", hex);
-  }
+  if (out.size() > 120)
+    out = absl::StrCat(out.substr(0, 100), "-", hex_digits(stable_hash(text), 16));
   return out;
 }
 

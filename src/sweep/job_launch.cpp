@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -98,12 +101,26 @@ absl::StatusOr<LaunchOptions> job_launch_options(
   return options;
 }
 
+void StepSpan::add(std::int64_t start_ns, std::int64_t duration_ns) {
+  const std::int64_t end_ns = start_ns + std::max<std::int64_t>(duration_ns, 0);
+  if (steps_ == 0 || start_ns < first_start_ns_) first_start_ns_ = start_ns;
+  if (steps_ == 0 || end_ns > last_end_ns_) last_end_ns_ = end_ns;
+  ++steps_;
+}
+
+double StepSpan::rate() const {
+  if (steps_ == 0 || last_end_ns_ <= first_start_ns_) return std::nan("");
+  return static_cast<double>(steps_) * 1e9 / static_cast<double>(last_end_ns_ - first_start_ns_);
+}
+
+namespace {
+
+constexpr std::uint64_t kScanBytes = 16u << 20;
+
 // Means of the BATCH and EPOCH regions the job's first timing rank stored.
-void read_region_means(const std::string& run_dir, JobRecord* record) {
-  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
-  if (!reader.ok()) return;
-  for (const RankState& rank : reader->ranks()) {
-    absl::StatusOr<Summary> summary = reader->read_summary(rank.rank.rank);
+void read_region_means(const RunReader& reader, JobRecord* record) {
+  for (const RankState& rank : reader.ranks()) {
+    absl::StatusOr<Summary> summary = reader.read_summary(rank.rank.rank);
     if (!summary.ok()) {  // skipped, as every reader skips a damaged summary, and said
       warn(fmt::format("{} (skipped: the job's BATCH and EPOCH means are not taken from it)",
                        std::string(summary.status().message())));
@@ -119,6 +136,72 @@ void read_region_means(const std::string& run_dir, JobRecord* record) {
     }
     if (!std::isnan(record->batch_mean_s) || !std::isnan(record->epoch_mean_s)) return;
   }
+}
+
+// StepSpan over the CPU BATCH rows of the lowest rank that has any.
+void read_step_rate(const RunReader& reader, JobRecord* record) {
+  for (const RankState& rank : reader.ranks()) {
+    StepSpan span;
+    std::uint64_t offset = 0;
+    while (true) {
+      absl::StatusOr<RunReader::Scan> scan =
+          reader.scan_regions(rank.rank.rank, offset, kScanBytes, [&](const RegionView& row) {
+            if (row.device == Device::kCPU && row.key == "BATCH") {
+              span.add(row.start_unix_ns, row.duration_ns);
+            }
+          });
+      if (!scan.ok()) {
+        if (!absl::IsNotFound(scan.status())) {
+          warn(fmt::format("{} (skipped: the job's step rate is not taken from it)",
+                           std::string(scan.status().message())));
+        }
+        break;
+      }
+      if (scan->next_offset <= offset) break;
+      offset = scan->next_offset;
+    }
+    if (span.steps() > 0) {
+      record->steps_per_s = span.rate();
+      return;
+    }
+  }
+}
+
+// Per rank the last value of each key, then the mean over the ranks that logged it.
+void read_last_metrics(const RunReader& reader, JobRecord* record) {
+  std::map<std::string, std::pair<double, int>> sums;
+  for (const RankState& rank : reader.ranks()) {
+    absl::StatusOr<Chunk<MetricPoint>> metrics = reader.read_metrics(rank.rank.rank);
+    if (!metrics.ok()) {
+      if (!absl::IsNotFound(metrics.status())) {
+        warn(fmt::format("{} (skipped: the job's last metric values are not taken from it)",
+                         std::string(metrics.status().message())));
+      }
+      continue;
+    }
+    std::map<std::string, double> last;
+    for (const MetricPoint& point : metrics->rows) {
+      if (point.key.rfind("system/", 0) == 0) continue;  // hardware readings (format 1)
+      last[point.key] = point.value;
+    }
+    for (const auto& [key, value] : last) {
+      sums[key].first += value;
+      ++sums[key].second;
+    }
+  }
+  for (const auto& [key, sum] : sums) record->metrics[key] = sum.first / sum.second;
+}
+
+}  // namespace
+
+void read_job_results(const std::string& run_dir, JobRecord* record) {
+  record->batch_mean_s = record->epoch_mean_s = record->steps_per_s = std::nan("");
+  record->metrics.clear();
+  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
+  if (!reader.ok()) return;
+  read_region_means(*reader, record);
+  read_step_rate(*reader, record);
+  read_last_metrics(*reader, record);
 }
 
 absl::Status check_jobs(const Plan& plan) {

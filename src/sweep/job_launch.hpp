@@ -5,6 +5,7 @@
 #ifndef TRAINSCOPE_SRC_SWEEP_JOB_LAUNCH_HPP_
 #define TRAINSCOPE_SRC_SWEEP_JOB_LAUNCH_HPP_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -80,9 +81,29 @@ absl::Status check_command(const Job& job);
 // in the plan, a command that can start (check_command) and known listeners.
 absl::Status check_jobs(const Plan& plan);
 
-// Means of the BATCH and EPOCH regions (CPU) the job's first timing rank
-// stored, into record->batch_mean_s / epoch_mean_s; nothing when none.
-void read_region_means(const std::string& run_dir, JobRecord* record);
+// The measured step rate of one rank: its BATCH regions counted over the
+// wall time from the first one's start to the last one's end (the time
+// between steps counts). Pure: add() the rows in any order.
+class StepSpan {
+ public:
+  void add(std::int64_t start_ns, std::int64_t duration_ns);
+  std::int64_t steps() const { return steps_; }
+  // Steps per second; NaN without a step or a span of zero.
+  double rate() const;
+
+ private:
+  std::int64_t steps_ = 0;
+  std::int64_t first_start_ns_ = 0;
+  std::int64_t last_end_ns_ = 0;
+};
+
+// What results.csv shows of a job's run, into `record` (those of an earlier
+// attempt replaced; fields it cannot measure NaN / empty): batch_mean_s and epoch_mean_s (the means
+// of the BATCH and EPOCH regions, CPU, of the first rank whose summary has them), steps_per_s
+// (StepSpan over the CPU BATCH rows of the lowest rank that has any) and metrics
+// (JobRecord::metrics). Reads through RunReader; a damaged file is a warning naming it. Called
+// outside the scheduler's lock: it reads every region row of that rank.
+void read_job_results(const std::string& run_dir, JobRecord* record);
 
 // What a scheduler returns when it is done: the jobs, counted by status.
 SweepResult sweep_result(const std::vector<JobRecord>& jobs, bool stopped,

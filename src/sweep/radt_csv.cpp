@@ -409,6 +409,11 @@ absl::StatusOr<int> radt_line(const Job& job) {
 
 absl::Status write_radt_status(const std::string& path, int line, std::string_view status,
                                std::string_view run_id) {
+  return write_radt_statuses(path, {RadtRowStatus{line, std::string(status), std::string(run_id)}});
+}
+
+absl::Status write_radt_statuses(const std::string& path, const std::vector<RadtRowStatus>& rows) {
+  if (rows.empty()) return absl::OkStatus();
   absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
   if (!text.ok()) return text.status();
   absl::StatusOr<std::vector<Record>> records = tokenize(*text, path);
@@ -416,26 +421,44 @@ absl::Status write_radt_status(const std::string& path, int line, std::string_vi
   if (records->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
   absl::StatusOr<Layout> layout = read_header(records->front(), path);
   if (!layout.ok()) return layout.status();
-  const Record* row = nullptr;
-  for (std::size_t r = 1; r < records->size(); ++r) {
-    if ((*records)[r].line == line) row = &(*records)[r];
-  }
-  if (row == nullptr) {
-    return absl::NotFoundError(absl::StrCat(path, ":", line, ": no radT row starts on this line"));
-  }
-  absl::StatusOr<std::vector<int>> at = row_columns(*layout, *row, path);
-  if (!at.ok()) return at.status();
+  std::map<int, const Record*> by_line;
+  for (std::size_t r = 1; r < records->size(); ++r) by_line[(*records)[r].line] = &(*records)[r];
+  absl::Status first;
   // radT writes both fields with pandas' to_csv, which quotes only when needed.
-  std::vector<std::pair<const Field*, std::string>> edits = {
-      {&row->fields[(*at)[kStatus]], trainscope::detail::csv_field(status)},
-      {&row->fields[(*at)[kRun]], trainscope::detail::csv_field(run_id)}};
-  std::sort(edits.begin(), edits.end(),
-            [](const auto& a, const auto& b) { return a.first->begin > b.first->begin; });
+  std::vector<std::pair<const Field*, std::string>> edits;
+  for (const RadtRowStatus& wanted : rows) {
+    const auto found = by_line.find(wanted.line);
+    if (found == by_line.end()) {
+      if (first.ok()) {
+        first = absl::NotFoundError(
+            absl::StrCat(path, ":", wanted.line, ": no radT row starts on this line"));
+      }
+      continue;
+    }
+    const Record& row = *found->second;
+    absl::StatusOr<std::vector<int>> at = row_columns(*layout, row, path);
+    if (!at.ok()) {
+      if (first.ok()) first = at.status();
+      continue;
+    }
+    edits.emplace_back(&row.fields[(*at)[kStatus]], trainscope::detail::csv_field(wanted.status));
+    edits.emplace_back(&row.fields[(*at)[kRun]], trainscope::detail::csv_field(wanted.run_id));
+  }
+  // From the end of the file back, so that each range is still where it was;
+  // a row given twice: its last values win.
+  std::stable_sort(edits.begin(), edits.end(),
+                   [](const auto& a, const auto& b) { return a.first->begin > b.first->begin; });
+  edits.erase(edits.begin(),
+              std::unique(edits.rbegin(), edits.rend(), [](const auto& a, const auto& b) {
+                return a.first == b.first;
+              }).base());
+  if (edits.empty()) return first;
   std::string out = *text;
   for (const auto& [field, value] : edits) {
     out.replace(field->begin, field->end - field->begin, value);
   }
-  return trainscope::detail::write_file_atomically(path, out);
+  absl::Status written = trainscope::detail::write_file_atomically(path, out);
+  return first.ok() ? written : first;
 }
 
 }  // namespace trainscope::sweep

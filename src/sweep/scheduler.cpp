@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -60,15 +61,37 @@ bool ended(JobStatus status) {
   return status == JobStatus::kFinished || status == JobStatus::kFailed;
 }
 
-// A group needs one slot per job; a job with pinned devices one per device on
-// GPU slots.
+bool on_devices(const std::vector<Slot>& slots) {
+  return !slots.empty() && !slots[0].devices.empty();
+}
+
+// The slots a group takes at once: on GPU slots (and stand-ins) one per device
+// its jobs pin, shared by the jobs that pin it (radT runs a workload's jobs on
+// one GPU together), and one per job that pins none; on CPU slots one per job.
+struct GroupNeed {
+  int jobs = 0;
+  int unpinned = 0;
+  std::set<int> devices;
+  int slots() const { return unpinned + static_cast<int>(devices.size()); }
+};
+
+// A group needs its slots (GroupNeed) at once, and a job with pinned devices
+// GPU slots of those devices.
 absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
   if (absl::Status jobs = detail::check_jobs(plan); !jobs.ok()) return jobs;
-  std::map<int, int> group_sizes;
+  const bool on_gpus = on_devices(slots);
+  std::map<int, GroupNeed> groups;
   for (const Job& job : plan.jobs) {
-    if (job.group >= 0) ++group_sizes[job.group];
+    if (job.group >= 0) {
+      GroupNeed& need = groups[job.group];
+      ++need.jobs;
+      if (on_gpus && !job.devices.empty()) {
+        need.devices.insert(job.devices.begin(), job.devices.end());
+      } else {
+        ++need.unpinned;
+      }
+    }
     for (int device : job.devices) {
-      const bool on_gpus = !slots.empty() && !slots[0].devices.empty();
       const bool found = std::any_of(slots.begin(), slots.end(), [&](const Slot& slot) {
         return std::find(slot.devices.begin(), slot.devices.end(), device) != slot.devices.end();
       });
@@ -85,15 +108,18 @@ absl::Status check_plan(const Plan& plan, const std::vector<Slot>& slots) {
       }
     }
   }
-  const int capacity = plan.max_parallel > 0
-                           ? std::min<int>(plan.max_parallel, static_cast<int>(slots.size()))
-                           : static_cast<int>(slots.size());
-  for (const auto& [group, size] : group_sizes) {
-    if (size > capacity) {
+  for (const auto& [group, need] : groups) {
+    if (need.slots() > static_cast<int>(slots.size())) {
+      return absl::InvalidArgumentError(fmt::format(
+          "group {} has {} jobs, which start together, but the sweep has {} slot(s){}", group,
+          need.jobs, slots.size(),
+          on_gpus ? "" : " (more CPU slots: --slots N, where radT's Devices place them)"));
+    }
+    if (plan.max_parallel > 0 && need.jobs > plan.max_parallel) {
       return absl::InvalidArgumentError(
           fmt::format("group {} has {} jobs, which start together, but the sweep runs at most {} "
                       "at once",
-                      group, size, capacity));
+                      group, need.jobs, plan.max_parallel));
     }
   }
   return absl::OkStatus();
@@ -219,8 +245,8 @@ struct Scheduler::State {
 
   mutable std::mutex mutex;
   std::condition_variable changed;
-  detail::SweepState sweep;   // jobs: plan order, then dropped-but-started ones
-  std::vector<int> slot_job;  // per slot: the job index in it, kNoJob
+  detail::SweepState sweep;    // jobs: plan order, then dropped-but-started ones
+  std::vector<int> slot_load;  // per slot: how many jobs run in it (a group's share one)
   struct Running {
     std::thread thread;
     std::shared_ptr<LaunchCancel> cancel;
@@ -263,7 +289,7 @@ struct Scheduler::State {
   }
 
   Progress progress_locked() const {
-    return detail::progress_of(sweep, static_cast<int>(slot_job.size()), event);
+    return detail::progress_of(sweep, static_cast<int>(slot_load.size()), event);
   }
 
   void report(std::string what) {
@@ -273,10 +299,16 @@ struct Scheduler::State {
   }
 
   // Merges a new plan: new jobs queued, dropped ones gone unless they started.
-  absl::Status merge(Plan plan) {
+  // `quiet`: no progress line when it adds and drops nothing (an input read
+  // again after an edit that changed no job).
+  absl::Status merge(Plan plan, bool quiet = false) {
     if (absl::Status status = check_plan(plan, options.slots); !status.ok()) return status;
     const detail::MergeCounts counts = detail::merge_plan(&sweep, std::move(plan));
-    report(fmt::format("plan: {} new, {} dropped", counts.added, counts.dropped));
+    if (quiet && counts.added == 0 && counts.dropped == 0) {
+      save_or_warn();
+    } else {
+      report(fmt::format("plan: {} new, {} dropped", counts.added, counts.dropped));
+    }
     changed.notify_all();
     return absl::OkStatus();
   }
@@ -311,7 +343,7 @@ struct Scheduler::State {
     // It ended before the scheduler could record it.
     record.exit_code = launcher.exit_code;
     record.end_ms = launcher.end_time_ms;
-    detail::read_region_means(record.run_dir, &record);
+    detail::read_job_results(record.run_dir, &record);
     record.status = reader->info().status == RunStatus::kFinished ? JobStatus::kFinished
                     : reader->info().status == RunStatus::kKilled ? JobStatus::kKilled
                                                                   : JobStatus::kFailed;
@@ -322,7 +354,7 @@ struct Scheduler::State {
     return absl::OkStatus();
   }
 
-  absl::Status resume() {
+  absl::Status resume(const Plan& plan) {
     absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(state_path);
     if (!text.ok()) {
       if (absl::IsNotFound(text.status())) return absl::OkStatus();  // a new sweep
@@ -330,6 +362,11 @@ struct Scheduler::State {
     }
     absl::StatusOr<detail::SweepState> loaded = detail::state_from_json(*text, state_path);
     if (!loaded.ok()) return loaded.status();
+    if (absl::Status same =
+            detail::check_same_sweep(*loaded, plan, options.dir, options.retry_failed);
+        !same.ok()) {
+      return same;
+    }
     sweep = std::move(*loaded);
     for (JobRecord& record : sweep.jobs) {
       if (!record.slurm_job_id.empty() && !ended(record.status) &&
@@ -355,36 +392,53 @@ struct Scheduler::State {
 
   int running_count() const { return static_cast<int>(running.size()); }
 
-  int capacity() const {
-    const int slots = static_cast<int>(slot_job.size());
-    return sweep.max_parallel > 0 ? std::min(slots, sweep.max_parallel) : slots;
+  // How many more jobs may start (max_parallel); the slots limit them too (place).
+  int job_budget() const {
+    if (sweep.max_parallel <= 0) return std::numeric_limits<int>::max();
+    return sweep.max_parallel - running_count();
   }
 
-  // Free slots for `job`: one, or one on each pinned device when the slots are GPUs.
-  std::optional<std::vector<int>> place(const Job& job, const std::set<int>& taken) const {
+  int free_slots() const {
+    return static_cast<int>(std::count(slot_load.begin(), slot_load.end(), 0));
+  }
+
+  // Slots for `job`: one free slot, or on GPU slots (and stand-ins) one per
+  // pinned device, where `shared` (device -> slot) gives the slot a job of
+  // the same group already has on that device (they share it), else a free
+  // one, recorded in `shared`. `taken`: slots this dispatch gave already.
+  std::optional<std::vector<int>> place(const Job& job, const std::set<int>& taken,
+                                        std::map<int, int>* shared = nullptr) const {
     const auto is_free = [&](std::size_t i) {
-      return slot_job[i] == kNoJob && taken.count(static_cast<int>(i)) == 0;
+      return slot_load[i] == 0 && taken.count(static_cast<int>(i)) == 0;
     };
-    const bool gpu = !options.slots.empty() && !options.slots[0].devices.empty();
-    if (job.devices.empty() || !gpu) {
-      for (std::size_t i = 0; i < slot_job.size(); ++i) {
+    if (job.devices.empty() || !on_devices(options.slots)) {
+      for (std::size_t i = 0; i < slot_load.size(); ++i) {
         if (is_free(i)) return std::vector<int>{static_cast<int>(i)};
       }
       return std::nullopt;
     }
     std::vector<int> chosen;
+    std::map<int, int> added;
     for (int device : job.devices) {
+      if (shared != nullptr) {
+        if (const auto it = shared->find(device); it != shared->end()) {
+          chosen.push_back(it->second);
+          continue;
+        }
+      }
       bool found = false;
-      for (std::size_t i = 0; i < slot_job.size() && !found; ++i) {
+      for (std::size_t i = 0; i < slot_load.size() && !found; ++i) {
         const std::vector<int>& on = options.slots[i].devices;
         if (is_free(i) && std::find(on.begin(), on.end(), device) != on.end() &&
             std::find(chosen.begin(), chosen.end(), static_cast<int>(i)) == chosen.end()) {
           chosen.push_back(static_cast<int>(i));
+          added[device] = static_cast<int>(i);
           found = true;
         }
       }
       if (!found) return std::nullopt;
     }
+    if (shared != nullptr) shared->insert(added.begin(), added.end());
     return chosen;
   }
 
@@ -407,7 +461,7 @@ struct Scheduler::State {
         record.devices.insert(record.devices.end(), on.begin(), on.end());
       }
     }
-    for (int slot : slots) slot_job[static_cast<std::size_t>(slot)] = static_cast<int>(index);
+    for (int slot : slots) ++slot_load[static_cast<std::size_t>(slot)];
 
     absl::StatusOr<std::string> config_path = detail::write_job_config(options.dir, record.job);
     if (!config_path.ok()) {
@@ -447,17 +501,21 @@ struct Scheduler::State {
     const std::string id = record.job.id;
     job.thread = std::thread([this, id, launch_options = std::move(launch_options)]() mutable {
       absl::StatusOr<LaunchResult> result = launch(std::move(launch_options));
+      JobRecord measured;  // read before the lock: it reads the run's rows
+      if (result.ok()) detail::read_job_results(result->run_dir, &measured);
       std::lock_guard<std::mutex> lock(mutex);
-      finish(id, result);
+      finish(id, result, measured);
     });
     running.emplace(id, std::move(job));
   }
 
   // A launch returned (the launching thread, mutex held).
-  void finish(const std::string& id, const absl::StatusOr<LaunchResult>& result) {
+  // `measured`: read_job_results of its run.
+  void finish(const std::string& id, const absl::StatusOr<LaunchResult>& result,
+              const JobRecord& measured) {
     auto it = running.find(id);
     const int index = index_of(id);
-    for (int slot : it->second.slots) slot_job[static_cast<std::size_t>(slot)] = kNoJob;
+    for (int slot : it->second.slots) --slot_load[static_cast<std::size_t>(slot)];
     const bool timed_out = it->second.cancel->requested() == SIGKILL && !stopping;
     done_threads.push_back(std::move(it->second.thread));
     running.erase(it);
@@ -465,6 +523,10 @@ struct Scheduler::State {
     JobRecord& record = sweep.jobs[static_cast<std::size_t>(index)];
     record.end_ms = now_ms();
     record.timed_out = timed_out;
+    record.batch_mean_s = measured.batch_mean_s;
+    record.epoch_mean_s = measured.epoch_mean_s;
+    record.steps_per_s = measured.steps_per_s;
+    record.metrics = measured.metrics;
     if (!result.ok()) {
       record.error = std::string(result.status().message());
       record.status = JobStatus::kFailed;
@@ -472,7 +534,6 @@ struct Scheduler::State {
       record.exit_code = result->exit_code;
       record.run_dir = result->run_dir;
       if (!result->spawn_error.ok()) record.error = std::string(result->spawn_error.message());
-      detail::read_region_means(record.run_dir, &record);
       record.status = result->status == RunStatus::kFinished             ? JobStatus::kFinished
                       : result->status == RunStatus::kKilled && stopping ? JobStatus::kKilled
                                                                          : JobStatus::kFailed;
@@ -552,10 +613,25 @@ struct Scheduler::State {
     }
   }
 
+  // The slots of `group`'s running jobs by the device each pins (device -> slot).
+  std::map<int, int> group_devices(int group) const {
+    std::map<int, int> devices;
+    for (const auto& [id, job] : running) {
+      const int index = index_of(id);
+      if (index == kNoJob) continue;
+      const Job& running_job = sweep.jobs[static_cast<std::size_t>(index)].job;
+      if (running_job.group != group || running_job.devices.size() != job.slots.size()) continue;
+      for (std::size_t k = 0; k < job.slots.size(); ++k) {
+        devices.emplace(running_job.devices[k], job.slots[k]);
+      }
+    }
+    return devices;
+  }
+
   // Starts the queued jobs that fit in the free slots.
   void dispatch() {
     if (stopping || max_failures_reached) return;
-    int budget = capacity() - running_count();
+    int budget = job_budget();
     if (budget <= 0) return;
     // The lowest group with a job not ended goes first; the next waits for it.
     std::optional<int> group;
@@ -573,9 +649,10 @@ struct Scheduler::State {
       }
       if (!members.empty()) {
         std::set<int> taken;
+        std::map<int, int> shared = group_devices(*group);
         std::vector<std::vector<int>> places;
         for (std::size_t i : members) {
-          std::optional<std::vector<int>> slots = place(sweep.jobs[i].job, taken);
+          std::optional<std::vector<int>> slots = place(sweep.jobs[i].job, taken, &shared);
           if (!slots) break;
           taken.insert(slots->begin(), slots->end());
           places.push_back(*slots);
@@ -595,7 +672,7 @@ struct Scheduler::State {
       }
     }
     if (group_waits) return;
-    for (std::size_t i = 0; i < sweep.jobs.size() && budget > 0; ++i) {
+    for (std::size_t i = 0; i < sweep.jobs.size() && budget > 0 && free_slots() > 0; ++i) {
       const JobRecord& record = sweep.jobs[i];
       if (record.job.group >= 0 || record.status != JobStatus::kQueued) continue;
       std::optional<std::vector<int>> slots = place(record.job, {});
@@ -634,24 +711,26 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Open(Plan plan, SweepOptio
   absl::StatusOr<int> lock = detail::lock_sweep_dir(dir);
   if (!lock.ok()) return lock.status();
   state->lock_fd = *lock;
-  state->slot_job.assign(state->options.slots.size(), kNoJob);
+  state->slot_load.assign(state->options.slots.size(), 0);
   const bool on_gpus =
       !state->options.slots[0].devices.empty() && !state->options.slots[0].stand_in;
   if (on_gpus) {
     state->collocation = std::make_unique<detail::Collocation>(
         dir, state->options.gpu_tools ? state->options.gpu_tools : system_gpu_tools());
   } else {
+    std::set<int> said;  // once per workload
     for (const Job& job : plan.jobs) {
-      if (job.collocation != "-" && !job.collocation.empty()) {
-        warn(
-            fmt::format("sweep: {}: Collocation '{}' is not set up on CPU slots (--slots); "
-                        "the jobs of its workload still start together",
-                        job.source, job.collocation));
+      if (job.collocation != "-" && !job.collocation.empty() &&
+          (job.group < 0 || said.insert(job.group).second)) {
+        warn(fmt::format(
+            "sweep: {}: Collocation '{}' is not set up on CPU slots (--slots); the jobs of its "
+            "workload start together and share the slot of the device they pin",
+            job.source, job.collocation));
       }
     }
   }
   std::lock_guard<std::mutex> guard(state->mutex);
-  if (absl::Status status = state->resume(); !status.ok()) return status;
+  if (absl::Status status = state->resume(plan); !status.ok()) return status;
   if (absl::Status status = state->merge(std::move(plan)); !status.ok()) return status;
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(state)));
 }
@@ -670,6 +749,7 @@ absl::StatusOr<SweepResult> Scheduler::run() {
   State& s = *state_;
   std::optional<detail::InputWatch> watch;
   if (!s.options.input.empty()) watch.emplace(s.options.input, s.options.input_program);
+  detail::RadtProgress rows(s.options.input);
   auto next_look = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.mutex);
   absl::Status error;
@@ -683,12 +763,22 @@ absl::StatusOr<SweepResult> Scheduler::run() {
       lock.lock();
       if (changed) {
         const absl::Status status =
-            changed->ok() ? s.merge(**std::move(changed)) : changed->status();
+            changed->ok() ? s.merge(**std::move(changed), /*quiet=*/true) : changed->status();
         if (!status.ok()) {
           warn(fmt::format("sweep: {} changed, keeping the old plan: {}", watch->path(),
                            std::string(status.message())));
         }
       }
+    }
+    // radT's CSV: the rows of the jobs that ended, as they end (outside the
+    // lock), after the edits read above; the watch does not take the write
+    // back for an edit.
+    if (std::vector<RadtRowStatus> ended = rows.pending(s.sweep.jobs); !ended.empty()) {
+      lock.unlock();
+      const absl::Status written = write_radt_statuses(rows.path(), ended);
+      if (watch) watch->accept_current();
+      lock.lock();
+      if (!written.ok()) warn(fmt::format("sweep: {}", std::string(written.message())));
     }
     const int stop_signal = s.options.stop ? s.options.stop->requested() : 0;
     if (stop_signal != 0 && !s.stopping) {
@@ -728,11 +818,11 @@ absl::StatusOr<SweepResult> Scheduler::run() {
       warn(fmt::format("sweep: cleaning up MPS/MIG: {}", std::string(status.message())));
     }
   }
-  if (!error.ok()) return error;
   if (absl::Status status = detail::write_radt_progress(s.options.input, s.sweep.jobs);
       !status.ok()) {
     warn(fmt::format("sweep: {}", std::string(status.message())));
   }
+  if (!error.ok()) return error;
   return detail::sweep_result(s.sweep.jobs, s.stopping, s.max_failures_reached);
 }
 

@@ -314,7 +314,7 @@ struct SlurmSweep::State {
         if (launchers.front().end_time_ms > 0) record->end_ms = launchers.front().end_time_ms;
       }
       if (record->start_ms == 0) record->start_ms = reader->info().start_time_ms;
-      detail::read_region_means(record->run_dir, record);
+      detail::read_job_results(record->run_dir, record);
       const RunStatus status = reader->info().status;
       const bool timed_out = task && task->state == "TIMEOUT";
       record->timed_out = timed_out;
@@ -550,6 +550,11 @@ absl::StatusOr<std::unique_ptr<SlurmSweep>> SlurmSweep::Open(Plan plan, SweepOpt
   if (text.ok()) {
     absl::StatusOr<detail::SweepState> loaded = detail::state_from_json(*text, state_path);
     if (!loaded.ok()) return loaded.status();
+    if (absl::Status same =
+            detail::check_same_sweep(*loaded, plan, dir, state->options.retry_failed);
+        !same.ok()) {
+      return same;
+    }
     state->sweep = *std::move(loaded);
     for (const JobRecord& record : state->sweep.jobs) {
       if (record.status == JobStatus::kRunning && record.slurm_job_id.empty()) {
@@ -572,6 +577,7 @@ absl::StatusOr<SweepResult> SlurmSweep::run() {
   State& s = *state_;
   absl::Status error;
   auto cancel_deadline = std::chrono::steady_clock::time_point::max();
+  detail::RadtProgress rows(s.options.input);  // radT's CSV: rows written as jobs end
   while (true) {
     const bool stop = s.options.stop && s.options.stop->requested() != 0;
     if ((stop || s.max_failures_reached) && !s.stopping) {
@@ -594,6 +600,11 @@ absl::StatusOr<SweepResult> SlurmSweep::run() {
       if (error = s.poll(id); !error.ok()) break;
     }
     if (!error.ok()) break;
+    if (std::vector<RadtRowStatus> ended = rows.pending(s.sweep.jobs); !ended.empty()) {
+      if (absl::Status written = write_radt_statuses(rows.path(), ended); !written.ok()) {
+        warn(fmt::format("sweep: {}", std::string(written.message())));
+      }
+    }
     if (s.live.empty()) {
       const bool queued =
           std::any_of(s.sweep.jobs.begin(), s.sweep.jobs.end(),
@@ -610,13 +621,13 @@ absl::StatusOr<SweepResult> SlurmSweep::run() {
     }
     s.pause();
   }
-  if (!error.ok()) {
-    s.report(fmt::format("error: {}", std::string(error.message())));
-    return error;
-  }
   if (absl::Status status = detail::write_radt_progress(s.options.input, s.sweep.jobs);
       !status.ok()) {
     warn(fmt::format("sweep: {}", std::string(status.message())));
+  }
+  if (!error.ok()) {
+    s.report(fmt::format("error: {}", std::string(error.message())));
+    return error;
   }
   return detail::sweep_result(s.sweep.jobs, s.options.stop && s.options.stop->requested() != 0,
                               s.max_failures_reached);

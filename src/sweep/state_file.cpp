@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <utility>
 
@@ -71,6 +73,8 @@ Job job_from_json(const json& in) {
 std::string state_to_json(const SweepState& state) {
   json jobs = json::array();
   for (const JobRecord& record : state.jobs) {
+    json metrics = json::object();
+    for (const auto& [key, value] : record.metrics) metrics[key] = number_or_null(value);
     jobs.push_back(json{{"job", job_to_json(record.job)},
                         {"status", job_status_name(record.status)},
                         {"attempts", record.attempts},
@@ -84,6 +88,8 @@ std::string state_to_json(const SweepState& state) {
                         {"error", record.error},
                         {"batch_mean_s", number_or_null(record.batch_mean_s)},
                         {"epoch_mean_s", number_or_null(record.epoch_mean_s)},
+                        {"steps_per_s", number_or_null(record.steps_per_s)},
+                        {"metrics", metrics},
                         {"slurm_job_id", record.slurm_job_id},
                         {"slurm_index", record.slurm_index}});
   }
@@ -131,6 +137,12 @@ absl::StatusOr<SweepState> state_from_json(const std::string& text, const std::s
       record.error = job.value("error", std::string());
       record.batch_mean_s = number_from(job, "batch_mean_s");
       record.epoch_mean_s = number_from(job, "epoch_mean_s");
+      record.steps_per_s = number_from(job, "steps_per_s");
+      if (const auto metrics = job.find("metrics"); metrics != job.end()) {
+        for (const auto& [key, value] : metrics->items()) {
+          record.metrics[key] = value.is_number() ? value.get<double>() : std::nan("");
+        }
+      }
       record.slurm_job_id = job.value("slurm_job_id", std::string());
       record.slurm_index = job.value("slurm_index", -1);
       state.jobs.push_back(std::move(record));
@@ -187,6 +199,60 @@ MergeCounts merge_plan(SweepState* state, Plan plan) {
   state->max_parallel = plan.max_parallel;
   state->allow_cpu = plan.allow_cpu;
   return counts;
+}
+
+namespace {
+
+// A command as a shell would take it back (words with other bytes quoted).
+std::string shown_command(const std::vector<std::string>& command) {
+  std::string out;
+  for (const std::string& word : command) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./=:,+@%", c) != nullptr;
+    });
+    if (plain) {
+      out += word;
+      continue;
+    }
+    out += '\'';
+    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+std::string sweep_named(const std::string& name) {
+  return name.empty() ? std::string("a sweep") : fmt::format("sweep '{}'", name);
+}
+
+}  // namespace
+
+absl::Status check_same_sweep(const SweepState& stored, const Plan& plan, const std::string& dir,
+                              bool retry_failed) {
+  if (stored.jobs.empty() || plan.jobs.empty()) return absl::OkStatus();
+  const auto refuse = [&](const std::string& what, const std::vector<std::string>& recorded,
+                          const std::vector<std::string>& asked) {
+    return absl::FailedPreconditionError(fmt::format(
+        "\"{}\" holds {} whose jobs run `{}`, but {} asks for `{}`: pass another --dir for "
+        "this sweep, or `--resume {}` alone to continue the recorded one",
+        dir, what, shown_command(recorded), sweep_named(plan.name), shown_command(asked), dir));
+  };
+  if (stored.name != plan.name) {
+    return refuse(sweep_named(stored.name), stored.jobs.front().job.command,
+                  plan.jobs.front().command);
+  }
+  for (const Job& job : plan.jobs) {
+    const auto it = std::find_if(stored.jobs.begin(), stored.jobs.end(),
+                                 [&](const JobRecord& record) { return record.job.id == job.id; });
+    if (it == stored.jobs.end() || it->job.command == job.command) continue;
+    if (it->status == JobStatus::kQueued && it->attempts == 0) continue;  // never started
+    if (it->status == JobStatus::kFailed && retry_failed) continue;       // runs afresh
+    return refuse(fmt::format("{} (job '{}' {})", sweep_named(stored.name), job.id,
+                              job_status_name(it->status)),
+                  it->job.command, job.command);
+  }
+  return absl::OkStatus();
 }
 
 Progress progress_of(const SweepState& state, int width, std::string event) {
@@ -253,9 +319,18 @@ std::string results_csv(const std::vector<JobRecord>& jobs) {
     out.push_back(',');
     trainscope::detail::append_csv_field(key, &out);
   }
+  std::set<std::string> metrics;
+  for (const JobRecord& record : jobs) {
+    for (const auto& metric : record.metrics) metrics.insert(metric.first);
+  }
   out +=
       ",status,exit_code,attempts,duration_s,run_id,run_dir,batch_mean_s,epoch_mean_s,"
-      "throughput_batches_per_s\n";
+      "throughput_batches_per_s";
+  for (const std::string& key : metrics) {
+    out.push_back(',');
+    trainscope::detail::append_csv_field(kMetricColumnPrefix + key, &out);
+  }
+  out.push_back('\n');
   for (const JobRecord& record : jobs) {
     if (record.status == JobStatus::kQueued || record.status == JobStatus::kRunning) continue;
     trainscope::detail::append_csv_field(record.job.id, &out);
@@ -269,13 +344,17 @@ std::string results_csv(const std::vector<JobRecord>& jobs) {
       }
     }
     const double duration_s = static_cast<double>(record.end_ms - record.start_ms) / 1000.0;
-    const double throughput = record.batch_mean_s > 0 ? 1.0 / record.batch_mean_s : std::nan("");
     out += fmt::format(",{},{},{},{:.3f},{},", job_status_name(record.status), record.exit_code,
                        record.attempts, duration_s, record.run_id);
     trainscope::detail::append_csv_field(
         record.run_id.empty() ? "" : fmt::format("{}/{}", kRunsDirName, record.run_id), &out);
-    out += fmt::format(",{},{},{}\n", format_number(record.batch_mean_s),
-                       format_number(record.epoch_mean_s), format_number(throughput));
+    out += fmt::format(",{},{},{}", format_number(record.batch_mean_s),
+                       format_number(record.epoch_mean_s), format_number(record.steps_per_s));
+    for (const std::string& key : metrics) {
+      const auto it = record.metrics.find(key);
+      out += "," + (it == record.metrics.end() ? std::string() : format_number(it->second));
+    }
+    out.push_back('\n');
   }
   return out;
 }

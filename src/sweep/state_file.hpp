@@ -17,6 +17,8 @@ namespace trainscope::sweep::detail {
 inline constexpr char kStateFileName[] = "sweep.json";
 inline constexpr char kResultsFileName[] = "results.csv";
 inline constexpr char kRunsDirName[] = "runs";
+// results.csv's column of a logged metric: "metric.loss".
+inline constexpr char kMetricColumnPrefix[] = "metric.";
 
 struct SweepState {
   std::string name;
@@ -49,6 +51,18 @@ struct MergeCounts {
 };
 MergeCounts merge_plan(SweepState* state, Plan plan);
 
+// Whether `plan` may continue the sweep stored in `dir` (`stored`, as read
+// from its sweep.json): FailedPrecondition, before anything runs, when the
+// stored sweep is another one (another name: another input file or grid), or
+// when a job recorded under one command has another in `plan` (jobs match by
+// id, which comes from the params, so a changed program would find them
+// done), unless the job runs afresh with the new one: never started, or
+// FAILED with `retry_failed`. The message names both commands and the ways
+// out (another --dir; --resume DIR alone continues the recorded sweep). A
+// stored sweep without jobs takes any plan.
+absl::Status check_same_sweep(const SweepState& stored, const Plan& plan, const std::string& dir,
+                              bool retry_failed = false);
+
 // Counts of `state`'s jobs; the ETA spreads the queued and running jobs over
 // `width` parallel slots at the mean time of the finished ones.
 Progress progress_of(const SweepState& state, int width, std::string event);
@@ -64,7 +78,9 @@ absl::Status save_sweep(const std::string& dir, const SweepState& state);
 // The rows of results.csv for the jobs that ended (FINISHED, FAILED, KILLED):
 // job, its params (the union of all jobs' keys, in first-seen order), status,
 // exit_code, attempts, duration_s, run_id, run_dir (relative to the sweep
-// directory), batch_mean_s, epoch_mean_s, throughput_batches_per_s.
+// directory), batch_mean_s, epoch_mean_s, throughput_batches_per_s (the
+// measured rate, JobRecord::steps_per_s), then metric.<key> per metric any job
+// logged (sorted by key; JobRecord::metrics). Empty fields: not measured.
 std::string results_csv(const std::vector<JobRecord>& jobs);
 
 }  // namespace trainscope::sweep::detail

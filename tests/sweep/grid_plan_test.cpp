@@ -48,6 +48,33 @@ TEST(GridPlan, UnsafeCharactersInIds) {
   EXPECT_EQ(plan->jobs[0].params[0].second, "/tmp/a b");
 }
 
+// The name (the default directory) identifies the grid and the program:
+// another grid or program is another sweep; more repetitions are the same.
+TEST(GridPlan, NameIsTheKeysAndAHashOfTheGridAndTheProgram) {
+  const auto name = [](const std::vector<std::string>& specs, int repeat,
+                       const std::vector<std::string>& program) {
+    absl::StatusOr<Plan> plan = grid_plan(specs, repeat, program);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? plan->name : std::string();
+  };
+  const std::string base = name({"batch_size=32,64", "lr=0.1"}, 1, kProgram);
+  EXPECT_THAT(base, ::testing::MatchesRegex("grid-batch_size-lr-[0-9a-f]{8}"));
+  EXPECT_EQ(name({"batch_size=32, 64", " lr=0.1"}, 3, kProgram), base);  // same grid
+  std::set<std::string> others = {
+      base,
+      name({"batch_size=32,64", "lr=0.2"}, 1, kProgram),
+      name({"batch_size=32,64,128", "lr=0.1"}, 1, kProgram),
+      name({"lr=0.1", "batch_size=32,64"}, 1, kProgram),
+      name({"batch_size=32,64", "lr=0.1"}, 1, {"python", "train2.py"}),
+      name({"batch_size=32,64", "lr=0.1"}, 1, {"python", "train.py", "--fast"}),
+      name({"batch_size=32,64", "lr=0.1"}, 1, {"python train.py"}),
+  };
+  EXPECT_EQ(others.size(), 7u);
+  EXPECT_THAT(name({}, 2, kProgram), ::testing::MatchesRegex("grid-[0-9a-f]{8}"));
+  const std::string long_keys = name({std::string(200, 'k') + "=1"}, 1, kProgram);
+  EXPECT_EQ(long_keys.size(), std::string("grid-").size() + 40 + 1 + 8) << long_keys;
+}
+
 TEST(GridPlan, BadSpecs) {
   EXPECT_THAT(grid_plan({"lr"}, 1, kProgram).status().message(), HasSubstr("key=value1"));
   EXPECT_THAT(grid_plan({"lr=1,,2"}, 1, kProgram).status().message(), HasSubstr("empty value"));

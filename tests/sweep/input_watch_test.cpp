@@ -148,6 +148,66 @@ TEST(InputWatchTest, TheSchedulerWritesTheRadtCsvBackWhenItEnds) {
   }
 }
 
+// The rows of the jobs that ended, each once per status and run, as they end.
+TEST(InputWatchTest, RadtProgressGivesTheRowsOfJobsThatEndedOnce) {
+  TempDir tmp;
+  const std::string path = tmp.file("exp.csv");
+  trainscope::testing::write_file(path, kRadt);
+  absl::StatusOr<Plan> plan = read_radt_csv(path);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<JobRecord> jobs(3);
+  for (std::size_t i = 0; i < 3; ++i) jobs[i].job = plan->jobs[i];
+  jobs[0].status = JobStatus::kRunning;
+  detail::RadtProgress progress(path);
+  EXPECT_TRUE(progress.pending(jobs).empty());
+  jobs[0].status = JobStatus::kFinished;
+  jobs[0].run_id = "r0";
+  jobs[1].status = JobStatus::kFailed;
+  jobs[1].run_id = "r1";
+  std::vector<RadtRowStatus> rows = progress.pending(jobs);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].line, 2);
+  EXPECT_EQ(rows[0].status, "FINISHED");
+  EXPECT_EQ(rows[1].run_id, "r1");
+  EXPECT_TRUE(progress.pending(jobs).empty()) << "given already";
+  jobs[1].status = JobStatus::kFinished;  // retried: another run
+  jobs[1].run_id = "r1b";
+  rows = progress.pending(jobs);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].run_id, "r1b");
+  EXPECT_TRUE(detail::RadtProgress(tmp.file("grid.yaml")).pending(jobs).empty());
+}
+
+// The scheduler writes each row back as its job ends, while the sweep runs:
+// the second workload's job finds the first's row FINISHED in the file (and
+// fails otherwise); the watch does not take the write-back for an edit.
+TEST(InputWatchTest, TheSchedulerWritesEachRowBackAsItsJobEnds) {
+  TempDir tmp;
+  const std::string path = tmp.file("exp.csv");
+  trainscope::testing::write_file(path, kRadt);
+  absl::StatusOr<Plan> plan = read_radt_csv(path);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (Job& job : plan->jobs) {
+    job.command = {"sh", "-c",
+                   job.id == "e1-w1-r1"
+                       ? "true"
+                       : fmt::format("grep -q '^1,{},FINISHED,' {}", job.group, path)};
+  }
+  SweepOptions options = quiet_options(tmp.file("sw"), 1);
+  options.slots = *stand_in_slots(1);
+  options.input = path;
+  absl::StatusOr<SweepResult> result = run_sweep(*plan, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::vector<std::string> order;
+  for (const JobRecord& record : result->jobs) {
+    EXPECT_EQ(record.status, JobStatus::kFinished) << record.job.id << ": " << record.error;
+    order.push_back(record.job.id);
+  }
+  // Read again as an edit, the file would have dropped the workloads it marks
+  // done from the plan, and their jobs would come last.
+  EXPECT_THAT(order, ElementsAre("e1-w1-r1", "e1-w2-r1", "e1-w3-r1"));
+}
+
 // Live update: the first job changes the input while the sweep runs and
 // waits until the scheduler has the new plan (sweep.json lists the added
 // job); the added job runs, the dropped queued one never does.

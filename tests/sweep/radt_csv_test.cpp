@@ -169,6 +169,26 @@ TEST(RadtCsv, WriteStatusKeepsEverythingElse) {
   EXPECT_FALSE(write_radt_status(path, 99, "x", "y").ok());  // no such row
 }
 
+// Several rows in one rewrite; a line without a row is an error naming it,
+// and the other rows are written all the same.
+TEST(RadtCsv, WritesSeveralRowsAtOnce) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("exp.csv");
+  testing::write_file(path, kOldReadme);
+  ASSERT_TRUE(write_radt_statuses(path, {{6, "FAILED", "r5"}, {2, "FINISHED", "r1"}}).ok());
+  absl::Status missing = write_radt_statuses(path, {{9, "x", "y"}, {3, "FINISHED", "r2"}});
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("exp.csv:9: no radT row"));
+  const std::vector<std::string> lines = testing::lines_of(testing::read_file(path));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[1],
+            "         1,       1,      FINISHED,   r1,      0,          -,train.py,smi+top+dcgmi,"
+            "batch-size=128");
+  EXPECT_THAT(lines[2], ::testing::StartsWith("         1,       1,      FINISHED,   r2,"));
+  EXPECT_THAT(lines[3], ::testing::StartsWith("         1,       2,      ,   ,"));
+  EXPECT_THAT(lines[5], ::testing::StartsWith("         1,       3,      FAILED,   r5,"));
+  EXPECT_TRUE(write_radt_statuses(path, {}).ok());
+}
+
 TEST(RadtCsv, WriteStatusOnNamedRowsAndCrlf) {
   testing::TempDir tmp;
   const std::string path = tmp.file("exp.csv");

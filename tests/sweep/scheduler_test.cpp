@@ -311,6 +311,87 @@ TEST(SchedulerTest, GroupsStartTogetherAndRunInOrder) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("group 4 has 3 jobs"));
 }
 
+// A directory holds one sweep: a plan that would run another command there is
+// refused before anything runs (its jobs match the stored ones by id and
+// would be found done), naming both commands; the same plan continues it.
+TEST(SchedulerTest, AnotherSweepInTheDirectoryIsRefusedBeforeAnythingRuns) {
+  TempDir tmp;
+  Plan plan;
+  plan.name = "cfg";
+  plan.jobs = {shell_job("lr=1", "exit 0"), shell_job("lr=2", "exit 0")};
+  ASSERT_EQ(run_sweep(plan, quiet_options(tmp.str(), 1))->finished, 2);
+  const std::string state = trainscope::testing::read_file(tmp.file("sweep.json"));
+
+  Plan changed = plan;
+  for (Job& job : changed.jobs) job.command[2] = "exit 1";
+  absl::StatusOr<SweepResult> refused = run_sweep(changed, quiet_options(tmp.str(), 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("`sh -c 'exit 0'`"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("`sh -c 'exit 1'`"));
+  Plan renamed = plan;
+  renamed.name = "other";
+  EXPECT_THAT(std::string(run_sweep(renamed, quiet_options(tmp.str(), 1)).status().message()),
+              HasSubstr("holds sweep 'cfg'"));
+  EXPECT_EQ(trainscope::testing::read_file(tmp.file("sweep.json")), state);
+  EXPECT_EQ(runs_by_job(tmp.str()).size(), 2u);
+
+  absl::StatusOr<SweepResult> same = run_sweep(plan, quiet_options(tmp.str(), 1));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->finished, 2);
+  EXPECT_EQ(runs_by_job(tmp.str()).size(), 2u) << "nothing ran again";
+}
+
+// radT's workloads: the jobs of one group that pin the same device share one
+// slot of it (as radT runs them together on that GPU), on stand-in CPU slots
+// and on GPU slots alike, one job per slot otherwise.
+TEST(SchedulerTest, AWorkloadsJobsOnOneDeviceShareItsSlot) {
+  TempDir tmp;
+  const auto barrier = [&](const std::string& me, const std::string& other) {
+    return "touch " + tmp.file(me) + "; while [ ! -e " + tmp.file(other) +
+           " ]; do sleep 0.01; done";
+  };
+  const auto pinned = [](Job job, std::vector<int> devices) {
+    job.devices = std::move(devices);
+    return job;
+  };
+  Plan plan;
+  plan.name = "colloc";
+  plan.jobs.push_back(pinned(shell_job("w0a", barrier("w0a", "w0b"), 0), {2}));
+  plan.jobs.push_back(pinned(shell_job("w0b", barrier("w0b", "w0a"), 0), {2}));
+  // Two on device 0 and one on devices 0+1, together: slots 0 and 1.
+  plan.jobs.push_back(pinned(shell_job("w1a", barrier("w1a", "w1c"), 1), {0}));
+  plan.jobs.push_back(pinned(shell_job("w1b", barrier("w1b", "w1a"), 1), {0}));
+  plan.jobs.push_back(pinned(shell_job("w1c", barrier("w1c", "w1b"), 1), {0, 1}));
+  SweepOptions options = quiet_options(tmp.file("stand-in"), 1);
+  options.slots = *stand_in_slots(3);
+  options.timeout = absl::Seconds(30);
+  absl::StatusOr<SweepResult> result = run_sweep(plan, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->finished, 5) << result->jobs[0].error;
+  EXPECT_EQ(result->jobs[4].devices, (std::vector<int>{0, 1}));
+
+  for (const char* mark : {"w0a", "w0b", "w1a", "w1b", "w1c"}) fs::remove(tmp.file(mark));
+  SweepOptions gpus = quiet_options(tmp.file("gpus"), 1);
+  gpus.slots = *gpu_slots({0, 1, 2}, 1, /*restrict_to_visible=*/false);
+  gpus.timeout = absl::Seconds(30);
+  absl::StatusOr<SweepResult> on_gpus = run_sweep(plan, gpus);
+  ASSERT_TRUE(on_gpus.ok()) << on_gpus.status();
+  EXPECT_EQ(on_gpus->finished, 5) << on_gpus->jobs[0].error;
+
+  // A group needs a slot per device it pins, and CPU slots (no device) one per job.
+  Plan wide;
+  wide.jobs.push_back(pinned(shell_job("a", "true", 0), {0}));
+  wide.jobs.push_back(pinned(shell_job("b", "true", 0), {1}));
+  SweepOptions one = quiet_options(tmp.file("one"), 1);
+  one.slots = *stand_in_slots(2);
+  one.slots.resize(1);
+  EXPECT_THAT(std::string(run_sweep(wide, one).status().message()), HasSubstr("device 1"));
+  EXPECT_THAT(std::string(run_sweep(wide, quiet_options(tmp.file("cpu"), 1)).status().message()),
+              HasSubstr("group 0 has 2 jobs, which start together, but the sweep has 1 slot(s) "
+                        "(more CPU slots: --slots N"));
+}
+
 TEST(SchedulerTest, SlotsAndErrors) {
   EXPECT_FALSE(cpu_slots(0).ok());
   absl::StatusOr<std::vector<Slot>> gpus = gpu_slots({0, 1}, 2, /*restrict_to_visible=*/false);

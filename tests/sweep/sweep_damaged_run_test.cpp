@@ -18,13 +18,13 @@ TEST(SweepDamagedRunTest, ADamagedSummaryIsSkippedWithAWarningNamingIt) {
   testing::TempDir tmp;
   const fs::path dir = testing::write_finished_run(tmp.path() / "r");
   JobRecord whole;
-  detail::read_region_means(dir.string(), &whole);
+  detail::read_job_results(dir.string(), &whole);
   EXPECT_NEAR(whole.batch_mean_s, 0.01, 1e-9);
 
   testing::write_file(dir / "summary-0.json", "{\"format\": \"trainscope.stats\"");
   testing::CapturedWarnings warned;
   JobRecord record;
-  detail::read_region_means(dir.string(), &record);
+  detail::read_job_results(dir.string(), &record);
   EXPECT_TRUE(std::isnan(record.batch_mean_s));
   EXPECT_TRUE(warned.contains((dir / "summary-0.json").string()));
   EXPECT_TRUE(warned.contains("skipped"));

@@ -50,6 +50,14 @@ absl::StatusOr<int> radt_line(const Job& job);
 // each workload), atomically, every other byte of the file unchanged.
 absl::Status write_radt_status(const std::string& path, int line, std::string_view status,
                                std::string_view run_id);
+// The same for several rows in one atomic rewrite. A line where no row
+// starts is an error naming path:line; the other rows are written all the same.
+struct RadtRowStatus {
+  int line = 0;
+  std::string status;
+  std::string run_id;
+};
+absl::Status write_radt_statuses(const std::string& path, const std::vector<RadtRowStatus>& rows);
 
 // --- radT's / W&B's YAML sweep ----------------------------------------------
 //
@@ -83,6 +91,11 @@ absl::StatusOr<Plan> parse_furcate_json(std::string_view text, std::string_view 
 //
 // grid_specs: "key=v1,v2,..." each; the cartesian product, first spec
 // outermost, each combination `repeat` times (ids end in -r<k> when repeat > 1).
+// The plan's name (the default sweep directory's) identifies the grid and the
+// program: "grid-<keys joined by '-'>-<8 hex digits of a stable hash of the
+// keys, values and program>" ("grid-batch_size-lr-a328c9f1"), the same for
+// any --repeat (more repetitions add to the sweep), so another grid or
+// program gets another directory.
 absl::StatusOr<Plan> grid_plan(const std::vector<std::string>& grid_specs, int repeat,
                                const std::vector<std::string>& program);
 

@@ -9,7 +9,10 @@
 // (their runs are crashed in the run store) and those stopped (KILLED), and
 // FAILED jobs only with retry_failed. Jobs die with their scheduler
 // (LaunchOptions::die_with_parent). <dir>/results.csv has one row per ended
-// job. <dir>/sweep.lock keeps a second scheduler out of the same sweep.
+// job (state_file.hpp: results_csv lists its columns). <dir>/sweep.lock keeps
+// a second scheduler out of the same sweep, and a plan that is another sweep
+// than the one the directory holds (another input, grid or command) is
+// refused before anything runs.
 #ifndef TRAINSCOPE_SWEEP_SCHEDULER_HPP_
 #define TRAINSCOPE_SWEEP_SCHEDULER_HPP_
 
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,8 +38,12 @@ namespace trainscope::sweep {
 
 // Where one job runs: its GPUs (CUDA_VISIBLE_DEVICES), none for a CPU slot.
 // A stand-in is a CPU slot that plays GPU devices[0] (the --slots test
-// mode): jobs that pin devices (radT's Devices) are placed by it, but the job
-// gets no CUDA_VISIBLE_DEVICES and no collocation (MPS, MIG) is set up.
+// mode): jobs that pin devices (radT's Devices) are placed by it (device d on
+// a slot of stand-in d; a device past the last is an error before anything
+// runs), but the job gets no CUDA_VISIBLE_DEVICES and no collocation (MPS,
+// MIG) is set up. On GPU slots and stand-ins alike, the jobs of one group
+// (radT's workload) that pin the same device share one slot of it, as radT
+// runs them together on that GPU; jobs pinning nothing take a slot each.
 struct Slot {
   std::vector<int> devices;
   bool stand_in = false;
@@ -87,6 +95,16 @@ struct JobRecord {
   // Means of the job's BATCH and EPOCH regions (seconds; NaN: not timed).
   double batch_mean_s = std::numeric_limits<double>::quiet_NaN();
   double epoch_mean_s = std::numeric_limits<double>::quiet_NaN();
+  // The measured step rate: the BATCH regions (CPU) of the lowest rank that
+  // timed any, counted, over the wall time from the first one's start to the
+  // last one's end, so that the time between steps (data loading, logging,
+  // evaluation) counts; NaN: no BATCH region in the run's rows.
+  double steps_per_s = std::numeric_limits<double>::quiet_NaN();
+  // The last value of each metric the job logged (log_metric; not the
+  // hardware's system/... readings): per rank the last row of its metrics
+  // file with that key, then the mean over the ranks that logged the key (one
+  // rank logging it: its value).
+  std::map<std::string, double> metrics;
   // Under --slurm (slurm.hpp): the array job the last attempt was submitted
   // in and the job's index in it (empty / -1: not submitted to Slurm).
   std::string slurm_job_id;
@@ -135,9 +153,11 @@ struct SweepOptions {
   // runs, the local scheduler reads it again whenever its modification time
   // changes (looked at five times a second) and merges the new plan in as
   // update() does; an input that no longer reads keeps the plan, with a
-  // warning naming the file. When run() returns, radT's CSV (.csv) gets the
-  // Status and Run of every row that started written back, as radT does
-  // (the Slurm sweep writes them back too; it does not watch the input).
+  // warning naming the file. radT's CSV (.csv) gets the Status and Run of
+  // each job's row written back as the job ends (FINISHED, FAILED, KILLED;
+  // one atomic rewrite, which the watch does not read as an edit), and of
+  // every row that started when run() returns, also with an error (the
+  // Slurm sweep writes them back too; it does not watch the input).
   std::string input;
   std::vector<std::string> input_program;
 };
@@ -156,8 +176,9 @@ class Scheduler {
  public:
   // Creates or resumes the sweep in options.dir (its sweep.json), locks it
   // and merges `plan` in as update() does. Errors: a sweep locked by another
-  // scheduler, a corrupt sweep.json, a group larger than the slots, a job
-  // whose run is still running.
+  // scheduler, a corrupt sweep.json, another sweep in the directory (another
+  // input file, grid or command: the message names both commands), a group
+  // larger than the slots, a job whose run is still running.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Open(Plan plan, SweepOptions options);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
