@@ -27,12 +27,14 @@ constexpr char kModelDescription[] =
     "each region/metric of the input, prints it with its costs, and predicts.\n"
     "\n"
     "INPUT is an Extra-P measurement file (text .txt, JSON .json, JSON Lines .jsonl),\n"
-    "or run directories made by trainscope (or directories holding runs): a point is\n"
-    "one set of run params, runs with equal params are repetitions.\n";
+    "or runs made by trainscope (a run, a directory of runs, a sweep directory): a\n"
+    "point is one value of --params; runs there are its repetitions when no other\n"
+    "param differs (else: --by, --repetition).\n";
 
 constexpr char kModelFooter[] =
     "Examples:\n"
     "  trainscope model --params p --key EPOCH runs/\n"
+    "  trainscope model --params batch_size --by lr --repetition seed SWEEP_DIR\n"
     "  trainscope model --modeler extrap --option allow_negative_exponents=True m.txt\n"
     "  trainscope model --predict p=256 --svg epoch.svg --json m.jsonl\n"
     "\n"
@@ -127,6 +129,17 @@ void add_run_directory_options(CommandLine* line, ModelArgs* out) {
   line->add_value(
       "--params", "P[,Q..]", "run params that are the model's parameters (required)",
       [out](const std::string& value) { out->study.runs.parameters = absl::StrSplit(value, ','); });
+  line->add_value(
+      "--by", "P[,Q..]",
+      "one model per value of these run params (e.g. lr), which\n"
+      "otherwise vary between runs at one point: an error",
+      [out](const std::string& value) { out->study.runs.by = absl::StrSplit(value, ','); });
+  line->add_value("--repetition", "P[,Q..]",
+                  "run params whose values are repetitions (e.g. seed): runs\n"
+                  "that differ only in them are repetitions of one point",
+                  [out](const std::string& value) {
+                    out->study.runs.repetitions = absl::StrSplit(value, ',');
+                  });
   line->add_value("--key", "KEY",
                   "what is measured: a region key (BATCH, EPOCH, FORWARD, ...)\n"
                   "or metric:NAME for a logged metric; default BATCH",

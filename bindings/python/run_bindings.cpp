@@ -27,6 +27,7 @@
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/run/run.hpp"
 #include "trainscope/run/run_check.hpp"
+#include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -436,6 +437,29 @@ void RegisterRunReader(py::module_& m) {
       .def("__len__", [](const Column& c) { return c.size; });
   m.def("_is_run_directory", &is_run_directory, py::arg("dir"),
         "Whether dir holds a run (its run.json).");
+  m.def(
+      "find_run_dirs",
+      [](py::handle paths) {
+        std::vector<std::string> given;
+        if (py::isinstance<py::str>(paths) || py::hasattr(paths, "__fspath__")) {
+          given.push_back(ToPath(paths));
+        } else {
+          for (py::handle path : py::iter(paths)) given.push_back(ToPath(path));
+        }
+        absl::StatusOr<std::vector<std::string>> found;
+        {
+          py::gil_scoped_release release;  // lists directories
+          found = find_run_dirs(given);
+        }
+        return ValueOrThrow(std::move(found));
+      },
+      py::arg("paths"),
+      R"doc(The run directories `paths` name (a path or a list of them), in order: a run is
+itself; a directory of runs gives them (sorted by name); a sweep directory or a
+stalls analysis gives the runs in its runs/. trainscope/run/run_dirs.hpp.
+FileNotFoundError naming the path when it is missing or holds no run ("P: not a
+run (no run.json), and neither P nor P/runs has a run directory"), ValueError
+for a file or no path.)doc");
   m.def("_parse_run_filter", &ParseRunFilter, py::arg("text"),
         "search_runs' filter as [(column, op, kind, literal)], kind \"string\" (literal str) or "
         "\"number\" (float): trainscope/run/run_filter.hpp. Raises ValueError for a bad one.");

@@ -167,8 +167,15 @@ sc::Series SelectSeries(const sc::MeasurementSet& set, const std::optional<std::
                         const std::optional<std::string>& metric) {
   std::vector<const sc::Series*> matches;
   std::string available;
+  bool groups = false;
   for (const sc::Series& s : set.series) {
     available += fmt::format("{}'{}' / '{}'", available.empty() ? "" : ", ", s.callpath, s.metric);
+    for (std::size_t i = 0; i < s.group.size(); ++i) {
+      available +=
+          fmt::format("{}{}={}", i == 0 ? " [" : ", ", s.group[i].first, s.group[i].second);
+    }
+    if (!s.group.empty()) available += "]";
+    groups = groups || !s.group.empty();
     if ((!callpath || s.callpath == *callpath) && (!metric || s.metric == *metric))
       matches.push_back(&s);
   }
@@ -181,8 +188,10 @@ sc::Series SelectSeries(const sc::MeasurementSet& set, const std::optional<std::
                                       available.empty() ? "none" : available));
   }
   throw py::value_error(
-      fmt::format("{} series match {}: name the callpath and metric (the measurements have: {})",
-                  matches.size(), wanted, available));
+      fmt::format("{} series match {}: {} (the measurements have: {})", matches.size(), wanted,
+                  groups ? "one per group (RunSelection.by): fit each of measurements.series"
+                         : "name the callpath and metric",
+                  available));
 }
 
 // An Extra-P option value as Extra-P's command line would spell it.
@@ -263,18 +272,40 @@ void BindMeasurements(py::module_& m) {
       "Everything measured for one region (callpath) and metric, in input order.\n\n"
       "Series(callpath='', metric='', points=[]). points is a copy: assign a new list.")
       .def(py::init([](std::string callpath, std::string metric, std::vector<sc::Point> points) {
-             return sc::Series{std::move(callpath), std::move(metric), std::move(points)};
+             return sc::Series{std::move(callpath), std::move(metric), std::move(points), {}};
            }),
            py::arg("callpath") = "", py::arg("metric") = "",
            py::arg("points") = std::vector<sc::Point>{})
       .def_readwrite("callpath", &sc::Series::callpath, "The region.")
       .def_readwrite("metric", &sc::Series::metric, "The metric.")
       .def_readwrite("points", &sc::Series::points, "The points (a copy), in input order.")
+      .def_property(
+          "group",
+          [](const sc::Series& s) {
+            py::dict out;  // in `by` order
+            for (const auto& [name, value] : s.group) out[py::str(name)] = value;
+            return out;
+          },
+          [](sc::Series& s, const py::dict& group) {
+            s.group.clear();
+            for (auto item : group) {
+              s.group.emplace_back(item.first.cast<std::string>(), item.second.cast<std::string>());
+            }
+          },
+          "read_runs with RunSelection.by: the values this series is a group of\n"
+          "({'lr': '0.1'}, a copy); {} otherwise.")
       .def(
           "__len__", [](const sc::Series& s) { return s.points.size(); }, "The number of points.")
       .def("__repr__", [](const sc::Series& s) {
-        return fmt::format("Series(callpath={}, metric={}, points=<{} points>)",
-                           Repr(py::str(s.callpath)), Repr(py::str(s.metric)), s.points.size());
+        std::string group;
+        for (const auto& [name, value] : s.group) {
+          group += fmt::format("{}{}: {}", group.empty() ? "" : ", ", Repr(py::str(name)),
+                               Repr(py::str(value)));
+        }
+        return fmt::format("Series(callpath={}, metric={}, {}points=<{} points>)",
+                           Repr(py::str(s.callpath)), Repr(py::str(s.metric)),
+                           s.group.empty() ? std::string() : "group={" + group + "}, ",
+                           s.points.size());
       });
 
   py::class_<sc::MeasurementSet>(
@@ -436,6 +467,10 @@ The list attributes are copies: assign new lists.)doc")
       .def_readwrite(
           "warnings", &sc::Model::warnings,
           "What the modeler wants the user to know (too few points, log terms dropped, ...).")
+      .def_readwrite("too_few_points", &sc::Model::too_few_points,
+                     "True when a parameter has fewer than 5 distinct values (Extra-P's rule for\n"
+                     "a fit of its exponent): the points cannot tell how the value scales;\n"
+                     "warnings[0] says so in words, predict_with_band widens the band.")
       .def(
           "evaluate",
           [](const sc::Model& model, const py::args& args, const py::kwargs& kwargs) {
@@ -625,9 +660,16 @@ stat: mean | median | min | max | total | count | p95 | p99 | last (metrics) |
       .def_readwrite("ranks", &sc::RunSelection::ranks, "RankAggregation (or its name).")
       .def_readwrite("scale", &sc::RunSelection::scale,
                      "Multiplies every value (e.g. samples per batch).")
+      .def_readwrite("by", &sc::RunSelection::by,
+                     "Run params to split by: one series per value, with Series.group\n"
+                     "(`trainscope model --by`; a copy).")
+      .def_readwrite("repetitions", &sc::RunSelection::repetitions,
+                     "Run params whose values are repetitions, e.g. ['seed']\n"
+                     "(`trainscope model --repetition`; a copy).")
       .def("__repr__", [](py::handle self) {
-        return FieldsRepr(self, "RunSelection",
-                          {"parameters", "what", "stat", "device", "ranks", "scale"});
+        return FieldsRepr(
+            self, "RunSelection",
+            {"parameters", "what", "stat", "device", "ranks", "scale", "by", "repetitions"});
       });
 }
 
@@ -720,10 +762,17 @@ void BindInput(py::module_& m) {
         return Value(std::move(set));
       },
       py::arg("paths"), py::arg("selection"),
-      R"doc(Measurements from trainscope runs: one point per set of run params, runs with equal
-params are repetitions, the ranks of a run aggregated by selection.ranks. paths: a
-run directory, a directory holding runs (searched one level down), or a list of
-them. The result has one series (callpath selection.what, metric selection.stat).
+      R"doc(Measurements from trainscope runs: one point per value of selection.parameters,
+the runs there its repetitions, the ranks of a run aggregated by selection.ranks.
+paths: a run, a directory holding runs, a sweep directory (its runs/), or a list
+of them (trainscope._core.find_run_dirs). The result has one series (callpath
+selection.what, metric selection.stat), or with selection.by one per value of
+those params (Series.group).
+
+Runs at one point that differ in another param (a sweep of batch_size and lr
+read against batch_size) raise ValueError naming the param, its values and the
+ways out: by=["lr"] (one series per value), add it to parameters, or
+repetitions=["lr"] when its values are repetitions (a seed).
 
 Runs that are not FINISHED (or given twice) are skipped with a TrainscopeWarning
 (warnings.warn) each; catch them with warnings.catch_warnings(record=True).

@@ -173,7 +173,7 @@ class Builder {
     auto [series_it, new_series] =
         series_index_.try_emplace({callpath, metric}, set_.series.size());
     if (new_series) {
-      set_.series.push_back(Series{callpath, metric, {}});
+      set_.series.push_back(Series{callpath, metric, {}, {}});
       point_index_.emplace_back();
     }
     Series& series = set_.series[series_it->second];

@@ -274,7 +274,8 @@ double clean_constant(double constant, double phi, const std::vector<double>& va
   return constant;
 }
 
-// ConstantHypothesis.compute_cost (in-sample; RE keeps the last point's value).
+// ConstantHypothesis.compute_cost (in-sample; RE keeps the last point's value),
+// but for the adjusted R^2.
 ModelCosts constant_costs(double constant, const std::vector<double>& ys) {
   ModelCosts c;
   double smape = 0;
@@ -292,7 +293,11 @@ ModelCosts constant_costs(double constant, const std::vector<double>& ys) {
   c.smape = smape / static_cast<double>(ys.size()) * 100;
   const double mean = measure_of(ys, Measure::kMean);
   c.nrss = mean != 0.0 ? std::sqrt(c.rss) / mean : std::nan("");
-  c.ar2 = 1;
+  // A constant explains none of the variation between the points: adjusted
+  // R^2 0 (1 only when they do not vary). Extra-P's ConstantHypothesis sets
+  // AR2 = 1 ("TODO: should this be calculated?"), the one cost where
+  // trainscope differs from it on purpose.
+  c.ar2 = c.rss > 0 ? 0 : 1;
   return c;
 }
 

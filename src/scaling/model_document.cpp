@@ -70,8 +70,12 @@ Json series_json(const ModeledSeries& s, const std::vector<std::string>& paramet
   Json j;
   j["callpath"] = s.callpath;
   j["metric"] = s.metric;
+  Json group = Json::object();  // in `by` order
+  for (const auto& [name, value] : s.group) group[name] = value;
+  j["group"] = std::move(group);
   j["points"] = s.points;  // what the fit used
   j["values"] = s.values;
+  j["too_few_points"] = model.too_few_points;
   j["formula"] = model.formula();
   j["python"] = model.python();
   j["cpp"] = model.cpp();
@@ -397,8 +401,29 @@ class Reader {
       const auto it = j.find(name);
       if (it != j.end() && it->is_number_unsigned()) *count = it->template get<std::size_t>();
     }
+    // Later fields: a document written before them reads as {} and false.
+    if (const auto group = j.find("group"); group != j.end()) {
+      const std::string group_path = join(path, "group");
+      if (!object(*group, group_path)) return false;
+      for (const auto& item : group->items()) {
+        if (!item.value().is_string()) {
+          fail(join(group_path, item.key()),
+               fmt::format("expected a string, got {}", type_name(item.value())));
+          return false;
+        }
+        out->group.emplace_back(item.key(), item.value().template get<std::string>());
+      }
+    }
     Model& model = out->model;
     model.parameters = parameters;
+    if (const auto few = j.find("too_few_points"); few != j.end()) {
+      if (!few->is_boolean()) {
+        fail(join(path, "too_few_points"),
+             fmt::format("expected a boolean, got {}", type_name(*few)));
+        return false;
+      }
+      model.too_few_points = few->template get<bool>();
+    }
     if (!number_field(j, path, "constant", &model.constant)) return false;
     const Json* terms = field(j, path, "terms", Json::value_t::array, "an array");
     if (terms == nullptr) return false;

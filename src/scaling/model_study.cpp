@@ -130,15 +130,35 @@ void add_scaling_views(const Series& series, const Selection& selection, Measure
   }
 }
 
+// " [lr=0.1, seed=2]" of a group ("" for none).
+std::string group_text(const std::vector<std::pair<std::string, std::string>>& group) {
+  std::string out;
+  for (const auto& [name, value] : group) {
+    out += fmt::format("{}{}={}", out.empty() ? " [" : ", ", name, value);
+  }
+  return out.empty() ? out : out + "]";
+}
+
+// "BATCH / mean" or "BATCH / mean [lr=0.1]".
+std::string series_name(const Series& series) {
+  return fmt::format("{} / {}{}", series.callpath, series.metric, group_text(series.group));
+}
+
 // The series' model, predictions and views; a failure's line otherwise.
 absl::StatusOr<ModeledSeries> model_series(const Series& series, const MeasurementSet& set,
                                            const ModelStudyOptions& options,
                                            const Selection& selection) {
   absl::StatusOr<Model> model = fit_series(set, series, options.model);
+  if (!model.ok() && !series.group.empty()) {  // which group's fit failed
+    return absl::Status(model.status().code(),
+                        fmt::format("{}{}: {}", series.callpath, group_text(series.group),
+                                    std::string(model.status().message())));
+  }
   if (!model.ok()) return model.status();
   ModeledSeries out;
   out.callpath = series.callpath;
   out.metric = series.metric;
+  out.group = series.group;
   out.points = series.points.size();
   for (const Point& p : series.points) out.values += p.values.size();
   out.model = std::move(*model);
@@ -146,9 +166,9 @@ absl::StatusOr<ModeledSeries> model_series(const Series& series, const Measureme
     absl::StatusOr<std::vector<Prediction>> predictions =
         predict_with_band(out.model, series, selection.points, options.band);
     if (!predictions.ok()) {
-      return absl::Status(predictions.status().code(),
-                          fmt::format("{} / {}: {}", series.callpath, series.metric,
-                                      std::string(predictions.status().message())));
+      return absl::Status(
+          predictions.status().code(),
+          fmt::format("{}: {}", series_name(series), std::string(predictions.status().message())));
     }
     out.predictions = std::move(*predictions);
   }
@@ -175,6 +195,11 @@ absl::StatusOr<MeasurementSet> read_inputs(const ModelStudyOptions& options,
     return read_runs(directories, options.runs, warnings);
   }
   if (files.size() != 1) return absl::InvalidArgumentError("give one Extra-P measurement file");
+  if (!options.runs.by.empty() || !options.runs.repetitions.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: --by and --repetition name run params: they apply to runs, not to an Extra-P file",
+        files.front()));
+  }
   return read_extrap_file(files.front());
 }
 
@@ -219,12 +244,17 @@ void append_scaling_views(std::string* out, const ModeledSeries& r, const std::s
 void append_text(std::string* out, const ModeledSeries& r, const StudiedSeries& input,
                  const ModelDocument& document, const ModelStudyOptions& options) {
   const Model& model = r.model;
-  appendf(out, "%s / %s  (%zu points, %zu values, modeler %s)\n", r.callpath.c_str(),
-          r.metric.c_str(), input.points, input.values, modeler_name(document.modeler));
+  appendf(out, "%s / %s%s  (%zu points, %zu values, modeler %s)\n", r.callpath.c_str(),
+          r.metric.c_str(), group_text(r.group).c_str(), input.points, input.values,
+          modeler_name(document.modeler));
   appendf(out, "  model:   %s\n", model.formula().c_str());
-  appendf(out, "  costs:   RSS %.4g  SMAPE %.4g%%  adj. R^2 %.6g  RE %.4g%s\n", model.costs.rss,
-          model.costs.smape, model.costs.ar2, model.costs.re,
-          input.leave_one_out ? "  (leave-one-out)" : "");
+  // Too few points: said first, in plain words (the model's first warning).
+  const bool noted = model.too_few_points && !model.warnings.empty();
+  if (noted) appendf(out, "  caution: %s\n", model.warnings.front().c_str());
+  appendf(out, "  costs:   RSS %.4g  SMAPE %.4g%%  adj. R^2 %.6g%s  RE %.4g%s\n", model.costs.rss,
+          model.costs.smape, model.costs.ar2,
+          model.is_constant() && model.costs.ar2 == 0 ? " (a constant explains no variation)" : "",
+          model.costs.re, input.leave_one_out ? "  (leave-one-out)" : "");
   appendf(out, "  python:  %s\n", model.python().c_str());
   const std::vector<std::string> ids = model.identifiers();
   for (std::size_t i = 0; i < ids.size() && i < model.parameters.size(); ++i) {
@@ -235,6 +265,11 @@ void append_text(std::string* out, const ModeledSeries& r, const StudiedSeries& 
   }
   appendf(out, "  c++:     %s\n", model.cpp().c_str());
   for (const Prediction& p : r.predictions) {
+    if (std::isinf(p.lower) && std::isinf(p.upper)) {
+      appendf(out, "  predict: %s -> %.6g  (band unbounded: no degree of freedom left)\n",
+              point_text(document.parameters, p.coordinate).c_str(), p.value);
+      continue;
+    }
     appendf(out, "  predict: %s -> %.6g  [%.6g, %.6g] (%g%% band)\n",
             point_text(document.parameters, p.coordinate).c_str(), p.value, p.lower, p.upper,
             options.band.confidence * 100);
@@ -242,7 +277,9 @@ void append_text(std::string* out, const ModeledSeries& r, const StudiedSeries& 
   if (!r.measured_scaling.empty() || !r.modeled_scaling.empty()) {
     append_scaling_views(out, r, options.scaling);
   }
-  for (const std::string& w : model.warnings) appendf(out, "  warning: %s\n", w.c_str());
+  for (std::size_t i = noted ? 1 : 0; i < model.warnings.size(); ++i) {
+    appendf(out, "  warning: %s\n", model.warnings[i].c_str());
+  }
   appendf(out, "\n");
 }
 

@@ -51,7 +51,76 @@ bool positive_everywhere(const Model& model, const std::vector<std::vector<doubl
   }
 }
 
+// Extra-P's own warnings about fewer than 5 measurements, which the plain
+// words of too_few_points_note replace.
+bool is_extrap_count_warning(const std::string& warning) {
+  return warning.rfind("Number of measurements for", 0) == 0;
+}
+
+std::string values_text(const std::vector<double>& values) {
+  std::string out;
+  for (double v : values) out += fmt::format("{}{:g}", out.empty() ? "" : ", ", v);
+  return out;
+}
+
+// What a fit on too few points is, in plain words.
+std::string too_few_points_note(const std::vector<std::string>& parameters, const Model& model,
+                                const std::vector<std::pair<int, std::vector<double>>>& few) {
+  std::string which;
+  std::size_t missing = 0;
+  for (std::size_t i = 0; i < few.size(); ++i) {
+    const auto& [parameter, values] = few[i];
+    const char* separator = i == 0 ? "" : (i + 1 == few.size() ? " and " : ", ");
+    which += fmt::format("{}{} ({} distinct values: {})", separator,
+                         parameters[static_cast<std::size_t>(parameter)], values.size(),
+                         values_text(values));
+    missing = std::max(missing, kMinDistinctValues - values.size());
+  }
+  std::string names;
+  for (std::size_t i = 0; i < few.size(); ++i) {
+    names += (i == 0 ? "" : ", ") + parameters[static_cast<std::size_t>(few[i].first)];
+  }
+  return fmt::format(
+      "too few points to tell how the value scales with {}: a fit of an exponent needs at least "
+      "{} distinct values of its parameter (Extra-P's rule). {}; its band is the points' spread "
+      "around it. Measure {} more value{} of {}",
+      which, kMinDistinctValues,
+      model.is_constant()
+          ? "The model is the points' mean, a constant that explains none of their variation"
+          : "Many curves fit so few points about equally well: this one is no evidence of the "
+            "scaling",
+      missing, missing == 1 ? "" : "s", names);
+}
+
+// Marks a model fitted on too few points and says so first; a constant
+// model's adjusted R^2 is 0 (it explains none of the variation between the
+// points) unless they do not vary.
+void note_fit(const std::vector<std::string>& parameters, const Series& series, Model* model) {
+  const auto few = too_few_values(series, parameters.size());
+  if (few.empty()) return;
+  model->too_few_points = true;
+  model->warnings.erase(
+      std::remove_if(model->warnings.begin(), model->warnings.end(), is_extrap_count_warning),
+      model->warnings.end());
+  model->warnings.insert(model->warnings.begin(), too_few_points_note(parameters, *model, few));
+}
+
 }  // namespace
+
+std::vector<std::pair<int, std::vector<double>>> too_few_values(const Series& series,
+                                                                std::size_t parameters) {
+  std::vector<std::pair<int, std::vector<double>>> out;
+  for (std::size_t p = 0; p < parameters; ++p) {
+    std::vector<double> values;
+    for (const Point& point : series.points) {
+      if (p < point.coordinate.size()) values.push_back(point.coordinate[p]);
+    }
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    if (values.size() < kMinDistinctValues) out.emplace_back(static_cast<int>(p), values);
+  }
+  return out;
+}
 
 absl::StatusOr<Modeler> parse_modeler(std::string_view name) {
   const std::string n = absl::AsciiStrToLower(std::string(name));
@@ -61,10 +130,10 @@ absl::StatusOr<Modeler> parse_modeler(std::string_view name) {
       fmt::format("unknown modeler '{}': use trainscope or extrap", name));
 }
 
-absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
-                          const ModelOptions& options) {
-  if (options.modeler == Modeler::kExtrap) return fit_extrap(parameters, series, options.extrap);
+namespace {
 
+absl::StatusOr<Model> fit_trainscope(const std::vector<std::string>& parameters,
+                                     const Series& series, const ModelOptions& options) {
   absl::StatusOr<std::vector<detail::PointStats>> points =
       detail::prepare_points(parameters, series);
   if (!points.ok()) return points.status();
@@ -114,6 +183,17 @@ absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Seri
                     options.extrapolation_factor));
   }
   model.warnings = std::move(warnings);
+  return model;
+}
+
+}  // namespace
+
+absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
+                          const ModelOptions& options) {
+  absl::StatusOr<Model> model = options.modeler == Modeler::kExtrap
+                                    ? fit_extrap(parameters, series, options.extrap)
+                                    : fit_trainscope(parameters, series, options);
+  if (model.ok()) note_fit(parameters, series, &*model);
   return model;
 }
 

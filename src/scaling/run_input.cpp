@@ -5,20 +5,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "scaling/number_text.hpp"
 #include "trainscope/run/run_check.hpp"
+#include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/time_stats.hpp"
@@ -36,8 +36,6 @@ absl::StatusOr<RankAggregation> parse_rank_aggregation(std::string_view name) {
 }
 
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr std::string_view kMetricPrefix = "metric:";
 constexpr const char* kStats[] = {"mean",  "median", "min", "max",  "total",
@@ -76,6 +74,31 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
         selection.parameters.begin() + static_cast<std::ptrdiff_t>(i)) {
       return absl::InvalidArgumentError(
           fmt::format("parameter \"{}\" selected twice", selection.parameters[i]));
+    }
+  }
+  const auto named = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  for (const auto& [list, field] :
+       {std::pair{&selection.by, "by"}, std::pair{&selection.repetitions, "repetitions"}}) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const std::string& name = (*list)[i];
+      if (name.empty())
+        return absl::InvalidArgumentError(fmt::format("{}: an empty param name", field));
+      if (named(selection.parameters, name)) {
+        return absl::InvalidArgumentError(
+            fmt::format("param \"{}\" is both a model parameter and in {}", name, field));
+      }
+      if (std::find(list->begin(), list->begin() + static_cast<std::ptrdiff_t>(i), name) !=
+          list->begin() + static_cast<std::ptrdiff_t>(i)) {
+        return absl::InvalidArgumentError(fmt::format("{}: param \"{}\" given twice", field, name));
+      }
+    }
+  }
+  for (const std::string& name : selection.by) {
+    if (named(selection.repetitions, name)) {
+      return absl::InvalidArgumentError(
+          fmt::format("param \"{}\" is both in by and in repetitions", name));
     }
   }
   Selection out;
@@ -117,46 +140,6 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
     return absl::InvalidArgumentError(fmt::format("scale {} is not finite", selection.scale));
   }
   return out;
-}
-
-// A run, or what is left of one without its run.json: read_runs skips it by
-// name rather than leaving it out silently.
-bool is_run_dir(const fs::path& dir) { return holds_run_files(dir.string()); }
-
-// The run directories `paths` name, in order; a directory holding runs gives
-// its runs sorted by name.
-absl::StatusOr<std::vector<std::string>> find_runs(const std::vector<std::string>& paths) {
-  if (paths.empty()) return absl::InvalidArgumentError("no run directories given");
-  std::vector<std::string> runs;
-  for (const std::string& path : paths) {
-    std::error_code error;
-    const fs::file_status status = fs::status(path, error);
-    if (status.type() == fs::file_type::not_found) {
-      return absl::NotFoundError(fmt::format("{}: no such run directory", path));
-    }
-    if (error) return absl::ErrnoToStatus(error.value(), fmt::format("{}: cannot access", path));
-    if (!fs::is_directory(status))
-      return absl::InvalidArgumentError(fmt::format("{}: not a directory", path));
-    if (is_run_dir(path)) {
-      runs.push_back(path);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-      std::error_code type_error;
-      if (it->is_directory(type_error) && is_run_dir(it->path()))
-        found.push_back(it->path().string());
-    }
-    if (error)
-      return absl::ErrnoToStatus(error.value(), fmt::format("{}: cannot list the directory", path));
-    if (found.empty()) {
-      return absl::NotFoundError(
-          fmt::format("{}: not a run directory (no run.json) and no run directory in it", path));
-    }
-    std::sort(found.begin(), found.end());
-    runs.insert(runs.end(), found.begin(), found.end());
-  }
-  return runs;
 }
 
 // The statistic of one rank's samples; NaN-free only when samples exist.
@@ -264,6 +247,107 @@ absl::StatusOr<double> run_value(const RunReader& reader, const Selection& selec
   return value;
 }
 
+// Param values as text, ordered as numbers when both are numbers, else as
+// text (numbers first).
+bool value_less(const std::string& a, const std::string& b) {
+  double x = 0, y = 0;
+  const bool a_number = detail::parse_number(detail::trim(a), &x) == detail::NumberResult::kOk;
+  const bool b_number = detail::parse_number(detail::trim(b), &y) == detail::NumberResult::kOk;
+  if (a_number && b_number && x != y) return x < y;
+  if (a_number != b_number) return a_number;
+  return a < b;
+}
+
+struct ValuesLess {
+  bool operator()(const std::vector<std::string>& a, const std::vector<std::string>& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), value_less);
+  }
+};
+
+// How a param that a run lacks is shown beside the values of runs that set it.
+constexpr char kUnset[] = "(unset)";
+
+// A run measured: its place (group, coordinate), its value and the params
+// that must be equal between repetitions.
+struct UsedRun {
+  std::string dir;
+  std::vector<std::string> group;  // values of selection.by
+  std::vector<double> coordinate;
+  double value = 0;
+  std::map<std::string, std::string> others;
+};
+
+std::string point_text(const RunSelection& selection, const UsedRun& run) {
+  std::string out;
+  for (std::size_t i = 0; i < selection.parameters.size(); ++i) {
+    out += fmt::format("{}{}={:g}", i == 0 ? "" : ",", selection.parameters[i], run.coordinate[i]);
+  }
+  for (std::size_t i = 0; i < selection.by.size(); ++i) {
+    out += fmt::format(",{}={}", selection.by[i], run.group[i]);
+  }
+  return out;
+}
+
+std::string value_of(const std::map<std::string, std::string>& params, const std::string& name) {
+  const auto it = params.find(name);
+  return it == params.end() ? std::string(kUnset) : it->second;
+}
+
+// OK when the runs at each point agree on every param that is not a model
+// parameter, a `by` param or a repetition; otherwise the error that names
+// what differs, an example and the ways out.
+absl::Status check_repetitions(const std::vector<std::string>& paths, const RunSelection& selection,
+                               const std::vector<UsedRun>& used) {
+  std::map<std::pair<std::vector<std::string>, std::vector<double>>, const UsedRun*> first;
+  std::set<std::string> differing;
+  const UsedRun* example_a = nullptr;
+  const UsedRun* example_b = nullptr;
+  for (const UsedRun& run : used) {
+    const auto [it, inserted] = first.emplace(std::pair{run.group, run.coordinate}, &run);
+    if (inserted) continue;
+    const UsedRun& other = *it->second;
+    std::set<std::string> names;
+    for (const auto& [name, value] : run.others) names.insert(name);
+    for (const auto& [name, value] : other.others) names.insert(name);
+    for (const std::string& name : names) {
+      if (value_of(run.others, name) == value_of(other.others, name)) continue;
+      differing.insert(name);
+      if (example_a == nullptr) {
+        example_a = &other;
+        example_b = &run;
+      }
+    }
+  }
+  if (differing.empty()) return absl::OkStatus();
+  std::string listed;
+  std::string example;
+  for (const std::string& name : differing) {
+    std::set<std::string, bool (*)(const std::string&, const std::string&)> values(value_less);
+    for (const UsedRun& run : used) values.insert(value_of(run.others, name));
+    std::vector<std::string> shown(values.begin(), values.end());
+    if (shown.size() > kMaxListed) {
+      const std::size_t more = shown.size() - kMaxListed;
+      shown.resize(kMaxListed);
+      shown.push_back(fmt::format("... ({} more)", more));
+    }
+    listed += fmt::format("{}{} ({})", listed.empty() ? "" : ", ", name, fmt::join(shown, ", "));
+    if (value_of(example_a->others, name) != value_of(example_b->others, name)) {
+      example += fmt::format("{}{}: {} and {}", example.empty() ? "" : "; ", name,
+                             value_of(example_a->others, name), value_of(example_b->others, name));
+    }
+  }
+  const std::string names = fmt::format("{}", fmt::join(differing, ","));
+  const std::string where = paths.size() == 1 ? paths.front() + ": " : std::string();
+  return absl::InvalidArgumentError(fmt::format(
+      "{}the runs at one point differ in {}: as repetitions their values would be averaged into "
+      "one\n"
+      "  (e.g. {} and {} at {}: {})\n"
+      "  fit one model per value: --by {} (Python: by=[...]); model it too: --params {},{};\n"
+      "  or, if its values are repetitions (a seed): --repetition {} (Python: repetitions=[...])",
+      where, listed, example_a->dir, example_b->dir, point_text(selection, *example_a), example,
+      names, fmt::join(selection.parameters, ","), names, names));
+}
+
 }  // namespace
 
 absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
@@ -271,14 +355,18 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
                                          std::vector<std::string>* warnings) {
   absl::StatusOr<Selection> selected = check_selection(selection);
   if (!selected.ok()) return selected.status();
-  absl::StatusOr<std::vector<std::string>> runs = find_runs(paths);
+  absl::StatusOr<std::vector<std::string>> runs = find_run_dirs(paths);
   if (!runs.ok()) return runs.status();
 
   const auto warn = [&](std::string message) {
     if (warnings != nullptr) warnings->push_back(std::move(message));
   };
-  // Repetitions per coordinate.
-  std::map<std::vector<double>, std::vector<double>> points;
+  const auto list_params = [](const std::map<std::string, std::string>& params) {
+    std::set<std::string> names;
+    for (const auto& [key, value] : params) names.insert(key);
+    return names.empty() ? std::string("it has no params") : "its params: " + list_names(names);
+  };
+  std::vector<UsedRun> used;
   std::map<std::string, std::string> seen;  // run id -> directory
   std::size_t skipped = 0;
   std::size_t damaged = 0;
@@ -315,23 +403,33 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
                                  : "was " + std::string(run_status_name(info.status))));
       continue;
     }
-    std::vector<double> coordinate;
+    UsedRun run;
+    run.dir = dir;
+    run.others = info.params;
     for (const std::string& parameter : selection.parameters) {
       const auto param = info.params.find(parameter);
       if (param == info.params.end()) {
-        std::set<std::string> names;
-        for (const auto& [key, value] : info.params) names.insert(key);
-        return absl::InvalidArgumentError(
-            fmt::format("{}: the run has no param \"{}\" ({})", dir, parameter,
-                        names.empty() ? "it has no params" : "its params: " + list_names(names)));
+        return absl::InvalidArgumentError(fmt::format("{}: the run has no param \"{}\" ({})", dir,
+                                                      parameter, list_params(info.params)));
       }
       double value;
       if (detail::parse_number(detail::trim(param->second), &value) != detail::NumberResult::kOk) {
         return absl::InvalidArgumentError(fmt::format(
             "{}: param \"{}\" is \"{}\", not a finite number", dir, parameter, param->second));
       }
-      coordinate.push_back(value);
+      run.coordinate.push_back(value);
+      run.others.erase(parameter);
     }
+    for (const std::string& name : selection.by) {
+      const auto param = info.params.find(name);
+      if (param == info.params.end()) {
+        return absl::InvalidArgumentError(fmt::format("{}: the run has no param \"{}\" (by) ({})",
+                                                      dir, name, list_params(info.params)));
+      }
+      run.group.push_back(param->second);
+      run.others.erase(name);
+    }
+    for (const std::string& name : selection.repetitions) run.others.erase(name);
     absl::StatusOr<double> value = run_value(*reader, *selected, selection);
     // A bad line or an unreadable file is damage; a run without the key is an error.
     if (!value.ok() && !absl::IsInvalidArgument(value.status())) {
@@ -340,23 +438,35 @@ absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
       continue;
     }
     if (!value.ok()) return value.status();
-    points[coordinate].push_back(*value);
+    run.value = *value;
+    used.push_back(std::move(run));
   }
-  if (points.empty()) {
+  if (used.empty()) {
     return absl::FailedPreconditionError(fmt::format(
         "no finished run to measure ({} run{} skipped: still running, failed or killed; {} "
         "damaged)",
         skipped, skipped == 1 ? "" : "s", damaged));
   }
+  if (absl::Status same = check_repetitions(paths, selection, used); !same.ok()) return same;
 
+  // Repetitions per coordinate, per group.
+  std::map<std::vector<std::string>, std::map<std::vector<double>, std::vector<double>>, ValuesLess>
+      groups;
+  for (const UsedRun& run : used) groups[run.group][run.coordinate].push_back(run.value);
   MeasurementSet set;
   set.parameters = selection.parameters;
-  Series series;
-  series.callpath = selected->name;
-  series.metric = selection.stat;
-  for (auto& [coordinate, values] : points)
-    series.points.push_back(Point{coordinate, std::move(values)});
-  set.series.push_back(std::move(series));
+  for (auto& [group, points] : groups) {
+    Series series;
+    series.callpath = selected->name;
+    series.metric = selection.stat;
+    for (std::size_t i = 0; i < selection.by.size(); ++i) {
+      series.group.emplace_back(selection.by[i], group[i]);
+    }
+    for (auto& [coordinate, values] : points) {
+      series.points.push_back(Point{coordinate, std::move(values)});
+    }
+    set.series.push_back(std::move(series));
+  }
   return set;
 }
 

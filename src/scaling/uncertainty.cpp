@@ -13,7 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "scaling/extrap_internal.hpp"
 #include "scaling/svd_solve.hpp"
+#include "trainscope/scaling/modeler.hpp"
 
 namespace trainscope::scaling {
 namespace {
@@ -272,6 +274,71 @@ void set_bands(std::vector<std::vector<double>>* samples, double confidence,
   }
 }
 
+// --- Too few points --------------------------------------------------------
+
+double f_tail(double f, double df) { return detail::f_distribution_upper(f, 1, df); }
+
+// The Student t quantile t with P(|T| > t) = tail, T ~ t(df): bisection on
+// P(T^2 > t^2) = P(F(1, df) > t^2).
+double two_sided_t(double tail, double df) {
+  double lo = 0, hi = 1;
+  while (f_tail(hi * hi, df) > tail && hi < 1e12) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (f_tail(mid * mid, df) > tail ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+// Where the points cannot decide the model (too_few_values), the band is at
+// least least squares' prediction interval of the points around the model:
+//   value +- t_df((1 + confidence) / 2) * s * sqrt(1 + h(x)),
+// s^2 the points' residual sum of squares over df = points - coefficients
+// (the spread the bootstrap of repetitions does not see when the model
+// misses the points), h(x) the leverage of x. With no degree of freedom left
+// the band is unbounded (-inf, inf).
+void widen_for_few_points(const Model& model, const Series& series,
+                          const detail::SvdLeastSquares& ls, const Regressors& regressors,
+                          const BandOptions& options, std::vector<Prediction>* predictions) {
+  const std::size_t n = series.points.size();
+  const std::size_t df = n > ls.rank() ? n - ls.rank() : 0;
+  double rss = 0;
+  for (const Point& p : series.points) {
+    const double residual = measure_of(p.values, options.measure) - model.evaluate(p.coordinate);
+    rss += residual * residual;
+  }
+  const double infinity = std::numeric_limits<double>::infinity();
+  // The least-squares prediction at x is sum_i a_i(x) y_i, a_i(x) the
+  // prediction for the unit vector e_i; h(x) = sum_i a_i(x)^2.
+  std::vector<std::vector<double>> unit_fits(n);
+  std::vector<double> unit(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    unit[i] = 1;
+    unit_fits[i] = ls.solve(unit);
+    unit[i] = 0;
+  }
+  const double t = df > 0 ? two_sided_t(1 - options.confidence, static_cast<double>(df)) : 0;
+  const double s = df > 0 ? std::sqrt(rss / static_cast<double>(df)) : 0;
+  for (std::size_t j = 0; j < predictions->size(); ++j) {
+    Prediction& p = (*predictions)[j];
+    if (!std::isfinite(p.value) || std::isnan(p.lower) || std::isnan(p.upper)) continue;
+    if (df == 0) {
+      p.lower = -infinity;
+      p.upper = infinity;
+      continue;
+    }
+    double leverage = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double a = regressors.predict(unit_fits[i], j);
+      leverage += a * a;
+    }
+    const double half = t * s * std::sqrt(1 + leverage);
+    if (!std::isfinite(half)) continue;
+    p.lower = std::min(p.lower, p.value - half);
+    p.upper = std::max(p.upper, p.value + half);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Prediction>> predict_with_band(
@@ -299,9 +366,12 @@ absl::StatusOr<std::vector<Prediction>> predict_with_band(
     out[j].value = model.evaluate(points[j]);
   }
   Resampler resampler(model, series, options.measure, ls.rank());
-  std::vector<std::vector<double>> samples =
-      bootstrap(ls, Regressors(structure, points), &resampler, out, n, options);
+  const Regressors regressors(structure, points);
+  std::vector<std::vector<double>> samples = bootstrap(ls, regressors, &resampler, out, n, options);
   set_bands(&samples, options.confidence, &out);
+  if (!too_few_values(series, dim).empty()) {
+    widen_for_few_points(model, series, ls, regressors, options, &out);
+  }
   return out;
 }
 

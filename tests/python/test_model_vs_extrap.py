@@ -5,9 +5,10 @@ two and three parameters, several REGION/METRIC blocks, modeler options, measure
 modeled by Extra-P itself (extrap_reference.py, run with the Extra-P venv's python) and
 by `trainscope model --modeler extrap --json`; both must give the same terms (exponents
 per parameter), the same coefficients and constant (1e-6 relative, 1e-9 absolute near
-zero), the same costs (Extra-P's RSS, rRSS, nRSS, SMAPE, AR2, RE; 1e-6 relative) and the
-same predictions. The cases include the point layouts of Extra-P's own tests (complete, cross,
-band, sparse and incomplete matrices; 3 and 4 parameters; data with a break), generated.
+zero), the same costs (Extra-P's RSS, rRSS, nRSS, SMAPE, AR2, RE; 1e-6 relative; a constant's
+AR2 is 0 where Extra-P writes 1) and the same predictions. The cases include the point
+layouts of Extra-P's own tests (complete, cross, band, sparse and incomplete matrices; 3 and
+4 parameters; data with a break), generated.
 
 Where Extra-P's choice is an exact tie (hypotheses with equal costs in exact arithmetic, e.g.
 on a cross), its pick depends on numpy's last bits and the BLAS kernel; extrap_reference.py
@@ -232,6 +233,11 @@ def compare_documents(expected, actual, ties_taken=None):
             model_problems.append(f"constant: Extra-P {e['constant']!r}, trainscope {a.get('constant')!r}")
         for cost, value in e["costs"].items():
             other = (a.get("costs") or {}).get(cost)
+            if cost == "ar2" and not e["terms"] and value == 1 and other == 0 and e["costs"]["rss"] > 0:
+                # A constant that misses the points explains none of their variation: trainscope's
+                # adjusted R^2 is 0 where Extra-P's ConstantHypothesis writes 1 ("TODO: should
+                # this be calculated?"), the one cost that differs on purpose (issue 26).
+                continue
             if not _close(value, other):
                 model_problems.append(f"cost {cost}: Extra-P {value!r}, trainscope {other!r}")
         e_pred = [p["value"] for p in e.get("predictions", [])]

@@ -11,7 +11,7 @@ import pytest
 
 import trainscope
 from trainscope import scaling
-from run_files import trainscope_cli
+from run_files import trainscope_cli, write_run
 
 PS = [1, 2, 4, 8, 16, 32, 64]
 
@@ -382,3 +382,92 @@ def test_parsimony_keeps_a_noisy_constant_constant():
     strong = scaling.parse_extrap_text(_extrap_text(_strong, ps=[2, 4, 8, 16, 32], reps=5, noise=0.03),
                                        "in.txt")
     assert not scaling.fit(strong).is_constant()
+
+
+# --- sweeps: a sweep directory, other params that vary, too few points (issue 26) ---------------
+
+def _sweep(root, batch_sizes=(32, 64, 128), lrs=("0.1", "0.01")):
+    """A sweep directory written by hand: sweep.json and runs/job-N, batch_size x lr; the BATCH
+    time grows with batch_size for lr 0.1 only."""
+    (root / "runs").mkdir(parents=True)
+    (root / "sweep.json").write_text("{}")
+    n = 0
+    for bs in batch_sizes:
+        for lr in lrs:
+            n += 1
+            write_run(root / "runs" / f"job-{n}", run_id=f"{n:032x}",
+                      params={"batch_size": str(bs), "lr": lr}, keys=(("BATCH", "CPU"),),
+                      scale=bs / 32 if lr == "0.1" else 1.0, seed=n)
+    return root
+
+
+def _model(*args):
+    return subprocess.run([trainscope_cli(), "model", *map(str, args)], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_model_takes_a_sweep_directory_and_refuses_params_that_vary_at_a_point(tmp_path):
+    sweep = _sweep(tmp_path / "sweep")
+    done = _model("--params", "batch_size", sweep)
+    assert done.returncode == 1, done.stdout
+    assert "not a run" not in done.stderr  # the sweep's runs/ were found
+    assert "the runs at one point differ in lr (0.01, 0.1)" in done.stderr, done.stderr
+    assert "--by lr" in done.stderr and "--repetition lr" in done.stderr
+    assert "--params batch_size,lr" in done.stderr
+
+    by = _model("--params", "batch_size", "--by", "lr", "--json", sweep)
+    assert by.returncode == 0, by.stderr
+    models = json.loads(by.stdout)["models"]
+    assert [m["group"] for m in models] == [{"lr": "0.01"}, {"lr": "0.1"}]
+    assert [m["points"] for m in models] == [3, 3]
+    text = _model("--params", "batch_size", "--by", "lr", sweep)
+    assert "BATCH / mean [lr=0.1]  (3 points, 3 values" in text.stdout, text.stdout
+
+    same = _model("--params", "batch_size", "--repetition", "lr", "--json", sweep)
+    assert same.returncode == 0, same.stderr
+    (model,) = json.loads(same.stdout)["models"]
+    assert model["group"] == {} and model["values"] == 6
+
+
+@pytest.mark.usefixtures("no_inherited_run")
+def test_read_runs_by_and_repetitions(tmp_path):
+    sweep = _sweep(tmp_path / "sweep")
+    with pytest.raises(ValueError, match=r"differ in lr \(0.01, 0.1\)"):
+        scaling.read_runs(sweep, scaling.RunSelection(parameters=["batch_size"]))
+    ms = scaling.read_runs(sweep, scaling.RunSelection(parameters=["batch_size"], by=["lr"]))
+    assert [s.group for s in ms.series] == [{"lr": "0.01"}, {"lr": "0.1"}]
+    assert "group={'lr': '0.1'}" in repr(ms.series[1])
+    with pytest.raises(ValueError, match="one per group"):
+        scaling.fit(ms)
+    for series in ms.series:
+        assert scaling.fit(ms.parameters, series).too_few_points
+    one = scaling.read_runs(sweep, scaling.RunSelection(parameters=["batch_size"],
+                                                        repetitions=["lr"]))
+    assert len(one.series) == 1 and sum(len(p.values) for p in one.series[0].points) == 6
+    assert scaling.RunSelection(by=["lr"]).by == ["lr"]
+
+
+def test_too_few_points_say_so_and_the_band_reflects_it(tmp_path):
+    # The issue's case: 3 batch sizes (lr taken as repetitions on purpose) fall back to a
+    # constant that misses the points (SMAPE 32%); it printed "adj. R^2 1" and a tight band.
+    sweep = _sweep(tmp_path / "sweep")
+    args = ["--params", "batch_size", "--repetition", "lr", "--predict", "batch_size=256", sweep]
+    text = _model(*args)
+    assert text.returncode == 0, text.stderr
+    assert "caution: too few points to tell how the value scales with batch_size" in text.stdout
+    assert "adj. R^2 0 (a constant explains no variation)" in text.stdout, text.stdout
+    done = _model("--json", *args)
+    (model,) = json.loads(done.stdout)["models"]
+    assert model["too_few_points"] is True and model["terms"] == []
+    assert model["costs"]["ar2"] == 0
+    assert model["warnings"][0].startswith("too few points")
+    (prediction,) = model["predictions"]
+    # The band holds every measured point's mean (the constant explains none of them).
+    selection = scaling.RunSelection(parameters=["batch_size"], repetitions=["lr"])
+    series = scaling.read_runs(sweep, selection).series[0]
+    means = [sum(p.values) / len(p.values) for p in series.points]
+    assert prediction["lower"] < min(means) and prediction["upper"] > max(means), (prediction, means)
+    fitted = scaling.fit(scaling.read_runs(sweep, selection))
+    assert fitted.too_few_points and "Extra-P's rule" in fitted.warnings[0]
+    (band,) = scaling.predict_with_band(fitted, series, [[256]])
+    assert band.lower < min(means) and band.upper > max(means)

@@ -53,6 +53,8 @@ void ExpectSameDocument(const ModelDocument& a, const ModelDocument& b) {
     const ModeledSeries& y = b.models[m];
     EXPECT_EQ(x.callpath, y.callpath);
     EXPECT_EQ(x.metric, y.metric);
+    EXPECT_EQ(x.group, y.group);
+    EXPECT_EQ(x.model.too_few_points, y.model.too_few_points);
     EXPECT_EQ(x.model.parameters, y.model.parameters);
     EXPECT_TRUE(same(x.model.constant, y.model.constant));
     ASSERT_EQ(x.model.terms.size(), y.model.terms.size());
@@ -115,6 +117,8 @@ ModelDocument HandMadeDocument() {
   s.model.terms = {a, b};
   s.model.costs = {0.25, 0.01, 1e-3, 1.5, std::numeric_limits<double>::quiet_NaN(), 0.02};
   s.model.warnings = {"fewer than 5 points"};
+  s.model.too_few_points = true;
+  s.group = {{"lr", "0.1"}, {"optimizer", "adam"}};
   s.predictions = {Prediction{{256, 32}, 1.5, 1.25, 1.75},
                    Prediction{{512, 64}, 2.0, std::numeric_limits<double>::quiet_NaN(), 3}};
   s.measured_scaling = {ScalingView{4, 10, 1, 1, 40}, ScalingView{8, 6, 10.0 / 6, 10.0 / 12, 48}};
@@ -230,6 +234,36 @@ TEST(ModelDocument, AnErrorNamesTheFileAndTheKey) {
               StartsWith("m.json: not a JSON document: "));
   EXPECT_EQ(error_of(parse_model_document("[]", "m.json")),
             "m.json: expected an object, got an array");
+}
+
+// "group" and "too_few_points" (issue 26) came after the first documents:
+// one without them reads as no group and enough points; their order is kept.
+TEST(ModelDocument, GroupAndTooFewPointsRoundTripAndOldDocumentsStillRead) {
+  const ModelDocument doc = HandMadeDocument();
+  const nlohmann::json j = nlohmann::json::parse(model_document_json(doc));
+  EXPECT_EQ(j["models"][0]["group"].dump(), R"({"lr":"0.1","optimizer":"adam"})");
+  EXPECT_EQ(j["models"][0]["too_few_points"], true);
+  EXPECT_EQ(j["models"][1]["group"], nlohmann::json::object());
+  EXPECT_EQ(j["models"][1]["too_few_points"], false);
+
+  nlohmann::json old = j;
+  for (nlohmann::json& m : old["models"]) {
+    m.erase("group");
+    m.erase("too_few_points");
+  }
+  absl::StatusOr<ModelDocument> back = parse_model_document(old.dump(), "old.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->models[0].group.empty());
+  EXPECT_FALSE(back->models[0].model.too_few_points);
+
+  const nlohmann::json number = 3;
+  EXPECT_EQ(error_of(parse_model_document(Edited("/models/0/group/lr", &number), "m.json")),
+            "m.json: models[0].group.lr: expected a string, got a number");
+  EXPECT_EQ(error_of(parse_model_document(Edited("/models/0/group", &number), "m.json")),
+            "m.json: models[0].group: expected an object, got a number");
+  const nlohmann::json text = "yes";
+  EXPECT_EQ(error_of(parse_model_document(Edited("/models/0/too_few_points", &text), "m.json")),
+            "m.json: models[0].too_few_points: expected a boolean, got a string");
 }
 
 // Strong scaling, t = 2 + 100 / p with a little noise, at p = 2 .. 64.
@@ -394,6 +428,46 @@ TEST(ModelStudy, PlotsGoToOnePathPerSeries) {
   EXPECT_THAT(study->failures[0], StartsWith("plot " + tmp.file("no/such/dir/plot-1.svg") + ": "));
 }
 
+// Issue 26: one model per group (read_runs with `by`), each named by its
+// group; a fit on 3 points says so first and shows no perfect adj. R^2.
+TEST(ModelStudy, GroupsAreModeledAndNamedAndTooFewPointsAreSaid) {
+  MeasurementSet set;
+  set.parameters = {"batch_size"};
+  for (const char* lr : {"0.01", "0.1"}) {
+    Series s;
+    s.callpath = "BATCH";
+    s.metric = "mean";
+    s.group = {{"lr", lr}};
+    s.points = {{{32}, {0.01, 0.02}}, {{64}, {0.012, 0.025}}, {{128}, {0.04, 0.01}}};
+    set.series.push_back(s);
+  }
+  ModelStudyOptions options;
+  options.predict = {{{"batch_size", 256}}};
+  absl::StatusOr<ModelStudy> study = study_measurements(set, options);
+  ASSERT_TRUE(study.ok()) << study.status();
+  ASSERT_EQ(study->document.models.size(), 2u);
+  EXPECT_EQ(study->document.models[1].group,
+            (std::vector<std::pair<std::string, std::string>>{{"lr", "0.1"}}));
+  const ModeledSeries& first = study->document.models[0];
+  EXPECT_TRUE(first.model.too_few_points);
+  ASSERT_TRUE(first.model.is_constant()) << first.model.formula();
+  EXPECT_EQ(first.model.costs.ar2, 0);
+  // The band holds the points' means (0.015, 0.0185, 0.025) that the constant misses.
+  ASSERT_EQ(first.predictions.size(), 1u);
+  EXPECT_LT(first.predictions[0].lower, 0.015);
+  EXPECT_GT(first.predictions[0].upper, 0.025);
+
+  const std::string text = format_model_study(*study, options);
+  EXPECT_THAT(text, HasSubstr("BATCH / mean [lr=0.01]  (3 points, 6 values, modeler trainscope)\n"
+                              "  model:   "));
+  EXPECT_THAT(text, HasSubstr("BATCH / mean [lr=0.1]  (3 points"));
+  EXPECT_THAT(text, HasSubstr("  caution: too few points to tell how the value scales with "
+                              "batch_size (3 distinct values: 32, 64, 128)"));
+  EXPECT_THAT(text, HasSubstr("adj. R^2 0 (a constant explains no variation)"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("adj. R^2 1 ")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("warning: too few points")));  // said once
+}
+
 TEST(ModelStudy, InputsAreRunDirectoriesOrOneExtrapFile) {
   testing::TempDir tmp;
   ModelStudyOptions options;
@@ -405,6 +479,10 @@ TEST(ModelStudy, InputsAreRunDirectoriesOrOneExtrapFile) {
   EXPECT_THAT(error_of(model_study(options)), HasSubstr("give one Extra-P measurement file"));
   options.inputs = {tmp.file("missing.txt")};
   EXPECT_THAT(error_of(model_study(options)), HasSubstr("missing.txt"));
+  options.inputs = {tmp.file("b.txt")};
+  options.runs.by = {"lr"};
+  EXPECT_THAT(error_of(model_study(options)),
+              HasSubstr("b.txt: --by and --repetition name run params"));
 }
 
 }  // namespace

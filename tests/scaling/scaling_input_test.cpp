@@ -645,6 +645,7 @@ TEST_F(RunInput, OnePointPerParamValueWithRunsAsRepetitions) {
   record_sweep();
   RunSelection selection;
   selection.parameters = {"p"};
+  selection.repetitions = {"seed"};  // the runs at one p differ in their seed only
   selection.what = "metric:loss";
   selection.stat = "mean";
   selection.ranks = RankAggregation::kMean;
@@ -702,6 +703,7 @@ TEST_F(RunInput, RegionStatisticsOverEveryRank) {
 
   // The mean duration of the slowest rank, as the durations stored say.
   selection.parameters = {"p"};
+  selection.repetitions = {"seed"};
   selection.stat = "mean";
   selection.ranks = RankAggregation::kMax;
   set = read_runs({runs() + "/" + fmt_name(2, 0), runs() + "/" + fmt_name(2, 1)}, selection);
@@ -802,11 +804,25 @@ TEST_F(RunInput, BadPathsAndSelections) {
   selection.parameters = {"p"};
   EXPECT_EQ(error_of(read_runs({(root_ / "nope").string()}, selection)),
             (root_ / "nope").string() + ": no such run directory");
-  fs::create_directories(root_ / "empty");
-  EXPECT_EQ(error_of(read_runs({(root_ / "empty").string()}, selection)),
-            (root_ / "empty").string() +
-                ": not a run directory (no run.json) and no run directory in it");
+  const std::string empty = (root_ / "empty").string();
+  fs::create_directories(empty);
+  EXPECT_EQ(error_of(read_runs({empty}, selection)),
+            empty + ": not a run (no run.json), and neither " + empty + " nor " + empty +
+                "/runs has a run directory");
   EXPECT_EQ(error_of(read_runs({}, selection)), "no run directories given");
+
+  RunSelection twice = selection;
+  twice.by = {"p"};
+  EXPECT_EQ(error_of(read_runs({runs()}, twice)),
+            "param \"p\" is both a model parameter and in by");
+  twice = selection;
+  twice.by = {"lr"};
+  twice.repetitions = {"lr"};
+  EXPECT_EQ(error_of(read_runs({runs()}, twice)), "param \"lr\" is both in by and in repetitions");
+  twice = selection;
+  twice.by = {"lr"};
+  EXPECT_EQ(error_of(read_runs({runs()}, twice)),
+            runs() + "/only: the run has no param \"lr\" (by) (its params: \"p\")");
 
   RunSelection bad = selection;
   bad.parameters = {};
@@ -821,6 +837,102 @@ TEST_F(RunInput, BadPathsAndSelections) {
   bad = selection;
   bad.device = "tpu";
   EXPECT_THAT(error_of(read_runs({runs()}, bad)), StartsWith("unknown device \"tpu\""));
+}
+
+// A sweep directory (or a stalls analysis) holds its runs in runs/: read
+// through it as `trainscope report` reads it.
+TEST_F(RunInput, ASweepDirectoryIsReadThroughItsRunsFolder) {
+  record_sweep();
+  std::ofstream(root_ / "sweep.json") << "{}";
+  RunSelection selection;
+  selection.parameters = {"p"};
+  selection.repetitions = {"seed"};
+  selection.what = "metric:loss";
+  absl::StatusOr<MeasurementSet> set = read_runs({root_.string()}, selection);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_EQ(set->series.size(), 1u);
+  EXPECT_EQ(coordinates(set->series[0]), (std::vector<std::vector<double>>{{1}, {2}, {4}}));
+  EXPECT_THAT(set->series[0].points[0].values, ElementsAre(101.5, 111.5));
+}
+
+// p = 1, 2, 4 crossed with lr = 0.1, 0.01 (the loss is 100 p, plus 1000 for
+// lr 0.01), seed 7 everywhere.
+class RunInputCross : public RunInput {
+ protected:
+  void record_cross() {
+    for (int p : {1, 2, 4}) {
+      for (const char* lr : {"0.1", "0.01"}) {
+        record("p" + std::to_string(p) + "-lr" + lr,
+               {{"p", std::to_string(p)}, {"lr", lr}, {"seed", "7"}},
+               100.0 * p + (std::string(lr) == "0.01" ? 1000 : 0), 1);
+      }
+    }
+  }
+};
+
+TEST_F(RunInputCross, RunsAtOnePointThatDifferInAnotherParamAreRefusedNamingIt) {
+  record_cross();
+  RunSelection selection;
+  selection.parameters = {"p"};
+  selection.what = "metric:loss";
+  const absl::StatusOr<MeasurementSet> set = read_runs({runs()}, selection);
+  EXPECT_TRUE(absl::IsInvalidArgument(set.status())) << set.status();
+  EXPECT_EQ(error_of(set),
+            runs() +
+                ": the runs at one point differ in lr (0.01, 0.1): as repetitions their values "
+                "would be averaged into one\n"
+                "  (e.g. " +
+                runs() + "/p1-lr0.01 and " + runs() +
+                "/p1-lr0.1 at p=1: lr: 0.01 and 0.1)\n"
+                "  fit one model per value: --by lr (Python: by=[...]); model it too: --params "
+                "p,lr;\n"
+                "  or, if its values are repetitions (a seed): --repetition lr (Python: "
+                "repetitions=[...])");
+}
+
+TEST_F(RunInputCross, ByGivesOneSeriesPerValueWithItsGroup) {
+  record_cross();
+  RunSelection selection;
+  selection.parameters = {"p"};
+  selection.by = {"lr"};
+  selection.what = "metric:loss";
+  selection.stat = "mean";
+  absl::StatusOr<MeasurementSet> set = read_runs({runs()}, selection);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_EQ(set->series.size(), 2u);
+  // Sorted as numbers: 0.01 before 0.1.
+  using Group = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(set->series[0].group, (Group{{"lr", "0.01"}}));
+  EXPECT_EQ(set->series[1].group, (Group{{"lr", "0.1"}}));
+  for (const Series& series : set->series) {
+    EXPECT_EQ(series.callpath, "loss");
+    EXPECT_EQ(coordinates(series), (std::vector<std::vector<double>>{{1}, {2}, {4}}));
+  }
+  EXPECT_THAT(set->series[0].points[0].values, ElementsAre(1101.5));
+  EXPECT_THAT(set->series[1].points[2].values, ElementsAre(401.5));
+
+  // Naming lr a repetition averages the two as one point, on purpose.
+  selection.by = {};
+  selection.repetitions = {"lr"};
+  set = read_runs({runs()}, selection);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_EQ(set->series.size(), 1u);
+  EXPECT_TRUE(set->series[0].group.empty());
+  EXPECT_THAT(set->series[0].points[0].values, ElementsAre(1101.5, 101.5));
+}
+
+TEST_F(RunInputCross, AParamSetInSomeRunsOnlyDiffers) {
+  record("a", {{"p", "1"}}, 1, 1);
+  record("b", {{"p", "1"}, {"note", "x"}}, 2, 1);
+  RunSelection selection;
+  selection.parameters = {"p"};
+  selection.what = "metric:loss";
+  EXPECT_THAT(error_of(read_runs({runs()}, selection)), HasSubstr("differ in note ((unset), x)"));
+  // A param that differs only between points is no repetition problem.
+  record("c", {{"p", "2"}, {"note", "y"}}, 3, 1);
+  EXPECT_TRUE(read_runs({runs() + "/a", runs() + "/c"}, selection).ok());
+  selection.repetitions = {"note"};
+  EXPECT_TRUE(read_runs({runs()}, selection).ok());
 }
 
 }  // namespace

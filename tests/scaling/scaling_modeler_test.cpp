@@ -194,6 +194,46 @@ TEST(ExtrapModeler, FewerThanFivePointsWarnsAsExtraP) {
   EXPECT_THAT(m.warnings.front(), HasSubstr("at least 5"));
 }
 
+// Issue 26: 3 points fell back to a constant printed with "adj. R^2 1" and
+// Extra-P's jargon only. A fit on fewer than 5 distinct values of a parameter
+// is marked and says so first, in plain words; a constant that misses the
+// points has an adjusted R^2 of 0.
+TEST(ScalingModel, TooFewPointsSaysSoInPlainWords) {
+  // Time that may grow with batch size, too noisily for 3 points to tell.
+  sc::Series s;
+  s.points = {{{32}, {0.01, 0.02}}, {{64}, {0.012, 0.025}}, {{128}, {0.04, 0.01}}};
+  for (const sc::ModelOptions& options : {sc::ModelOptions{}, extrap()}) {
+    const sc::Model m = fit_ok({"batch_size"}, s, options);
+    EXPECT_TRUE(m.too_few_points) << m.formula();
+    ASSERT_FALSE(m.warnings.empty());
+    EXPECT_THAT(m.warnings.front(),
+                HasSubstr("too few points to tell how the value scales with batch_size (3 "
+                          "distinct values: 32, 64, 128)"));
+    EXPECT_THAT(m.warnings.front(), HasSubstr("at least 5"));
+    EXPECT_THAT(m.warnings.front(), HasSubstr("Measure 2 more values of batch_size"));
+    for (const std::string& w : m.warnings) {
+      EXPECT_THAT(w, ::testing::Not(HasSubstr("Number of measurements"))) << w;
+    }
+    if (m.is_constant()) {
+      EXPECT_THAT(m.warnings.front(), HasSubstr("explains none of their variation"));
+      EXPECT_EQ(m.costs.ar2, 0) << "a constant that misses the points explains nothing";
+    }
+  }
+  // The default modeler keeps the constant here (the F-test against the
+  // repetitions' spread): the case of the issue.
+  EXPECT_TRUE(fit_ok({"batch_size"}, s).is_constant());
+
+  // Five values are enough; a constant on points that do not vary fits them all.
+  const sc::Model enough = fit_ok({"p"}, series_1d(kRanks, [](double p) { return 1 + p; }));
+  EXPECT_FALSE(enough.too_few_points);
+  const sc::Model flat = fit_ok({"p"}, series_1d(kRanks, [](double) { return 3.0; }));
+  EXPECT_TRUE(flat.is_constant());
+  EXPECT_FALSE(flat.too_few_points);
+  EXPECT_EQ(flat.costs.ar2, 1);
+  EXPECT_THAT(sc::too_few_values(series_1d({1, 2, 2, 4}, [](double) { return 1.0; }), 1),
+              ::testing::ElementsAre(::testing::Pair(0, ::testing::ElementsAre(1, 2, 4))));
+}
+
 TEST(ExtrapModeler, BadSeriesAreErrorsNamingTheProblem) {
   sc::Series s = series_1d(kRanks, [](double p) { return p; });
   s.points[1].coordinate = {1, 2};

@@ -283,6 +283,52 @@ TEST(BandTest, ConstantModelRefitsOnlyTheConstant) {
   EXPECT_LE((*band)[0].upper, 12);
 }
 
+// Issue 26: a constant fitted to 3 points that it misses was predicted with a
+// band as tight as the repetitions. With fewer than 5 distinct values of a
+// parameter the band is at least the prediction interval of the points
+// around the model: value +- t(df) * s * sqrt(1 + h), here a constant (h =
+// 1/n, df = n - 1 = 2, t_0.95(2) = 2.919986).
+TEST(BandTest, TooFewPointsGiveAtLeastThePredictionIntervalOfTheirSpread) {
+  Series s;
+  s.points.push_back({{32}, {0.0100, 0.0101, 0.0099}});
+  s.points.push_back({{64}, {0.0200, 0.0201, 0.0199}});
+  s.points.push_back({{128}, {0.0400, 0.0401, 0.0399}});
+  Model m;
+  m.parameters = {"batch_size"};
+  m.constant = 0.07 / 3;  // the points' mean
+  auto band = predict_with_band(m, s, At({64, 256}));
+  ASSERT_TRUE(band.ok()) << band.status();
+  const double sd = std::sqrt((std::pow(0.01 - m.constant, 2) + std::pow(0.02 - m.constant, 2) +
+                               std::pow(0.04 - m.constant, 2)) /
+                              2);
+  const double half = 2.919986 * sd * std::sqrt(1 + 1.0 / 3);
+  for (const Prediction& p : *band) {
+    EXPECT_NEAR(p.lower, m.constant - half, 1e-6 * half) << p.coordinate[0];
+    EXPECT_NEAR(p.upper, m.constant + half, 1e-6 * half) << p.coordinate[0];
+  }
+  // The repetitions alone say +-0.0001: that band would not hold 0.01 or 0.04.
+  EXPECT_LT((*band)[0].lower, 0.01);
+  EXPECT_GT((*band)[0].upper, 0.04);
+
+  // As many coefficients as points: no degree of freedom left, no bound.
+  Model quadratic = InverseModel(0.01, 0.0);
+  quadratic.terms[0].factors[0].poly = Exponent::Fraction(1, 1);
+  Term square;
+  square.factors.push_back(Factor{0, Exponent::Fraction(2, 1), Exponent{}});
+  quadratic.terms.push_back(square);
+  auto open = predict_with_band(quadratic, s, At({256}));
+  ASSERT_TRUE(open.ok()) << open.status();
+  EXPECT_EQ((*open)[0].lower, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*open)[0].upper, std::numeric_limits<double>::infinity());
+
+  // Five values: the bootstrap band alone, as before.
+  s.points.push_back({{256}, {0.0800, 0.0801, 0.0799}});
+  s.points.push_back({{512}, {0.1600, 0.1601, 0.1599}});
+  auto enough = predict_with_band(m, s, At({64}));
+  ASSERT_TRUE(enough.ok()) << enough.status();
+  EXPECT_LT((*enough)[0].upper - (*enough)[0].lower, 0.01);
+}
+
 TEST(BandTest, OtherMeasuresAreBootstrappedToo) {
   const Series s = Simulate(9, 5);
   BandOptions options;

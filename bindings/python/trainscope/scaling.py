@@ -15,7 +15,11 @@ The same API as C++ (include/trainscope/scaling/), same names and results::
     open("epoch.svg", "w").write(scaling.render_svg(model, series))
 
 Inputs: parse_extrap_text / parse_extrap_json / parse_extrap_jsonl (a str),
-read_extrap_file (a path), read_runs (run directories). Modeling: fit
+read_extrap_file (a path), read_runs (a run, a directory of runs, a sweep
+directory; RunSelection(by=["lr"]) for one series per value of lr, each with
+its Series.group, repetitions=["seed"] for params whose values are
+repetitions; runs at one point that differ in another param raise
+ValueError, as `trainscope model` refuses them). Modeling: fit
 (trainscope's modeler: Extra-P's search plus negative exponents, or
 ModelOptions(modeler="extrap") for Extra-P 4.2.5 exactly) and fit_extrap.
 Both take (parameters, series, options) as in C++, or (measurements,
@@ -39,7 +43,11 @@ Conventions:
 * Warnings: read_runs reports skipped runs (still RUNNING, failed, given
   twice) with warnings.warn(..., TrainscopeWarning), one per run, and returns
   the MeasurementSet as in C++. A model's own warnings (too few points, a
-  non-physical extrapolation, ...) are in Model.warnings, not emitted.
+  non-physical extrapolation, ...) are in Model.warnings, not emitted. With
+  fewer than 5 distinct values of a parameter, Model.too_few_points is True,
+  Model.warnings[0] says so in words and predict_with_band's band is at least
+  the points' prediction interval (unbounded, -inf/inf, with no degree of
+  freedom left).
 * Model.python() is a Python expression of the parameter names; evaluate it
   with ``from math import log2`` in scope.
 """

@@ -5,6 +5,7 @@
 #define TRAINSCOPE_SCALING_MEASUREMENT_SET_HPP_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -22,6 +23,9 @@ struct Series {
   std::string callpath;
   std::string metric;
   std::vector<Point> points;
+  // The values of the params this series is one group of (read_runs with
+  // RunSelection::by: {{"lr", "0.1"}}), in `by` order; empty otherwise.
+  std::vector<std::pair<std::string, std::string>> group;
 };
 
 // A point given twice for one series where Extra-P counts each as a

@@ -38,6 +38,9 @@ struct Term {
 
 // Extra-P's cost figures. For the single-parameter modeler with
 // cross-validation they are the leave-one-out values, as Extra-P reports them.
+// A constant model explains none of the variation between points: its ar2 is
+// 0 with the trainscope modeler (1 when the points do not vary at all), and 1
+// with kExtrap, which reproduces Extra-P (its ConstantHypothesis sets AR2 = 1).
 struct ModelCosts {
   double rss = 0;
   double rrss = 0;
@@ -55,6 +58,11 @@ struct Model {
   // What the modeler wants the user to know (too few points, log terms
   // dropped because a parameter value is below 1, ...).
   std::vector<std::string> warnings;
+  // The points cannot decide the model: a parameter has fewer distinct values
+  // than a fit of its exponent needs (kMinDistinctValues, Extra-P's rule).
+  // fit() then says so in plain words as the first warning, and
+  // predict_with_band widens the band to the points' spread (uncertainty.hpp).
+  bool too_few_points = false;
 
   double evaluate(absl::Span<const double> coordinate) const noexcept;
   bool is_constant() const noexcept { return terms.empty(); }

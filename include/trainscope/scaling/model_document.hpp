@@ -6,6 +6,9 @@
 //
 //   {"parameters": ["p"], "modeler": "trainscope",
 //    "models": [{"callpath": "main", "metric": "time",
+//                "group": {"lr": "0.1"},           // the `by` values; {} without
+//                "points": 5, "values": 15,        // what the fit used
+//                "too_few_points": false,          // Model::too_few_points
 //                "formula": "...", "python": "...", "cpp": "...",  // derived
 //                "identifiers": {"p": "p"},                        // derived
 //                "constant": 1.5,
@@ -17,7 +20,9 @@
 //                "scaling": {"measured": [VIEW...], "model": [VIEW...]}}]}  // only with views
 //
 // VIEW is {"resource", "time", "speedup", "efficiency", "cost"}. A number that
-// is not finite is written as null (and read back as NaN). formula, python,
+// is not finite is written as null (and read back as NaN; a band's unbounded
+// end, +-inf, is null too). "group", "points", "values" and "too_few_points"
+// came later: a document without them reads as {}, 0, 0 and false. formula, python,
 // cpp and identifiers are derived from the terms (Model::formula(), ...): the
 // reader does not read them.
 #ifndef TRAINSCOPE_SCALING_MODEL_DOCUMENT_HPP_
@@ -25,6 +30,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +45,8 @@ namespace trainscope::scaling {
 struct ModeledSeries {
   std::string callpath;
   std::string metric;
+  // The group this series is of (Series::group: `--by lr`), empty otherwise.
+  std::vector<std::pair<std::string, std::string>> group;
   Model model;  // model.parameters are the document's parameters
   std::vector<Prediction> predictions;
   // Against a scaling parameter (derived.hpp); both empty without one.

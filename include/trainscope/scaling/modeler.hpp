@@ -6,8 +6,10 @@
 #ifndef TRAINSCOPE_SCALING_MODELER_HPP_
 #define TRAINSCOPE_SCALING_MODELER_HPP_
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,6 +48,17 @@ struct ModelOptions {
   double significance = 0.05;
 };
 
+// Extra-P's rule: a fit of a parameter's exponent needs measurements at at
+// least 5 distinct values of it ("Number of measurements for a parameter
+// needs to be at least 5 in order to create a performance model").
+inline constexpr std::size_t kMinDistinctValues = 5;
+
+// Per parameter (0 .. parameters - 1) of `series`, its distinct values when
+// there are fewer than kMinDistinctValues of them (sorted); parameters with
+// enough values are left out. Empty: the points are enough.
+std::vector<std::pair<int, std::vector<double>>> too_few_values(const Series& series,
+                                                                std::size_t parameters);
+
 // fit and fit_series fit the same model to the same points; they differ in
 // what they know of the input the series came from:
 // - fit(parameters, series) sees the series alone and models the points it
@@ -60,7 +73,11 @@ struct ModelOptions {
 // directories) both return the same model.
 
 // Fits one series. Errors (with the reason): no points, dimension mismatch,
-// non-finite values, fewer distinct values of a parameter than a model needs.
+// non-finite values, fewer than 3 distinct values of a parameter (any curve
+// fits). With 3 or 4 (too_few_values), the model is made but marked
+// (Model::too_few_points) and its first warning says in plain words that the
+// points cannot tell how the value scales (Extra-P's own "at least 5" warning
+// is replaced by it).
 absl::StatusOr<Model> fit(const std::vector<std::string>& parameters, const Series& series,
                           const ModelOptions& options = {});
 

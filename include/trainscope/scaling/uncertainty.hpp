@@ -1,6 +1,13 @@
 // Prediction bands from the spread of repetitions: a bootstrap that resamples
 // each point's repetitions (or, with one repetition per point, the residuals)
-// and refits the chosen model's coefficients.
+// and refits the chosen model's coefficients. Where the points cannot decide
+// the model (a parameter with fewer than 5 distinct values: too_few_values,
+// Model::too_few_points) the band is also at least least squares' prediction
+// interval of the points around the model, value +- t * s * sqrt(1 + h(x))
+// (s^2 = RSS / df, df = points - coefficients, t the Student quantile of df
+// degrees of freedom, h the leverage of x), and unbounded (-inf, inf) when no
+// degree of freedom is left: a constant that misses 3 points is no tight
+// prediction.
 #ifndef TRAINSCOPE_SCALING_UNCERTAINTY_HPP_
 #define TRAINSCOPE_SCALING_UNCERTAINTY_HPP_
 
@@ -24,8 +31,8 @@ struct BandOptions {
 struct Prediction {
   std::vector<double> coordinate;
   double value = 0;  // the model at coordinate
-  double lower = 0;  // band, from the bootstrap distribution
-  double upper = 0;
+  double lower = 0;  // band, from the bootstrap distribution (with too few points
+  double upper = 0;  // at least the prediction interval; -inf/inf: unbounded)
 };
 
 // Predictions of `model` (fitted to `series`) at `points`, each with its band.
