@@ -456,7 +456,7 @@ absl::StatusOr<std::string> filter_column(std::string_view name, std::string_vie
     if (column == "id") column = "run_id";
   }
   if (is_attribute(column)) return column;
-  for (std::string_view prefix : {"params.", "tags.", "metrics."}) {
+  for (std::string_view prefix : {"params.", "tags.", "regions.", "metrics."}) {
     if (absl::StartsWith(column, absl::string_view(prefix.data(), prefix.size())) &&
         column.size() > prefix.size() && !is_space(decode(column, prefix.size()).value)) {
       return column;
@@ -467,7 +467,7 @@ absl::StatusOr<std::string> filter_column(std::string_view name, std::string_vie
                          absl::StrJoin(
                              std::begin(kRunFilterAttributes), std::end(kRunFilterAttributes), ", ",
                              [](std::string* out, std::string_view name) { out->append(name); }),
-                         ", params.<k>, tags.<k>, metrics.<KEY>.<stat>)"));
+                         ", params.<k>, tags.<k>, regions.<KEY>.<stat>, metrics.<k>)"));
 }
 
 // Python's float() of a str: its white space and decimal digits (of any
@@ -745,7 +745,8 @@ bool clause_matches(const RunFilterClause& clause, const std::string& value) {
     const std::optional<double> number = py_float(value);
     return number && !std::isnan(*number) && compare(*number, clause.op, clause.number);
   }
-  if (clause.column == "duration_s" || absl::StartsWith(clause.column, "metrics.")) {
+  if (clause.column == "duration_s" || absl::StartsWith(clause.column, "regions.") ||
+      absl::StartsWith(clause.column, "metrics.")) {
     const std::optional<double> number = py_float(value);
     if (number && std::isnan(*number)) return false;
   }

@@ -110,7 +110,7 @@ def test_a_corrupt_summary_is_skipped_with_a_warning_and_the_run_stays_readable(
     assert run.summaries.empty
     with pytest.warns(trainscope.TrainscopeWarning, match=r"summary-0.json.*skipped"):
         frame = trainscope.search_runs(run_dir)
-    assert len(frame) == 1 and math.isnan(frame["metrics.BATCH.median"][0])
+    assert len(frame) == 1 and math.isnan(frame["regions.BATCH.median"][0])
 
 
 def _four_runs(root):

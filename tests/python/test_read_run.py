@@ -174,7 +174,7 @@ def test_search_runs_takes_any_numeric_time_stats_field(two_rank_run):
     runs = trainscope.search_runs(two_rank_run, keys=["BATCH"], stat="warmup_excluded")
     files = [_json(os.path.join(two_rank_run, f"summary-{rank}.json"))["entries"][0]
              for rank in (0, 1)]
-    assert list(runs["metrics.BATCH.warmup_excluded"]) == [
+    assert list(runs["regions.BATCH.warmup_excluded"]) == [
         sum(entry["warmup_excluded"] for entry in files) / 2]
     with pytest.raises(ValueError, match="unknown statistic 'approximate'"):
         trainscope.search_runs(two_rank_run, stat="approximate")
@@ -394,8 +394,8 @@ def test_search_runs_gives_one_row_per_run_newest_first(runs_root):
     frame = trainscope.search_runs(runs_root)
     assert list(frame.columns) == [
         "run_id", "name", "experiment", "status", "start_time", "end_time", "duration_s",
-        "world_size", "dir", "params.batch size", "params.lr", "tags.team", "metrics.BATCH.median",
-        "metrics.EPOCH.median"]
+        "world_size", "dir", "params.batch size", "params.lr", "tags.team", "regions.BATCH.median",
+        "regions.EPOCH.median"]
     assert list(frame["run_id"]) == ["a" * 32, "b" * 32, "c" * 32]
     assert list(frame["status"]) == ["FINISHED", "FAILED", "KILLED"]
     assert list(frame["params.lr"]) == ["0.1", "0.2", "0.1"]
@@ -403,12 +403,42 @@ def test_search_runs_gives_one_row_per_run_newest_first(runs_root):
         True, True]
     assert list(frame["duration_s"]) == [10.0, 10.0, 10.0]
     assert list(frame["world_size"]) == [2, 1, 1]
-    batch = frame["metrics.BATCH.median"].tolist()
+    batch = frame["regions.BATCH.median"].tolist()
     assert batch[:2] == [2.0, 5.0] and pd.isna(batch[2])  # mean over ranks; none recorded
-    assert frame["metrics.EPOCH.median"].isna().all()
+    assert frame["regions.EPOCH.median"].isna().all()
     assert frame["start_time"][0] == pd.Timestamp(START_MS + 3000, unit="ms", tz="UTC")
     gpu = trainscope.search_runs(runs_root, keys=["BATCH"], stat="p95", device="GPU")
-    assert gpu["metrics.BATCH.p95"].tolist()[:2] == [100.0, 100.0]
+    assert gpu["regions.BATCH.p95"].tolist()[:2] == [100.0, 100.0]
+
+
+def test_search_runs_has_each_logged_metrics_last_value_and_reads_a_sweep(tmp_path):
+    # Two runs in a sweep directory's runs/ (no sweep.json needed to find them): the
+    # metrics they logged are columns of their own, the last value of each (each rank's
+    # last, the mean over ranks), apart from the regions' statistics.
+    sweep = tmp_path / "sweep"
+    for lr, losses in (("0.1", [1.0, 0.5, 0.25]), ("0.2", [2.0, 0.75])):
+        with trainscope.start_run(root=str(sweep / "runs"), params={"lr": lr}):
+            tmr = trainscope.Timer()
+            for step, loss in enumerate(losses):
+                with tmr.scope(trainscope.TimeType.BATCH):
+                    pass
+                trainscope.log_metric("loss", loss, step=step)
+            trainscope.log_metric("accuracy", 0.9)
+    frame = trainscope.search_runs(sweep, keys=["BATCH"])
+    assert sorted(frame["params.lr"]) == ["0.1", "0.2"]
+    by_lr = frame.set_index("params.lr")
+    assert by_lr.loc["0.1", "metrics.loss"] == 0.25 and by_lr.loc["0.2", "metrics.loss"] == 0.75
+    assert (by_lr["metrics.accuracy"] == 0.9).all()
+    assert (by_lr["regions.BATCH.median"] > 0).all()
+    assert list(frame.columns)[-3:] == ["regions.BATCH.median", "metrics.accuracy", "metrics.loss"]
+    assert len(trainscope.search_runs(sweep, filter="metrics.loss < 0.5")) == 1
+
+
+def test_search_runs_of_a_directory_without_runs_says_why(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.warns(trainscope.TrainscopeWarning, match="neither .* nor .*runs has a run"):
+        frame = trainscope.search_runs(tmp_path / "empty")
+    assert len(frame) == 0
 
 
 @pytest.mark.parametrize("filter_, ids", [
@@ -417,8 +447,8 @@ def test_search_runs_gives_one_row_per_run_newest_first(runs_root):
     ("params.lr != '0.1'", "b"),
     ("params.lr > 0.15", "b"),
     ("params.lr <= 0.1 AND attributes.status != 'KILLED'", "a"),
-    ("metrics.BATCH.median >= 2", "ab"),
-    ("metrics.BATCH.median < 3", "a"),
+    ("regions.BATCH.median >= 2", "ab"),
+    ("regions.BATCH.median < 3", "a"),
     ("tags.team = 'perf'", "a"),
     ("params.missing = 'x'", ""),
     ('name = "run-b"', "b"),
@@ -445,7 +475,7 @@ def test_search_runs_takes_a_callable_filter(runs_root):
     assert list(frame["name"]) == ["run-a", "run-c"]
     assert {row["run_id"][0] for row in seen} == {"a", "b", "c"}
     assert "tags.team" not in seen[0] or seen[0]["run_id"][0] == "a"
-    assert seen[0]["metrics.BATCH.median"] in (2.0, 5.0) or pd.isna(seen[0]["metrics.BATCH.median"])
+    assert seen[0]["regions.BATCH.median"] in (2.0, 5.0) or pd.isna(seen[0]["regions.BATCH.median"])
 
 
 @pytest.mark.parametrize("filter_", [
@@ -476,7 +506,8 @@ def test_search_runs_skips_a_corrupt_run_with_a_warning(runs_root):
 def test_search_runs_of_an_empty_root_and_of_one_run(tmp_path, runs_root):
     empty = tmp_path / "empty"
     empty.mkdir()
-    frame = trainscope.search_runs(empty)
+    with pytest.warns(trainscope.TrainscopeWarning, match="not a run"):  # says why it is empty
+        frame = trainscope.search_runs(empty)
     assert frame.empty and list(frame.columns)[:4] == ["run_id", "name", "experiment", "status"]
     one = trainscope.search_runs(runs_root / ("a" * 32))
     assert list(one["run_id"]) == ["a" * 32]

@@ -85,14 +85,14 @@ TEST(RunFilterTest, EmptyOrBlankKeepsEveryRun) {
 
 TEST(RunFilterTest, ReadsComparisonsJoinedByAndInAnyCase) {
   const std::string text =
-      "params.lr = '0.1' and status = \"FINISHED\" AND metrics.BATCH.median < 0.5 aNd "
+      "params.lr = '0.1' and status = \"FINISHED\" AND regions.BATCH.median < 0.5 aNd "
       "world_size>=2 and tags.team != 'perf' and duration_s > 1 and name <= 'b'";
   EXPECT_EQ(parse(text).text, text);
   const std::vector<Clause> c = clauses(text);
   ASSERT_EQ(c.size(), 7u);
   expect_clause(c[0], "params.lr", "=", "0.1");
   expect_clause(c[1], "status", "=", "FINISHED");
-  expect_number(c[2], "metrics.BATCH.median", "<", "0.5", 0.5);
+  expect_number(c[2], "regions.BATCH.median", "<", "0.5", 0.5);
   expect_number(c[3], "world_size", ">=", "2", 2);
   expect_clause(c[4], "tags.team", "!=", "perf");
   expect_number(c[5], "duration_s", ">", "1", 1);
@@ -179,7 +179,7 @@ TEST(RunFilterTest, DigitsOfAnyScript) {
 
 constexpr char kColumns[] =
     "(one of run_id, name, experiment, status, start_time, end_time, duration_s, world_size, "
-    "dir, params.<k>, tags.<k>, metrics.<KEY>.<stat>)";
+    "dir, params.<k>, tags.<k>, regions.<KEY>.<stat>, metrics.<k>)";
 constexpr char kCannotRead[] = "(expected: column op value [and ...], op one of = != < > <= >=)";
 constexpr char kExpected[] = "(op one of = != < > <= >=; quote strings: params.lr = '0.1')";
 
@@ -318,7 +318,8 @@ TEST(RunFilterTest, AColumnTheRowLacksNeverMatches) {
   const Row row = {{"params.lr", "0.1"}};
   EXPECT_FALSE(matches("params.missing = 'x'", row));
   EXPECT_FALSE(matches("params.missing != 'x'", row));
-  EXPECT_FALSE(matches("metrics.BATCH.median < 1", row));
+  EXPECT_FALSE(matches("regions.BATCH.median < 1", row));
+  EXPECT_FALSE(matches("metrics.loss < 1", row));
   EXPECT_FALSE(matches("params.lr = '0.1' and end_time > 0", row));
 }
 
@@ -393,7 +394,7 @@ TEST_F(RunFilterRunTest, FiltersARecordedRun) {
   EXPECT_EQ(row.at("params.lr"), "0.1");
   EXPECT_EQ(row.at("params.batch size"), "32");
   EXPECT_EQ(row.at("tags.team"), "perf");
-  EXPECT_THAT(row, Not(Contains(Key("metrics.BATCH.median"))));
+  EXPECT_THAT(row, Not(Contains(Key("regions.BATCH.median"))));
   // Seconds as Python prints the float: at least one decimal.
   const std::string& duration = row.at("duration_s");
   EXPECT_NE(duration.find('.'), std::string::npos) << duration;

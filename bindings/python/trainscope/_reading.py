@@ -407,7 +407,15 @@ def _run_row(run, keys, stat, device):
         for key in keys:
             values = on_device.loc[on_device["key"] == key, stat] if stat in on_device else []
             # The mean over the ranks that have the key.
-            row[f"metrics.{key}.{stat}"] = (float(values.mean()) if len(values) else math.nan)
+            row[f"regions.{key}.{stat}"] = (float(values.mean()) if len(values) else math.nan)
+    # Each logged metric's last value (per rank, the last logged; the mean over ranks),
+    # as the sweep's results.csv has them.
+    metrics = run.metrics
+    if len(metrics):
+        last = metrics.groupby(["key", "rank"], observed=True, sort=False,
+                               dropna=False)["value"].last()
+        for key, value in last.groupby(level="key", observed=True).mean().items():
+            row[f"metrics.{key}"] = float(value)
     return row
 
 
@@ -418,15 +426,22 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
 
     run_id, name, experiment, status, start_time, end_time (UTC Timestamps), duration_s,
     world_size, dir, then params.<k> and tags.<k> (str; NaN where a run has none), then
-    metrics.<KEY>.<stat> for each of `keys`: the summaries' `stat` (a numeric field of
+    regions.<KEY>.<stat> for each of `keys`: the summaries' `stat` (a numeric field of
     trainscope.TimeStats: count, total, min, mean, median, max, stdev, p5, p25, p75, p95,
     p99, cv, median_ci_low, median_ci_high, warmup_excluded) of region KEY on `device`,
-    durations in seconds, the mean over ranks (NaN where no rank has it).
+    durations in seconds, the mean over ranks (NaN where no rank has it), then
+    metrics.<k> for each metric the runs logged (log_metric): its last value (each
+    rank's last, the mean over ranks; NaN where a run has none).
+
+    root: a run, a directory of runs, or a sweep directory (its runs/), as every command
+    takes them; a directory without a run gives an empty DataFrame and a TrainscopeWarning
+    saying why.
 
     filter: None, a callable taking a row (dict of the columns above; params and tags
     the run does not have are absent) and returning whether to keep it, or a string of
     comparisons joined by `and`: `column op literal`, op one of = != < > <= >=, e.g.
-    "params.lr = '0.1' and status = 'FINISHED' and metrics.BATCH.median < 0.5".
+    "params.lr = '0.1' and status = 'FINISHED' and regions.BATCH.median < 0.5 and
+    metrics.loss < 0.2".
     A quoted literal compares as a string, a number numerically; a run without the
     column never matches. Column names as above (also `attributes.status`); quote
     names with spaces in backticks: params.`batch size`. A bad filter is a ValueError.
@@ -452,15 +467,17 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
         raise TypeError(f"filter must be a string or a callable, not {type(filter).__name__}")
 
     root = os.fspath(root)
+    root = os.fspath(root)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: no such directory of runs")
-    # Directories with run files but no run.json too: a damaged run is skipped by name.
-    is_run = _core()._RunReader.holds_run_files
-    if is_run(root):
-        dirs = [root]
-    else:
-        dirs = [os.path.join(root, name) for name in sorted(os.listdir(root))
-                if is_run(os.path.join(root, name))]
+    # A run, a directory of runs, a sweep's (its runs/): the one resolver every command
+    # uses. Directories with run files but no run.json too: a damaged run is skipped by
+    # name below. A directory without any run is an empty result that says why.
+    try:
+        dirs = _core().find_run_dirs(root)
+    except FileNotFoundError as error:
+        warnings.warn(f"search_runs: {error}", _warning_category(), stacklevel=2)
+        dirs = []
     rows = []
     for directory in dirs:
         try:
@@ -472,7 +489,9 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
             rows.append(row)
     params = sorted({c for r in rows for c in r if c.startswith("params.")})
     tags = sorted({c for r in rows for c in r if c.startswith("tags.")})
-    columns = list(_ATTRIBUTES) + params + tags + [f"metrics.{k}.{stat}" for k in keys]
+    metrics = sorted({c for r in rows for c in r if c.startswith("metrics.")})
+    columns = (list(_ATTRIBUTES) + params + tags + [f"regions.{k}.{stat}" for k in keys] +
+               metrics)
     frame = pd.DataFrame(rows, columns=columns)
     if len(frame):
         frame = frame.sort_values("start_time", ascending=False, kind="stable")

@@ -1,7 +1,8 @@
 // The run filter of Python's search_runs and `trainscope compare --a/--b`:
 // MLflow-like comparisons joined by `and`, parsed once, here, for both
 //
-//   params.lr = '0.1' and status = 'FINISHED' and metrics.BATCH.median < 0.5
+//   params.lr = '0.1' and status = 'FINISHED' and regions.BATCH.median < 0.5
+//   metrics.loss < 0.2 and tags.team = 'vision'
 //   attributes.id != "0123..." AND params.`batch size` >= 32
 //
 // and evaluated on a run's columns (docs/run-format.md, search_runs). Python
@@ -17,12 +18,12 @@
 // and a filter is `name op (string|number)` joined by the name `and` (any
 // case). A column loses its backticks and an `attributes.` prefix (`id` is
 // run_id) and must be one of kRunFilterAttributes or params.<k>, tags.<k>,
-// metrics.<k>. Text is UTF-8, read as Python reads a str: \s is Python's white
-// space (also U+001C-U+001F, U+0085, U+00A0, U+2000-U+200A, U+3000, ...), \w a
-// letter, digit or `_` and \d a decimal digit of any script, by Python 3.11's
-// Unicode 14 tables (code points unassigned there may differ); a byte that is
-// not UTF-8 is one character that is none of these, shown as \udcXX (as
-// Python's surrogateescape decodes it).
+// regions.<KEY>.<stat> (a region's statistic), metrics.<k> (a logged metric). Text is UTF-8, read
+// as Python reads a str: \s is Python's white space (also U+001C-U+001F, U+0085, U+00A0,
+// U+2000-U+200A, U+3000, ...), \w a letter, digit or `_` and \d a decimal digit of any script, by
+// Python 3.11's Unicode 14 tables (code points unassigned there may differ); a byte that is not
+// UTF-8 is one character that is none of these, shown as \udcXX (as Python's surrogateescape
+// decodes it).
 #ifndef TRAINSCOPE_RUN_RUN_FILTER_HPP_
 #define TRAINSCOPE_RUN_RUN_FILTER_HPP_
 
@@ -36,7 +37,7 @@
 
 namespace trainscope {
 
-// The columns of a run besides params.<k>, tags.<k> and metrics.<KEY>.<stat>,
+// The columns of a run besides params.<k>, tags.<k>, regions.<KEY>.<stat> and metrics.<k>,
 // in search_runs' order (Python's _ATTRIBUTES).
 inline constexpr std::string_view kRunFilterAttributes[] = {
     "run_id",   "name",       "experiment", "status", "start_time",
@@ -44,7 +45,7 @@ inline constexpr std::string_view kRunFilterAttributes[] = {
 
 struct RunFilterClause {
   // Normalized: "status", "run_id" (attributes.id), "params.lr", "tags.x",
-  // "metrics.BATCH.median".
+  // "regions.BATCH.median", "metrics.loss".
   std::string column;
   std::string op;        // "=", "!=", "<", ">", "<=", ">="
   bool numeric = false;  // a number literal (compares numerically) vs a quoted string
@@ -64,7 +65,7 @@ struct RunFilter {
 //   bad filter 'x =': expected `column op value` at 'x =' (op one of = != < > <= >=;
 //       quote strings: params.lr = '0.1')
 //   bad filter 'x = 1': unknown column 'x' (one of run_id, ..., params.<k>, tags.<k>,
-//       metrics.<KEY>.<stat>)
+//       regions.<KEY>.<stat>, metrics.<k>)
 //   bad filter "a = 'b' or c = 1": expected `and` at 'or' (only `and` joins comparisons)
 //   bad filter 'a = 1 and': nothing after the last `and`
 absl::StatusOr<RunFilter> parse_run_filter(std::string_view text);
