@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/stable_hash.hpp"
 #include "fmt/format.h"
 
 namespace trainscope {
@@ -121,15 +122,9 @@ std::string json_number(double value) {
   return fmt::format("{}", value);
 }
 
-// FNV-1a: stable across platforms and releases, unlike std::hash.
+// A stable hash: the same id for the same run and rank in every process.
 std::string derive_run_id(std::string_view trainscope_id, std::uint32_t rank) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  const std::string input = fmt::format("{}/{}", trainscope_id, rank);
-  for (unsigned char c : input) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return base36_id(hash);
+  return base36_id(::trainscope::detail::stable_hash(fmt::format("{}/{}", trainscope_id, rank)));
 }
 
 }  // namespace wandb_detail

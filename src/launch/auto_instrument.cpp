@@ -65,23 +65,28 @@ absl::StatusOr<std::string> parse_auto_mode(const std::string& value) {
       "--auto takes nothing, layers or layers=N (N >= 1: the module depth), got '{}'", value));
 }
 
-bool is_python_command(const std::vector<std::string>& command) {
-  if (command.empty()) return false;
-  if (python_name(command[0])) return true;
+std::string python_interpreter(const std::vector<std::string>& command) {
+  if (command.empty()) return "";
+  if (python_name(command[0])) return resolve(command[0]);
   const std::string path = resolve(command[0]);
-  if (path.empty()) return false;
+  if (path.empty()) return "";
   std::ifstream in(path, std::ios::binary);
-  std::string first(128, '\0');
+  std::string first(256, '\0');
   in.read(first.data(), static_cast<std::streamsize>(first.size()));
   first.resize(static_cast<std::size_t>(in.gcount()));
-  if (first.rfind("#!", 0) != 0) return false;
+  if (first.rfind("#!", 0) != 0) return "";
   first = first.substr(
       2, first.find('\n') == std::string::npos ? std::string::npos : first.find('\n') - 2);
-  // "#!/usr/bin/python3 -u", "#!/usr/bin/env python3": a word of it names python.
+  // "#!/usr/bin/python3 -u", "#!/usr/bin/env python3": a word of it names python
+  // (a path, or a name env finds on PATH).
   for (absl::string_view word : absl::StrSplit(first, ' ', absl::SkipEmpty())) {
-    if (python_name(std::string(word))) return true;
+    if (python_name(std::string(word))) return resolve(std::string(word));
   }
-  return false;
+  return "";
+}
+
+bool is_python_command(const std::vector<std::string>& command) {
+  return !python_interpreter(command).empty();
 }
 
 namespace launcher::detail {

@@ -29,6 +29,7 @@
 #include "common/no_gpu.hpp"
 #include "fmt/format.h"
 #include "launch/auto_bootstrap.hpp"
+#include "launch/pip_freeze.hpp"
 #include "launch/process.hpp"
 #include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
@@ -375,8 +376,18 @@ void record_environment(const std::string& run_dir, const std::vector<std::strin
     std::optional<std::string> changes = capture({"git", "status", "--porcelain"}, seconds(10));
     env["git"] = {{"commit", *commit}, {"dirty", !changes || !changes->empty()}};
   }
-  if (std::optional<std::string> pip = capture({"python3", "-m", "pip", "freeze"}, seconds(30))) {
-    env["pip_freeze"] = save_artifact(run_dir, "pip-freeze.txt", *pip);
+  // The packages of the interpreter the command runs (python3 on PATH for a
+  // command that runs none itself: a shell script may), cached per environment.
+  std::string python = python_interpreter(command);
+  const bool commands_own = !python.empty();
+  if (!commands_own && on_path("python3")) python = "python3";
+  if (!python.empty()) {
+    env["python"] = {{"path", python}, {"from", commands_own ? "the command" : "PATH (python3)"}};
+    if (std::optional<launcher::detail::PipFreeze> pip =
+            launcher::detail::pip_freeze(python, seconds(30))) {
+      env["pip_freeze"] = save_artifact(run_dir, "pip-freeze.txt", pip->text);
+      env["python"]["pip_freeze_cached"] = pip->cached;
+    }
   }
   if (std::optional<std::string> conda = capture({"conda", "list"}, seconds(30))) {
     env["conda_list"] = save_artifact(run_dir, "conda-list.txt", *conda);

@@ -23,6 +23,7 @@
 
 #include "absl/strings/escaping.h"
 #include "common/files.hpp"
+#include "common/stable_hash.hpp"
 #include "fmt/format.h"
 #include "run/rank_claim.hpp"
 #include "run/run_store_exporter.hpp"
@@ -303,12 +304,6 @@ absl::Status Run::State::start_heartbeat() {
 
 namespace {
 
-// 64-bit FNV-1a: a stable hash (absl::Hash is seeded per process).
-std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) {
-  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
-}
-
 // Where a run lives: an explicit directory, TRAINSCOPE_RUN_DIR, a job's
 // derived id under the root, or a new random id under the root.
 absl::StatusOr<std::string> run_directory(const RunOptions& options, RunInfo* fresh,
@@ -356,8 +351,8 @@ std::optional<std::string> job_run_id(std::string* source) {
 }
 
 std::string run_id_from_key(std::string_view key) {
-  return fmt::format("{:016x}{:016x}", fnv1a(key, 0xcbf29ce484222325ULL),
-                     fnv1a(key, 0x84222325cbf29ce4ULL));
+  return fmt::format("{:016x}{:016x}", detail::stable_hash(key),
+                     detail::stable_hash(key, 0x84222325cbf29ce4ULL));
 }
 
 absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {

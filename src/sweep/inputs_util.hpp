@@ -11,18 +11,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/stable_hash.hpp"
 
 namespace trainscope::sweep::detail {
 
-// A hash that is the same on every platform and in every process (FNV-1a 64),
-// for names derived from an input (job ids, a grid's sweep name).
+// A hash that is the same on every platform and in every process, for names
+// derived from an input (job ids, a grid's sweep name).
+// Its own basis (the ids of sweeps recorded before stay the same).
 inline std::uint64_t stable_hash(absl::string_view text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
+  return ::trainscope::detail::stable_hash(std::string_view(text.data(), text.size()),
+                                           1469598103934665603ull);
 }
 
 // `value`'s last `digits` hex digits (lower case, zero-padded).

@@ -410,3 +410,59 @@ def test_help_names_the_summary_quiet_and_the_diagnosis_tags():
     for text in ("--quiet", "--no-diagnosis", "1 GiB", "trainscope.diagnosis.labels",
                  "trainscope.diagnosis.<label>"):
         assert text in done.stdout, text
+
+
+def _environment(run_dir):
+    with open(os.path.join(run_dir, "environment.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_pip_freeze_is_the_commands_own_interpreters_and_cached_per_environment(tmp_path):
+    # PATH's python3 is another interpreter than the command's (the case:
+    # a pyenv first on PATH recorded its packages for `-- /usr/bin/python3 train.py`).
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    other = fake_bin / "python3"
+    other.write_text("#!/bin/sh\necho 'wrong-interpreter==1.0'\n")
+    other.chmod(0o755)
+    env = _env()
+    env["PATH"] = f"{fake_bin}{os.pathsep}{env.get('PATH', '')}"
+    env["TRAINSCOPE_CACHE_DIR"] = str(tmp_path / "cache")
+    expected = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True,
+                              text=True, timeout=120, check=True).stdout
+
+    def run(name):
+        done = subprocess.run([CLI, "run", "--root", str(tmp_path / name), "--no-diagnosis",
+                               "--", sys.executable, "-c", "pass"],
+                              capture_output=True, text=True, timeout=120, env=env, check=False)
+        assert done.returncode == 0, done.stderr
+        run_dir = _only_run(tmp_path / name)
+        return _environment(run_dir), _read(os.path.join(run_dir, "artifacts", "pip-freeze.txt"))
+
+    first, freeze = run("first")
+    assert first["python"]["path"] == sys.executable
+    assert first["python"]["from"] == "the command"
+    assert first["python"]["pip_freeze_cached"] is False
+    assert freeze == expected and "wrong-interpreter" not in freeze
+    second, freeze = run("second")  # the same environment: pip does not run again
+    assert second["python"]["pip_freeze_cached"] is True and freeze == expected
+    # A package installed (its directory's time changes): the list is taken again.
+    site = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))
+            and os.path.isdir(p) and p.startswith(sys.prefix)]
+    if not site:
+        pytest.skip(f"no package directory under {sys.prefix} to touch")
+    stat = os.stat(site[0])
+    os.utime(site[0], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        third, freeze = run("third")
+    finally:
+        os.utime(site[0], ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert third["python"]["pip_freeze_cached"] is False and freeze == expected
+    # A command that runs no Python: PATH's python3, and the record says so.
+    done = subprocess.run([CLI, "run", "--root", str(tmp_path / "shell"), "--no-diagnosis", "--",
+                           "true"], capture_output=True, text=True, timeout=120, env=env,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    shell = _environment(_only_run(tmp_path / "shell"))
+    assert shell["python"] == {"path": "python3", "from": "PATH (python3)",
+                               "pip_freeze_cached": False}

@@ -146,6 +146,9 @@ absl::StatusOr<std::string> parse_auto_mode(const std::string& value);
 // or a program on PATH (or a path) whose first line is a shebang naming
 // python (torchrun, accelerate, a script with #!/usr/bin/env python3).
 bool is_python_command(const std::vector<std::string>& command);
+// The interpreter `command` runs, as exec finds it (the path of argv[0]'s
+// python, or of its shebang's), or "" when it runs no Python.
+std::string python_interpreter(const std::vector<std::string>& command);
 
 // Blocks until the command and everything recording it are done. An error
 // means no command ran: invalid options, a profiler that is not installed,
