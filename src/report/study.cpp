@@ -167,26 +167,9 @@ json views_json(const absl::StatusOr<std::vector<scaling::ScalingView>>& views) 
   return json{{"resource", r}, {"time", t}, {"speedup", s}, {"efficiency", e}, {"cost", c}};
 }
 
-json scaling_model_json(const std::vector<std::string>& dirs, const std::string& parameter,
-                        const std::string& key, const std::string& device, bool views) {
-  json out{{"key", key}, {"device", device}};
-  scaling::RunSelection selection;
-  selection.parameters = {parameter};
-  selection.what = key;
-  selection.stat = "mean";
-  selection.device = absl::AsciiStrToLower(device);
-  std::vector<std::string> warnings;
-  absl::StatusOr<scaling::MeasurementSet> set = scaling::read_runs(dirs, selection, &warnings);
-  out["warnings"] = warnings;
-  if (!set.ok()) {
-    out["error"] = std::string(set.status().message());
-    return out;
-  }
-  if (set->series.empty()) {
-    out["error"] = "no measurements";
-    return out;
-  }
-  const scaling::Series& series = set->series.front();
+// The model of one series, its points, band and (views) speedup and efficiency.
+json series_model_json(const scaling::MeasurementSet& set, const scaling::Series& series, json out,
+                       bool views) {
   json points = json::array();
   double max_x = 0;
   double min_x = std::numeric_limits<double>::infinity();
@@ -202,7 +185,7 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
   for (const scaling::Point& p : series.points) runs_used += p.values.size();
   out["points_used"] = series.points.size();
   out["runs_used"] = runs_used;
-  absl::StatusOr<scaling::Model> model = scaling::fit(set->parameters, series);
+  absl::StatusOr<scaling::Model> model = scaling::fit(set.parameters, series);
   if (!model.ok()) {
     out["error"] = std::string(model.status().message());
     return out;
@@ -210,7 +193,7 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
   // The model as `trainscope model --json` writes it (one writer: the scaling
   // room's Model JSON document), the series named by its key and statistic.
   scaling::ModelDocument document;
-  document.parameters = set->parameters;
+  document.parameters = set.parameters;
   scaling::ModeledSeries modeled;
   modeled.callpath = series.callpath;
   modeled.metric = series.metric;
@@ -248,6 +231,49 @@ json scaling_model_json(const std::vector<std::string>& dirs, const std::string&
   out["measured_scaling"] = views_json(scaling::measured_scaling(series, 0, fixed));
   out["modeled_scaling"] = views_json(scaling::modeled_scaling(*model, 0, fixed, resources));
   return out;
+}
+
+// One entry per series: the key's model, or per value of the params that
+// differ between runs at one point (`others`: a sweep of batch_size and lr
+// studied against batch_size gives one model per lr, as `model --by lr`).
+json scaling_model_json(const std::vector<std::string>& dirs, const std::string& parameter,
+                        const std::vector<std::string>& others, const std::string& key,
+                        const std::string& device, bool views) {
+  scaling::RunSelection selection;
+  selection.parameters = {parameter};
+  selection.what = key;
+  selection.stat = "mean";
+  selection.device = absl::AsciiStrToLower(device);
+  std::vector<std::string> warnings;
+  absl::StatusOr<scaling::MeasurementSet> set = scaling::read_runs(dirs, selection, &warnings);
+  if (!set.ok() && absl::IsInvalidArgument(set.status()) && !others.empty()) {
+    selection.by = others;
+    warnings.clear();
+    absl::StatusOr<scaling::MeasurementSet> grouped =
+        scaling::read_runs(dirs, selection, &warnings);
+    if (grouped.ok()) set = std::move(grouped);
+  }
+  json out{{"key", key}, {"device", device}};
+  out["warnings"] = warnings;
+  if (!set.ok()) {
+    out["error"] = std::string(set.status().message());
+    return json::array({out});
+  }
+  if (set->series.empty()) {
+    out["error"] = "no measurements";
+    return json::array({out});
+  }
+  json entries = json::array();
+  for (const scaling::Series& series : set->series) {
+    json entry = out;
+    if (!series.group.empty()) {
+      std::vector<std::string> values;
+      for (const auto& [name, value] : series.group) values.push_back(name + "=" + value);
+      entry["group"] = fmt::format("{}", fmt::join(values, ", "));
+    }
+    entries.push_back(series_model_json(*set, series, std::move(entry), views));
+  }
+  return entries;
 }
 
 }  // namespace
@@ -377,6 +403,21 @@ absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling
       }
     }
     scaling["parameter"] = parameter;
+    // The other params that vary: runs at one point that differ in them get a
+    // model per value (the scaling room refuses to average them as repetitions).
+    std::vector<std::string> others;
+    {
+      std::map<std::string, std::set<std::string>> values;
+      for (const json& row : rows) {
+        if (row.value("status", "") != "FINISHED" || !row.contains("params")) continue;
+        for (const auto& [name, value] : row.at("params").items()) {
+          if (name != parameter) values[name].insert(value.dump());
+        }
+      }
+      for (const auto& [name, seen] : values) {
+        if (seen.size() > 1) others.push_back(name);
+      }
+    }
     // Speedup and efficiency mean something only against a param that splits a
     // fixed amount of work (ranks, GPUs, nodes): drawn when the user names it
     // (--scaling PARAM), not for the param the study found varying (a batch size).
@@ -388,7 +429,9 @@ absl::StatusOr<json> study_json(const Inputs& inputs, const std::string& scaling
         progress(fmt::format("scaling study: {} {} ({}/{})", key, device, ++done, keys.size()),
                  /*transient=*/true);
       }
-      scaling["models"].push_back(scaling_model_json(dirs, parameter, key, device, views));
+      for (json& entry : scaling_model_json(dirs, parameter, others, key, device, views)) {
+        scaling["models"].push_back(std::move(entry));
+      }
     }
   } else {
     scaling["why_none"] = why_none;

@@ -358,6 +358,27 @@ def test_several_runs_without_a_scaling_param(tmp_path):
     assert "no-scaling" in dom.ids
 
 
+def test_a_study_against_one_param_fits_one_model_per_value_of_another(tmp_path):
+    # A grid of p and lr studied against p (--scaling p): the runs at one p differ in
+    # lr, so the page has a model per lr value (as `trainscope model --by lr`), not an
+    # error per key and not the two lr values averaged as repetitions.
+    dirs = [write_run(str(tmp_path / f"r{p}-{lr}"), run_id=f"{p:016x}{int(lr * 10):016x}",
+                      name=f"p{p}-lr{lr}", params={"p": str(p), "lr": str(lr)},
+                      keys=(("BATCH", "CPU"),), rows_per_key=30, seed=p, scale=p * lr)
+            for p in (1, 2, 4, 8, 16) for lr in (0.1, 0.2)]
+    out = tmp_path / "grid.html"
+    write_page(dirs, out, "--scaling", "p")
+    data, _ = page_data(out)
+    models = data["scaling"]["models"]
+    assert sorted(m.get("group") for m in models) == ["lr=0.1", "lr=0.2"]
+    assert all("error" not in m and m["points_used"] == 5 and m["runs_used"] == 5
+               for m in models), models
+    # Per model: its measurements, speedup and efficiency, and cost (p was named).
+    dom_text, console = browse(out, tmp_path)
+    check_rendered(dom_text, console, varying_params(data) + 2 + 3 * len(models))
+    assert ">BATCH [lr=0.1] · CPU<" in dom_text and ">BATCH [lr=0.2] · CPU<" in dom_text
+
+
 # ---- data stalls ----------------------------------------------------------------------------------
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1062,10 +1062,12 @@
     var p = sc.parameter;
     add(s, el("p", { class: "muted", text: "Each key's mean time per run against " + p + " (runs with equal " + p +
       " are repetitions; ranks averaged), fitted with trainscope's scaling modeler (Extra-P's PMNF, as `trainscope model`). " +
-      "The band is the bootstrap 90% prediction band; dashed: extrapolated past the largest measured " + p + "." }));
+      "The band is the bootstrap 90% prediction band (with fewer than 5 values of " + p + ", the t prediction interval of the few points where that is wider: such a fit is no evidence of the scaling); dashed: extrapolated past the largest measured " + p + "." }));
     sc.models.forEach(function (m) {
       var box = add(s, el("div", { class: "card scaling-model" }));
-      add(box, el("div", { class: "title", text: m.key + " · " + m.device }));
+      add(box, el("div", { class: "title", text: m.key + (m.group ? " [" + m.group + "]" : "") + " · " + m.device }));
+      if (m.group) add(box, el("div", { class: "muted", text: "One model per value of the params that differ between runs at one " + p +
+        " (as `trainscope model --by`): this one for " + m.group + "." }));
       (m.warnings || []).forEach(function (w) { add(box, el("div", { class: "muted scaling-warning", text: "Left out: " + w })); });
       if (m.error) { add(box, el("p", { class: "muted", text: "No model: " + m.error })); return; }
       add(box, el("div", { class: "caption scaling-points", text: "Fitted to " + m.points_used + " points (" + m.runs_used + " runs)" +
