@@ -25,6 +25,7 @@
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/run/run_check.hpp"
+#include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -33,19 +34,6 @@ namespace trainscope::compare {
 namespace {
 
 constexpr std::uint64_t kReadChunk = 64ull << 20;
-
-// The names in a folder, sorted; an error names it.
-absl::StatusOr<std::vector<std::string>> list_directory(const std::string& dir) {
-  std::error_code error;
-  std::vector<std::string> names;
-  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
-       it.increment(error))
-    names.push_back(it->path().filename().string());
-  if (error)
-    return absl::InvalidArgumentError(fmt::format("{}: cannot list: {}", dir, error.message()));
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 bool is_directory(const std::string& path) {
   struct stat st {};
@@ -344,22 +332,11 @@ absl::StatusOr<std::vector<std::string>> run_dirs(const std::string& spec) {
       return absl::NotFoundError(fmt::format("{}: the glob matches no run directory", spec));
     return dirs;
   }
-  if (!exists(spec)) return absl::NotFoundError(fmt::format("{}: no such run directory", spec));
-  if (is_run_directory(spec)) return std::vector<std::string>{spec};
-  if (!is_directory(spec))
+  if (exists(spec) && !is_directory(spec))
     return absl::InvalidArgumentError(
         fmt::format("{}: neither a run directory, a folder of runs nor a saved comparison", spec));
-  absl::StatusOr<std::vector<std::string>> entries = list_directory(spec);
-  if (!entries.ok()) return entries.status();
-  for (const std::string& name : *entries) {
-    const std::string path = spec + "/" + name;
-    if (holds_run_files(path)) dirs.push_back(path);
-  }
-  if (dirs.empty())
-    return absl::NotFoundError(
-        fmt::format("{}: not a run directory (no run.json), and no folder in it is one", spec));
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
+  // A run, a folder of runs, a sweep's or stalls analysis's runs/: the one resolver.
+  return find_run_dirs({spec});
 }
 
 // FILE.json or FILE.json:a / FILE.json:b: a saved comparison's side.
@@ -449,18 +426,10 @@ absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view f
   if (!parsed.ok()) return parsed.status();
   if (!is_directory(root))
     return absl::NotFoundError(fmt::format("{}: no such directory of runs", root));
-  std::vector<std::string> candidates;
-  if (is_run_directory(root)) {
-    candidates.push_back(root);
-  } else {
-    absl::StatusOr<std::vector<std::string>> entries = list_directory(root);
-    if (!entries.ok()) return entries.status();
-    for (const std::string& name : *entries)
-      if (holds_run_files(root + "/" + name)) candidates.push_back(root + "/" + name);
-    std::sort(candidates.begin(), candidates.end());
-  }
+  absl::StatusOr<std::vector<std::string>> candidates = find_run_dirs({root});
+  if (!candidates.ok()) return candidates.status();
   std::vector<std::string> dirs;
-  for (const std::string& dir : candidates) {
+  for (const std::string& dir : *candidates) {
     absl::StatusOr<RunReader> reader = RunReader::Open(dir);
     if (!reader.ok()) {  // skipped and named, as a damaged run among many everywhere
       warn(fmt::format("{}: skipped: {}", dir, std::string(reader.status().message())));

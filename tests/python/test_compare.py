@@ -86,6 +86,20 @@ def test_python_filters_over_a_root_and_keys(runs):
         trainscope.compare(runs["a"], runs["b"], keys="NOPE")
 
 
+def test_filters_over_a_sweep_directory_read_its_runs(runs, tmp_path):
+    # A sweep directory as --root: its runs are in runs/ (the one resolver every
+    # command uses, find_run_dirs); before, no run was found there.
+    sweep = tmp_path / "sweep"
+    (sweep / "runs").mkdir(parents=True)
+    for name in ("a", "b"):
+        os.symlink(runs[name], sweep / "runs" / name)
+    done = cli("--root", str(sweep), "--a", "params.version = '1'", "--b",
+               "params.version = '2'", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["pairs"] and any(r["name"] == "BATCH" for r in doc["pairs"][0]["rows"])
+
+
 def test_bad_input_names_the_side_and_the_run(runs, tmp_path):
     with pytest.raises(FileNotFoundError, match="B: .*missing: no such run directory"):
         trainscope.compare(runs["a"], str(tmp_path / "missing"))
