@@ -581,6 +581,9 @@ void RegisterRun(py::module_& m) {
   m.def(
       "_hold", [](py::handle timer) { WithTimer(timer, [](auto& t) { t.attach(HeldRegions()); }); },
       "Keeps a timer's regions until a run adopts them (Run.adopt_held).");
+  m.def(
+      "_forget_held", [] { (void)HeldRegions().take(); },
+      "Drops what timers built before any run hold (a test's leftovers, not the next run's).");
   py::class_<Run>(m, "_Run")
       .def_static("start", &StartRun, py::kw_only(), py::arg("root") = py::none(),
                   py::arg("name") = py::none(), py::arg("experiment") = py::none(),

@@ -1,5 +1,6 @@
 #include "trainscope/export/holding_sink.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -40,13 +41,20 @@ HoldingSink::Held HoldingSink::take() {
   std::lock_guard<std::mutex> lock(mu_);
   Held out = std::move(held_);
   held_ = Held{};
+  // A ring whose timer is gone (released) is no timer's that will join the
+  // run: its regions are dropped with it, not put into a run they were no part of.
+  out.rings.erase(std::remove_if(out.rings.begin(), out.rings.end(),
+                                 [](const auto& ring) { return ring->released(); }),
+                  out.rings.end());
   return out;
 }
 
 std::uint64_t HoldingSink::dropped() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::uint64_t n = 0;
-  for (const auto& ring : held_.rings) n += ring->dropped();
+  for (const auto& ring : held_.rings) {
+    if (!ring->released()) n += ring->dropped();
+  }
   return n;
 }
 

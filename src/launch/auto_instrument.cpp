@@ -65,9 +65,20 @@ absl::StatusOr<std::string> parse_auto_mode(const std::string& value) {
       "--auto takes nothing, layers or layers=N (N >= 1: the module depth), got '{}'", value));
 }
 
+namespace {
+
+// A python as exec would find it, or the name itself when PATH has none (the
+// command then fails to start, but it names Python all the same).
+std::string found_or_named(const std::string& program) {
+  std::string path = resolve(program);
+  return path.empty() ? program : path;
+}
+
+}  // namespace
+
 std::string python_interpreter(const std::vector<std::string>& command) {
   if (command.empty()) return "";
-  if (python_name(command[0])) return resolve(command[0]);
+  if (python_name(command[0])) return found_or_named(command[0]);
   const std::string path = resolve(command[0]);
   if (path.empty()) return "";
   std::ifstream in(path, std::ios::binary);
@@ -80,7 +91,7 @@ std::string python_interpreter(const std::vector<std::string>& command) {
   // "#!/usr/bin/python3 -u", "#!/usr/bin/env python3": a word of it names python
   // (a path, or a name env finds on PATH).
   for (absl::string_view word : absl::StrSplit(first, ' ', absl::SkipEmpty())) {
-    if (python_name(std::string(word))) return resolve(std::string(word));
+    if (python_name(std::string(word))) return found_or_named(std::string(word));
   }
   return "";
 }

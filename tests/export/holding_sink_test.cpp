@@ -53,6 +53,29 @@ TEST(HoldingSinkTest, RegionsTimedBeforeThePipelineReachItInOrder) {
   EXPECT_TRUE(held.take().rings.empty());  // handed over once
 }
 
+TEST(HoldingSinkTest, ATimerGoneBeforeTheTakeLeavesNothingToAdopt) {
+  HoldingSink held;
+  TimerOptions options;
+  options.nvtx = false;
+  {
+    Timer gone(options);
+    gone.attach(held);
+    time_batches(gone, 100);
+  }  // released: its regions belong to no run that starts later
+  Timer kept(options);
+  kept.attach(held);
+  time_batches(kept, 7);
+  auto recorder = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline;
+  pipeline.add_exporter(recorder);
+  const HoldingSink::Held taken = held.take();
+  ASSERT_EQ(taken.rings.size(), 1u);
+  for (const auto& ring : taken.rings) pipeline.adopt_ring(ring);
+  kept.detach();
+  pipeline.flush();
+  EXPECT_EQ(recorder->samples().size(), 7u);
+}
+
 TEST(HoldingSinkTest, PastTheBudgetRegionsAreCountedAsDropped) {
   // Chunks of 1024 samples; the budget allows the two a ring always has.
   HoldingSink held(/*max_held_bytes=*/1, /*chunk_capacity=*/1024);

@@ -31,6 +31,10 @@ def no_inherited_run(monkeypatch):
     active afterwards."""
     monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    # Timers earlier tests built with no run (kept alive by a traceback) would join this
+    # test's first run with what they held: they are no part of it.
+    trainscope.run._waiting_timers.clear()  # pylint: disable=protected-access
+    trainscope._core._forget_held()  # pylint: disable=protected-access
     yield
     trainscope.end_run()
 

@@ -108,6 +108,29 @@ def test_regions_timed_before_the_first_log_metric_are_in_the_run(tmp_path):
     assert trainscope.read_run(str(run)).warnings == []
 
 
+def test_a_timer_gone_before_the_run_leaves_nothing_in_it(tmp_path):
+    # Only the timers that join the run bring what they held: a timer dropped before
+    # the run started (a warm-up measured apart) puts no rows into it.
+    done = _python(tmp_path, """
+        import gc
+        import trainscope
+        warmup = trainscope.Timer()
+        for _ in range(5):
+            with warmup.scope(trainscope.TimeType.BATCH):
+                pass
+        del warmup
+        gc.collect()
+        tmr = trainscope.Timer()
+        for _ in range(3):
+            with tmr.scope(trainscope.TimeType.BATCH):
+                pass
+        trainscope.log_metric("loss", 0.5)
+    """)
+    assert done.returncode == 0, done.stderr
+    rows = _rows(_only_run(tmp_path) / "regions-0.csv")
+    assert [r["key"] for r in rows] == ["BATCH"] * 3
+
+
 def test_under_a_run_directory_calls_and_timers_join_it(tmp_path):
     parent = _python(tmp_path, """
         import trainscope

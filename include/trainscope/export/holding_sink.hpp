@@ -35,10 +35,12 @@ class HoldingSink final : public RegionSink {
     std::vector<std::shared_ptr<timing::detail::SampleRing>> rings;
     std::vector<Summary> summaries;
   };
-  // Everything held so far; the sink is empty after. A ring whose timer goes
-  // on pushing keeps its samples for whoever took it.
+  // What the live timers hold (and the summaries); the sink is empty after. A
+  // ring whose timer goes on pushing keeps its samples for whoever took it;
+  // the rings of timers gone (released) are dropped with their samples: they
+  // belong to no run that starts later.
   Held take();
-  // Samples pushed to held rings that did not fit (over the budget).
+  // Samples pushed to live timers' held rings that did not fit (over the budget).
   std::uint64_t dropped() const;
 
  private:
