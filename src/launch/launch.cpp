@@ -27,6 +27,7 @@
 
 #include "common/files.hpp"
 #include "common/no_gpu.hpp"
+#include "common/shell_quote.hpp"
 #include "fmt/format.h"
 #include "launch/auto_bootstrap.hpp"
 #include "launch/pip_freeze.hpp"
@@ -405,28 +406,6 @@ void record_environment(const std::string& run_dir, const std::vector<std::strin
 
 // ---- The run ----------------------------------------------------------------
 
-bool shell_safe(const std::string& arg) {
-  return !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-./=:,+@%", c) != nullptr;
-  });
-}
-
-// The command line as a shell reads it back, so it can be pasted.
-std::string quoted_command(const std::vector<std::string>& command) {
-  std::string out;
-  for (const std::string& arg : command) {
-    if (!out.empty()) out += ' ';
-    if (shell_safe(arg)) {
-      out += arg;
-      continue;
-    }
-    out += '\'';
-    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
-  }
-  return out;
-}
-
 void warn_if_error(const absl::Status& status, const std::string& what) {
   if (!status.ok())
     warn(fmt::format("trainscope run: {} not recorded: {}", what, status.ToString()));
@@ -437,8 +416,9 @@ void record_command(Run& run, const std::vector<std::string>& command) {
   for (const auto& [key, value] : params_from_arguments(args)) {
     warn_if_error(run.log_param(key, value), fmt::format("param '{}'", key));
   }
-  warn_if_error(run.set_tag("trainscope.command", quoted_command(command).substr(0, kMaxTagValue)),
-                "tag trainscope.command");
+  warn_if_error(
+      run.set_tag("trainscope.command", detail::shell_command(command).substr(0, kMaxTagValue)),
+      "tag trainscope.command");
 }
 
 std::string devices_list(const std::vector<int>& devices) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/files.hpp"
+#include "common/shell_quote.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "sweep/input_watch.hpp"
@@ -63,18 +64,6 @@ void unsubmit(JobRecord* record, bool count_attempt) {
   if (!count_attempt) record->attempts = std::max(0, record->attempts - 1);
   record->slurm_job_id.clear();
   record->slurm_index = -1;
-}
-
-std::string shell_quote(const std::string& word) {
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
 }
 
 absl::Status check_slurm_plan(const Plan& plan) {
@@ -436,7 +425,8 @@ struct SlurmSweep::State {
         "#!/bin/sh\n"
         "# trainscope sweep {}: array task N runs job N of the plan as a trainscope run\n"
         "exec {} sweep --slurm-task {}\n",
-        sweep.name, shell_quote(slurm.trainscope), shell_quote(submit_file));
+        sweep.name, ::trainscope::detail::shell_quote(slurm.trainscope),
+        ::trainscope::detail::shell_quote(submit_file));
     if (absl::Status status =
             trainscope::detail::write_file_atomically(script_path, script, ".submit-");
         !status.ok()) {

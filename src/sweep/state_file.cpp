@@ -14,6 +14,7 @@
 
 #include "common/csv.hpp"
 #include "common/files.hpp"
+#include "common/shell_quote.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -203,25 +204,6 @@ MergeCounts merge_plan(SweepState* state, Plan plan) {
 
 namespace {
 
-// A command as a shell would take it back (words with other bytes quoted).
-std::string shown_command(const std::vector<std::string>& command) {
-  std::string out;
-  for (const std::string& word : command) {
-    if (!out.empty()) out += ' ';
-    const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./=:,+@%", c) != nullptr;
-    });
-    if (plain) {
-      out += word;
-      continue;
-    }
-    out += '\'';
-    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
-  }
-  return out;
-}
-
 std::string sweep_named(const std::string& name) {
   return name.empty() ? std::string("a sweep") : fmt::format("sweep '{}'", name);
 }
@@ -236,7 +218,8 @@ absl::Status check_same_sweep(const SweepState& stored, const Plan& plan, const 
     return absl::FailedPreconditionError(fmt::format(
         "\"{}\" holds {} whose jobs run `{}`, but {} asks for `{}`: pass another --dir for "
         "this sweep, or `--resume {}` alone to continue the recorded one",
-        dir, what, shown_command(recorded), sweep_named(plan.name), shown_command(asked), dir));
+        dir, what, ::trainscope::detail::shell_command(recorded), sweep_named(plan.name),
+        ::trainscope::detail::shell_command(asked), dir));
   };
   if (stored.name != plan.name) {
     return refuse(sweep_named(stored.name), stored.jobs.front().job.command,
