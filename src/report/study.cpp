@@ -16,6 +16,7 @@
 #include "report/stalls_data.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/run/run_check.hpp"
+#include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/model_document.hpp"
@@ -66,23 +67,6 @@ std::optional<double> number_of(const std::string& text) {
     return std::nullopt;
   }
   return value;
-}
-
-// The run directories one level under `dir` (none when `dir` is no directory), sorted.
-absl::StatusOr<std::vector<std::string>> runs_in(const fs::path& dir) {
-  std::vector<std::string> found;
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) return found;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    // Also what is left of a run without its run.json: skipped by name, not silently.
-    if (holds_run_files(it->path().string())) found.push_back(it->path().string());
-  }
-  if (error) {
-    return absl::PermissionDeniedError(fmt::format("{}: cannot list the directory: {}",
-                                                   shown_path(dir.string()), error.message()));
-  }
-  std::sort(found.begin(), found.end());
-  return found;
 }
 
 // An analysis's runs in the order they ran: synthetic, cold, warm, then the
@@ -303,21 +287,22 @@ absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs) {
     } else {
       // A directory of runs holds them one level down; a stalls analysis (and a
       // sweep copied without its sweep.json) in its runs/.
+      // The one resolver of a set of runs (a directory of runs, a runs/ folder).
       const bool analysis = is_file(dir / kStallsFileName);
-      bool in_runs = analysis;
-      absl::StatusOr<std::vector<std::string>> found = runs_in(analysis ? dir / "runs" : dir);
+      absl::StatusOr<std::vector<std::string>> found = find_run_dirs({input});
+      if (!found.ok() && absl::IsNotFound(found.status())) {
+        if (!analysis) {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}: not a trainscope run (no run.json), sweep (no sweep.json), stalls analysis "
+              "(no stalls.json) or directory of runs (no subdirectory has a run.json)",
+              shown_path(input)));
+        }
+        found = std::vector<std::string>{};  // an analysis whose runs are gone: its page still
+      }
       if (!found.ok()) return found.status();
-      if (found->empty() && !analysis) {
-        found = runs_in(dir / "runs");
-        if (!found.ok()) return found.status();
-        in_runs = true;
-      }
-      if (found->empty() && !analysis) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: not a trainscope run (no run.json), sweep (no sweep.json), stalls analysis "
-            "(no stalls.json) or directory of runs (no subdirectory has a run.json)",
-            shown_path(input)));
-      }
+      const bool in_runs =
+          !found->empty() && fs::path(found->front()).parent_path().lexically_normal() ==
+                                 (dir / "runs").lexically_normal();
       if (analysis) out.stalls_dirs.push_back(input);
       if (in_runs) order_legs(&*found);  // an analysis's runs as they ran
       for (std::string& run : *found) out.runs.push_back(StudyRun{std::move(run), "", "", {}});
