@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <optional>
 #include <utility>
 
 #include "trainscope/sweep/inputs.hpp"
@@ -32,6 +33,14 @@ bool is_csv(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
 }
 
+// The row of radT's CSV a job came from, with its status and run; none for
+// a job not read from one.
+std::optional<RadtRowStatus> row_status(const JobRecord& record) {
+  absl::StatusOr<int> row = radt_line(record.job);
+  if (!row.ok()) return std::nullopt;
+  return RadtRowStatus{*row, std::string(job_status_name(record.status)), record.run_id};
+}
+
 }  // namespace
 
 absl::Status write_radt_progress(const std::string& path, const std::vector<JobRecord>& jobs) {
@@ -39,9 +48,7 @@ absl::Status write_radt_progress(const std::string& path, const std::vector<JobR
   std::vector<RadtRowStatus> rows;
   for (const JobRecord& record : jobs) {
     if (record.status == JobStatus::kQueued) continue;
-    absl::StatusOr<int> row = radt_line(record.job);
-    if (!row.ok()) continue;
-    rows.push_back({*row, std::string(job_status_name(record.status)), record.run_id});
+    if (std::optional<RadtRowStatus> row = row_status(record)) rows.push_back(std::move(*row));
   }
   return write_radt_statuses(path, rows);
 }
@@ -61,9 +68,7 @@ std::vector<RadtRowStatus> RadtProgress::pending(const std::vector<JobRecord>& j
       if (it->second.first == record.status && it->second.second == record.run_id) continue;
       it->second = {record.status, record.run_id};
     }
-    absl::StatusOr<int> row = radt_line(record.job);
-    if (!row.ok()) continue;
-    rows.push_back({*row, std::string(job_status_name(record.status)), record.run_id});
+    if (std::optional<RadtRowStatus> row = row_status(record)) rows.push_back(std::move(*row));
   }
   return rows;
 }

@@ -25,93 +25,89 @@ void time_batches(Timer& timer, int n) {
   }
 }
 
-TEST(HoldingSinkTest, RegionsTimedBeforeThePipelineReachItInOrder) {
+// Timers without NVTX, a pipeline that records what it delivers, and
+// adopt(): what `held` holds goes into that pipeline, as a run's start does.
+class HoldingSinkTest : public ::testing::Test {
+ protected:
+  HoldingSinkTest() { pipeline_.add_exporter(recorder_); }
+
+  static TimerOptions quiet() {
+    TimerOptions options;
+    options.nvtx = false;
+    return options;
+  }
+  // The rings taken from `held` (how many), adopted by the pipeline.
+  std::size_t adopt(HoldingSink& held) {
+    const HoldingSink::Held taken = held.take();
+    for (const auto& ring : taken.rings) pipeline_.adopt_ring(ring);
+    return taken.rings.size();
+  }
+  std::size_t delivered() {
+    pipeline_.flush();
+    return recorder_->samples().size();
+  }
+
+  std::shared_ptr<RecordingExporter> recorder_ = std::make_shared<RecordingExporter>();
+  ExportPipeline pipeline_;
+};
+
+TEST_F(HoldingSinkTest, RegionsTimedBeforeThePipelineReachItInOrder) {
   HoldingSink held;
-  TimerOptions options;
-  options.nvtx = false;
-  Timer timer(options);
+  Timer timer(quiet());
   timer.attach(held);
   time_batches(timer, 1000);  // before any pipeline
-
-  auto recorder = std::make_shared<RecordingExporter>();
-  ExportPipeline pipeline;
-  pipeline.add_exporter(recorder);
-  const HoldingSink::Held taken = held.take();
-  ASSERT_EQ(taken.rings.size(), 1u);
-  for (const auto& ring : taken.rings) pipeline.adopt_ring(ring);
-  timer.attach(pipeline);    // releases the held ring: drained, then dropped
+  ASSERT_EQ(adopt(held), 1u);
+  timer.attach(pipeline_);   // releases the held ring: drained, then dropped
   time_batches(timer, 500);  // after
-  pipeline.flush();
 
-  const std::vector<RegionSample> samples = recorder->samples();
-  ASSERT_EQ(samples.size(), 1500u);
+  ASSERT_EQ(delivered(), 1500u);
   EXPECT_EQ(timer.get_time_stats(TimeType::BATCH).count, 1500u);
+  const std::vector<RegionSample> samples = recorder_->samples();
   for (std::size_t i = 1; i < samples.size(); ++i) {
     EXPECT_LE(samples[i - 1].start_unix_ns, samples[i].start_unix_ns) << i;
   }
-  EXPECT_EQ(pipeline.dropped_samples(), 0u);
+  EXPECT_EQ(pipeline_.dropped_samples(), 0u);
   EXPECT_TRUE(held.take().rings.empty());  // handed over once
 }
 
-TEST(HoldingSinkTest, ATimerGoneBeforeTheTakeLeavesNothingToAdopt) {
+TEST_F(HoldingSinkTest, ATimerGoneBeforeTheTakeLeavesNothingToAdopt) {
   HoldingSink held;
-  TimerOptions options;
-  options.nvtx = false;
   {
-    Timer gone(options);
+    Timer gone(quiet());
     gone.attach(held);
     time_batches(gone, 100);
   }  // released: its regions belong to no run that starts later
-  Timer kept(options);
+  Timer kept(quiet());
   kept.attach(held);
   time_batches(kept, 7);
-  auto recorder = std::make_shared<RecordingExporter>();
-  ExportPipeline pipeline;
-  pipeline.add_exporter(recorder);
-  const HoldingSink::Held taken = held.take();
-  ASSERT_EQ(taken.rings.size(), 1u);
-  for (const auto& ring : taken.rings) pipeline.adopt_ring(ring);
+  ASSERT_EQ(adopt(held), 1u);
   kept.detach();
-  pipeline.flush();
-  EXPECT_EQ(recorder->samples().size(), 7u);
+  EXPECT_EQ(delivered(), 7u);
 }
 
-TEST(HoldingSinkTest, PastTheBudgetRegionsAreCountedAsDropped) {
+TEST_F(HoldingSinkTest, PastTheBudgetRegionsAreCountedAsDropped) {
   // Chunks of 1024 samples; the budget allows the two a ring always has.
   HoldingSink held(/*max_held_bytes=*/1, /*chunk_capacity=*/1024);
-  TimerOptions options;
-  options.nvtx = false;
-  Timer timer(options);
+  Timer timer(quiet());
   timer.attach(held);
   time_batches(timer, 5000);
   const std::uint64_t dropped = held.dropped();
   EXPECT_GT(dropped, 0u);
-
-  auto recorder = std::make_shared<RecordingExporter>();
-  ExportPipeline pipeline;
-  pipeline.add_exporter(recorder);
-  for (const auto& ring : held.take().rings) pipeline.adopt_ring(ring);
+  adopt(held);
   timer.detach();
-  pipeline.flush();
-  EXPECT_EQ(recorder->samples().size() + dropped, 5000u);
-  EXPECT_EQ(pipeline.dropped_samples(), dropped);
+  EXPECT_EQ(delivered() + dropped, 5000u);
+  EXPECT_EQ(pipeline_.dropped_samples(), dropped);
 }
 
-TEST(HoldingSinkTest, ATimerOnAnotherThreadKeepsPushingWhileItIsAdopted) {
+TEST_F(HoldingSinkTest, ATimerOnAnotherThreadKeepsPushingWhileItIsAdopted) {
   HoldingSink held;
-  TimerOptions options;
-  options.nvtx = false;
-  Timer timer(options);
+  Timer timer(quiet());
   timer.attach(held);
-  auto recorder = std::make_shared<RecordingExporter>();
-  ExportPipeline pipeline;
-  pipeline.add_exporter(recorder);
   std::thread producer([&] { time_batches(timer, 20000); });
-  for (const auto& ring : held.take().rings) pipeline.adopt_ring(ring);
+  adopt(held);
   producer.join();
   timer.detach();
-  pipeline.flush();
-  EXPECT_EQ(recorder->samples().size(), 20000u);
+  EXPECT_EQ(delivered(), 20000u);
 }
 
 }  // namespace

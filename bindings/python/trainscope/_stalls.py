@@ -211,7 +211,8 @@ class _Pass:
     ends with the run, so no pass goes unrecorded)."""
 
     def __init__(self, loader, budget, number):
-        self.loader = loader
+        self.loader = loader  # whose next pass ends this one
+        self.timer = loader._timer  # pylint: disable=protected-access
         self.budget = budget
         self.number = number  # the metrics' step
         self.began = time.perf_counter()
@@ -222,17 +223,15 @@ class _Pass:
     def end_iteration(self):
         if self.iteration_open:
             self.iteration_open = False
-            self.loader._timer.end(ITERATION_KEY)  # pylint: disable=protected-access
+            self.timer.end(ITERATION_KEY)
 
     def finish(self, stopping):
         if self.done:
             return
         self.done = True
         _open_passes.discard(self)
-        loader = self.loader
-        timer = loader._timer  # pylint: disable=protected-access
         self.end_iteration()
-        timer.end(EPOCH_KEY)
+        self.timer.end(EPOCH_KEY)
         wall = time.perf_counter() - self.began
         run = _run_api.active_run()
         if run is not None and self.waits:
