@@ -183,17 +183,26 @@ void bad_value(std::string message) { throw CLI::ValidationError(std::move(messa
 
 namespace {
 
-[[noreturn]] void needs(const std::string& flag, const std::string& what,
-                        const std::string& value) {
-  bad_value(fmt::format("{} needs {}, got '{}'", flag, what, value));
+[[noreturn]] void needs(const std::string& flag, const std::string& what, const std::string& value,
+                        const std::string& note = "") {
+  bad_value(fmt::format("{} needs {}, got '{}'{}", flag, what, value, note));
 }
 
-// The whole word as a finite number. absl::SimpleAtod alone would accept
-// surrounding spaces and "inf"/"nan": both refused.
+// The whole word as a finite decimal number: digits, one sign, a point and
+// an exponent. absl::SimpleAtod alone would accept surrounding spaces,
+// "inf"/"nan" and hexadecimal ("0x10" as 16): all refused.
 bool finite_number(const std::string& value, double* x) {
-  return !value.empty() && !std::isspace(static_cast<unsigned char>(value.front())) &&
-         !std::isspace(static_cast<unsigned char>(value.back())) && absl::SimpleAtod(value, x) &&
-         std::isfinite(*x);
+  return !value.empty() && value.find_first_not_of("0123456789+-.eE") == std::string::npos &&
+         absl::SimpleAtod(value, x) && std::isfinite(*x);
+}
+
+// A number written in another base ("0x10", which strtod reads as 16): the
+// message says why it is refused.
+std::string base_note(const std::string& value) {
+  const std::size_t at = value.find_first_not_of("+-");
+  const bool hex = at != std::string::npos && at + 1 < value.size() && value[at] == '0' &&
+                   (value[at + 1] == 'x' || value[at + 1] == 'X');
+  return hex ? " (decimal numbers only)" : "";
 }
 
 // Shortest text of a bound: 1, 0.5, 1e+06.
@@ -210,7 +219,7 @@ long long whole_number(const std::string& flag, const std::string& value, long l
   const std::string what = max >= 1000000 ? fmt::format("a whole number >= {}", min)
                                           : fmt::format("a whole number from {} to {}", min, max);
   if (value.empty() || error != std::errc() || end != last || n < min || n > max) {
-    needs(flag, what, value);
+    needs(flag, what, value, base_note(value));
   }
   return n;
 }
@@ -234,7 +243,7 @@ double number(const std::string& flag, const std::string& value, Bounds bounds) 
   double x = 0;
   if (!finite_number(value, &x) || (bounds.min_open ? x <= bounds.min : x < bounds.min) ||
       (bounds.max_open ? x >= bounds.max : x > bounds.max)) {
-    needs(flag, what, value);
+    needs(flag, what, value, base_note(value));
   }
   return x;
 }
@@ -242,7 +251,7 @@ double number(const std::string& flag, const std::string& value, Bounds bounds) 
 double seconds(const std::string& flag, const std::string& value) {
   double x = 0;
   if (!finite_number(value, &x) || !(x > 0)) {
-    needs(flag, "a positive number of seconds", value);
+    needs(flag, "a positive number of seconds", value, base_note(value));
   }
   return x;
 }

@@ -35,7 +35,8 @@ constexpr char kDescription[] =
 constexpr char kFooter[] =
     "Exit status: 0 compared (whatever the verdicts), 1 --fail-if-slower: a selected\n"
     "key's interval lies wholly above 1 + PCT/100 (never for noise: an inconclusive\n"
-    "comparison passes), 2 bad usage, 3 the inputs cannot be compared (a missing or\n"
+    "comparison passes), 2 bad usage (also --save onto an input, or onto an existing\n"
+    "file without --force), 3 the inputs cannot be compared (a missing or\n"
     "damaged run, no steps, nothing in common), with a message naming them.\n";
 
 constexpr int kExitCannotCompare = 3;
@@ -100,8 +101,12 @@ int compare_command(const std::vector<std::string>& args) {
                    fail_pct = number("--fail-if-slower", v, {0, 1e6, false, false});
                  });
   line.add_flag("--json", "print the comparison as JSON (without the series)", &json);
-  line.add_value("--save", "FILE", "also write the comparison with its data to FILE (a baseline)",
+  line.add_value("--save", "FILE",
+                 "also write the comparison with its data to FILE (a baseline; never onto "
+                 "an input)",
                  &save);
+  bool force = false;
+  line.add_flag("--force", "let --save replace an existing FILE", &force);
   line.add_positionals("A B", &sides, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(args)) return *done;
   request.options.stats.detect_warmup = !no_warmup;
@@ -111,6 +116,13 @@ int compare_command(const std::vector<std::string>& args) {
     request.b = {sides[1]};
   } else if (!sides.empty()) {
     return line.usage_error("give A and B as runs or as --a/--b filters, not both");
+  }
+  if (save) {
+    if (const absl::Status ok = compare::check_save_path(request, *save, force); !ok.ok()) {
+      return line.usage_error(std::string(ok.message()));
+    }
+  } else if (force) {
+    return line.usage_error("--force is for --save FILE");
   }
   absl::StatusOr<compare::Comparison> result = compare::compare(request);
   if (!result.ok()) {

@@ -24,7 +24,7 @@ void RegisterCompare(py::module_& core) {
          std::string filter_a, std::string filter_b, std::vector<std::string> keys,
          std::vector<std::string> metrics, std::optional<std::uint32_t> rank, double threshold,
          double confidence, std::size_t min_steps, std::size_t resamples, bool warmup,
-         double run_noise, std::optional<std::string> save) {
+         double run_noise, std::optional<std::string> save, bool force) {
         compare::CompareRequest request;
         request.a = std::move(a);
         request.b = std::move(b);
@@ -40,6 +40,7 @@ void RegisterCompare(py::module_& core) {
         request.options.stats.resamples = resamples;
         request.options.stats.detect_warmup = warmup;
         request.options.stats.run_noise = run_noise;
+        if (save) ThrowIfError(compare::check_save_path(request, *save, force));
         absl::StatusOr<compare::Comparison> result;
         {
           py::gil_scoped_release release;
@@ -55,7 +56,7 @@ void RegisterCompare(py::module_& core) {
       py::arg("a"), py::arg("b"), py::arg("root"), py::arg("filter_a"), py::arg("filter_b"),
       py::arg("keys"), py::arg("metrics"), py::arg("rank"), py::arg("threshold"),
       py::arg("confidence"), py::arg("min_steps"), py::arg("resamples"), py::arg("warmup"),
-      py::arg("run_noise"), py::arg("save"));
+      py::arg("run_noise"), py::arg("save"), py::arg("force"));
   core.def(
       "_failing_rows",
       [](const std::string& document, std::vector<std::string> keys, double pct) {

@@ -446,4 +446,44 @@ absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view f
   return side;
 }
 
+namespace {
+
+// Whether two paths name one file: the same inode when both exist, else the
+// same absolute path.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  std::error_code error;
+  const std::filesystem::path pa = std::filesystem::weakly_canonical(a, error);
+  if (error) return a == b;
+  const std::filesystem::path pb = std::filesystem::weakly_canonical(b, error);
+  return !error && pa == pb;
+}
+
+}  // namespace
+
+absl::Status check_save_path(const CompareRequest& request, const std::string& path,
+                             bool overwrite) {
+  for (const std::vector<std::string>* specs : {&request.a, &request.b}) {
+    for (const std::string& spec : *specs) {
+      const std::optional<std::pair<std::string, bool>> saved = saved_side(spec);
+      if (saved && same_file(saved->first, path)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "--save {}: that is an input of this comparison ({}): saving would replace the "
+            "baseline it compares against; save to another file",
+            path, spec));
+      }
+    }
+  }
+  struct stat st {};
+  if (!overwrite && ::lstat(path.c_str(), &st) == 0) {
+    return absl::AlreadyExistsError(
+        fmt::format("--save {}: the file exists (--force replaces it)", path));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace trainscope::compare

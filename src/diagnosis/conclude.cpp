@@ -39,6 +39,28 @@ std::string pct_interval(const Interval& i) {
   return fmt::format("{} [{}, {}]", pct(i.value), pct(i.low), pct(i.high));
 }
 
+// A share of the step (or of the host's cores) with its interval, held in
+// [0, 1], which no share leaves by construction: an interval bound that the
+// normal approximation puts past either end (a share near 0 or 1) is clipped
+// there; a value the data puts past 1 (regions that overlap, so that time is
+// counted twice) is clipped too, and `what` is named in a note.
+Interval clip_share(Interval i, std::string_view what, std::vector<std::string>* notes) {
+  if (std::isfinite(i.value) && i.value > 1 + 1e-9 && notes != nullptr) {
+    notes->push_back(fmt::format(
+        "{}: {} of the step, more than the whole step (regions that overlap count their time "
+        "twice): shown as 100%",
+        what, pct(i.value)));
+  }
+  const auto clip = [](double x) { return std::isfinite(x) ? std::clamp(x, 0.0, 1.0) : x; };
+  return Interval{clip(i.value), clip(i.low), clip(i.high)};
+}
+
+// ratio_interval of a share of the step, clipped (clip_share).
+Interval share_interval(const std::vector<double>& num, const std::vector<double>& den,
+                        std::string_view what, std::vector<std::string>* notes) {
+  return clip_share(ratio_interval(num, den), what, notes);
+}
+
 // Per-step sums over ranks, keyed by step index: the pooled series of a scope.
 struct Pooled {
   std::vector<double> period;
@@ -131,7 +153,7 @@ PhaseRow phase_row(const std::vector<const RankInput*>& ranks, Phase p, bool gpu
     num += v[i];
     den += pooled.period[i];
   }
-  row.share = den > 0 ? num / den : 0;
+  row.share = den > 0 ? std::clamp(num / den, 0.0, 1.0) : 0;  // see clip_share
   std::vector<double> medians;
   for (const auto& [m, rank] : rank_medians) medians.push_back(m);
   row.median_rank_s = median(medians);
@@ -356,7 +378,7 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
       }
     }
     const double util_median = median(util);
-    const Interval other = mean_interval(others);
+    const Interval other = clip_share(mean_interval(others), "", nullptr);
     if (util.size() >= 4 && util_median >= t.host_pressure_cpu_util_pct &&
         above(other, t.host_pressure_other_cpu_share)) {
       Label label = make_label(
@@ -469,12 +491,14 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   }
   const bool compute_timed = !compute.empty();
   const bool wait_timed = measured_anywhere(ranks, Phase::kDataWait, false);
-  const Interval wait = ratio_interval(pooled.cpu[kIndex(Phase::kDataWait)], pooled.period);
-  const Interval compute_share = ratio_interval(
+  std::vector<std::string>* notes = &scope.notes;
+  const Interval wait =
+      share_interval(pooled.cpu[kIndex(Phase::kDataWait)], pooled.period, "the data wait", notes);
+  const Interval compute_share = share_interval(
       sum_of(pooled, compute_timed ? compute : std::vector<Phase>{Phase::kRest}, false),
-      pooled.period);
-  const Interval wait_heavy =
-      ratio_interval(sum_of(pooled, {Phase::kComm, Phase::kRest}, false), pooled.period);
+      pooled.period, "the compute phases", notes);
+  const Interval wait_heavy = share_interval(sum_of(pooled, {Phase::kComm, Phase::kRest}, false),
+                                             pooled.period, "communication and the rest", notes);
   bool input_bound = false;
   if (!wait_timed) {
     scope.notes.push_back(
@@ -494,10 +518,12 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
     scope.labels.push_back(make_label(
         kWaitHeavy, "", "wait_share", wait_heavy, t.wait_heavy_share, "wait_heavy_share",
-        fmt::format("communication and untimed work take {} of the step (comm {}, rest {})",
-                    pct_interval(wait_heavy),
-                    pct(ratio_interval(pooled.cpu[kIndex(Phase::kComm)], pooled.period).value),
-                    pct(ratio_interval(pooled.cpu[kIndex(Phase::kRest)], pooled.period).value)),
+        fmt::format(
+            "communication and untimed work take {} of the step (comm {}, rest {})",
+            pct_interval(wait_heavy),
+            pct(share_interval(pooled.cpu[kIndex(Phase::kComm)], pooled.period, "", nullptr).value),
+            pct(share_interval(pooled.cpu[kIndex(Phase::kRest)], pooled.period, "", nullptr)
+                    .value)),
         "time goes to waiting, not compute: overlap communication with backward (DDP buckets), "
         "look for a straggling rank and for host syncs (.item(), prints) in the step"));
   } else if (above(compute_share, t.compute_bound_share)) {
@@ -514,11 +540,12 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     scope.labels.push_back(make_label(
         kComputeBound, std::string(phase_name(largest)), "compute_share", compute_share,
         t.compute_bound_share, "compute_bound_share",
-        fmt::format("compute takes {} of the step, most of it in {} ({}){}",
-                    pct_interval(compute_share), phase_name(largest),
-                    pct(ratio_interval(pooled.cpu[kIndex(largest)], pooled.period).value),
-                    wait_timed ? fmt::format("; data wait {}", pct(wait.value))
-                               : std::string("; data wait not timed")),
+        fmt::format(
+            "compute takes {} of the step, most of it in {} ({}){}", pct_interval(compute_share),
+            phase_name(largest),
+            pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
+            wait_timed ? fmt::format("; data wait {}", pct(wait.value))
+                       : std::string("; data wait not timed")),
         fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), try "
                     "mixed precision, a larger batch or a faster kernel",
                     phase_name(largest))));
@@ -542,7 +569,8 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   if (gpu_compute.empty()) {
     scope.notes.push_back("GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with gpu=True)");
   } else {
-    const Interval busy = ratio_interval(sum_of(pooled, gpu_compute, true), pooled.period);
+    const Interval busy =
+        share_interval(sum_of(pooled, gpu_compute, true), pooled.period, "GPU-timed work", notes);
     if (!input_bound && below(busy, t.gpu_idle_busy_share)) {
       scope.labels.push_back(make_label(
           kGpuIdle, "", "gpu_busy_share", busy, t.gpu_idle_busy_share, "gpu_idle_busy_share",

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "diagnosis/statistics.hpp"
+#include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -45,6 +46,16 @@ struct PhaseRowRef {
   std::int64_t duration_ns = 0;
   Phase phase = Phase::kRest;
   bool gpu = false;
+  std::uint32_t key_id = 0;  // KeyTrack::id
+};
+
+// A CPU row longer than the step it belongs to (a duration no timer makes:
+// INT64_MAX, a clock jump): left out of the step, and named in a warning.
+struct ImpossibleRow {
+  std::uint32_t key_id = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t step = 0;
+  double period_s = 0;
 };
 
 void add_row(StepSample* s, const PhaseRowRef& row) {
@@ -91,6 +102,21 @@ struct RankTrack {
   // Late rows that start before this joined no step read (the first step
   // after a skip starts here).
   std::int64_t late_floor_ns = std::numeric_limits<std::int64_t>::min();
+  // Rows of each key read (by KeyTrack::id), for check_run.
+  std::vector<std::uint64_t> key_rows;
+  std::uint64_t impossible_rows = 0;
+  ImpossibleRow first_impossible;
+
+  // Adds `row` to step `s` unless it is a CPU row longer than the whole step.
+  void add_checked(StepSample* s, const PhaseRowRef& row) {
+    if (!row.gpu && static_cast<double>(row.duration_ns) * 1e-9 > s->period_s * (1 + 1e-9)) {
+      if (impossible_rows++ == 0) {
+        first_impossible = ImpossibleRow{row.key_id, row.duration_ns, s->step, s->period_s};
+      }
+      return;
+    }
+    add_row(s, row);
+  }
 
   double bytes_per_step() const {
     return step_rows ? static_cast<double>(read_bytes) / static_cast<double>(step_rows) : 0.0;
@@ -122,10 +148,16 @@ struct RankTrack {
     auto h = std::partition_point(history.begin(), history.end(),
                                   [&](const StepSample& s) { return by_start(s, row.start_ns); });
     if (h == history.begin()) return;
-    add_row(&*std::prev(h), row);
     auto w = std::partition_point(window.begin(), window.end(),
                                   [&](const StepSample& s) { return by_start(s, row.start_ns); });
-    if (w != window.begin()) add_row(&*std::prev(w), row);
+    // Held to the window's step (exact) when it is there, else to the history's.
+    const std::uint64_t before = impossible_rows;
+    if (w != window.begin()) {
+      add_checked(&*std::prev(w), row);
+      if (impossible_rows == before) add_row(&*std::prev(h), row);
+    } else {
+      add_checked(&*std::prev(h), row);
+    }
   }
 
   void finalize(StepSample s, std::size_t window_steps, std::size_t max_history) {
@@ -183,12 +215,12 @@ struct RankTrack {
     current_end_ns = start_ns + duration_ns;
   }
 
-  // Pending rows that start before `until` go to the open step.
+  // Pending rows that start before `until` go to the open step (its period known).
   void take_pending(std::int64_t until) {
     std::vector<PhaseRowRef> keep;
     for (const PhaseRowRef& r : pending) {
       if (r.start_ns < until) {
-        add_row(&current, r);
+        add_checked(&current, r);
       } else {
         keep.push_back(r);
       }
@@ -225,8 +257,9 @@ constexpr int kStepRole = -2;
 struct KeyTrack {
   std::string key;
   Device device = Device::kCPU;
-  int role = kNoRole;  // kStepRole, a Phase, or kNoRole
-  bool batch = false;  // BATCH: its rows' `step` is its own number
+  std::uint32_t id = 0;  // in the order first read
+  int role = kNoRole;    // kStepRole, a Phase, or kNoRole
+  bool batch = false;    // BATCH: its rows' `step` is its own number
   std::uint64_t count = 0;
   stats::detail::SampleSeries run{0, kExactPerKey, 0.01};    // FollowOptions::key_run_stats
   std::deque<std::pair<std::int64_t, std::int64_t>> recent;  // start_ns, duration_ns
@@ -277,10 +310,18 @@ struct Follower::State {
   std::vector<std::string> hosts;
   std::map<std::uint32_t, RankTrack> ranks;
   std::array<absl::flat_hash_map<std::string, KeyTrack>, 2> keys;  // by device
+  std::vector<std::pair<std::string, Device>> key_names;           // by KeyTrack::id
   std::map<std::string, HostTrack> host_tracks;
   std::uint64_t bytes = 0;
   std::uint64_t rows = 0;
   std::int64_t last_poll_ms = 0;
+  // Forgets all that was read (another run at the path; an ended run read
+  // whole again); bytes_read() goes on counting.
+  void restart();
+  // Bytes of rank t's newest rows, at least `keep`, that hold the window's
+  // steps (and the open one, and a twentieth more): ever larger tails from
+  // `keep` on (doubling) until their step rows do, or the unread rows end.
+  std::uint64_t window_keep(const RunReader& reader, const RankTrack& t, std::uint64_t keep) const;
   mutable std::optional<Scope> run_cache;  // see diagnose()
   mutable std::size_t run_cache_steps = 0;
   mutable std::int64_t run_cache_ms = 0;
@@ -296,6 +337,8 @@ struct Follower::State {
       KeyTrack& k = found->second;
       k.key = std::string(row.key);
       k.device = row.device;
+      k.id = static_cast<std::uint32_t>(key_names.size());
+      key_names.emplace_back(k.key, k.device);
       if (options.keys.is_step(row.key)) {
         k.role = kStepRole;
         k.batch = row.key == "BATCH";  // TimeType::BATCH, whose completions `step` counts
@@ -305,6 +348,8 @@ struct Follower::State {
     }
     KeyTrack& k = found->second;
     ++k.count;
+    if (t->key_rows.size() <= k.id) t->key_rows.resize(k.id + 1);
+    ++t->key_rows[k.id];
     if (options.key_run_stats) k.run.add(row.duration_ns);
     k.recent.emplace_back(row.start_unix_ns, row.duration_ns);
     if (k.recent.size() > kRecentPerKey) k.recent.pop_front();
@@ -326,7 +371,7 @@ struct Follower::State {
     const auto phase = static_cast<Phase>(k.role);
     const bool gpu = row.device == Device::kGPU;
     (gpu ? t->gpu_measured : t->cpu_measured)[static_cast<std::size_t>(phase)] = true;
-    PhaseRowRef ref{row.start_unix_ns, row.duration_ns, phase, gpu};
+    PhaseRowRef ref{row.start_unix_ns, row.duration_ns, phase, gpu, k.id};
     if (t->open && row.start_unix_ns < t->current.start_ns) {
       t->add_late(ref);
     } else {
@@ -427,34 +472,119 @@ std::uint64_t Follower::bytes_skipped() const noexcept {
   return total;
 }
 
+namespace {
+
+// Each rank's share of a poll's read budget (bytes), water-filled: a rank with
+// less unread than an even share of what is left reads all of it and leaves
+// the rest to the others, so empty and small ranks take nothing from the
+// large ones. Only ranks that cannot read all they have are listed: none when
+// all that is unread fits the budget (nothing is sampled).
+std::map<std::uint32_t, double> budget_shares(
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> unread, double budget) {
+  std::map<std::uint32_t, double> out;
+  double total = 0;
+  for (const auto& [bytes, rank] : unread) total += static_cast<double>(bytes);
+  if (total <= budget) return out;
+  std::sort(unread.begin(), unread.end());
+  double left = budget;
+  for (std::size_t i = 0; i < unread.size(); ++i) {
+    const double share = left / static_cast<double>(unread.size() - i);
+    const auto bytes = static_cast<double>(unread[i].first);
+    if (bytes <= share) {
+      left -= bytes;
+      continue;
+    }
+    out[unread[i].second] = share;
+    left -= share;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Follower::State::restart() {
+  std::string keep_dir = std::move(dir);
+  FollowOptions keep_options = std::move(options);
+  const std::uint64_t keep_bytes = bytes;
+  *this = State{};
+  dir = std::move(keep_dir);
+  options = std::move(keep_options);
+  bytes = keep_bytes;
+}
+
+std::uint64_t Follower::State::window_keep(const RunReader& reader, const RankTrack& t,
+                                           std::uint64_t keep) const {
+  const double want = 1.05 * static_cast<double>(options.window_steps + 1);
+  for (keep = std::max<std::uint64_t>(keep, 4096);; keep *= 2) {
+    absl::StatusOr<std::uint64_t> from = reader.regions_tail_offset(t.rank, t.offset, keep);
+    if (!from.ok() || *from <= t.offset) return keep;
+    double steps = 0;
+    for (std::uint64_t offset = *from;;) {
+      absl::StatusOr<RunReader::Scan> scan =
+          reader.scan_regions(t.rank, offset, kReadBytes, [&](const RegionView& row) {
+            if (row.device == Device::kCPU &&
+                (t.step_key.empty() ? options.keys.is_step(row.key) : row.key == t.step_key)) {
+              ++steps;
+            }
+          });
+      if (!scan.ok() || scan->next_offset <= offset || scan->rows == 0) break;
+      offset = scan->next_offset;
+    }
+    if (steps >= want) return keep;
+  }
+}
+
 absl::Status Follower::poll() {
   State& s = *state_;
   absl::StatusOr<RunReader> reader = RunReader::Open(s.dir);
   if (!reader.ok()) return reader.status();
+  // Another run in the directory (deleted and created again at the same
+  // path): what was read is of the old one, so it starts over.
+  const bool another_run =
+      reader->info().id != s.info.id || reader->info().start_time_ms != s.info.start_time_ms;
+  // An ended run appends no more: it is read whole, also what a live poll
+  // skipped (then read again from the start), so that the view converges to
+  // `trainscope diagnose`'s.
+  if (another_run || (!reader->in_progress() && bytes_skipped() > 0)) s.restart();
   s.info = reader->info();
   s.world_size = reader->world_size();
   s.hosts = reader->hosts();
   s.in_progress = reader->in_progress();
   const std::int64_t previous_poll_ms = s.last_poll_ms;
   s.last_poll_ms = now_ms();
-  // The read budget of this poll: its share of the seconds since the last one.
-  const double budget_s =
-      previous_poll_ms == 0
-          ? 1.0
-          : std::clamp(static_cast<double>(s.last_poll_ms - previous_poll_ms) * 1e-3, 0.05, 10.0);
-  const double rank_budget = s.options.read_budget_bytes_per_s * budget_s /
-                             static_cast<double>(std::max<std::size_t>(1, reader->ranks().size()));
+  // The read budget of this poll: its share of the seconds since the last one,
+  // shared by the ranks after what each has unread (budget_shares).
+  std::map<std::uint32_t, double> shares;
+  if (s.options.read_budget_bytes_per_s > 0 && s.in_progress) {
+    const double budget_s =
+        previous_poll_ms == 0
+            ? 1.0
+            : std::clamp(static_cast<double>(s.last_poll_ms - previous_poll_ms) * 1e-3, 0.05, 10.0);
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> unread;
+    for (const RunFile& file : reader->files()) {
+      if (file.kind != RunFileKind::kRegions) continue;
+      auto t = s.ranks.find(file.rank);
+      const std::uint64_t offset = t == s.ranks.end() ? 0 : t->second.offset;
+      unread.emplace_back(file.size_bytes > offset ? file.size_bytes - offset : 0, file.rank);
+    }
+    shares = budget_shares(std::move(unread), s.options.read_budget_bytes_per_s * budget_s);
+  }
   for (const RankState& state : reader->ranks()) {
     RankTrack& t = s.ranks[state.rank.rank];
     t.rank = state.rank.rank;
     t.host = state.host;
     t.status = state.crashed ? "CRASHED" : std::string(run_status_name(state.status));
-    if (s.options.read_budget_bytes_per_s > 0) {
+    if (auto share = shares.find(t.rank); share != shares.end()) {
       // Its share of the budget, and at least the window's steps, the open one
-      // and a twentieth more (steps vary in size).
-      const double window_bytes =
-          1.05 * static_cast<double>(s.options.window_steps + 1) * t.bytes_per_step();
-      const auto keep = static_cast<std::uint64_t>(std::max(rank_budget, window_bytes));
+      // and a twentieth more (steps vary in size): from its rows' size per
+      // step, or, before any step was read, by counting the newest rows' steps.
+      auto keep = static_cast<std::uint64_t>(share->second);
+      const double per_step = t.bytes_per_step();
+      keep = per_step > 0
+                 ? std::max(keep,
+                            static_cast<std::uint64_t>(
+                                1.05 * static_cast<double>(s.options.window_steps + 1) * per_step))
+                 : s.window_keep(*reader, t, keep);
       absl::StatusOr<std::uint64_t> resume = reader->regions_tail_offset(t.rank, t.offset, keep);
       if (resume.ok() && *resume > t.offset) {
         t.skip(*resume - t.offset);
@@ -495,6 +625,24 @@ absl::Status Follower::poll() {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RunProblem>> Follower::check() const {
+  const State& s = *state_;
+  absl::StatusOr<RunReader> reader = RunReader::Open(s.dir);
+  if (!reader.ok()) return reader.status();
+  // The rows of each rank read whole, as this follower counted them: check_run
+  // reads only the files of the others.
+  RegionCounts counted;
+  for (const auto& [rank, t] : s.ranks) {
+    if (t.skipped_bytes > 0 || t.read_bytes == 0) continue;
+    std::vector<RegionCount>& rows = counted[rank];
+    for (std::size_t id = 0; id < t.key_rows.size(); ++id) {
+      if (t.key_rows[id] == 0) continue;
+      rows.push_back(RegionCount{s.key_names[id].first, s.key_names[id].second, t.key_rows[id]});
+    }
+  }
+  return check_run(*reader, &counted);
 }
 
 Diagnosis Follower::diagnose() const {
@@ -664,6 +812,18 @@ Diagnosis Follower::diagnose() const {
   std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
     return a.share != b.share ? a.share > b.share : a.key < b.key;
   });
+  for (const auto& [rank, t] : s.ranks) {
+    if (t.impossible_rows == 0) continue;
+    const ImpossibleRow& first = t.first_impossible;
+    d.warnings.push_back(fmt::format(
+        "{}/regions-{}.csv: {} CPU row{} of rank {} last{} longer than the whole step {} "
+        "belong{} to (a clock jump or a damaged file?), left out of the step's phases: the "
+        "first, {}, lasts {} s in step {} of {} s",
+        s.dir, rank, t.impossible_rows, t.impossible_rows == 1 ? "" : "s", rank,
+        t.impossible_rows == 1 ? "s" : "", t.impossible_rows == 1 ? "it" : "they",
+        t.impossible_rows == 1 ? "s" : "", s.key_names[first.key_id].first,
+        static_cast<double>(first.duration_ns) * 1e-9, first.step, first.period_s));
+  }
   return d;
 }
 
@@ -672,13 +832,13 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   if (!follower.ok()) return follower.status();
   if (absl::Status polled = follower->poll(); !polled.ok()) return polled;
   // A finished run is held to its summaries (run_check.hpp): lost rows are an error.
-  absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
-  if (!reader.ok()) return reader.status();
-  absl::StatusOr<std::vector<RunProblem>> problems = check_run(*reader);
+  absl::StatusOr<std::vector<RunProblem>> problems = follower->check();
   if (!problems.ok()) return problems.status();
   if (absl::Status lost = run_problems_error(*problems); !lost.ok()) return lost;
-  absl::StatusOr<Diagnosis> out = follower->diagnose();
-  if (out.ok()) out->warnings = run_problem_warnings(*problems);
+  Diagnosis out = follower->diagnose();
+  std::vector<std::string> warnings = run_problem_warnings(*problems);
+  warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
+  out.warnings = std::move(warnings);
   return out;
 }
 

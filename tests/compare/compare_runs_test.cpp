@@ -385,6 +385,39 @@ TEST(CompareRunsTest, ASavedComparisonIsABaseline) {
               HasSubstr("holds no data of its B side"));
 }
 
+// Saving onto an input would replace the baseline compared against (issue 36):
+// refused, naming it, whichever way the input is spelled; another existing
+// file only with overwrite (--force).
+TEST(CompareRunsTest, SavingOntoAnInputIsRefusedAndAnExistingFileNeedsForce) {
+  TempDir tmp;
+  const fs::path b = make_run(tmp.path() / "b", RunSpec{});
+  const std::string base = (tmp.path() / "base.json").string();
+  write_file(base, "{}");
+  CompareRequest request;
+  request.b = {b.string()};
+  for (const std::string& spec :
+       {base, base + ":a", (tmp.path() / "." / "base.json").string() + ":b"}) {
+    request.a = {spec};
+    for (bool overwrite : {false, true}) {
+      const absl::Status s = check_save_path(request, base, overwrite);
+      EXPECT_TRUE(absl::IsInvalidArgument(s)) << spec << ": " << s;
+      EXPECT_THAT(std::string(s.message()), HasSubstr("an input of this comparison (" + spec));
+    }
+  }
+  // Also as side B, and through another spelling of the saved path.
+  request.a = {b.string()};
+  request.b = {base};
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      check_save_path(request, (tmp.path() / "." / "base.json").string(), true)));
+  // Another file: a new one is fine, an existing one needs overwrite.
+  request.b = {b.string()};
+  EXPECT_TRUE(check_save_path(request, (tmp.path() / "new.json").string(), false).ok());
+  const absl::Status exists = check_save_path(request, base, false);
+  EXPECT_TRUE(absl::IsAlreadyExists(exists)) << exists;
+  EXPECT_THAT(std::string(exists.message()), HasSubstr("--force"));
+  EXPECT_TRUE(check_save_path(request, base, true).ok());
+}
+
 TEST(CompareDocumentTest, TheReaderReadsWhatTheWriterWrote) {
   TempDir tmp;
   RunSpec spec;

@@ -1,5 +1,6 @@
 // The pure step on hand-made inputs: each label from steps whose truth is
 // known by construction, with seeded noise, and none where there is nothing.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -69,6 +70,55 @@ std::vector<std::string> names(const Scope& s) {
   std::vector<std::string> out;
   for (const Label& l : s.labels) out.push_back(l.name);
   return out;
+}
+
+// Forward takes share_first of each step of the first nine tenths,
+// share_second of the last tenth's (the rest untimed).
+Inputs forward_shares(double share_first, double share_second, std::size_t steps = 200) {
+  RankInput in;
+  in.host = "h";
+  in.step_key = "BATCH";
+  in.cpu_measured[P(Phase::kForward)] = true;
+  std::int64_t t = 1'000'000'000'000'000'000;
+  for (std::size_t i = 0; i < steps; ++i) {
+    StepSample s;
+    s.step = static_cast<std::int64_t>(i);
+    s.start_ns = t;
+    s.period_s = 0.01;
+    s.cpu_s[P(Phase::kForward)] = 0.01 * (i < steps * 9 / 10 ? share_first : share_second);
+    s.cpu_s[P(Phase::kRest)] = std::max(0.0, s.period_s - s.cpu_s[P(Phase::kForward)]);
+    t += 10'000'000;
+    in.steps.push_back(s);
+  }
+  return Inputs{{in}, {}};
+}
+
+// Every share and its interval lie in [0, 1] (issue 36: "compute takes 94.1%
+// [86.6%, 101.6%]"): the batch-means interval of a share near 1 is clipped
+// there, without a note (it is the approximation, not the data).
+TEST(Conclude, ASharesIntervalNeverLeavesZeroToOne) {
+  // Batch means: nine of 1.0 and one of 0.5, 95% [83.7%, 106.3%] unclipped.
+  const Scope s = conclude(forward_shares(1.0, 0.5), Thresholds{}, "run");
+  const Label* compute = s.find(kComputeBound);
+  ASSERT_NE(compute, nullptr);
+  EXPECT_NEAR(compute->value.value, 0.95, 1e-9);
+  EXPECT_EQ(compute->value.high, 1.0);
+  EXPECT_GT(compute->value.low, 0.5);
+  EXPECT_THAT(compute->evidence, ::testing::HasSubstr("95.0% ["));
+  EXPECT_THAT(compute->evidence, ::testing::HasSubstr(", 100.0%]"));
+  EXPECT_THAT(s.notes, Not(::testing::Contains(::testing::HasSubstr("more than the whole step"))));
+}
+
+// Phases the data puts past the whole step (regions that overlap) are shown
+// as 100%, and a note says why, naming them.
+TEST(Conclude, PhasesLongerThanTheStepAreClippedAndNamed) {
+  const Scope s = conclude(forward_shares(1.3, 1.3), Thresholds{}, "run");
+  const Label* compute = s.find(kComputeBound);
+  ASSERT_NE(compute, nullptr);
+  EXPECT_EQ(compute->value.value, 1.0);
+  for (const PhaseRow& row : s.phases) EXPECT_LE(row.share, 1.0) << phase_name(row.phase);
+  EXPECT_THAT(s.notes, ::testing::Contains(::testing::HasSubstr(
+                           "the compute phases: 130.0% of the step, more than the whole step")));
 }
 
 TEST(Conclude, NoRankIsNoData) {

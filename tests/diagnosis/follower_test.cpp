@@ -3,9 +3,12 @@
 // cut last line for later, late GPU rows, host readings, a run that ends
 // while followed, and errors naming the run.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -416,6 +419,173 @@ TEST(Follower, PhaseMappingAndStepKey) {
   const Label* compute = mapped->run.find(kComputeBound);
   ASSERT_NE(compute, nullptr);
   EXPECT_EQ(compute->kind, "optimizer");
+}
+
+RankJson running_rank(std::uint32_t rank, std::uint32_t world_size) {
+  RankJson r;
+  r.rank = r.local_rank = rank;
+  r.world_size = world_size;
+  r.heartbeat_ms = 4'000'000'000'000;  // far future: not crashed
+  r.host = "elsewhere";
+  return r;
+}
+
+std::string steps_of(int count, std::uint32_t rank = 0) {
+  std::string rows;
+  for (int i = 0; i < count; ++i) rows += step_rows(kT0 + i * 10 * kMs, rank);
+  return rows;
+}
+
+// The window and the run scope as phases and labels, to compare two followers.
+void expect_same_scope(const Scope& a, const Scope& b) {
+  EXPECT_EQ(a.steps, b.steps) << a.name;
+  ASSERT_EQ(a.phases.size(), b.phases.size()) << a.name;
+  for (std::size_t i = 0; i < a.phases.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a.phases[i].median_s, b.phases[i].median_s) << a.name;
+    EXPECT_DOUBLE_EQ(a.phases[i].share, b.phases[i].share) << a.name;
+  }
+  ASSERT_EQ(a.labels.size(), b.labels.size()) << a.name;
+  for (std::size_t i = 0; i < a.labels.size(); ++i) EXPECT_EQ(a.labels[i].name, b.labels[i].name);
+}
+
+// 1,000 running ranks of which one has rows (200 steps, 48 KB), followed with
+// top's budget (4 MiB/s): the budget was split evenly over the ranks, empty
+// ones included (4 KiB, 17 steps each: "NO-DATA" and "sampled" of a run far
+// below the budget). All that is unread fits: nothing is sampled.
+TEST(Follower, EmptyRanksTakeNothingFromTheBudget) {
+  TempDir tmp;
+  std::vector<RankJson> ranks;
+  for (std::uint32_t r = 0; r < 1000; ++r) ranks.push_back(running_rank(r, 1000));
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, ranks);
+  write_file(dir / "regions-0.csv", steps_of(200), /*append=*/true);
+  FollowOptions live;
+  live.read_budget_bytes_per_s = 4.0 * 1024 * 1024;
+  absl::StatusOr<Follower> f = Follower::Open(dir.string(), live);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->poll().ok());
+  EXPECT_EQ(f->bytes_skipped(), 0u);
+  const Diagnosis d = f->diagnose();
+  EXPECT_EQ(d.read_share, 1.0);
+  EXPECT_EQ(d.window.steps, 100u);
+  EXPECT_EQ(d.ranks.at(0).steps, 200u);
+  const absl::StatusOr<Diagnosis> full = diagnose_run(dir.string());
+  ASSERT_TRUE(full.ok()) << full.status();
+  expect_same_scope(d.window, full->window);
+  expect_same_scope(d.run, full->run);
+  EXPECT_EQ(d.headline(), full->headline());
+}
+
+// 64 ranks of the same rows (300 steps, 72 KB each) above the budget (1 MiB/s:
+// 16 KiB, 66 steps a rank): the window must still hold its 100 steps, counted
+// in each rank's newest rows before its step size is known, and be the one a
+// full read gives.
+TEST(Follower, SampledRanksKeepTheirWholeWindowFromTheFirstPoll) {
+  TempDir tmp;
+  std::vector<RankJson> ranks;
+  for (std::uint32_t r = 0; r < 64; ++r) ranks.push_back(running_rank(r, 64));
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, ranks);
+  for (std::uint32_t r = 0; r < 64; ++r) {
+    write_file(dir / ("regions-" + std::to_string(r) + ".csv"), steps_of(300, r), true);
+  }
+  FollowOptions options;
+  options.read_budget_bytes_per_s = 1024 * 1024;
+  absl::StatusOr<Follower> sampled = Follower::Open(dir.string(), options);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  ASSERT_TRUE(sampled->poll().ok());
+  EXPECT_GT(sampled->bytes_skipped(), 0u);
+  const Diagnosis d = sampled->diagnose();
+  EXPECT_LT(d.read_share, 1.0);
+  const absl::StatusOr<Diagnosis> full = diagnose_run(dir.string());
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->window.steps, 100u);
+  expect_same_scope(d.window, full->window);
+  EXPECT_EQ(d.headline(), full->headline());
+
+  // Once the ranks end, the run is read whole: the view converges to diagnose's.
+  for (std::uint32_t r = 0; r < 64; ++r) {
+    RankJson done = ranks[r];
+    done.status = "FINISHED";
+    done.end_time_ms = 2;
+    write_file(dir / done.file_name(), done.text());
+  }
+  ASSERT_TRUE(sampled->poll().ok());
+  EXPECT_EQ(sampled->bytes_skipped(), 0u);
+  const Diagnosis ended = sampled->diagnose();
+  const absl::StatusOr<Diagnosis> final_full = diagnose_run(dir.string());
+  ASSERT_TRUE(final_full.ok()) << final_full.status();
+  EXPECT_EQ(ended.read_share, 1.0);
+  expect_same_scope(ended.window, final_full->window);
+  expect_same_scope(ended.run, final_full->run);
+  EXPECT_EQ(ended.ranks.at(5).steps, 300u);
+}
+
+// The directory deleted and created again at the same path holds another run:
+// the follower starts over on it (its id, its rows from the first line), not
+// at the old run's offsets, where a line of the new file starts mid-way.
+TEST(Follower, AnotherRunAtThePathIsFollowedFromItsStart) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {running_rank(0, 1)});
+  write_file(dir / "regions-0.csv", steps_of(30), true);
+  absl::StatusOr<Follower> f = Follower::Open(dir.string());
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->poll().ok());
+  EXPECT_EQ(f->diagnose().ranks.at(0).steps, 30u);
+
+  std::filesystem::remove_all(dir);
+  RunJson other;
+  other.id = "fedcba9876543210fedcba9876543210";
+  other.start_time_ms = 5;
+  write_run_dir(dir, other, {finished()});
+  std::string rows;  // 45 steps of another shape: the old offset falls inside a line
+  for (int i = 0; i < 45; ++i) rows += row("BATCH", kT0 + i * 7 * kMs, 7 * kMs - 3);
+  write_file(dir / "regions-0.csv", rows, true);
+  const absl::Status polled = f->poll();
+  ASSERT_TRUE(polled.ok()) << polled;
+  const Diagnosis d = f->diagnose();
+  EXPECT_EQ(d.run_id, other.id);
+  EXPECT_EQ(d.status, "FINISHED");
+  EXPECT_EQ(d.ranks.at(0).steps, 45u);
+}
+
+// A CPU row longer than its whole step (INT64_MAX) made shares of
+// 3487103028755.2%: it is left out of the step and named in a warning; every
+// share stays in [0, 1].
+TEST(Follower, ARowLongerThanItsStepIsLeftOutAndNamed) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 60; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    if (i == 30) {
+      rows += row("IO", s, 4 * kMs) +
+              row("FORWARD", s + 4 * kMs, std::numeric_limits<std::int64_t>::max()) +
+              row("BATCH", s, 10 * kMs);
+    } else {
+      rows += step_rows(s);
+    }
+  }
+  write_file(dir / "regions-0.csv", rows, true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->warnings.size(), 1u);
+  EXPECT_THAT(d->warnings[0], ::testing::HasSubstr("regions-0.csv: 1 CPU row of rank 0 lasts "
+                                                   "longer than the whole step"));
+  EXPECT_THAT(d->warnings[0],
+              ::testing::HasSubstr("FORWARD, lasts 9223372036.854776 s in step 30 of 0.01 s"));
+  for (const Scope* scope : {&d->window, &d->run}) {
+    for (const PhaseRow& p : scope->phases) {
+      EXPECT_GE(p.share, 0.0);
+      EXPECT_LE(p.share, 1.0) << phase_name(p.phase);
+    }
+    for (const Label& l : scope->labels) {
+      EXPECT_LE(l.value.value, 1.0) << l.name;
+      if (std::isfinite(l.value.low)) EXPECT_GE(l.value.low, 0.0) << l.name;
+      if (std::isfinite(l.value.high)) EXPECT_LE(l.value.high, 1.0) << l.name;
+    }
+  }
+  const Label* input = d->run.find(kInputBound);
+  ASSERT_NE(input, nullptr);
+  EXPECT_NEAR(input->value.value, 0.4, 1e-6);
 }
 
 TEST(Follower, ErrorsNameTheRun) {

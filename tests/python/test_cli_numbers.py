@@ -57,3 +57,26 @@ def test_a_good_number_is_taken(tmp_path):
     proc = subprocess.run([CLI, "run", "--root", str(tmp_path), "--no-sample", "--interval=0.5",
                            "--", "true"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+# Numbers are decimal only: strtod would read "0x10" as 16 (issue 36: `--fail-if-slower 0x10`
+# gated at 16%), so every flag refuses another base, and the message says why.
+HEX_CASES = [
+    (["compare", "a", "b"], "--fail-if-slower", "0x10", "a number >= 0 and <= 1000000"),
+    (["compare", "a", "b"], "--threshold", "-0X1", "a number > 0 and <= 1000"),
+    (["run"], "--interval", "0x1", "a positive number of seconds"),
+    (["model", "--params", "p"], "--scale", "0x1p3", "a number"),
+    (["report", "-o", "page.html"], "--max-points", "0x20", "a whole number >= 16"),
+]
+
+
+@pytest.mark.parametrize("before,flag,value,needs", HEX_CASES)
+def test_a_number_in_another_base_is_refused_saying_decimal_only(tmp_path, before, flag, value,
+                                                                 needs):
+    proc = subprocess.run([CLI, *before, f"{flag}={value}", "--", "true"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first == (f"trainscope {before[0]}: {flag} needs {needs}, got '{value}' "
+                     "(decimal numbers only)"), first
+    assert os.listdir(tmp_path) == []

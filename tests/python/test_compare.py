@@ -156,6 +156,37 @@ def test_a_saved_comparison_is_a_baseline(runs, tmp_path):
     assert refused.returncode == 3 and "holds no data of its B side" in refused.stderr
 
 
+def test_save_never_replaces_an_input_and_an_existing_file_needs_force(runs, tmp_path):
+    base = str(tmp_path / "base.json")
+    first = cli(runs["a"], runs["b"], "--save", base)
+    assert first.returncode == 0, first.stderr
+    with open(base, "rb") as f:
+        saved = f.read()
+    # Comparing against the baseline while saving onto it would replace it: exit 2 naming it.
+    for side in (base, base + ":a"):
+        onto = cli(side, runs["b"], "--save", base, "--force")
+        assert onto.returncode == 2, onto.stderr
+        assert f"--save {base}: that is an input of this comparison ({side})" in onto.stderr
+        assert onto.stdout == ""
+    with open(base, "rb") as f:
+        assert f.read() == saved
+    # Any other existing file: refused without --force, replaced with it.
+    again = cli(runs["a"], runs["a2"], "--save", base)
+    assert again.returncode == 2 and "the file exists (--force replaces it)" in again.stderr
+    with open(base, "rb") as f:
+        assert f.read() == saved
+    forced = cli(runs["a"], runs["a2"], "--save", base, "--force")
+    assert forced.returncode == 0, forced.stderr
+    with open(base, "rb") as f:
+        assert f.read() != saved
+    # Python: the same rules (ValueError, FileExistsError), force=True to replace.
+    with pytest.raises(ValueError, match="an input of this comparison"):
+        trainscope.compare(base, runs["b"], save=base, force=True)
+    with pytest.raises(FileExistsError, match="--force replaces it"):
+        trainscope.compare(runs["a"], runs["b"], save=base)
+    trainscope.compare(runs["a"], runs["b"], save=base, force=True)
+
+
 def test_real_jobs_under_trainscope_run(tmp_path):
     """Two real jobs, the second with twice the work per step, compared end to end."""
     command = trainscope_cli()

@@ -49,7 +49,7 @@ def _row(config, row):
 
 def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.02,
             confidence=0.95, min_steps=50, resamples=2000, warmup=True, run_noise=0.005,
-            save=None):
+            save=None, force=False):
     """Compares B with A; returns a DataFrame, one row per quantity (and configuration).
 
     a, b: each a run directory, a glob of them, a folder of runs (repetitions, or a
@@ -67,7 +67,8 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
         drop each run's warm-up (MSER-5); run_noise: how much one job's median varies from
         run to run (0.005: 0.5% per run), which one run a side cannot show and the
         intervals of single runs include (several runs a side measure it); save: also write the comparison with its data
-        to this path (a baseline for later comparisons).
+        to this path (a baseline for later comparisons): never onto an input (ValueError,
+        naming it), nor onto an existing file unless force=True (FileExistsError).
 
     Columns: config, quantity, kind ("region"/"metric"), device, median_a, median_b,
     ratio (B/A), low, high (the interval), p_value, verdict (slower/faster/same/
@@ -106,7 +107,8 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
     text = _core._compare(specs_a, specs_b, root, filter_a, filter_b, keys, metrics,
                           None if rank is None else int(rank), float(threshold),
                           float(confidence), int(min_steps), int(resamples), bool(warmup),
-                          float(run_noise), None if save is None else _os.fsdecode(_os.fspath(save)))
+                          float(run_noise),
+                          None if save is None else _os.fsdecode(_os.fspath(save)), bool(force))
     doc = _json.loads(text)
     rows, overall, warnings = [], [], list(doc["warnings"])
     for pair in doc["pairs"]:

@@ -184,6 +184,13 @@ absl::StatusOr<Comparison> parse_comparison(std::string_view text, std::string_v
 absl::StatusOr<Comparison> read_comparison(const std::string& path);
 // Writes the document with its data to `path` (atomically): a baseline.
 absl::Status write_comparison(const Comparison& comparison, const std::string& path);
+// Whether the comparison of `request` may be saved to `path` (`--save`,
+// Python's save=), before anything is compared: InvalidArgument naming it
+// when it is a saved comparison read as one of the sides (saving would
+// replace the baseline compared against), AlreadyExists when the file exists
+// and `overwrite` is false (`--force`, force=True).
+absl::Status check_save_path(const CompareRequest& request, const std::string& path,
+                             bool overwrite);
 
 // The table people read: per pair its overall verdict, the rows by effect,
 // notes and warnings.

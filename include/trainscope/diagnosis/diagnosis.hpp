@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainscope/run/run_check.hpp"
 #include "trainscope/stats/summary.hpp"
 
 namespace trainscope::diagnosis {
@@ -285,9 +286,11 @@ struct RankNow {
 
 struct Diagnosis {
   std::string run_dir;
-  // What check_run found wrong that leaves the run readable (a regions file cut
-  // short, a damaged summary: trainscope/run/run_check.hpp), naming the file;
-  // set by diagnose_run (not in the JSON document).
+  // What is wrong with the data but leaves the run readable, naming the file
+  // (not in the JSON document): CPU rows longer than their whole step, left
+  // out of its phases (Follower::diagnose), and, from diagnose_run, what
+  // check_run found (a regions file cut short, a damaged summary:
+  // trainscope/run/run_check.hpp).
   std::vector<std::string> warnings;
   std::string run_id;
   std::string run_name;
@@ -337,8 +340,11 @@ struct FollowOptions {
   // A run that appends more than this (bytes of region rows per second of
   // polling, all ranks together; 0: no limit) is sampled rather than read
   // whole, so that following it costs a bounded share of a core: at each
-  // poll each rank's newest rows are read (its share of the budget, and at
-  // least what holds the window's steps) and the rows before them skipped.
+  // poll, when the rows not read yet exceed the poll's budget, each rank's
+  // newest rows are read (its share of the budget after what the others have
+  // unread: a rank with less reads all of it; and at least what holds the
+  // window's steps, counted in its rows) and the rows before them skipped. A
+  // run whose unread rows fit the budget, and an ended run, are read whole.
   // The window stays exact; the run scope and the keys' run statistics then
   // rest on the rows read (Diagnosis::read_share), and a rank's step numbers
   // after a skip on its BATCH rows' own numbers (else on the bytes skipped).
@@ -360,7 +366,16 @@ class Follower {
 
   // Reads what the run appended since the last poll (a cut last line is left
   // for the next). An error names the file; what was read before is kept.
+  // Another run in the directory (another id or start: the directory was
+  // deleted and created again) is followed from its start; an ended run is
+  // read whole (what a sampled poll skipped is read again once it ends).
   absl::Status poll();
+  // check_run (trainscope/run/run_check.hpp) on the run as of now, with the
+  // rows this follower counted of the ranks it read whole: a rank that ended
+  // with regions in its summary and none on disk is an error, a file cut
+  // short or a damaged summary a warning. For every follower of a run alike
+  // (diagnose_run, `trainscope top`).
+  absl::StatusOr<std::vector<RunProblem>> check() const;
   Diagnosis diagnose() const;
 
   const std::string& run_dir() const noexcept;
