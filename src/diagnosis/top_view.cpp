@@ -2,6 +2,8 @@
 // follow, a sweep's jobs, the followed run's Follower and the lines drawn.
 #include "trainscope/diagnosis/top_view.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -116,6 +118,12 @@ absl::StatusOr<Target> newest_run_in(const std::string& root) {
                   root));
 }
 
+// Whether `dir` has anything named run.json (lstat: also a dangling link).
+bool holds_run_json(const std::string& dir) {
+  struct stat st;
+  return ::lstat((fs::path(dir) / "run.json").c_str(), &st) == 0;
+}
+
 absl::StatusOr<Target> resolve_target(const std::vector<std::string>& targets) {
   if (targets.empty()) {
     const std::string run_dir = env_or("TRAINSCOPE_RUN_DIR", "");
@@ -132,7 +140,9 @@ absl::StatusOr<Target> resolve_target(const std::vector<std::string>& targets) {
     return newest_run_in(root);
   }
   const std::string& path = targets.front();
-  if (is_run_directory(path)) return Target{false, path, ""};
+  // A run.json that is no regular file (a FIFO, a directory, a symlink loop)
+  // still makes the path a run, whose reading then says what is wrong.
+  if (is_run_directory(path) || holds_run_json(path)) return Target{false, path, ""};
   if (sweep::is_sweep_dir(path)) return Target{true, path, ""};
   std::error_code ec;
   if (!fs::exists(path, ec)) return absl::NotFoundError(path + ": no such file or directory");
@@ -393,6 +403,10 @@ struct ViewState {
   std::string run_dir;                   // followed
   std::string follow_note;               // how it was chosen
   std::string alert;                     // vanished, damaged, nothing to follow
+  // What is wrong with the run's data but leaves it readable (Diagnosis::
+  // warnings, check_run's warnings), and a new run at the followed path.
+  std::vector<std::string> warnings;
+  std::string replaced;
   const SweepView* sweep = nullptr;
   SortOrder sort = SortOrder::kShare;
   bool utf8 = false;
@@ -591,6 +605,12 @@ std::vector<Line> view_lines(const ViewState& state) {
                              fmt_clock(static_cast<double>(d.elapsed_ms) / 1e3), d.run_dir),
                  Style::kTitle});
   if (!state.follow_note.empty()) out.push_back({"  following " + state.follow_note, Style::kDim});
+  if (!state.replaced.empty()) out.push_back({"  " + state.replaced, Style::kAlert});
+  for (const std::string& warning : state.warnings) {
+    for (std::string& text : wrap("warning: " + warning, state.width, 2)) {
+      out.push_back({std::move(text), Style::kAlert});
+    }
+  }
   if (!running) {
     out.push_back({fmt::format("the run ended: {}{}", d.status, state.live ? " (q quits)" : ""),
                    d.status == "FINISHED" ? Style::kGood : Style::kAlert});
@@ -666,6 +686,11 @@ class Session {
         run_dir_ = next;
         follower_.reset();
         diagnosis_.reset();
+        last_run_id_.clear();
+        replaced_.clear();
+        check_key_.clear();
+        damage_.clear();
+        check_warnings_.clear();
       }
       if (run_dir_.empty()) {
         alert_.clear();
@@ -683,13 +708,13 @@ class Session {
       follower_.emplace(*std::move(opened));
     }
     const absl::Status polled = follower_->poll();
-    if (!is_run_directory(run_dir_)) {
+    if (!polled.ok() && !holds_run_json(run_dir_)) {
       alert_ = fmt::format(
           "run {} vanished: {} no longer holds a run (no run.json); showing what was read before",
           run_name(), run_dir_);
       return false;
     }
-    if (!polled.ok()) {
+    if (!polled.ok()) {  // what run.json is when it is no file, a damaged file: named
       alert_ = fmt::format("run {}: {}; showing what was read before", run_name(),
                            std::string(polled.message()));
       return false;
@@ -704,13 +729,44 @@ class Session {
     if (diagnosis_ && bytes == diagnosed_bytes_ && in_progress == diagnosed_in_progress_ &&
         (!in_progress || now - diagnosed_at_ms_ < kRediagnoseMs)) {
       if (in_progress) diagnosis_->elapsed_ms = now - diagnosis_->start_time_ms;
-      return true;
+      return checked();
     }
+    const std::string previous_id = diagnosis_ ? diagnosis_->run_id : last_run_id_;
     diagnosis_ = follower_->diagnose();
     diagnosed_bytes_ = bytes;
     diagnosed_in_progress_ = in_progress;
     diagnosed_at_ms_ = now;
-    return true;
+    if (!previous_id.empty() && previous_id != diagnosis_->run_id) {
+      replaced_ = fmt::format("a new run at this path: {} (the run {} was replaced)",
+                              name_and_id(*diagnosis_), previous_id);
+      check_key_.clear();
+    }
+    last_run_id_ = diagnosis_->run_id;
+    // The run held to its summaries, as every reader (check_run): again when
+    // a rank ends (only ended ranks are held to theirs).
+    std::size_t ended = 0;
+    for (const RankNow& rank : diagnosis_->ranks) ended += rank.status != "RUNNING";
+    const std::string key = fmt::format("{} {} {}", diagnosis_->run_id, ended, in_progress);
+    if (key != check_key_) {
+      check_key_ = key;
+      damage_.clear();
+      check_warnings_.clear();
+      absl::StatusOr<std::vector<RunProblem>> problems = follower_->check();
+      if (problems.ok()) {
+        if (absl::Status lost = run_problems_error(*problems); !lost.ok()) {
+          damage_ = std::string(lost.message());
+        }
+        check_warnings_ = run_problem_warnings(*problems);
+      }
+    }
+    return checked();
+  }
+
+  // False, with the loss as the alert, when the run's region rows are lost.
+  bool checked() {
+    if (damage_.empty()) return true;
+    alert_ = fmt::format("run {}: {}", run_name(), damage_);
+    return false;
   }
 
   // A new window: the follower is opened again (it reads the run once more).
@@ -728,6 +784,12 @@ class Session {
     state.run_dir = run_dir_;
     state.follow_note = target_.note;
     state.alert = alert_;
+    state.warnings = check_warnings_;
+    if (diagnosis_) {
+      state.warnings.insert(state.warnings.end(), diagnosis_->warnings.begin(),
+                            diagnosis_->warnings.end());
+    }
+    state.replaced = replaced_;
     state.sweep = sweep_ ? &sweep_->view() : nullptr;
     state.sort = args_.sort;
     state.utf8 = utf8;
@@ -761,6 +823,12 @@ class Session {
   bool diagnosed_in_progress_ = true;
   std::int64_t diagnosed_at_ms_ = 0;
   std::string alert_;
+  std::string last_run_id_;  // of the last diagnosis (kept across a new window)
+  std::string replaced_;     // a new run at the path, said
+  // check_run as of the run id, ended ranks and whether the run goes on.
+  std::string check_key_;
+  std::string damage_;  // its error: the run's region rows are lost
+  std::vector<std::string> check_warnings_;
 };
 
 }  // namespace

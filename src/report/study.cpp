@@ -1,5 +1,7 @@
 #include "report/study.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -279,7 +281,12 @@ absl::StatusOr<Inputs> classify_inputs(const std::vector<std::string>& inputs) {
                       shown_path(input)));
     }
     const std::size_t before = out.runs.size();
-    if (is_run_directory(dir.string())) {
+    // A run, also one that cannot be read (run.json a FIFO, a directory, a
+    // symlink loop, or lost beside its rank files): alone, it is the run page,
+    // whose reading then fails naming what is wrong (exit 1, as diagnose).
+    struct stat run_json;
+    if (is_run_directory(dir.string()) || ::lstat((dir / "run.json").c_str(), &run_json) == 0 ||
+        holds_run_files(dir.string())) {
       out.runs.push_back(StudyRun{input, "", "", {}});
       out.single_run = inputs.size() == 1;
     } else if (sweep::is_sweep_dir(dir.string())) {

@@ -1,10 +1,13 @@
 // trainscope top's view without a terminal: the lines of a followed run, a
 // vanished run as an alert naming it, and targets that are no run.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/damaged_run.hpp"
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/diagnosis/top_view.hpp"
@@ -13,6 +16,7 @@ namespace trainscope::diagnosis {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr std::int64_t kT0 = 1'700'000'000'000'000'000;
 constexpr std::int64_t kMs = 1'000'000;
@@ -67,6 +71,93 @@ TEST(TopView, LinesOfAFollowedRunAndAnAlertWhenItVanishes) {
   EXPECT_FALSE(session.refresh());
   EXPECT_THAT(session.alert(), HasSubstr("vanished"));
   EXPECT_TRUE(session.diagnosis().has_value());  // what was read before stays
+}
+
+// A run whose rank ended FINISHED with 800 regions in its summary and no
+// regions file: top said "NO-DATA: no step key" and exited 0 while diagnose
+// said the timings are lost. One rule (check_run): the loss is the alert, and
+// a snapshot (--once, --json) fails with it.
+TEST(TopView, LostRegionRowsAreTheAlertAndNoSnapshot) {
+  testing::TempDir tmp;
+  testing::FinishedRun spec;
+  spec.rows = 800;
+  const auto dir = testing::write_finished_run(tmp.file("run"), spec);
+  std::filesystem::remove(dir / "regions-0.csv");
+  const absl::StatusOr<Diagnosis> diagnosed = diagnose_run(dir.string());
+  ASSERT_FALSE(diagnosed.ok());
+
+  TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
+  EXPECT_FALSE(session.refresh());
+  EXPECT_THAT(session.alert(), HasSubstr(std::string(diagnosed.status().message())));
+  EXPECT_THAT(session.alert(), HasSubstr("regions-0.csv: no such file"));
+  EXPECT_THAT(session.alert(), HasSubstr("counts 800 regions: the run's timings are lost"));
+  EXPECT_THAT(all_text(session.lines(false, 200, 10, true)), HasSubstr("timings are lost"));
+  EXPECT_FALSE(session.snapshot(false, false).has_value());
+  EXPECT_FALSE(session.snapshot(true, false).has_value());
+
+  // A regions file cut short is a warning on the view (the run stays readable).
+  testing::write_finished_run(dir, spec);
+  testing::cut_regions(dir, 453);
+  TopSession cut(TopSettings{}, TopTarget{false, dir.string(), ""});
+  ASSERT_TRUE(cut.refresh()) << cut.alert();
+  EXPECT_THAT(all_text(cut.lines(false, 400, 10, false)),
+              HasSubstr("warning: " + dir.string() + "/regions-0.csv holds 453 rows of BATCH"));
+}
+
+// run.json that is a FIFO, a directory or a symlink loop: top said "no
+// run.json"; it says what it is (and never blocks on the FIFO).
+TEST(TopView, ARunJsonThatIsNoFileIsNamedForWhatItIs) {
+  testing::TempDir tmp;
+  const auto fifo = testing::write_finished_run(tmp.file("fifo"));
+  const auto directory = testing::write_finished_run(tmp.file("directory"));
+  const auto loop = testing::write_finished_run(tmp.file("loop"));
+  for (const auto& dir : {fifo, directory, loop}) std::filesystem::remove(dir / "run.json");
+  ASSERT_EQ(::mkfifo((fifo / "run.json").c_str(), 0600), 0);
+  std::filesystem::create_directory(directory / "run.json");
+  std::filesystem::create_symlink("run.json", loop / "run.json");
+  for (const auto& [dir, what] :
+       {std::pair{fifo, "it is a FIFO"}, std::pair{directory, "it is a directory"},
+        std::pair{loop, "symbolic links"}}) {
+    const absl::StatusOr<TopTarget> target = resolve_top_target({dir.string()});
+    ASSERT_TRUE(target.ok()) << target.status();
+    TopSession session(TopSettings{}, *target);
+    EXPECT_FALSE(session.refresh());
+    EXPECT_THAT(session.alert(), HasSubstr(what)) << dir;
+    EXPECT_THAT(session.alert(), HasSubstr((dir / "run.json").string()));
+    EXPECT_THAT(session.alert(), Not(HasSubstr("no run.json")));
+  }
+
+  // ... also when it turns into one while followed.
+  const auto followed = testing::write_finished_run(tmp.file("followed"));
+  TopSession session(TopSettings{}, TopTarget{false, followed.string(), ""});
+  ASSERT_TRUE(session.refresh()) << session.alert();
+  std::filesystem::remove(followed / "run.json");
+  ASSERT_EQ(::mkfifo((followed / "run.json").c_str(), 0600), 0);
+  EXPECT_FALSE(session.refresh());
+  EXPECT_THAT(session.alert(), HasSubstr("it is a FIFO"));
+  EXPECT_THAT(session.alert(), Not(HasSubstr("vanished")));
+}
+
+// The directory deleted and created again at the same path: top follows the
+// new run (its id), says so, and reads its files from their start.
+TEST(TopView, ANewRunAtTheFollowedPathIsFollowed) {
+  testing::TempDir tmp;
+  const auto dir = testing::write_finished_run(tmp.file("run"));
+  TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
+  ASSERT_TRUE(session.refresh()) << session.alert();
+  ASSERT_EQ(session.diagnosis()->run_id, testing::kRunId);
+  std::filesystem::remove_all(dir);
+  testing::FinishedRun spec;
+  spec.id = "fedcba9876543210fedcba9876543210";
+  spec.rows = 300;
+  spec.batch_s = 0.02;
+  testing::write_finished_run(dir, spec);
+  ASSERT_TRUE(session.refresh()) << session.alert();
+  EXPECT_EQ(session.diagnosis()->run_id, spec.id);
+  EXPECT_EQ(session.diagnosis()->ranks.at(0).steps, 300u);
+  EXPECT_THAT(all_text(session.lines(false, 200, 10, false)),
+              HasSubstr("a new run at this path: n (" + spec.id + ") (the run " +
+                        std::string(testing::kRunId) + " was replaced)"));
 }
 
 TEST(TopView, FitColumnsCountsCodePointsNotBytes) {

@@ -158,11 +158,42 @@ def test_cli_readers_refuse_a_run_whose_region_rows_are_lost(tmp_path):
     os.remove(os.path.join(run_dir, "regions-0.csv"))
     base = finished_run(tmp_path / "base", keys=(("BATCH", "CPU"), ("IO", "CPU")),
                         run_id="1" * 32)
+    # top too (issue 36: it said "NO-DATA: no step key" and exited 0): one rule, check_run.
     for args in (("report", run_dir, "-o", tmp_path / "p.html", "-q"), ("stalls", run_dir),
-                 ("diagnose", run_dir), ("compare", base, run_dir)):
+                 ("diagnose", run_dir), ("compare", base, run_dir), ("top", run_dir, "--once"),
+                 ("top", run_dir, "--json")):
         done = _cli(*args)
         assert done.returncode != 0, args
         assert "regions-0.csv: no such file, but rank 0 ended FINISHED" in done.stderr, args
+        assert "the run's timings are lost" in done.stderr, args
+        if args[0] == "top":
+            assert done.returncode == 1 and done.stdout == "", (args, done.stdout)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "loop"])
+def test_a_run_json_that_is_no_file_is_named_and_a_single_run_is_an_error(tmp_path, kind):
+    """run.json a FIFO, a directory or a symlink loop: `report RUN` wrote a study page of one
+    UNREADABLE run and exited 0, `top` said "no run.json" (issue 36). Every reader says what
+    it is and exits 1, as diagnose does; none waits on the FIFO."""
+    run_dir = finished_run(tmp_path / "r")
+    os.remove(os.path.join(run_dir, "run.json"))
+    path = os.path.join(run_dir, "run.json")
+    what = {"fifo": "it is a FIFO", "directory": "it is a directory",
+            "loop": "symbolic links"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        os.mkdir(path)
+    else:
+        os.symlink("run.json", path)
+    page = tmp_path / "page.html"
+    for args in (("report", run_dir, "-o", page, "-q"), ("diagnose", run_dir),
+                 ("top", run_dir, "--once"), ("top", run_dir, "--json")):
+        done = _cli(*args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert what in done.stderr and path in done.stderr, (args, done.stderr)
+        assert "no run.json" not in done.stderr, (args, done.stderr)
+    assert not page.exists()
 
 
 def test_model_and_report_skip_and_name_a_damaged_run_and_say_how_many_points(tmp_path):

@@ -312,6 +312,31 @@ def test_a_vanished_run_shows_a_message_naming_it(finished_run, tmp_path):
     assert done.returncode == 1 and str(copy) in done.stderr, done.stderr
 
 
+@needs_tmux
+def test_a_run_deleted_and_created_again_at_the_path_is_followed(tmp_path):
+    """The directory removed and a new run written at the same path (issue 36: top kept the
+    old id and reported false damage, "host-vm.csv:195: 3 fields, expected 5", reading the
+    new files from the old offsets): top follows the new run and says so."""
+    from run_files import write_run  # pylint: disable=import-outside-toplevel
+    run_dir = tmp_path / "run"
+    first_id, second_id = "a" * 32, "b" * 32
+    write_run(str(run_dir), run_id=first_id, name="first", rows_per_key=300,
+              hardware_samples=600)
+    pane, status = _top_in_tmux(tmp_path, run_dir, "--interval", "0.3")
+    try:
+        pane.wait_for(rf"run first \({first_id}\)")
+        shutil.rmtree(run_dir)
+        write_run(str(run_dir), run_id=second_id, name="second", rows_per_key=200,
+                  hardware_samples=1200, start_ms=1762000000000, seed=5)
+        shown = pane.wait_for(rf"run second \({second_id}\)", timeout=20)
+        assert f"a new run at this path: second ({second_id}) (the run {first_id}" in shown, shown
+        assert "fields" not in shown and "showing what was read before" not in shown, shown
+        pane.keys("q")
+        assert _wait_exit(status) == 0
+    finally:
+        pane.close()
+
+
 def test_a_damaged_run_is_a_message_naming_it_and_exit_1(finished_run, tmp_path):
     copy = tmp_path / finished_run.name
     shutil.copytree(finished_run, copy)

@@ -1,8 +1,11 @@
 // The report of damaged runs (issue 25): lost region rows fail a run page
 // naming the file, a regions file cut short is said on the page, a damaged run
 // of a study is skipped and named, and the scaling section says what it fitted.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "fmt/format.h"
 #include "gmock/gmock.h"
@@ -12,6 +15,7 @@
 #include "report/study.hpp"
 #include "support/damaged_run.hpp"
 #include "support/warnings.hpp"
+#include "trainscope/report/report.hpp"
 
 namespace trainscope::report {
 namespace {
@@ -32,6 +36,34 @@ TEST(ReportDamagedRunTest, LostRegionRowsFailTheRunNamingTheFile) {
   EXPECT_TRUE(absl::IsDataLoss(run.status())) << run.status();
   EXPECT_THAT(std::string(run.status().message()),
               HasSubstr((dir / "regions-0.csv").string() + ": holds no region rows"));
+}
+
+// One run that cannot be read, alone, is an error naming what is wrong (as
+// diagnose), never a study page of one UNREADABLE run (issue 36): run.json a
+// FIFO (not waited on), a directory, a symlink loop, or lost beside its files.
+TEST(ReportDamagedRunTest, ASingleRunThatCannotBeReadIsAnError) {
+  if (chart_library().empty()) GTEST_SKIP() << "built without Chart.js: no page to render";
+  testing::TempDir tmp;
+  const std::pair<const char*, const char*> cases[] = {{"fifo", "it is a FIFO"},
+                                                       {"directory", "it is a directory"},
+                                                       {"loop", "symbolic links"},
+                                                       {"lost", "it has no run.json"}};
+  for (const auto& [name, what] : cases) {
+    const fs::path dir = write_finished_run(tmp.path() / name);
+    fs::remove(dir / "run.json");
+    if (std::string(name) == "fifo") ASSERT_EQ(::mkfifo((dir / "run.json").c_str(), 0600), 0);
+    if (std::string(name) == "directory") fs::create_directory(dir / "run.json");
+    if (std::string(name) == "loop") fs::create_symlink("run.json", dir / "run.json");
+    absl::StatusOr<detail::Inputs> inputs = detail::classify_inputs({dir.string()});
+    ASSERT_TRUE(inputs.ok()) << inputs.status();
+    EXPECT_TRUE(inputs->single_run) << name;
+    ReportOptions options;
+    options.inputs = {dir.string()};
+    const absl::StatusOr<std::string> page = render_report(options);
+    ASSERT_FALSE(page.ok()) << name;
+    EXPECT_THAT(std::string(page.status().message()), HasSubstr(what)) << name;
+    EXPECT_THAT(std::string(page.status().message()), HasSubstr(dir.string())) << name;
+  }
 }
 
 TEST(ReportDamagedRunTest, ARegionsFileCutShortIsOnThePageAndWarned) {
