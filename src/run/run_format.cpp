@@ -262,6 +262,16 @@ absl::StatusOr<SummaryEntry> parse_summary_entry(const Json& item, const std::st
         absl::Utf8SafeCHexEscape(entry.key), absl::Utf8SafeCHexEscape(device)));
   }
   entry.device = device == "GPU" ? Device::kGPU : Device::kCPU;
+  // Durations, their statistics and cv are never below 0: such a summary is
+  // damaged (its readers warn and go on without it), named by its field.
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    if (f.kind == TimeStatsFieldKind::kDouble && entry.stats.*f.number < 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: entry \"{}\" on {}: {} is {}, below 0 (no duration or statistic of one is)",
+          absl::Utf8SafeCHexEscape(path), absl::Utf8SafeCHexEscape(entry.key), device, f.name,
+          entry.stats.*f.number));
+    }
+  }
   return entry;
 }
 

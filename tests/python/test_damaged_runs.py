@@ -212,3 +212,19 @@ def test_model_and_report_skip_and_name_a_damaged_run_and_say_how_many_points(tm
     assert f"{root / 'run2'}: skipped" in done.stderr
     html = page.read_text(encoding="utf-8")
     assert '"points_used":3' in html and '"runs_used":3' in html
+
+
+def test_a_summary_with_a_negative_statistic_is_damaged_and_named(tmp_path):
+    """A summary whose median and total are -1.0 was read without a word (issue 36:
+    regions.BATCH.median = -1.0): it is a damaged summary, warned naming the field, and its
+    statistics are NaN."""
+    root = tmp_path / "runs"
+    run_dir = finished_run(root / "r")
+    _summary(run_dir, 0, [("BATCH", "CPU", 895, 5, -1.0)])
+    with pytest.warns(trainscope.TrainscopeWarning) as caught:
+        frame = trainscope.search_runs(root)
+    messages = " ".join(str(w.message) for w in caught)
+    assert 'summary-0.json: entry "BATCH" on CPU: total is -895, below 0' in messages, messages
+    assert math.isnan(frame.loc[0, "regions.BATCH.median"])
+    done = _cli("diagnose", run_dir)
+    assert done.returncode == 0 and "total is -895, below 0" in done.stderr, done.stderr

@@ -102,5 +102,29 @@ TEST(RunSummaryTest, EachMissingOrMistypedFieldIsAnErrorNamingTheFileAndField) {
   }
 }
 
+// A negative duration or statistic (issue 36: "regions.BATCH.median = -1.0"
+// read without a word): the summary is damaged, named by file, entry and field.
+TEST(RunSummaryTest, ANegativeStatisticIsAnErrorNamingTheField) {
+  Summary summary;
+  summary.entries = {{"BATCH", Device::kCPU, distinct_stats()}};
+  const nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(format_summary(summary, StatsFormat::kJson));
+  for (const TimeStatsField& f : kTimeStatsFields) {
+    if (f.kind != TimeStatsFieldKind::kDouble) continue;
+    SCOPED_TRACE(f.name);
+    nlohmann::ordered_json negative = doc;
+    negative["entries"][0][f.name] = -1.0;
+    absl::StatusOr<Summary> read = parse_summary_file(negative.dump(), "runs/r/summary-3.json");
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(std::string(read.status().message()),
+                HasSubstr("runs/r/summary-3.json: entry \"BATCH\" on CPU: " + std::string(f.name) +
+                          " is -1, below 0"));
+  }
+  nlohmann::ordered_json zero = doc;
+  zero["entries"][0]["min"] = 0.0;
+  zero["entries"][0]["stdev"] = -0.0;  // what a writer may print for a zero
+  EXPECT_TRUE(parse_summary_file(zero.dump(), "summary-0.json").ok());
+}
+
 }  // namespace
 }  // namespace trainscope::run::detail
