@@ -606,8 +606,18 @@ absl::StatusOr<std::unique_ptr<Run>> start_run(const LaunchOptions& launch) {
   if (launch.join_job_from_environment && options.dir.empty() && options.id.empty()) {
     if (std::optional<std::string> id = job_run_id()) options.id = *id;
   }
+  const std::string wanted_name = options.name;
   std::lock_guard<std::mutex> lock(environment_mutex());
-  return Run::Start(std::move(options));
+  absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(std::move(options));
+  // A launcher that joins a run (a second task of the job, --run-dir) keeps
+  // the name the first one gave it: a different --name is said, not dropped.
+  if (run.ok() && !wanted_name.empty() && (*run)->info().name != wanted_name) {
+    warn(fmt::format(
+        "run {}: --name '{}' not applied: the run is already named '{}' (by the launcher that "
+        "created it)",
+        (*run)->dir(), wanted_name, (*run)->info().name));
+  }
+  return run;
 }
 
 std::vector<std::string> child_environment(const LaunchOptions& options,

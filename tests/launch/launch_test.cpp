@@ -479,6 +479,32 @@ TEST_F(LaunchTest, EndTagsAreNotAskedWhenTheCommandNeverStarted) {
   EXPECT_EQ(calls, 0);
 }
 
+// A second launcher joining a run (--run-dir, a second task of the job) with
+// another --name: the run keeps the first name, and the second is said (issue
+// 36: it was dropped without a word), naming both.
+TEST_F(LaunchTest, ASecondLaunchersOtherNameIsWarnedNamingBoth) {
+  LaunchOptions first = options({"true"});
+  first.run.name = "first-name";
+  const LaunchResult one = launch_ok(first);
+  LaunchOptions second = options({"true"});
+  second.run.dir = one.run_dir;
+  second.run.name = "second-name";
+  trainscope::testing::CapturedWarnings warned;
+  const LaunchResult two = launch_ok(second);
+  EXPECT_EQ(two.run_dir, one.run_dir);
+  EXPECT_TRUE(
+      warned.contains("--name 'second-name' not applied: the run is already named "
+                      "'first-name'"));
+  EXPECT_EQ(open_run(one.run_dir).info().name, "first-name");
+  // The same name, or none: nothing to say.
+  LaunchOptions same = options({"true"});
+  same.run.dir = one.run_dir;
+  same.run.name = "first-name";
+  trainscope::testing::CapturedWarnings quiet;
+  launch_ok(same);
+  EXPECT_FALSE(quiet.contains("not applied"));
+}
+
 TEST_F(LaunchTest, EmptyCommandIsInvalid) {
   EXPECT_TRUE(absl::IsInvalidArgument(launch(options({})).status()));
 }

@@ -466,3 +466,21 @@ def test_pip_freeze_is_the_commands_own_interpreters_and_cached_per_environment(
     shell = _environment(_only_run(tmp_path / "shell"))
     assert shell["python"] == {"path": "python3", "from": "PATH (python3)",
                                "pip_freeze_cached": False}
+
+
+def test_a_second_launchers_other_name_is_warned_naming_both(tmp_path):
+    """Two launchers of one run (--run-dir), the second with another --name: the run keeps the
+    first name and the second launcher says so, naming both (issue 36: dropped silently)."""
+    run_dir = str(tmp_path / "run")
+    first = subprocess.run([CLI, "run", "--run-dir", run_dir, "--no-sample", "--name", "alpha",
+                            "--", "true"], env=_env(), capture_output=True, text=True,
+                           timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "not applied" not in first.stderr
+    second = subprocess.run([CLI, "run", "--run-dir", run_dir, "--no-sample", "--name", "beta",
+                             "--", "true"], env=_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert f"run {run_dir}: --name 'beta' not applied: the run is already named 'alpha'" in \
+        second.stderr, second.stderr
+    assert json.loads(_read(os.path.join(run_dir, "run.json")))["name"] == "alpha"
