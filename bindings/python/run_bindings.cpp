@@ -2,7 +2,8 @@
 // MLflow-style module functions (start_run, log_metric, ...) around it; and
 // trainscope._core._RunReader: the C++ RunReader for trainscope/_reading.py
 // (read_run, search_runs), which builds pandas DataFrames from what it reads;
-// and _parse_run_filter, search_runs' filter parsed by the C++ run filter.
+// and _RunFilter, search_runs' filter parsed and evaluated by the C++ run
+// filter on the row of _RunReader.filter_row.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -414,21 +415,6 @@ py::object MetricColumns(const RunReader& reader, std::optional<std::uint32_t> r
   return std::move(out);
 }
 
-// [(column, op, "string" or "number", str or float)] of parse_run_filter;
-// a bad filter is a ValueError with its message.
-py::list ParseRunFilter(const std::string& text) {
-  absl::StatusOr<RunFilter> filter = parse_run_filter(text);
-  ThrowIfError(filter.status());
-  py::list out;
-  for (const RunFilterClause& clause : filter->clauses) {
-    py::object literal =
-        clause.numeric ? py::object(py::float_(clause.number)) : py::object(py::str(clause.text));
-    out.append(py::make_tuple(clause.column, clause.op, clause.numeric ? "number" : "string",
-                              std::move(literal)));
-  }
-  return out;
-}
-
 void RegisterRunReader(py::module_& m) {
   py::class_<Column>(m, "_Column", py::buffer_protocol())
       .def_buffer([](Column& c) {
@@ -460,9 +446,21 @@ stalls analysis gives the runs in its runs/. trainscope/run/run_dirs.hpp.
 FileNotFoundError naming the path when it is missing or holds no run ("P: not a
 run (no run.json), and neither P nor P/runs has a run directory"), ValueError
 for a file or no path.)doc");
-  m.def("_parse_run_filter", &ParseRunFilter, py::arg("text"),
-        "search_runs' filter as [(column, op, kind, literal)], kind \"string\" (literal str) or "
-        "\"number\" (float): trainscope/run/run_filter.hpp. Raises ValueError for a bad one.");
+  py::class_<RunFilter>(m, "_RunFilter",
+                        "search_runs' filter, parsed and evaluated by the C++ run filter "
+                        "(trainscope/run/run_filter.hpp), as `trainscope compare --a/--b`.")
+      .def(py::init([](const std::string& text) { return ValueOrThrow(parse_run_filter(text)); }),
+           py::arg("text"), "Raises ValueError naming a bad filter.")
+      .def(
+          "matches",
+          [](const RunFilter& f, const std::map<std::string, std::string>& row) {
+            return run_filter_matches(f, row);
+          },
+          py::arg("row"), "Whether the row (of _RunReader.filter_row) satisfies every clause.")
+      .def_property_readonly("regions",
+                             [](const RunFilter& f) { return row_options_for(f).regions; })
+      .def_property_readonly("metrics",
+                             [](const RunFilter& f) { return row_options_for(f).metrics; });
   py::class_<RunReader>(m, "_RunReader")
       .def_static(
           "open",
@@ -495,6 +493,23 @@ for a file or no path.)doc");
       .def_property_readonly("launchers", &LauncherDicts)
       .def("files", &FileDicts)
       .def("artifacts", &RunReader::artifacts)
+      .def(
+          "filter_row",
+          [](const RunReader& r, const std::string& device, bool regions, bool metrics) {
+            RunFilterRowOptions options;
+            options.device = device == "GPU" ? Device::kGPU : Device::kCPU;
+            options.regions = regions;
+            options.metrics = metrics;
+            absl::StatusOr<std::map<std::string, std::string>> row;
+            {
+              py::gil_scoped_release release;  // reads summaries and metrics
+              row = run_filter_row(r, options);
+            }
+            return ValueOrThrow(std::move(row));
+          },
+          py::arg("device") = "CPU", py::arg("regions") = true, py::arg("metrics") = true,
+          "The run's row of search_runs and its filter (run_filter_row in "
+          "trainscope/run/run_filter.hpp), every value as text.")
       .def(
           "check_summary",
           [](const RunReader& r, std::uint32_t rank) { ValueOrThrow(r.read_summary(rank)); },

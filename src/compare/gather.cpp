@@ -435,7 +435,14 @@ absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view f
       warn(fmt::format("{}: skipped: {}", dir, std::string(reader.status().message())));
       continue;
     }
-    if (run_filter_matches(*parsed, run_filter_row(*reader))) dirs.push_back(dir);
+    // The row search_runs filters (regions.* and metrics.* read when the filter names them).
+    absl::StatusOr<std::map<std::string, std::string>> row =
+        run_filter_row(*reader, row_options_for(*parsed));
+    if (!row.ok()) {
+      warn(fmt::format("{}: skipped: {}", dir, std::string(row.status().message())));
+      continue;
+    }
+    if (run_filter_matches(*parsed, *row)) dirs.push_back(dir);
   }
   if (dirs.empty())
     return absl::NotFoundError(

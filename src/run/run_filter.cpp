@@ -25,6 +25,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "trainscope/stats/summary.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope {
 namespace {
@@ -755,7 +757,19 @@ bool clause_matches(const RunFilterClause& clause, const std::string& value) {
 
 }  // namespace
 
-std::map<std::string, std::string> run_filter_row(const RunReader& run) {
+RunFilterRowOptions row_options_for(const RunFilter& filter, Device device) {
+  RunFilterRowOptions options;
+  options.device = device;
+  options.regions = options.metrics = false;
+  for (const RunFilterClause& clause : filter.clauses) {
+    options.regions = options.regions || absl::StartsWith(clause.column, "regions.");
+    options.metrics = options.metrics || absl::StartsWith(clause.column, "metrics.");
+  }
+  return options;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> run_filter_row(
+    const RunReader& run, const RunFilterRowOptions& options) {
   const RunInfo& info = run.info();
   std::map<std::string, std::string> row = {
       {"run_id", info.id},
@@ -786,6 +800,57 @@ std::map<std::string, std::string> run_filter_row(const RunReader& run) {
   }
   for (const auto& [key, value] : info.params) row[absl::StrCat("params.", key)] = value;
   for (const auto& [key, value] : info.tags) row[absl::StrCat("tags.", key)] = value;
+
+  // The mean of the values that are numbers, "nan" when none is.
+  struct Mean {
+    double sum = 0;
+    std::size_t n = 0;
+    void add(double x) {
+      if (!std::isnan(x)) sum += x, ++n;
+    }
+    std::string text() const {
+      return py_float_repr(n ? sum / static_cast<double>(n) : std::nan(""));
+    }
+  };
+  const std::vector<RunFile> files =
+      options.regions || options.metrics ? run.files() : std::vector<RunFile>{};
+  if (options.regions) {
+    std::map<std::string, Mean> stats;  // "regions.<KEY>.<stat>"
+    for (const RunFile& file : files) {
+      if (file.kind != RunFileKind::kSummary) continue;
+      const absl::StatusOr<Summary> summary = run.read_summary(file.rank);
+      if (!summary.ok()) continue;  // damaged: check_run names it
+      for (const SummaryEntry& entry : summary->entries) {
+        if (entry.device != options.device) continue;
+        for (const TimeStatsField& f : kTimeStatsFields) {
+          if (f.kind == TimeStatsFieldKind::kBoolean) continue;
+          const double value = f.kind == TimeStatsFieldKind::kInteger
+                                   ? static_cast<double>(entry.stats.*f.integer)
+                                   : entry.stats.*f.number;
+          stats[absl::StrCat("regions.", entry.key, ".", f.name)].add(value);
+        }
+      }
+    }
+    for (const auto& [column, mean] : stats) row[column] = mean.text();
+  }
+  if (options.metrics) {
+    std::map<std::string, std::map<std::uint32_t, double>> last;  // key -> rank -> value
+    for (const RunFile& file : files) {
+      if (file.kind != RunFileKind::kMetrics) continue;
+      absl::StatusOr<Chunk<MetricPoint>> chunk = run.read_metrics(file.rank);
+      if (!chunk.ok()) return chunk.status();
+      for (const MetricPoint& m : chunk->rows) {
+        // Format 1: `trainscope run` recorded the hardware as metrics.
+        if (run.version() == 1 && absl::StartsWith(m.key, "system/")) continue;
+        last[m.key][m.rank] = m.value;  // the reader takes finite values only
+      }
+    }
+    for (const auto& [key, by_rank] : last) {
+      Mean mean;
+      for (const auto& [rank, value] : by_rank) mean.add(value);
+      row[absl::StrCat("metrics.", key)] = mean.text();
+    }
+  }
   return row;
 }
 

@@ -14,6 +14,8 @@
 
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
+#include "trainscope/stats/stats_format.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::compare {
 namespace {
@@ -358,6 +360,44 @@ TEST(CompareRunsTest, FiltersOverARootPickEachSide) {
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("B: no run under"));
   request.filter_b = "params.workers ~ 4";
   EXPECT_THAT(std::string(compare::compare(request).status().message()), HasSubstr("bad filter"));
+}
+
+// A summary of `count` BATCH regions of `seconds` each, and two loss values.
+void write_summary_and_loss(const fs::path& dir, std::size_t count, double seconds,
+                            double last_loss) {
+  Summary summary;
+  summary.entries.push_back(
+      SummaryEntry{"BATCH", Device::kCPU, compute_time_stats(std::vector<double>(count, seconds))});
+  write_file(dir / "summary-0.json", format_summary(summary, StatsFormat::kJson));
+  write_file(dir / "metrics-0.csv", std::string(kMetricsHeader) + "loss,9,0,1000,0\nloss," +
+                                        std::to_string(last_loss) + ",1,1001,0\n");
+}
+
+// `compare --a "regions.BATCH.median < 0.5"` never matched while search_runs
+// found the runs (issue 36): the filter row is one, with regions.* and
+// metrics.* columns.
+TEST(CompareRunsTest, FiltersSeeRegionStatisticsAndMetricsAsSearchRunsDoes) {
+  TempDir tmp;
+  RunSpec spec;
+  const fs::path fast = make_run(tmp.path() / "fast", spec);
+  write_summary_and_loss(fast, 400, 0.010, 0.25);
+  spec.seed = 2;
+  spec.step_ms = 20;
+  const fs::path slow = make_run(tmp.path() / "slow", spec);
+  write_summary_and_loss(slow, 400, 0.020, 0.75);
+  CompareRequest request;
+  request.root = tmp.path().string();
+  request.filter_a = "regions.BATCH.median < 0.015";
+  request.filter_b = "regions.BATCH.median >= 0.015 and metrics.loss > 0.5";
+  absl::StatusOr<Comparison> c = compare::compare(request);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->a.runs.size(), 1u);
+  ASSERT_EQ(c->b.runs.size(), 1u);
+  EXPECT_EQ(c->pairs.at(0).overall.verdict, "slower");
+  request.filter_b = "metrics.loss < 0.5 and regions.BATCH.count = 400";
+  c = compare::compare(request);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pairs.at(0).overall.verdict, "same");  // fast against itself
 }
 
 TEST(CompareRunsTest, ASavedComparisonIsABaseline) {

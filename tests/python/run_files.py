@@ -134,6 +134,21 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
     return path
 
 
+def write_summary(run_dir, rank, entries):
+    """summary-<rank>.json counting (key, device, count, warmup_excluded, seconds) entries:
+    every statistic of a key is `seconds` (its total seconds * count)."""
+    full = []
+    for key, device, count, warmup, seconds in entries:
+        full.append({"key": key, "device": device, "count": count, "total": seconds * count,
+                     "min": seconds, "mean": seconds, "median": seconds, "max": seconds,
+                     "stdev": 0.0, "p5": seconds, "p25": seconds, "p75": seconds,
+                     "p95": seconds, "p99": seconds, "cv": 0.0, "median_ci_low": None,
+                     "median_ci_high": None, "warmup_excluded": warmup, "approximate": False})
+    with open(os.path.join(run_dir, f"summary-{rank}.json"), "w", encoding="utf-8") as f:
+        json.dump({"format": "trainscope.stats", "version": 1, "has_gpu_section": False,
+                   "entries": full}, f)
+
+
 # ---- A job whose diagnosis is known by construction -----------------------------------------------
 
 # Each of its 40 steps (BATCH) waits 20 ms for data (IO), then computes 8 ms (a wait, as on a

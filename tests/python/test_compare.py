@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import trainscope
-from run_files import trainscope_cli, write_run
+from run_files import trainscope_cli, write_run, write_summary
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +185,28 @@ def test_save_never_replaces_an_input_and_an_existing_file_needs_force(runs, tmp
     with pytest.raises(FileExistsError, match="--force replaces it"):
         trainscope.compare(runs["a"], runs["b"], save=base)
     trainscope.compare(runs["a"], runs["b"], save=base, force=True)
+
+
+def test_filters_over_a_root_see_region_statistics_and_metrics_as_search_runs(tmp_path):
+    """`compare --root R --a "regions.BATCH.median < X"` never matched while search_runs found
+    the runs (issue 36): one row and one filter, C++'s, for both."""
+    root = tmp_path / "runs"
+    keys = (("BATCH", "CPU"), ("FORWARD", "CPU"))
+    for name, scale, seed in (("fast", 1.0, 1), ("slow", 1.25, 3)):
+        run_dir = write_run(str(root / name), keys=keys, rows_per_key=600, seed=seed,
+                            scale=scale, run_id=("a" if name == "fast" else "b") * 32)
+        write_summary(run_dir, 0, [(key, device, 600, 0, 0.01 * scale) for key, device in keys])
+    a, b = "regions.BATCH.median < 0.011", "regions.BATCH.median > 0.011 and metrics.train/loss > 0"
+    found = trainscope.search_runs(root, filter=a)
+    assert list(found["run_id"]) == ["a" * 32]
+    assert list(trainscope.search_runs(root, filter=b)["run_id"]) == ["b" * 32]
+    done = cli("--root", str(root), "--a", a, "--b", b, "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["a"]["label"] == a and doc["b"]["label"] == b
+    assert doc["pairs"][0]["overall"]["verdict"] == "slower"
+    df = trainscope.compare(a, b, root=str(root))
+    assert df.attrs["overall"][0]["verdict"] == "slower"
 
 
 def test_real_jobs_under_trainscope_run(tmp_path):

@@ -13,24 +13,11 @@ import pytest
 
 import trainscope
 from run_files import trainscope_cli, write_run
+from run_files import write_summary as _summary
 
 pd = pytest.importorskip("pandas")
 
 REGIONS_HEADER = "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n"
-
-
-def _summary(run_dir, rank, entries):
-    """summary-<rank>.json counting (key, device, count, warmup_excluded, seconds) entries."""
-    full = []
-    for key, device, count, warmup, seconds in entries:
-        full.append({"key": key, "device": device, "count": count, "total": seconds * count,
-                     "min": seconds, "mean": seconds, "median": seconds, "max": seconds,
-                     "stdev": 0.0, "p5": seconds, "p25": seconds, "p75": seconds,
-                     "p95": seconds, "p99": seconds, "cv": 0.0, "median_ci_low": None,
-                     "median_ci_high": None, "warmup_excluded": warmup, "approximate": False})
-    with open(os.path.join(run_dir, f"summary-{rank}.json"), "w", encoding="utf-8") as f:
-        json.dump({"format": "trainscope.stats", "version": 1, "has_gpu_section": False,
-                   "entries": full}, f)
 
 
 def finished_run(path, rows=900, params=None, run_id="0123456789abcdef0123456789abcdef",

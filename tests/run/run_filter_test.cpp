@@ -15,6 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "support/run_dir_test.hpp"
+#include "trainscope/stats/stats_format.hpp"
+#include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope {
 namespace {
@@ -373,7 +375,7 @@ TEST_F(RunFilterRunTest, FiltersARecordedRun) {
   const std::string dir = run->dir();
 
   // While it runs: no end_time; the duration runs to the latest heartbeat.
-  Row row = run_filter_row(open_run(dir));
+  Row row = run_filter_row(open_run(dir)).value();
   EXPECT_THAT(row, Not(Contains(Key("end_time"))));
   EXPECT_THAT(row, Contains(Key("duration_s")));
   EXPECT_EQ(row.at("status"), "RUNNING");
@@ -382,7 +384,7 @@ TEST_F(RunFilterRunTest, FiltersARecordedRun) {
 
   ASSERT_TRUE(run->end().ok());
   RunReader reader = open_run(dir);
-  row = run_filter_row(reader);
+  row = run_filter_row(reader).value();
   EXPECT_EQ(row.at("run_id"), reader.info().id);
   EXPECT_EQ(row.at("name"), "filter me");
   EXPECT_EQ(row.at("experiment"), "sweep");
@@ -415,9 +417,58 @@ TEST_F(RunFilterRunTest, FiltersARecordedRun) {
   EXPECT_FALSE(matches("params.missing != 'x'", row));
 }
 
+// The row's regions.* and metrics.* columns (search_runs' and compare's, built
+// once here): each statistic of each key on the device, the mean over the
+// ranks; each metric's last value per rank, the mean over ranks; a damaged
+// summary left out.
+TEST_F(RunFilterRunTest, RegionStatisticsAndMetricsAreColumnsOfTheRow) {
+  std::vector<testing::RankJson> ranks(3);
+  for (std::uint32_t r = 0; r < 3; ++r) ranks[r].rank = r;
+  const auto dir = write_run_dir("stats", testing::RunJson{}, ranks);
+  for (const auto& [rank, seconds] : {std::pair{0, 1.0}, std::pair{1, 3.0}}) {
+    Summary summary;
+    summary.entries.push_back(
+        {"BATCH", Device::kCPU, compute_time_stats(std::vector<double>(10, seconds))});
+    summary.entries.push_back(
+        {"BATCH", Device::kGPU, compute_time_stats(std::vector<double>(10, 100.0))});
+    testing::write_file(dir / ("summary-" + std::to_string(rank) + ".json"),
+                        format_summary(summary, StatsFormat::kJson));
+  }
+  testing::write_file(dir / "summary-2.json", "{not json");
+  testing::write_file(dir / "metrics-0.csv", "loss,1,0,1,0\nloss,0.5,1,2,0\nacc,0.9,1,2,0\n",
+                      /*append=*/true);
+  testing::write_file(dir / "metrics-1.csv", "loss,2,0,1,1\nloss,1.5,1,2,1\n", /*append=*/true);
+  const RunReader reader = open_run(dir.string());
+  const Row row = run_filter_row(reader).value();
+  EXPECT_EQ(row.at("regions.BATCH.median"), "2.0");
+  EXPECT_EQ(row.at("regions.BATCH.count"), "10.0");
+  EXPECT_EQ(row.at("regions.BATCH.max"), "2.0");
+  EXPECT_THAT(row, Not(Contains(Key("regions.BATCH.approximate"))));
+  EXPECT_EQ(row.at("metrics.loss"), "1.0");  // (0.5 + 1.5) / 2: each rank's last
+  EXPECT_EQ(row.at("metrics.acc"), "0.9");
+  EXPECT_TRUE(
+      matches("regions.BATCH.median < 2.5 and metrics.loss >= 1 and metrics.acc = 0.9", row));
+  EXPECT_FALSE(matches("regions.BATCH.median < 0.5", row));
+  RunFilterRowOptions gpu;
+  gpu.device = Device::kGPU;
+  EXPECT_EQ(run_filter_row(reader, gpu).value().at("regions.BATCH.p95"), "100.0");
+  // What a filter needs: only the columns it names are read.
+  const RunFilterRowOptions only = row_options_for(parse("params.a = 'b' and metrics.loss < 1"));
+  EXPECT_FALSE(only.regions);
+  EXPECT_TRUE(only.metrics);
+  const Row lean = run_filter_row(reader, only).value();
+  EXPECT_THAT(lean, Not(Contains(Key("regions.BATCH.median"))));
+  EXPECT_THAT(lean, Contains(Key("metrics.loss")));
+  // A metrics file that cannot be read is an error naming it.
+  testing::write_file(dir / "metrics-1.csv", "loss,x,0,1,1\n", /*append=*/true);
+  const absl::StatusOr<Row> bad = run_filter_row(open_run(dir.string()));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("metrics-1.csv"));
+}
+
 TEST_F(RunFilterRunTest, ARunWithoutRanksHasNoDuration) {
   RunReader reader = open_run(write_run_dir("bare").string());
-  const Row row = run_filter_row(reader);
+  const Row row = run_filter_row(reader).value();
   EXPECT_THAT(row, Not(Contains(Key("duration_s"))));
   EXPECT_THAT(row, Not(Contains(Key("end_time"))));
   EXPECT_FALSE(matches("duration_s >= 0", row));

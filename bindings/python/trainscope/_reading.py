@@ -393,30 +393,25 @@ _ATTRIBUTES = ("run_id", "name", "experiment", "status", "start_time", "end_time
                "world_size", "dir")
 
 
-def _run_row(run, keys, stat, device):
-    row = {"run_id": run.id, "name": run.name, "experiment": run.experiment,
-           "status": run.status, "start_time": run.start_time, "end_time": run.end_time,
-           "duration_s": run.duration_s, "world_size": run.world_size, "dir": run.dir}
-    for key, value in sorted(run.params.items()):
-        row[f"params.{key}"] = value
-    for key, value in sorted(run.tags.items()):
-        row[f"tags.{key}"] = value
-    if keys:
-        summaries = run.summaries
-        on_device = summaries[summaries["device"] == device]
-        for key in keys:
-            values = on_device.loc[on_device["key"] == key, stat] if stat in on_device else []
-            # The mean over the ranks that have the key.
-            row[f"regions.{key}.{stat}"] = (float(values.mean()) if len(values) else math.nan)
-    # Each logged metric's last value (per rank, the last logged; the mean over ranks),
-    # as the sweep's results.csv has them.
-    metrics = run.metrics
-    if len(metrics):
-        last = metrics.groupby(["key", "rank"], observed=True, sort=False,
-                               dropna=False)["value"].last()
-        for key, value in last.groupby(level="key", observed=True).mean().items():
-            row[f"metrics.{key}"] = float(value)
-    return row
+def _typed_row(row, keys, stat):
+    """The C++ row of a run (_RunReader.filter_row: every value as text) with the types of
+    search_runs' columns: times as UTC Timestamps, numbers as float, world_size as int;
+    regions.<KEY>.<stat> for `keys` only (NaN where the run has none)."""
+    pd = _pandas()
+    end = row.get("end_time")
+    out = {"run_id": row["run_id"], "name": row["name"], "experiment": row["experiment"],
+           "status": row["status"],
+           "start_time": pd.Timestamp(int(row["start_time"]), unit="ms", tz="UTC"),
+           "end_time": pd.NaT if end is None else pd.Timestamp(int(end), unit="ms", tz="UTC"),
+           "duration_s": float(row.get("duration_s", "nan")),
+           "world_size": int(row["world_size"]), "dir": row["dir"]}
+    for prefix in ("params.", "tags."):
+        out.update(sorted((k, v) for k, v in row.items() if k.startswith(prefix)))
+    for key in keys:
+        column = f"regions.{key}.{stat}"
+        out[column] = float(row.get(column, "nan"))
+    out.update((k, float(v)) for k, v in row.items() if k.startswith("metrics."))
+    return out
 
 
 # pylint: disable-next=redefined-builtin
@@ -443,8 +438,11 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     "params.lr = '0.1' and status = 'FINISHED' and regions.BATCH.median < 0.5 and
     metrics.loss < 0.2".
     A quoted literal compares as a string, a number numerically; a run without the
-    column never matches. Column names as above (also `attributes.status`); quote
-    names with spaces in backticks: params.`batch size`. A bad filter is a ValueError.
+    column never matches. Column names as above (also `attributes.status`), and
+    regions.<KEY>.<stat> of any key and statistic on `device` (not only `keys` and `stat`);
+    quote names with spaces in backticks: params.`batch size`. A bad filter is a ValueError.
+    The row and the filter are C++'s (trainscope/run/run_filter.hpp), the same as
+    `trainscope compare --root R --a FILTER`'s.
 
     A damaged run (a run.json, rank or launcher file damaged or lost, region rows lost:
     what read_run raises for) is skipped with a TrainscopeWarning naming it and the error;
@@ -457,16 +455,14 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     device = str(device).upper()
     if device not in ("CPU", "GPU"):
         raise ValueError(f"unknown device {device!r} (CPU or GPU)")
-    if filter is None:
-        keep = None
-    elif callable(filter):
-        keep = filter
-    elif isinstance(filter, str):
-        keep = _parse_filter(filter, pd) if filter.strip() else None
-    else:
-        raise TypeError(f"filter must be a string or a callable, not {type(filter).__name__}")
+    # A string filter is parsed and evaluated by the C++ run filter (run_filter.hpp), on the
+    # run's row as C++ builds it: the one filter of search_runs and `trainscope compare`.
+    text_filter = None
+    if filter is not None and not callable(filter):
+        if not isinstance(filter, str):
+            raise TypeError(f"filter must be a string or a callable, not {type(filter).__name__}")
+        text_filter = _core()._RunFilter(filter) if filter.strip() else None
 
-    root = os.fspath(root)
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: no such directory of runs")
@@ -481,12 +477,17 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     rows = []
     for directory in dirs:
         try:
-            row = _run_row(Run(directory), keys, stat, device)
+            run = Run(directory)  # read_run's checks and warnings
+            text = run._reader.filter_row(device)  # pylint: disable=protected-access
         except (ValueError, OSError) as error:
             warnings.warn(f"{directory}: skipped: {error}", _warning_category(), stacklevel=2)
             continue
-        if keep is None or keep(dict(row)):
-            rows.append(row)
+        if text_filter is not None and not text_filter.matches(text):
+            continue
+        row = _typed_row(text, keys, stat)
+        if callable(filter) and not filter(dict(row)):
+            continue
+        rows.append(row)
     params = sorted({c for r in rows for c in r if c.startswith("params.")})
     tags = sorted({c for r in rows for c in r if c.startswith("tags.")})
     metrics = sorted({c for r in rows for c in r if c.startswith("metrics.")})
@@ -502,47 +503,3 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
 def _warning_category():
     from trainscope._core import TrainscopeWarning  # pylint: disable=import-outside-toplevel
     return TrainscopeWarning
-
-
-def _parse_filter(text, pd):
-    """An MLflow-like filter string as a predicate on a row. The grammar and its
-    errors (ValueError) are the C++ run filter's (trainscope/run/run_filter.hpp),
-    shared with `trainscope compare --a/--b`; evaluating is _compare's, on the row."""
-    compiled = [(column, op, literal)
-                for column, op, _kind, literal in _core()._parse_run_filter(text)]
-
-    def keep(row):
-        return all(_compare(row.get(column), op, literal, pd) for column, op, literal in compiled)
-
-    return keep
-
-
-_OPS = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-        ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}
-
-
-def _compare(value, op, literal, pd):
-    if value is None or value is pd.NaT:
-        return False
-    if isinstance(value, pd.Timestamp):
-        if isinstance(literal, float):  # Unix milliseconds
-            value = value.value / 1e6
-        else:
-            try:
-                literal = pd.Timestamp(literal)
-            except ValueError:
-                return False
-            if literal.tzinfo is None:
-                literal = literal.tz_localize("UTC")
-    elif isinstance(literal, float):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            return False
-        if math.isnan(value):
-            return False
-    else:
-        if isinstance(value, float) and math.isnan(value):
-            return False
-        value = str(value)
-    return _OPS[op](value, literal)

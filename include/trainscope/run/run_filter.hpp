@@ -5,9 +5,9 @@
 //   metrics.loss < 0.2 and tags.team = 'vision'
 //   attributes.id != "0123..." AND params.`batch size` >= 32
 //
-// and evaluated on a run's columns (docs/run-format.md, search_runs). Python
-// parses through this (trainscope._core._parse_run_filter) and evaluates on its
-// own DataFrame rows with the same rules as run_filter_matches.
+// and evaluated on a run's columns (docs/run-format.md, search_runs): the row
+// (run_filter_row) and its evaluation (run_filter_matches) are this file's, for
+// both; Python binds them (trainscope._core._RunFilter, _RunReader.filter_row).
 //
 // Grammar (Python's regular expressions, as search_runs had them): tokens,
 // each after optional white space, are tried in this order
@@ -70,13 +70,32 @@ struct RunFilter {
 //   bad filter 'a = 1 and': nothing after the last `and`
 absl::StatusOr<RunFilter> parse_run_filter(std::string_view text);
 
-// One run's columns for run_filter_matches, as search_runs' row has them:
-// run_id, name, experiment, status, start_time and end_time (Unix ms as
-// decimal text; no end_time while the run goes on), duration_s (seconds as
-// Python prints the float: "361.2"; none while no rank or launcher recorded),
-// world_size, dir, params.<k>, tags.<k>. No metrics.* columns (a caller that
-// has them adds them).
-std::map<std::string, std::string> run_filter_row(const RunReader& run);
+// What run_filter_row reads beyond the run's metadata.
+struct RunFilterRowOptions {
+  // regions.<KEY>.<stat>: every key its summaries hold on this device, every
+  // numeric statistic (kTimeStatsFields but `approximate`).
+  Device device = Device::kCPU;
+  bool regions = true;  // read the summaries for regions.*
+  bool metrics = true;  // read the metrics files for metrics.*
+};
+// What a filter needs (its regions.* and metrics.* columns), for callers that
+// read the row only to filter.
+RunFilterRowOptions row_options_for(const RunFilter& filter, Device device = Device::kCPU);
+
+// One run's columns, the one row search_runs and `trainscope compare --a/--b`
+// filter (and search_runs shows): run_id, name, experiment, status,
+// start_time and end_time (Unix ms as decimal text; no end_time while the run
+// goes on), duration_s (seconds as Python prints the float: "361.2"; none
+// while no rank or launcher recorded), world_size, dir, params.<k>, tags.<k>,
+// regions.<KEY>.<stat> (the summaries' statistic of KEY on the device, in
+// seconds for durations, the mean over the ranks that have it; "nan" when
+// none has a value; a summary that cannot be read is left out, as check_run
+// warns) and metrics.<k> (each metric's last value, per rank in file order,
+// the mean over ranks; format-1 runs' system/
+// readings are hardware, not metrics). Numbers as Python's repr() of the
+// float. An error names the metrics file that cannot be read.
+absl::StatusOr<std::map<std::string, std::string>> run_filter_row(
+    const RunReader& run, const RunFilterRowOptions& options = {});
 
 // Whether `row` satisfies every clause (Python's _compare): a column the row
 // lacks never matches; a number literal compares with the value read as
