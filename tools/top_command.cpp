@@ -65,7 +65,8 @@ constexpr char kFooter[] =
     "Not a terminal, or --once: one plain-text snapshot; --json: the diagnosis\n"
     "document of `trainscope diagnose --json` (of the followed run for a sweep).\n"
     "Exit status: 0 done (q, or a snapshot printed), 1 nothing to follow (no such\n"
-    "run, not a run, a vanished or damaged run with --once or --json), 2 bad usage.\n";
+    "run, not a run, a vanished or damaged run or one whose region rows are lost,\n"
+    "with --once or --json), 2 bad usage.\n";
 
 struct Args {
   std::vector<std::string> targets;

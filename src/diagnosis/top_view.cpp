@@ -743,12 +743,15 @@ class Session {
     }
     last_run_id_ = diagnosis_->run_id;
     // The run held to its summaries, as every reader (check_run): again when
-    // a rank ends (only ended ranks are held to theirs).
+    // ranks ended (only ended ranks are held to theirs), at most every
+    // kRediagnoseMs while the run goes on (each check reads every summary).
     std::size_t ended = 0;
     for (const RankNow& rank : diagnosis_->ranks) ended += rank.status != "RUNNING";
     const std::string key = fmt::format("{} {} {}", diagnosis_->run_id, ended, in_progress);
-    if (key != check_key_) {
+    if (key != check_key_ &&
+        (check_key_.empty() || !in_progress || now - checked_at_ms_ >= kRediagnoseMs)) {
       check_key_ = key;
+      checked_at_ms_ = now;
       damage_.clear();
       check_warnings_.clear();
       absl::StatusOr<std::vector<RunProblem>> problems = follower_->check();
@@ -827,6 +830,7 @@ class Session {
   std::string replaced_;     // a new run at the path, said
   // check_run as of the run id, ended ranks and whether the run goes on.
   std::string check_key_;
+  std::int64_t checked_at_ms_ = 0;
   std::string damage_;  // its error: the run's region rows are lost
   std::vector<std::string> check_warnings_;
 };

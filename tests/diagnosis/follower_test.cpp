@@ -430,6 +430,13 @@ RankJson running_rank(std::uint32_t rank, std::uint32_t world_size) {
   return r;
 }
 
+// A run of `count` running ranks without rows.
+std::filesystem::path write_running_run(const TempDir& tmp, std::uint32_t count) {
+  std::vector<RankJson> ranks;
+  for (std::uint32_t r = 0; r < count; ++r) ranks.push_back(running_rank(r, count));
+  return write_run_dir(tmp.file("run"), RunJson{}, ranks);
+}
+
 std::string steps_of(int count, std::uint32_t rank = 0) {
   std::string rows;
   for (int i = 0; i < count; ++i) rows += step_rows(kT0 + i * 10 * kMs, rank);
@@ -454,9 +461,7 @@ void expect_same_scope(const Scope& a, const Scope& b) {
 // below the budget). All that is unread fits: nothing is sampled.
 TEST(Follower, EmptyRanksTakeNothingFromTheBudget) {
   TempDir tmp;
-  std::vector<RankJson> ranks;
-  for (std::uint32_t r = 0; r < 1000; ++r) ranks.push_back(running_rank(r, 1000));
-  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, ranks);
+  const auto dir = write_running_run(tmp, 1000);
   write_file(dir / "regions-0.csv", steps_of(200), /*append=*/true);
   FollowOptions live;
   live.read_budget_bytes_per_s = 4.0 * 1024 * 1024;
@@ -481,9 +486,7 @@ TEST(Follower, EmptyRanksTakeNothingFromTheBudget) {
 // full read gives.
 TEST(Follower, SampledRanksKeepTheirWholeWindowFromTheFirstPoll) {
   TempDir tmp;
-  std::vector<RankJson> ranks;
-  for (std::uint32_t r = 0; r < 64; ++r) ranks.push_back(running_rank(r, 64));
-  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, ranks);
+  const auto dir = write_running_run(tmp, 64);
   for (std::uint32_t r = 0; r < 64; ++r) {
     write_file(dir / ("regions-" + std::to_string(r) + ".csv"), steps_of(300, r), true);
   }
@@ -503,7 +506,7 @@ TEST(Follower, SampledRanksKeepTheirWholeWindowFromTheFirstPoll) {
 
   // Once the ranks end, the run is read whole: the view converges to diagnose's.
   for (std::uint32_t r = 0; r < 64; ++r) {
-    RankJson done = ranks[r];
+    RankJson done = running_rank(r, 64);
     done.status = "FINISHED";
     done.end_time_ms = 2;
     write_file(dir / done.file_name(), done.text());
