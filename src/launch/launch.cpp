@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "common/files.hpp"
+#include "common/fork_owner.hpp"
 #include "common/no_gpu.hpp"
 #include "common/shell_quote.hpp"
 #include "fmt/format.h"
@@ -302,6 +303,10 @@ class CommandLogs {
   }
   // The command exited: the follower copies what is left, then stops.
   void finish() {
+    if (owner_.forked()) {
+      detail::abandon(follower_);  // the parent's thread
+      return;
+    }
     child_exited_.store(true);
     if (follower_.joinable()) follower_.join();
   }
@@ -312,6 +317,7 @@ class CommandLogs {
   int notify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   FollowedLog logs_[2] = {};
   std::atomic<bool> child_exited_{false};
+  const detail::ForkOwner owner_;
   std::thread follower_;
 };
 
