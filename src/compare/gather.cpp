@@ -20,10 +20,10 @@
 #include "common/files.hpp"
 #include "compare/side_data.hpp"
 #include "fmt/format.h"
-#include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/run/environment_record.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
@@ -97,33 +97,39 @@ std::vector<double> wait_shares(std::vector<Span> steps, std::vector<Span> waits
   return shares;
 }
 
-std::string hardware_of(const nlohmann::json& env) {
-  if (!env.is_object()) return "";
-  std::string out;
-  if (auto it = env.find("cpu_model"); it != env.end() && it->is_string())
-    out = it->get<std::string>();
-  if (auto it = env.find("cores"); it != env.end() && it->is_number_integer())
-    out += fmt::format("{}{} cores", out.empty() ? "" : ", ", it->get<long long>());
-  if (auto it = env.find("memory_mb"); it != env.end() && it->is_number())
-    out += fmt::format("{}{:.0f} MB", out.empty() ? "" : ", ", it->get<double>());
+// Package pins and the GPU driver's versions: what the software warning compares.
+std::vector<std::string> packages_of(const RunReader& reader, const EnvironmentRecord& env) {
+  std::vector<std::string> out;
+  if (!env.driver_version.empty()) out.push_back("driver_version==" + env.driver_version);
+  if (!env.cuda_version.empty()) out.push_back("cuda_version==" + env.cuda_version);
+  if (!env.pip_freeze.empty()) {
+    absl::StatusOr<std::string> text = reader.read_run_relative_file(env.pip_freeze);
+    if (text.ok()) {
+      for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace()))
+        out.emplace_back(line.data(), line.size());
+    } else if (!absl::IsNotFound(text.status())) {
+      warn(std::string(text.status().message()));
+    }
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
-// Package pins and the GPU driver's versions: what the software warning compares.
-std::vector<std::string> packages_of(const std::string& dir, const nlohmann::json& env) {
-  std::vector<std::string> out;
-  if (!env.is_object()) return out;
-  for (const char* field : {"driver_version", "cuda_version"})
-    if (auto it = env.find(field); it != env.end() && it->is_string() && !it->empty())
-      out.push_back(fmt::format("{}=={}", field, it->get<std::string>()));
-  if (auto it = env.find("pip_freeze"); it != env.end() && it->is_string()) {
-    absl::StatusOr<std::string> text =
-        ::trainscope::detail::read_whole_file(dir + "/" + it->get<std::string>());
-    if (text.ok())
-      for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace()))
-        out.emplace_back(line.data(), line.size());
-  }
-  std::sort(out.begin(), out.end());
+// One environment per launcher (several hosts: each its own); a run written
+// before launchers had their own records has the one, shared. A damaged one
+// is said and left out (the comparison does not need it).
+std::vector<EnvironmentRecord> environments_of(const RunReader& reader) {
+  std::vector<EnvironmentRecord> out;
+  auto take = [&out](absl::StatusOr<EnvironmentRecord> env) {
+    if (env.ok()) {
+      out.push_back(*std::move(env));
+    } else if (!absl::IsNotFound(env.status())) {
+      warn(std::string(env.status().message()));
+    }
+  };
+  for (const LauncherState& launcher : reader.launchers())
+    take(reader.environment_record(launcher));
+  if (out.empty()) take(reader.environment_record());
   return out;
 }
 
@@ -145,24 +151,14 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   run.status = std::string(run_status_name(reader.info().status));
   run.params = reader.info().params;
 
-  // One environment per launcher (several hosts: each its own); a run
-  // written before launchers had their own records has the one, shared.
-  std::vector<nlohmann::json> envs;
-  for (const LauncherState& launcher : reader.launchers()) {
-    if (absl::StatusOr<std::string> text = reader.environment(launcher); text.ok())
-      envs.push_back(nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false));
-  }
-  if (envs.empty()) {
-    if (absl::StatusOr<std::string> text = reader.environment(); text.ok())
-      envs.push_back(nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false));
-  }
+  const std::vector<EnvironmentRecord> envs = environments_of(reader);
   std::vector<std::string> hardware;  // each kind of host once, in launcher order
-  for (const nlohmann::json& env : envs) {
-    const std::string described = hardware_of(env);
+  for (const EnvironmentRecord& env : envs) {
+    const std::string described = env.hardware();
     if (!described.empty() &&
         std::find(hardware.begin(), hardware.end(), described) == hardware.end())
       hardware.push_back(described);
-    std::vector<std::string> packages = packages_of(dir, env);
+    std::vector<std::string> packages = packages_of(reader, env);
     run.packages.insert(run.packages.end(), packages.begin(), packages.end());
   }
   run.hardware = absl::StrJoin(hardware, "; ");
@@ -265,10 +261,9 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     }
   }
   double cores = static_cast<double>(cpu_cores.size());
-  const nlohmann::json env =
-      envs.empty() ? nlohmann::json() : envs.front();  // the first launcher's
-  if (auto it = env.find("cores"); env.is_object() && it != env.end() && it->is_number())
-    cores = it->get<double>();
+  if (!envs.empty() && envs.front().cores > 0) {  // the first launcher's
+    cores = static_cast<double>(envs.front().cores);
+  }
   // While the steps ran (from the first step's start to the last one's end):
   // the launcher's own start (the environment it records: pip freeze, git) and
   // the command's start-up are not the host's load. All samples when none falls there.

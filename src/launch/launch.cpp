@@ -26,19 +26,20 @@
 #include <utility>
 
 #include "common/files.hpp"
+#include "common/fork_owner.hpp"
 #include "common/no_gpu.hpp"
 #include "common/shell_quote.hpp"
 #include "fmt/format.h"
 #include "launch/auto_bootstrap.hpp"
 #include "launch/pip_freeze.hpp"
 #include "launch/process.hpp"
-#include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
 #include "trainscope/launch/run_tool.hpp"
+#include "trainscope/run/environment_record.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -302,6 +303,10 @@ class CommandLogs {
   }
   // The command exited: the follower copies what is left, then stops.
   void finish() {
+    if (owner_.forked()) {
+      detail::abandon(follower_);  // the parent's thread
+      return;
+    }
     child_exited_.store(true);
     if (follower_.joinable()) follower_.join();
   }
@@ -312,6 +317,7 @@ class CommandLogs {
   int notify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   FollowedLog logs_[2] = {};
   std::atomic<bool> child_exited_{false};
+  const detail::ForkOwner owner_;
   std::thread follower_;
 };
 
@@ -335,22 +341,16 @@ std::string first_field(const std::string& text, const std::string& label) {
   return "";
 }
 
-nlohmann::json host_description() {
-  nlohmann::json host;
-  host["hostname"] = detail::this_host();
+void describe_host(EnvironmentRecord* env) {
+  env->hostname = detail::this_host();
   utsname os;
   if (::uname(&os) == 0) {
-    host["os"] = {{"sysname", os.sysname},
-                  {"release", os.release},
-                  {"version", os.version},
-                  {"machine", os.machine}};
+    env->os = EnvironmentRecord::OperatingSystem{os.sysname, os.release, os.version, os.machine};
   }
-  host["cpu_model"] =
-      first_field(detail::read_whole_file("/proc/cpuinfo").value_or(""), "model name");
-  host["cores"] = ::sysconf(_SC_NPROCESSORS_ONLN);
-  host["memory_mb"] =
+  env->cpu_model = first_field(detail::read_whole_file("/proc/cpuinfo").value_or(""), "model name");
+  env->cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  env->memory_mb =
       static_cast<long long>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / (1024 * 1024);
-  return host;
 }
 
 // Saves artifacts/<own name> (and the plain name when first); its path in the run.
@@ -367,15 +367,16 @@ std::string save_artifact(const std::string& run_dir, const std::string& name,
 // Slow tools (pip can take seconds) run here, in a thread beside the command.
 void record_environment(const std::string& run_dir, const std::vector<std::string>& command) {
   using std::chrono::seconds;
-  nlohmann::json env = host_description();
-  env["launcher"] = launcher_id();
-  env["command_line"] = command;
+  EnvironmentRecord env;
+  describe_host(&env);
+  env.launcher = launcher_id();
+  env.command_line = command;
   char cwd[4096];
-  if (::getcwd(cwd, sizeof cwd) != nullptr) env["cwd"] = cwd;
+  if (::getcwd(cwd, sizeof cwd) != nullptr) env.cwd = cwd;
   if (std::optional<std::string> commit = capture({"git", "rev-parse", "HEAD"}, seconds(10))) {
     commit->erase(commit->find_last_not_of("\n") + 1);
     std::optional<std::string> changes = capture({"git", "status", "--porcelain"}, seconds(10));
-    env["git"] = {{"commit", *commit}, {"dirty", !changes || !changes->empty()}};
+    env.git = EnvironmentRecord::Git{*commit, !changes || !changes->empty()};
   }
   // The packages of the interpreter the command runs (python3 on PATH for a
   // command that runs none itself: a shell script may), cached per environment.
@@ -383,23 +384,23 @@ void record_environment(const std::string& run_dir, const std::vector<std::strin
   const bool commands_own = !python.empty();
   if (!commands_own && on_path("python3")) python = "python3";
   if (!python.empty()) {
-    env["python"] = {{"path", python}, {"from", commands_own ? "the command" : "PATH (python3)"}};
+    env.python = EnvironmentRecord::Python{python, commands_own ? "the command" : "PATH (python3)"};
     if (std::optional<launcher::detail::PipFreeze> pip =
             launcher::detail::pip_freeze(python, seconds(30))) {
-      env["pip_freeze"] = save_artifact(run_dir, "pip-freeze.txt", pip->text);
-      env["python"]["pip_freeze_cached"] = pip->cached;
+      env.pip_freeze = save_artifact(run_dir, "pip-freeze.txt", pip->text);
+      env.python->pip_freeze_cached = pip->cached;
     }
   }
   if (std::optional<std::string> conda = capture({"conda", "list"}, seconds(30))) {
-    env["conda_list"] = save_artifact(run_dir, "conda-list.txt", *conda);
+    env.conda_list = save_artifact(run_dir, "conda-list.txt", *conda);
   }
   if (std::optional<std::string> smi = capture({"nvidia-smi", "-q"}, seconds(30))) {
-    env["nvidia_smi"] = save_artifact(run_dir, "nvidia-smi.txt", *smi);
-    env["driver_version"] = first_field(*smi, "Driver Version");
-    env["cuda_version"] = first_field(*smi, "CUDA Version");
+    env.nvidia_smi = save_artifact(run_dir, "nvidia-smi.txt", *smi);
+    env.driver_version = first_field(*smi, "Driver Version");
+    env.cuda_version = first_field(*smi, "CUDA Version");
   }
   const std::string own = run_environment_path(run_dir, detail::this_host(), ::getpid());
-  const absl::Status status = detail::write_file_atomically(own, env.dump(2) + "\n");
+  const absl::Status status = detail::write_file_atomically(own, format_environment_record(env));
   if (!status.ok()) warn(fmt::format("trainscope run: {}", status.ToString()));
   link_if_first(own, run_environment_path(run_dir));
 }

@@ -23,6 +23,7 @@
 
 #include "absl/strings/escaping.h"
 #include "common/files.hpp"
+#include "common/fork_owner.hpp"
 #include "common/stable_hash.hpp"
 #include "fmt/format.h"
 #include "run/rank_claim.hpp"
@@ -183,6 +184,8 @@ void restore_signal_handlers() {
 
 // Everything behind a Run, shared with its heartbeat thread.
 struct Run::State {
+  // The process whose threads flush this run; a forked child leaves it alone.
+  const detail::ForkOwner owner;
   std::string dir;
   RankInfo rank;
   RunOptions options;
@@ -208,6 +211,15 @@ struct Run::State {
     for (int fd : {wake_read, wake_write}) {
       if (fd >= 0) ::close(fd);
     }
+  }
+
+  // What every call of a forked child gets: the run is its parent's.
+  absl::Status forked_error() const {
+    return absl::FailedPreconditionError(fmt::format(
+        "run {} is recorded by pid {}; this process (pid {}) is a forked child of it and "
+        "records nothing into it: start a run in the child (Run::Start, which joins "
+        "TRAINSCOPE_RUN_DIR) to record",
+        dir, owner.pid(), ::getpid()));
   }
 
   absl::Status checked_running() const {
@@ -445,6 +457,11 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
 Run::Run(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Run::~Run() {
+  if (state_->owner.forked()) {
+    // Its heartbeat and export threads, their locks and its files are the parent's.
+    detail::abandon(state_);
+    return;
+  }
   // Unwinding from an exception means the training did not finish.
   const RunStatus status =
       std::uncaught_exceptions() > 0 ? RunStatus::kFailed : RunStatus::kFinished;
@@ -465,6 +482,7 @@ const RunInfo& Run::info() const noexcept { return state_->info; }
 const RankInfo& Run::rank() const noexcept { return state_->rank; }
 RunRole Run::role() const noexcept { return state_->options.role; }
 void Run::record_exit(int exit_code, int term_signal) {
+  if (state_->owner.forked()) return;
   state_->store->set_exit(exit_code, term_signal);
 }
 bool Run::owns_host() const noexcept { return state_->store->owns_host(); }
@@ -477,6 +495,7 @@ absl::Status Run::State::record_key_value(const char* kind,
   absl::Status status = mlflow::validate_key(key, kind);
   if (status.ok()) status = mlflow::validate_value(kind, key, value, max_value_length);
   if (!status.ok()) return status;
+  if (owner.forked()) return forked_error();
   if (refused) return absl::OkStatus();  // recorded by the rank's owner, not here
   std::lock_guard<std::mutex> lock(mu);
   status = checked_running();
@@ -511,6 +530,7 @@ absl::Status Run::log_metric(std::string_view key, double value, std::optional<s
         "metric \"{}\" has the non-finite value {}; only finite values are recorded", key, value));
   }
   State& s = *state_;
+  if (s.owner.forked()) return s.forked_error();
   std::lock_guard<std::mutex> lock(s.mu);
   status = s.checked_running();
   if (!status.ok()) return status;
@@ -527,6 +547,7 @@ absl::Status Run::log_metric(std::string_view key, double value, std::optional<s
 }
 
 absl::Status Run::log_artifact(std::string_view path) {
+  if (state_->owner.forked()) return state_->forked_error();
   const fs::path source(path);
   std::error_code error;
   if (!fs::is_regular_file(source, error)) {
@@ -545,10 +566,16 @@ absl::Status Run::log_artifact(std::string_view path) {
   return absl::OkStatus();
 }
 
-void Run::attach(Timer& timer) { timer.attach(pipeline()); }
-void Run::attach(CPUGPUTimer& timer) { timer.attach(pipeline()); }
+// A forked child's timers keep their statistics and stream nowhere.
+void Run::attach(Timer& timer) {
+  if (!state_->owner.forked()) timer.attach(pipeline());
+}
+void Run::attach(CPUGPUTimer& timer) {
+  if (!state_->owner.forked()) timer.attach(pipeline());
+}
 
 std::uint64_t Run::adopt_held(HoldingSink& held) {
+  if (state_->owner.forked()) return 0;  // held for a run of the child's own
   const std::uint64_t dropped = held.dropped();
   HoldingSink::Held taken = held.take();
   for (auto& ring : taken.rings) pipeline().adopt_ring(std::move(ring));
@@ -559,6 +586,7 @@ std::uint64_t Run::adopt_held(HoldingSink& held) {
 void Run::add_summary(const Summary& summary) { pipeline().submit_summary(summary); }
 
 void Run::add_exporter(std::shared_ptr<Exporter> exporter) {
+  if (state_->owner.forked()) return;
   pipeline().add_exporter(std::move(exporter));
   // A late exporter still learns which run it is exporting.
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -566,6 +594,7 @@ void Run::add_exporter(std::shared_ptr<Exporter> exporter) {
 }
 
 absl::Status Run::end(RunStatus status) {
+  if (state_->owner.forked()) return state_->forked_error();
   absl::Status result = state_->finish(status);
   state_->stop_heartbeat();
   return result;

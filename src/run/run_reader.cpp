@@ -878,6 +878,31 @@ absl::StatusOr<std::string> RunReader::environment(const LauncherState& launcher
   return read_environment(run_environment_path(dir_, launcher.host, launcher.pid));
 }
 
+absl::StatusOr<EnvironmentRecord> RunReader::environment_record() const {
+  const std::string path = run_environment_path(dir_);
+  absl::StatusOr<std::string> text = read_run_file(path);
+  if (!text.ok()) return text.status();
+  return parse_environment_record(*text, path);
+}
+
+absl::StatusOr<EnvironmentRecord> RunReader::environment_record(
+    const LauncherState& launcher) const {
+  const std::string path = run_environment_path(dir_, launcher.host, launcher.pid);
+  absl::StatusOr<std::string> text = read_run_file(path);
+  if (!text.ok()) return text.status();
+  return parse_environment_record(*text, path);
+}
+
+absl::StatusOr<std::string> RunReader::read_run_relative_file(std::string_view path) const {
+  const fs::path relative = fs::path(std::string(path)).lexically_normal();
+  if (path.empty() || relative.is_absolute() || relative.empty() || *relative.begin() == "..") {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: \"{}\" is not a path inside the run directory", dir_,
+                    absl::CHexEscape(absl::string_view(path.data(), path.size()))));
+  }
+  return read_run_file((fs::path(dir_) / relative).string());
+}
+
 absl::StatusOr<std::string> RunReader::log_tail(RunLog log, std::size_t max_bytes) const {
   return read_log_tail(run_log_path(dir_, log), max_bytes);
 }

@@ -73,6 +73,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   (void)reader->artifacts();
   (void)reader->files();
   (void)reader->environment();
+  if (absl::StatusOr<trainscope::EnvironmentRecord> env = reader->environment_record(); env.ok()) {
+    // The artifacts a damaged document names: never outside the run directory.
+    for (const std::string* path : {&env->pip_freeze, &env->conda_list, &env->nvidia_smi}) {
+      (void)reader->read_run_relative_file(*path);
+    }
+    (void)env->hardware();
+  }
+  (void)reader->read_run_relative_file(data.ConsumeRandomLengthString(32));
   const std::size_t tail = data.ConsumeIntegralInRange<std::size_t>(0, 64);
   for (trainscope::RunLog log : {trainscope::RunLog::kStdout, trainscope::RunLog::kStderr}) {
     absl::StatusOr<std::string> text = reader->log_tail(log, tail);

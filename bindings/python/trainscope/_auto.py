@@ -88,6 +88,7 @@ class Recorder:
         # parent's timer: the threads that write it did not survive the fork.
         # It records nothing, and the timer stays referenced: destroying it
         # here would wait on those threads' locks forever.
+        self._lock = threading.Lock()  # another thread may have held it at the fork
         if self._timer is not None:
             self._off = "a forked child of a recording process records nothing"
 

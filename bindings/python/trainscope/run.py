@@ -317,6 +317,36 @@ def _end_implicit_at_exit():
         run.end(_exit_status or "FINISHED")
 
 
+def _after_fork_in_child():
+    """A forked child starts with no run: the parent's threads, which write it, are not here.
+
+    The child never ends, flushes or writes the parent's run (its C++ side refuses
+    and, when collected, lets go without waiting: src/common/fork_owner.hpp). Timers
+    the child inherited stream nowhere until a run of the child's own starts: their
+    regions are held for it, as any timer built before a run. A child that records
+    (a fluent call, a new timer) starts one, which under TRAINSCOPE_RUN_DIR joins the
+    parent's run as a process of the same rank (docs/run-format.md, "Ownership").
+    """
+    global _active, _lock, _exit_status
+    # Another thread may have held it at the fork: it would stay held forever.
+    _lock = threading.RLock()
+    _exit_status = None
+    run = _active
+    _active = None
+    if run is None:
+        return
+    run._ended = True  # pylint: disable=protected-access
+    for timer in list(run._timers):  # pylint: disable=protected-access
+        try:
+            _core._hold(timer)  # pylint: disable=protected-access
+        except Exception:  # pylint: disable=broad-except
+            continue
+        _waiting_timers.add(timer)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def active_run():
     """The run started by start_run() and not yet ended, or None."""
     return _active

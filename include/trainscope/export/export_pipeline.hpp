@@ -7,18 +7,17 @@
 // exporters grows the queues by chunks up to `max_pending_bytes` for the
 // whole process; only past that are samples dropped from the stream (counted
 // and warned once); the timer's own statistics never lose them.
+//
+// In a process forked from the one that made it, a pipeline does nothing:
+// flush() returns at once, submissions and exporters are dropped, new rings
+// are never drained, and its destructor leaves the parent's thread, locks and
+// files alone. A forked child that records starts a run of its own.
 #ifndef TRAINSCOPE_EXPORT_EXPORT_PIPELINE_HPP_
 #define TRAINSCOPE_EXPORT_EXPORT_PIPELINE_HPP_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <variant>
-#include <vector>
 
 #include "absl/time/time.h"
 #include "trainscope/export/exporter.hpp"
@@ -69,30 +68,12 @@ class ExportPipeline final : public RegionSink {
   void adopt_ring(std::shared_ptr<timing::detail::SampleRing> ring);
 
  private:
+  // Everything the background thread shares, behind a pointer: a forked child
+  // (which has no such thread) abandons it rather than destroy what the thread
+  // held or waited on (src/common/fork_owner.hpp).
+  struct State;
   class Waker;  // a ring's high-water wake; outlives the pipeline if a ring does
-
-  void run();
-  void drain_once(std::vector<RegionSample>* batch);
-  void wake_from_ring();
-
-  Options options_;
-  // std::mutex rather than absl::Mutex: distribution builds of Abseil are not
-  // TSan-instrumented, and the threading tests run under TSan.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // wakes the thread (stop, flush) and flush() callers
-  // Guarded by mu_:
-  std::vector<std::shared_ptr<Exporter>> exporters_;
-  std::vector<std::shared_ptr<timing::detail::SampleRing>> rings_;
-  // Summaries, metrics and run infos in submission order (see deliver()).
-  std::vector<std::variant<Summary, MetricPoint, RunInfo>> pending_events_;
-  std::uint64_t requested_ = 0;  // flush() calls so far
-  std::uint64_t completed_ = 0;  // flush() calls whose data reached the exporters
-  bool stop_ = false;
-  bool ring_wake_ = false;  // a ring passed its high-water mark since the last drain
-  std::atomic<std::uint64_t> export_errors_{0};
-  std::atomic<std::uint64_t> dropped_from_closed_{0};
-  std::shared_ptr<Waker> waker_;
-  std::thread thread_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace trainscope

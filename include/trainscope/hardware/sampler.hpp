@@ -5,13 +5,9 @@
 #ifndef TRAINSCOPE_HARDWARE_SAMPLER_HPP_
 #define TRAINSCOPE_HARDWARE_SAMPLER_HPP_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -45,23 +41,14 @@ class Sampler {
   void start();
   // Takes one last sample, then joins the thread. Idempotent.
   void stop();
-  std::uint64_t ticks() const noexcept { return ticks_.load(std::memory_order_relaxed); }
+  std::uint64_t ticks() const noexcept;
 
  private:
-  void run();
-  void tick();
-
-  SamplerOptions options_;
-  std::vector<std::unique_ptr<HardwareSource>> sources_;
-  std::vector<bool> enabled_;
-  ExportPipeline* pipeline_;
-  std::atomic<std::uint64_t> ticks_{0};
-  // stop() wakes the thread at once instead of it polling a flag (polling
-  // costs wakeups at every interval, which is most of the 1 Hz cost).
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;  // guarded by stop_mutex_
-  std::thread thread_;
+  // The sampling thread's state, behind a pointer: in a forked child (no such
+  // thread) stop() returns at once and the destructor abandons it
+  // (src/common/fork_owner.hpp).
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace trainscope

@@ -11,12 +11,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/export/run_source.hpp"
+#include "trainscope/run/environment_record.hpp"
 #include "trainscope/run/run_files.hpp"
 
 namespace trainscope {
@@ -109,6 +111,15 @@ class RunReader final : public RunSource {
   // A launcher's own (environment-<host>-<pid>.json, stdout-<host>-<pid>.log,
   // run_files.hpp), as above: NotFound when it wrote none.
   absl::StatusOr<std::string> environment(const LauncherState& launcher) const;
+  // environment.json, typed (environment_record.hpp): NotFound as environment(),
+  // InvalidArgument naming the file and the field when it is not such a document.
+  absl::StatusOr<EnvironmentRecord> environment_record() const;
+  absl::StatusOr<EnvironmentRecord> environment_record(const LauncherState& launcher) const;
+  // A file the run keeps, by its path relative to the run directory as the
+  // run's documents name it ("artifacts/pip-freeze-h-1.txt"): InvalidArgument
+  // for a path that leaves the run directory (absolute, or through ".."),
+  // NotFound when there is no such file.
+  absl::StatusOr<std::string> read_run_relative_file(std::string_view path) const;
   absl::StatusOr<std::string> log_tail(RunLog log, std::size_t max_bytes,
                                        const LauncherState& launcher) const;
 
