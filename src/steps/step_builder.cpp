@@ -57,7 +57,7 @@ void StepBuilder::add_key(std::vector<KeySum>* sums, const PendingRow& r) {
       return;
     }
   }
-  sums->push_back(KeySum{r.key, seconds, 1});
+  sums->push_back(KeySum{r.key, seconds, 1, r.start_ns});
 }
 
 void StepBuilder::on_row(const PendingRow& row) {
@@ -146,7 +146,7 @@ void StepBuilder::on_step(std::int64_t start_ns, std::int64_t duration_ns, std::
       }
       if (key_sums_ && !r.carried) {
         out_.unstepped.push_back(
-            KeySum{r.key, static_cast<double>(r.duration_ns) * 1e-9, std::uint32_t{1}});
+            KeySum{r.key, static_cast<double>(r.duration_ns) * 1e-9, 1, r.start_ns});
       }
       if (is_wait(r) && r.end_ns > start_ns) {
         r.carried = true;
@@ -171,7 +171,7 @@ void StepBuilder::add_late(const PendingRow& r) {
   if (h == out_.history.begin()) {  // before the first step
     if (key_sums_) {
       out_.unstepped.push_back(
-          KeySum{r.key, static_cast<double>(r.duration_ns) * 1e-9, std::uint32_t{1}});
+          KeySum{r.key, static_cast<double>(r.duration_ns) * 1e-9, 1, r.start_ns});
     }
     return;
   }
@@ -208,6 +208,17 @@ void StepBuilder::close() {
   take_pending(current_end_ns_ + 1);
   finalize();
   out_.open = false;
+}
+
+void StepBuilder::flush_unstepped() {
+  if (!key_sums_) return;
+  for (const PendingRow& r : pending_) {
+    if (!r.carried) {
+      out_.unstepped.push_back(
+          KeySum{r.key, static_cast<double>(r.duration_ns) * 1e-9, 1, r.start_ns});
+    }
+  }
+  pending_.clear();
 }
 
 void StepBuilder::skip(std::uint64_t bytes) {

@@ -43,6 +43,11 @@ class StepBuilder {
   void on_row(const PendingRow& row);
   // The rank ended: its open step closes with its own duration.
   void close();
+  // The rows waiting for a step (of none yet, or after the last) into
+  // RankSteps::unstepped (StepOptions::key_sums), one each.
+  void flush_unstepped();
+  // The open step's key sums so far (its step row).
+  const std::vector<KeySum>& open_keys() const { return current_keys_; }
   // `bytes` of the rank's rows are not read (the read budget).
   void skip(std::uint64_t bytes);
 

@@ -559,6 +559,13 @@ absl::StatusOr<RunSteps> read_steps(const RunReader& reader, const KeyMap& keys)
   state->info = reader.info();
   StepReader steps(std::move(state));
   if (absl::Status polled = steps.poll(reader); !polled.ok()) return polled;
+  for (auto& [rank, b] : steps.state_->builders) {
+    if (b.out().open) {  // a running rank's open step: its rows are in no step yet
+      RankSteps& t = b.out();
+      t.unstepped.insert(t.unstepped.end(), b.open_keys().begin(), b.open_keys().end());
+    }
+    b.flush_unstepped();
+  }
   RunSteps out;
   out.info = steps.info();
   out.keys = steps.keys();

@@ -115,11 +115,12 @@ struct Step {
 Step with_rest(Step step);
 
 // One region key's time in one step (or, in RankSteps::unstepped, one row
-// before the rank's first step).
+// in no step).
 struct KeySum {
   std::uint32_t key = 0;  // index into the reader's keys()
   double seconds = 0;
   std::uint32_t rows = 0;
+  std::int64_t start_ns = 0;  // of its first row
 };
 
 // A CPU row longer than the whole step it belongs to (a duration no timer
@@ -149,7 +150,8 @@ struct RankSteps {
   bool open = false;        // a step is open (its period unknown until the next starts)
   std::int64_t last_end_ns = 0;
   // Per step of `history` the keys' sums (StepOptions::key_sums: history is
-  // then never merged), and the rows before the first step, one each.
+  // then never merged), and the rows in no step (before the first, after the
+  // last, of a rank without steps; read_steps: of the open step), one each.
   std::vector<std::vector<KeySum>> key_sums;
   std::vector<KeySum> unstepped;
   // The rank's process tree: resident MB, GPU memory MB summed over devices,
