@@ -650,6 +650,7 @@ bool Run::back_up_signal_handlers(const std::vector<int>& signals, absl::Duratio
       return false;
     }
   }
+  if (state_->owner.forked()) return false;
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->ended || state_->owns_signals) return false;
   state_->host_grace_ms.store(std::max<std::int64_t>(absl::ToInt64Milliseconds(grace), 0));

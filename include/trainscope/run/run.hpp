@@ -131,7 +131,7 @@ class Run {
   // collective's timeout. Only in this process: a forked child gets the host's
   // handler alone. Undone when the run ends. False (nothing changed) when
   // another Run of the process handles signals, none of `signals` has a
-  // handler function in place, or the run has ended.
+  // handler function in place, the run has ended or this is a forked child.
   bool back_up_signal_handlers(const std::vector<int>& signals,
                                absl::Duration grace = absl::Seconds(3));
 
