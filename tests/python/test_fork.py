@@ -113,6 +113,19 @@ def _env():
     return env
 
 
+def _session(sid):
+    """The pids of a session (the launcher puts its command in a group of its own)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.getsid(int(name)) == sid:
+                    pids.append(int(name))
+            except OSError:
+                continue
+    return pids
+
+
 def _run_or_kill(argv, cwd, env=None):
     """Runs argv in a session of its own; on a hang kills the whole session and fails."""
     with subprocess.Popen(argv, cwd=cwd, env=env or _env(), stdout=subprocess.PIPE,
@@ -120,12 +133,15 @@ def _run_or_kill(argv, cwd, env=None):
         try:
             out, err = proc.communicate(timeout=HANG_S)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            for pid in _session(proc.pid):
+                os.kill(pid, signal.SIGKILL)
             out, err = proc.communicate()
             pytest.fail(f"hung (killed after {HANG_S} s): {argv}\nstdout:\n{out}\nstderr:\n{err}")
     # Nothing of the job is left behind (a child still holding the pipes would show here).
-    with pytest.raises(ProcessLookupError):
-        os.killpg(proc.pid, 0)
+    left = _session(proc.pid)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes of the job left behind: {left}"
     return proc.returncode, out, err
 
 
