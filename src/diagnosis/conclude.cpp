@@ -504,8 +504,11 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   bool input_bound = false;
   if (!wait_timed) {
     scope.notes.push_back(
-        "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
-        "tmr.timed(loader) or --auto");
+        inputs.facts.auto_instrumented
+            ? "INPUT-BOUND: the data wait is not timed (no IO region): --auto found no training "
+              "DataLoader (batches made in the loop have no wait of their own to time)"
+            : "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
+              "tmr.timed(loader) or --auto");
   }
   if (wait_timed && above(wait, t.input_bound_share)) {
     input_bound = true;
@@ -575,7 +578,10 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     if (measured_anywhere(ranks, p, true)) gpu_compute.push_back(p);
   }
   if (gpu_compute.empty()) {
-    scope.notes.push_back("GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with gpu=True)");
+    scope.notes.push_back(inputs.facts.gpu_seen
+                              ? "GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with "
+                                "gpu=True)"
+                              : "GPU-IDLE: no GPU seen (a CPU-only run)");
   } else {
     const Interval busy = ratio_interval(sum_of(pooled, gpu_compute, true), pooled.period);
     if (!input_bound && below(busy, t.gpu_idle_busy_share)) {

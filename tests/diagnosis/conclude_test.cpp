@@ -103,6 +103,12 @@ TEST(Conclude, AnAutoRunIsNeverAdvisedToUseAuto) {
   in.facts.auto_instrumented = false;
   EXPECT_THAT(conclude(in, Thresholds{}, "run").labels[0].next_step,
               ::testing::HasSubstr("trainscope run --auto"));
+  // Nor in a note: a loop without a DataLoader has no data wait to time.
+  Inputs steps = one_rank(Shape{.forward = 0.004, .backward = 0.004});
+  steps.facts.auto_instrumented = true;
+  for (const std::string& note : conclude(steps, Thresholds{}, "run").notes) {
+    EXPECT_THAT(note, Not(::testing::HasSubstr("or --auto"))) << note;
+  }
 }
 
 TEST(Conclude, ComputeBoundAdviceFitsTheDevices) {
