@@ -139,8 +139,14 @@ def test_gan_like_double_call_counts_both_and_no_loader_steps_by_optimizer(tmp_p
 
 @needs_cli
 @needs_torch
-def test_layers_down_to_a_depth(tmp_path):
-    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [sys.executable, JOB, "--batches", "4"])
+@pytest.mark.parametrize("python", ["this", "framework"])
+def test_layers_down_to_a_depth(tmp_path, python):
+    """On torch 1.13 a layer's backward starts at a tensor hook, on torch 2.x at a
+    pre-hook of its output's node: the same rows either way."""
+    if python == "framework" and not os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON"):
+        pytest.skip("set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x")
+    interpreter = sys.executable if python == "this" else os.environ["TRAINSCOPE_FRAMEWORK_PYTHON"]
+    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [interpreter, JOB, "--batches", "4"])
     run = trainscope.read_run(run_dir)
     keys = set(run.regions["key"])
     assert {"layer/0", "layer/1", "layer/2", "layer/3"} <= keys
@@ -151,9 +157,19 @@ def test_layers_down_to_a_depth(tmp_path):
     assert len(backward) == 4
     assert inside(backward, rows(run, "BACKWARD")) == 4
     assert len(rows(run, "layer/0/backward")) == 4  # the first layer ends with the backward
-    run_dir2, _, _ = run_cli(tmp_path / "deep", "--auto=layers", [sys.executable, JOB,
+    # Each layer's backward ends where the next one's starts: they never overlap.
+    ends = {key: rows(run, key) for key in ("layer/0/backward", "layer/1/backward",
+                                            "layer/2/backward", "layer/3/backward")}
+    for later, earlier in (("layer/3/backward", "layer/2/backward"),
+                           ("layer/2/backward", "layer/1/backward")):
+        for a, b in zip(ends[later].itertuples(), ends[earlier].itertuples()):
+            assert a.start_unix_ns + a.duration_ns <= b.start_unix_ns + 1000  # (rounding)
+    run_dir2, _, _ = run_cli(tmp_path / "deep", "--auto=layers", [interpreter, JOB,
                                                                      "--batches", "2"])
-    assert "layer/2.0" in set(trainscope.read_run(run_dir2).regions["key"])  # depth 2
+    deep = trainscope.read_run(run_dir2)
+    assert "layer/2.0" in set(deep.regions["key"])  # depth 2
+    # A child's backward lies inside its parent's.
+    assert inside(rows(deep, "layer/2.0/backward"), rows(deep, "layer/2/backward")) == 2
 
 
 @needs_cli
@@ -252,7 +268,9 @@ def test_a_traceback_shows_one_frame_per_patched_call(tmp_path):
     ours = [line for line in frames if "trainscope" in line and "manual_loop" not in line]
     assert ours, err[-3000:]
     assert all(line.endswith("in trainscope_timed_call") for line in ours), ours
-    # One frame of ours per patched call: never two in a row.
+    # One frame of ours per patched call (the model's, its child layer's): never two in
+    # a row.
+    assert len(ours) == 2, ours
     for before, after in zip(frames, frames[1:]):
         assert not (before in ours and after in ours), frames
     assert "KeyboardInterrupt: stopped in forward" in err

@@ -251,6 +251,21 @@ class Recorder:
             category = RuntimeWarning
         warnings.warn(message, category, stacklevel=3)
 
+    def live(self):
+        """The timer to record into now, or None (recording off): for callers that
+        time strict start/end pairs themselves (layer regions, with `gpu`); start()
+        and end() keep the books of open keys for everyone else."""
+        timer = self._timer
+        if timer is None or self._off is not None or _runs is None or \
+                _runs._active is not self._timer_run:  # pylint: disable=protected-access
+            timer = self.timer()
+        return timer
+
+    @property
+    def gpu(self):
+        """The timer is a CPUGPUTimer: a region is gpu=True."""
+        return self._gpu
+
     def start(self, key):
         """Starts `key` (and on the GPU too with CUDA); False when it was not started."""
         timer = self._timer

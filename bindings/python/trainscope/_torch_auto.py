@@ -294,9 +294,16 @@ class Instrumentation:
                     if layers is None or not layers.table or bound is not None:
                         return original(*args, **kwargs)
                     layer = layers.of(args[0])
-                    if layer is None or _compiling():
+                    opened = None if layer is None or _compiling() else layer.open()
+                    if opened is None:
                         return original(*args, **kwargs)
-                    return layers.call(layer, original, args, kwargs)
+                    try:
+                        output = original(*args, **kwargs)
+                    except BaseException:
+                        layer.close(opened)
+                        raise
+                    layer.close(opened, output)
+                    return output
                 if _compiling():
                     return original(*args, **kwargs)
                 rec = _rec
@@ -491,9 +498,16 @@ def _make_layer_forward(original, layer):
     """A layer's forward, timed (instrument(model=..., layers=N))."""
     @functools.wraps(original)
     def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
-        if _compiling():
+        opened = None if _compiling() else layer.open()
+        if opened is None:
             return original(*args, **kwargs)
-        return _Layers.call(layer, original, args, kwargs)
+        try:
+            output = original(*args, **kwargs)
+        except BaseException:
+            layer.close(opened)
+            raise
+        layer.close(opened, output)
+        return output
     return trainscope_timed_call
 
 
@@ -547,66 +561,149 @@ class _Layers:
     def remove(self):
         self.table = {}
 
-    @staticmethod
-    def call(layer, original, args, kwargs):
-        training = _training()
-        key = layer.key if training else layer.eval_key
-        rec = _rec
-        started = rec.start(key)
-        try:
-            output = original(*args, **kwargs)
-        finally:
-            if started:
-                rec.end(key)
-        if training:
-            first = _first_tensor(output)
-            if first is not None and first.requires_grad:
-                try:
-                    first.register_hook(layer.backward_start)
-                except Exception:  # pylint: disable=broad-except
-                    pass
-        return output
-
 
 class _Layer:
-    __slots__ = ("key", "eval_key", "path", "backward_key", "backward_start")
+    __slots__ = ("key", "eval_key", "path", "backward_key", "_open")
 
     def __init__(self, key, path):
         self.key = key
         self.eval_key = EVAL_PREFIX + key
         self.path = path
         self.backward_key = key + "/backward"
-        self.backward_start = functools.partial(_layer_backward_start, self)
+        self._open = None  # the timer and gpu flag of the open backward region
+
+    # The layer's call, as the wrapper times it (one frame: trainscope_timed_call):
+    # opened = layer.open(); output = original(...); layer.close(opened, output).
+    # Strict pairs on the timer itself (Recorder.live): no books of open keys to keep,
+    # the cheapest region there is (bench/auto_cost.py: the cost per layer).
+
+    def open(self):
+        """Starts the layer's region: what close() needs, or None when it is not timed."""
+        rec = _rec
+        timer = rec.live()
+        if timer is None:
+            return None
+        training = torch.is_grad_enabled() and not rec.evaluating and \
+            not (_inference is not None and _inference())
+        key = self.key if training else self.eval_key
+        gpu = rec.gpu
+        try:
+            if gpu:
+                timer.start(key, gpu=True)
+            else:
+                timer.start(key)
+        except Exception as error:  # pylint: disable=broad-except  (a layer inside itself)
+            rec.warn(("layer", key), f"trainscope: region {key!r} not recorded: {error}")
+            return None
+        return timer, key, gpu, training
+
+    def close(self, opened, output=None):
+        """Ends the region open() started; with the output of a training call, hooks
+        the start of the layer's backward on it."""
+        timer, key, gpu, training = opened
+        try:
+            if gpu:
+                timer.end(key, gpu=True)
+            else:
+                timer.end(key)
+        except Exception as error:  # pylint: disable=broad-except
+            _rec.warn(("layer-end", key), f"trainscope: region {key!r} not recorded: {error}")
+        if not training or output is None:
+            return
+        first = _first_tensor(output)
+        if first is not None and first.requires_grad:
+            last = _last_hooked
+            if last[0] is not None and last[0]() is first:
+                # A parent whose output is its last child's: one hook starts both,
+                # the parent first, so that the child's backward lies inside.
+                last[1].layers.insert(0, self)
+            else:
+                group = _Group(self)
+                _hook_backward(first, group)
+                last[0], last[1] = weakref.ref(first), group
+
+    def backward_start(self):
+        open_now = _open_backward
+        if open_now:
+            # The gradient reached this layer's output: every open layer that is not
+            # its ancestor (nor a child that shares its output) has done its backward.
+            keep = []
+            for other in reversed(open_now):  # the innermost ends first
+                if self.path.startswith(other.path + ".") or \
+                        other.path.startswith(self.path + "."):
+                    keep.append(other)
+                else:
+                    other.backward_end()
+            keep.reverse()
+            open_now[:] = keep
+        if self._open is not None:  # (its output reached twice)
+            return
+        rec = _rec
+        timer = rec.live()
+        if timer is None:
+            return
+        gpu = rec.gpu
+        try:
+            if gpu:
+                timer.start(self.backward_key, gpu=True)
+            else:
+                timer.start(self.backward_key)
+        except Exception:  # pylint: disable=broad-except
+            return
+        self._open = (timer, gpu)
+        open_now.append(self)
+
+    def backward_end(self):
+        opened, self._open = self._open, None
+        if opened is not None:
+            try:
+                if opened[1]:
+                    opened[0].end(self.backward_key, gpu=True)
+                else:
+                    opened[0].end(self.backward_key)
+            except Exception:  # pylint: disable=broad-except
+                pass
 
 
+class _Group:
+    """The layers whose backward starts at one output's gradient, outermost first."""
+
+    __slots__ = ("layers",)
+
+    def __init__(self, layer):
+        self.layers = [layer]
+
+    def __call__(self, *_):
+        for layer in self.layers:
+            layer.backward_start()
+
+
+def _hook_backward(output, group):
+    """`group` runs when `output`'s gradient is ready: a pre-hook on the node that made
+    it (torch >= 2; half a tensor hook's cost), else a tensor hook."""
+    try:
+        node = output.grad_fn
+        if node is not None and _NODE_PREHOOKS:
+            node.register_prehook(group)
+        else:
+            output.register_hook(group)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+# The output hooked last and its group (a parent returning its child's output joins it).
+_last_hooked = [None, None]
+_NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node", None),
+                         "register_prehook")
 # Layer backward regions open now, innermost last.
 _open_backward = []
-
-
-def _layer_backward_start(layer, grad):
-    rec = _rec
-    open_now = _open_backward
-    if open_now:
-        # The gradient reached this layer's output: every open layer that is not
-        # its ancestor has done its backward.
-        keep = []
-        for other in open_now:
-            if layer.path.startswith(other.path + "."):
-                keep.append(other)
-            else:
-                rec.end(other.backward_key)
-        open_now[:] = keep
-    if rec.start(layer.backward_key):
-        open_now.append(layer)
-    return grad
 
 
 def _layers_backward_done():
     if not _open_backward:
         return
-    rec = _rec
     for layer in reversed(_open_backward):
-        rec.end(layer.backward_key)
+        layer.backward_end()
     _open_backward.clear()
 
 

@@ -7,9 +7,9 @@
 Batches are sliced from one tensor, the update is `p.data.add_(p.grad, alpha=-lr)`,
 the loss is a criterion module (nn.CrossEntropyLoss), the options are argparse short
 ones. --two-models: a second model of another class (an auxiliary head) is called
-outermost too, so FORWARD mixes two callers. --raise-in-forward: a module raises
-KeyboardInterrupt in its forward at the third batch (the traceback shows trainscope's
-frames). Prints one JSON line with what it did.
+outermost too, so FORWARD mixes two callers. --raise-in-forward: a child module of the
+model raises KeyboardInterrupt in its forward at the third batch (the traceback shows
+trainscope's frames, with --auto=layers one for the model's call and one for the child's). Prints one JSON line with what it did.
 """
 
 import argparse
@@ -20,11 +20,9 @@ import torch
 from torch import nn
 
 
-class Net(nn.Module):
+class Check(nn.Module):
     def __init__(self, raise_at=None):
         super().__init__()
-        self.encoder = nn.Sequential(nn.Linear(16, 32), nn.ReLU())
-        self.decoder = nn.Linear(32, 4)
         self.raise_at = raise_at
         self.calls = 0
 
@@ -32,7 +30,18 @@ class Net(nn.Module):
         self.calls += 1
         if self.raise_at is not None and self.calls == self.raise_at:
             raise KeyboardInterrupt("stopped in forward")
-        return self.decoder(self.encoder(x))
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, raise_at=None):
+        super().__init__()
+        self.check = Check(raise_at)
+        self.encoder = nn.Sequential(nn.Linear(16, 32), nn.ReLU())
+        self.decoder = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(self.check(x)))
 
 
 class Head(nn.Module):
