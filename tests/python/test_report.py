@@ -213,7 +213,8 @@ def test_run_page_two_ranks_gpu_and_cpu_hardware(tmp_path):
 
 def test_process_charts_are_one_line_per_rank_and_one_point_metrics_a_table(tmp_path):
     """Issue 37: the process CPU and RSS charts split into "total" (the readings before the
-    rank recorded) and "total rank 0"; a metric logged once (total_flos) got a line chart."""
+    rank recorded) and "total rank 0"; a metric logged once (total_flos) got a line chart; a
+    key that mixes two modules' calls did not say so."""
     run_dir = write_run(str(tmp_path / "run"), hardware_samples=600)
     host_csv = [name for name in os.listdir(run_dir) if name.startswith("host-")][0]
     start_ms = 1761000000000
@@ -222,6 +223,12 @@ def test_process_charts_are_one_line_per_rank_and_one_point_metrics_a_table(tmp_
             f.write(f"system/proc.cpu_pct,{10 + i},0,{start_ms - 3000 + 1000 * i},\n")
     with open(os.path.join(run_dir, "metrics-0.csv"), "a", encoding="utf-8") as f:
         f.write(f"total_flos,123456789.0,16,{start_ms + 5000},0\n")
+    # A key whose rows come from two modules (--auto's tag): its row says so.
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        run = json.load(f)
+    run["tags"] = dict(run.get("tags") or {}, **{"trainscope.auto.callers.BATCH": "G, D"})
+    with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
+        json.dump(run, f)
     out = tmp_path / "run.html"
     write_page([run_dir], out)
     data, _ = page_data(out)
@@ -232,6 +239,7 @@ def test_process_charts_are_one_line_per_rank_and_one_point_metrics_a_table(tmp_
     dom = check_rendered(dom_text, console, run_charts(data))
     cells = [text for _, _, _, text in dom.cells]
     assert "total_flos" in cells and "123457000" in cells
+    assert "BATCH (mixes G, D)" in cells
 
 
 def test_long_run_is_downsampled_with_every_spike(tmp_path):

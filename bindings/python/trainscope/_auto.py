@@ -124,7 +124,7 @@ class Recorder:
         """Says, once per source and process, what ends a step (_STEP_SOURCES): as the
         run's tags and, under --auto, one line on stderr (rank 0's)."""
         text = _STEP_SOURCES.get(source, source)
-        if self._tags.get(TAG_STEPS) == source:
+        if self._tags.get(TAG_STEPS) == source or not self.enabled():
             return
         self.set_tag(TAG_STEPS, source)
         self.set_tag(TAG_FOUND, text)

@@ -83,14 +83,25 @@ def _compiling_check():
 _compiling = _compiling_check()
 
 
+_owns_nothing = {}  # id(module) -> (weakref to it, it owns no parameter)
+
+
 def _owns_no_parameter(module):
-    """A loss, a metric: a module call timed as LOSS, not as the model's FORWARD."""
+    """A loss, a metric: a module call timed as LOSS, not as the model's FORWARD.
+    Remembered per module (asking a model for its first parameter costs microseconds)."""
     if isinstance(module, _LOSS_BASE):
         return True
+    entry = _owns_nothing.get(id(module))
+    if entry is not None and entry[0]() is module:
+        return entry[1]
     try:
-        return next(module.parameters(), None) is None
+        owns_nothing = next(module.parameters(), None) is None
+        if len(_owns_nothing) >= 4096:  # modules built anew each step: forget the old ones
+            _owns_nothing.clear()
+        _owns_nothing[id(module)] = (weakref.ref(module), owns_nothing)
     except Exception:  # pylint: disable=broad-except
         return False
+    return owns_nothing
 
 
 def _training():

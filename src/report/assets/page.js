@@ -306,7 +306,11 @@
       byKey[s.key][s.device] = s;
     });
     var devices = ["CPU", "GPU"].filter(function (d) { return stats.some(function (s) { return s.device === d; }); });
-    var cols = [{ label: "key", text: true, get: function (k) { return k; } }];
+    // A key whose rows come from modules of two classes (--auto's tag): its statistics mix both.
+    var tags = (DATA.run && DATA.run.tags) || {};
+    var mixes = function (k) { return tags["trainscope.auto.callers." + k]; };
+    var cols = [{ label: "key", text: true, get: function (k) { return k; },
+                  fmt: function (k) { return mixes(k) ? k + " (mixes " + mixes(k) + ")" : k; } }];
     var shown = STAT_COLUMNS.filter(function (c) {
       return c[0] !== "median_ci_low" && c[0] !== "median_ci_high" &&
         (devices.length === 1 || ["count", "median", "mean", "p95", "max"].indexOf(c[0]) >= 0);
