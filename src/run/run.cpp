@@ -183,7 +183,11 @@ bool install_signal_handlers(int write_fd, const std::vector<int>& signals, bool
     struct sigaction action = {};
     action.sa_handler = on_terminating_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    // Over a host's handler, the host's flags: Python's handler runs only once
+    // the main thread is back in the interpreter, and installs itself without
+    // SA_RESTART so that a blocking read returns EINTR and it gets there (a
+    // fork-context Pool worker waiting for its next task and terminate()d).
+    action.sa_flags = host_first ? (previous.sa_flags & (SA_RESTART | SA_ONSTACK)) : SA_RESTART;
     ::sigaction(signal_number, &action, nullptr);
     installed |= 1u << signal_slot(signal_number);
   }

@@ -158,6 +158,8 @@ TEST(TopView, ANewRunAtTheFollowedPathIsFollowed) {
   EXPECT_THAT(all_text(session.lines(false, 200, 10, false)),
               HasSubstr("a new run at this path: n (" + spec.id + ") (the run " +
                         std::string(testing::kRunId) + " was replaced)"));
+}
+
 TEST(TopView, AKeyThatMixesTwoModulesSaysSo) {
   // Issue 37: --auto's FORWARD of two model classes (the run's tag) is one row
   // whose statistics mix both; top's key line says so.
