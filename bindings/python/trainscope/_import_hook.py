@@ -29,8 +29,10 @@ class ImportHook:
             pass
 
     def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.names:
+            return None
         busy = self._busy.__dict__.setdefault("names", set())
-        if fullname not in self.names or fullname in busy:
+        if fullname in busy:
             return None
         busy.add(fullname)
         try:

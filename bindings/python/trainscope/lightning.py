@@ -69,8 +69,10 @@ it lands in the active run (under ``trainscope run``, the wrapper's run):
 
 A key that the PyTorch patches of ``--auto`` record already
 (``recorder().patched``) is left to them (BATCH, SUBSTEP and EPOCH stay with
-the callback). A hook that fails warns once and training goes on; a Trainer with
-two TrainscopeCallbacks records through the first only.
+the callback). A key started again while open ends and starts again (one region
+per start; trainscope._framework, as trainscope.hf). A hook that fails warns once
+and training goes on; a Trainer with two TrainscopeCallbacks records through the
+first only.
 
 Importing this module imports no Lightning; TrainscopeCallback is built on first
 access as a subclass of the ``Callback`` of ``lightning.pytorch`` (or of
@@ -81,8 +83,7 @@ import functools
 import sys
 
 from trainscope import _auto, _framework
-from trainscope._auto import (BACKWARD, BATCH, EPOCH, EVAL_PREFIX, FORWARD, IO, OPTIMIZER,
-                              recorder)
+from trainscope._auto import BACKWARD, BATCH, EPOCH, EVAL_PREFIX, FORWARD, IO, OPTIMIZER
 from trainscope._framework import SUBSTEP
 
 __all__ = ["SUBSTEP", "TrainscopeCallback", "install", "lightning_callbacks_factory",
@@ -541,8 +542,7 @@ def _factory(package):
             return []
         return [_callback_class(package)()]
     except Exception as error:  # pylint: disable=broad-except
-        recorder().warn(("lightning", "factory"),
-                        f"trainscope: no TrainscopeCallback added ({error!r})")
+        _framework.warn("lightning", "factory", f"no TrainscopeCallback added ({error!r})")
         return []
 
 
