@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -319,6 +320,21 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   std::stable_sort(pair.rows.begin(), pair.rows.end(),
                    [&](const Row& x, const Row& y) { return effect(x) > effect(y); });
   pair.warnings = side_warnings(a, b, ia, ib, options);
+  // A key whose rows come from several modules (a GAN's two models under one
+  // FORWARD): its row compares their calls together.
+  for (const Row& row : pair.rows) {
+    if (row.kind != "region" || row.device != "CPU") continue;
+    for (const auto& [side, idx, name] : {std::tuple{&a, &ia, "A"}, std::tuple{&b, &ib, "B"}}) {
+      for (std::size_t i : *idx) {
+        const auto it = side->runs[i].key_callers.find(row.name);
+        if (it == side->runs[i].key_callers.end()) continue;
+        pair.warnings.push_back(fmt::format(
+            "{} mixes the calls of {} in {}'s run {}: its row compares them together", row.name,
+            it->second, name, side->runs[i].name.empty() ? side->runs[i].id : side->runs[i].name));
+        break;
+      }
+    }
+  }
   if (!only_a.empty())
     pair.warnings.push_back(
         fmt::format("only in A, not compared: {}", absl::StrJoin(only_a, ", ")));

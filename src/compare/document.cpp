@@ -106,10 +106,10 @@ Row row_from(const Field& f) {
 ojson side_json(const Side& s, bool with_data) {
   ojson runs = ojson::array();
   for (const SideRun& r : s.runs) {
-    ojson one = {{"dir", r.dir},          {"id", r.id},
-                 {"name", r.name},        {"status", r.status},
-                 {"params", r.params},    {"other_cpu_share", num(r.other_cpu_share)},
-                 {"hardware", r.hardware}};
+    ojson one = {{"dir", r.dir},           {"id", r.id},
+                 {"name", r.name},         {"status", r.status},
+                 {"params", r.params},     {"other_cpu_share", num(r.other_cpu_share)},
+                 {"hardware", r.hardware}, {"key_callers", r.key_callers}};
     if (with_data) one["packages"] = r.packages;
     runs.push_back(std::move(one));
   }
@@ -143,6 +143,9 @@ Side side_from(const Field& f) {
     for (const auto& [k, v] : r["params"].members()) run.params[k] = v.string();
     run.other_cpu_share = r["other_cpu_share"].number();
     run.hardware = r["hardware"].string();
+    if (const std::optional<Field> callers = r.find("key_callers")) {
+      for (const auto& [k, v] : callers->members()) run.key_callers[k] = v.string();
+    }
     if (std::optional<Field> p = r.find("packages")) run.packages = p->strings();
     s.runs.push_back(std::move(run));
   }

@@ -289,14 +289,32 @@ void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresho
       if (!above(fit.slope, threshold)) continue;
       const double span_1k = x.back() - x.front();  // thousands of steps
       if (fit.slope.low * span_1k < t.memory_creep_min_growth_mb) continue;
+      // Growth that stops is warm-up (DataLoader workers filling their pages,
+      // caches, the allocator's pools), not creep: the second half of the
+      // readings must grow too, at the threshold's rate and surely above zero.
+      const std::size_t half = x.size() / 2;
+      const detail::Slope late =
+          slope_hac(std::vector<double>(x.begin() + static_cast<std::ptrdiff_t>(half), x.end()),
+                    std::vector<double>(y.begin() + static_cast<std::ptrdiff_t>(half), y.end()));
+      if (!(late.slope.value >= threshold && above(late.slope, 0.0))) {
+        scope->notes.push_back(fmt::format(
+            "MEMORY-CREEP: {} of rank {} grew {:.3g} MB per 1,000 steps over the run but "
+            "{:.3g} MB [{:.3g}, {:.3g}] over the second half of the readings: warm-up "
+            "(DataLoader workers, caches), not creep",
+            device ? "device memory" : "process RSS", r->rank, fit.slope.value, late.slope.value,
+            late.slope.low, late.slope.high));
+        continue;
+      }
       if (worst && worst->value.value >= fit.slope.value) continue;
       Label label = make_label(
           kMemoryCreep, device ? "device" : "host", "mb_per_1k_steps", fit.slope, threshold,
           "memory_creep_mb_per_1k_steps",
           fmt::format("{} of rank {} grows {:.3g} MB [{:.3g}, {:.3g}] per 1,000 steps (least "
-                      "squares over {} readings, Newey-West interval; level {:.0f} MB)",
+                      "squares over {} readings, Newey-West interval; level {:.0f} MB), "
+                      "{:.3g} MB [{:.3g}, {:.3g}] over their second half",
                       device ? "device memory" : "process RSS", r->rank, fit.slope.value,
-                      fit.slope.low, fit.slope.high, fit.n, fit.mean_y),
+                      fit.slope.low, fit.slope.high, fit.n, fit.mean_y, late.slope.value,
+                      late.slope.low, late.slope.high),
           device ? "device memory grows every step: look for tensors kept across steps (losses "
                    "kept without .item(), growing caches), or the allocator's fragmentation"
                  : "host memory grows every step: look for objects kept across steps (lists of "
@@ -432,17 +450,25 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   }
   scope.steps = most;
   if (ranks.empty()) {
+    const bool auto_run = inputs.facts.auto_instrumented;
     const std::string why =
         inputs.ranks.empty() ? "no rank has recorded yet"
         : !any_step_key
-            ? "no step key: time each step as BATCH (or iterate tmr.timed(loader), or map a key "
-              "with --phase step=KEY)"
+            ? (auto_run ? "no step key: --auto found no training step yet (no training "
+                          "DataLoader fetch, optimizer step or backward)"
+                        : "no step key: time each step as BATCH (or iterate tmr.timed(loader), "
+                          "or map a key with --phase step=KEY)")
             : fmt::format("{} steps, fewer than min_steps = {:g}", most, t.min_steps);
+    // Never advise what the run already did: an --auto run is told what --auto
+    // needs and what else maps a step.
     scope.labels.push_back(make_label(
         kNoData, "", "steps", Interval{static_cast<double>(most), kNaN, kNaN}, t.min_steps,
         "min_steps", why,
-        "time steps (BATCH, tmr.timed(loader), or `trainscope run --auto`) and their phases "
-        "(IO, FORWARD, BACKWARD, OPTIMIZER, COMM)"));
+        auto_run ? "let it run longer, or, where the loop has no DataLoader, optimizer or "
+                   "backward that it sees, time each step as BATCH by hand (or map a key with "
+                   "--phase step=KEY)"
+                 : "time steps (BATCH, tmr.timed(loader), or `trainscope run --auto`) and their "
+                   "phases (IO, FORWARD, BACKWARD, OPTIMIZER, COMM)"));
     return scope;
   }
 
@@ -500,8 +526,11 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   bool input_bound = false;
   if (!wait_timed) {
     scope.notes.push_back(
-        "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
-        "tmr.timed(loader) or --auto");
+        inputs.facts.auto_instrumented
+            ? "INPUT-BOUND: the data wait is not timed (no IO region): --auto found no training "
+              "DataLoader (batches made in the loop have no wait of their own to time)"
+            : "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
+              "tmr.timed(loader) or --auto");
   }
   if (wait_timed && above(wait, t.input_bound_share)) {
     input_bound = true;
@@ -510,9 +539,13 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
         fmt::format("the step waits for data {} of its time (over {} steps, batch-means "
                     "interval)",
                     pct_interval(wait), pooled.period.size()),
-        "the loader cannot keep up: more DataLoader workers, pin_memory and prefetching, a "
-        "faster store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
-        "prep)"));
+        inputs.facts.gpu_seen
+            ? "the loader cannot keep up: more DataLoader workers, pin_memory and prefetching, a "
+              "faster store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
+              "prep)"
+            : "the loader cannot keep up: more DataLoader workers and prefetching, a faster "
+              "store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
+              "prep)"));
   } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
     scope.labels.push_back(make_label(
         kWaitHeavy, "", "wait_share", wait_heavy, t.wait_heavy_share, "wait_heavy_share",
@@ -538,15 +571,19 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     scope.labels.push_back(make_label(
         kComputeBound, std::string(phase_name(largest)), "compute_share", compute_share,
         t.compute_bound_share, "compute_bound_share",
-        fmt::format(
-            "compute takes {} of the step, most of it in {} ({}){}", pct_interval(compute_share),
-            phase_name(largest),
-            pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
-            wait_timed ? fmt::format("; data wait {}", pct(wait.value))
-                       : std::string("; data wait not timed")),
-        fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), try "
-                    "mixed precision, a larger batch or a faster kernel",
-                    phase_name(largest))));
+        fmt::format("compute takes {} of the step, most of it in {} ({}){}",
+                    pct_interval(compute_share), phase_name(largest),
+                    pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
+                    wait_timed ? fmt::format("; data wait {}", pct(wait.value))
+                               : std::string("; data wait not timed")),
+        inputs.facts.gpu_seen
+            ? fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), "
+                          "try mixed precision, a larger batch or a faster kernel",
+                          phase_name(largest))
+            : fmt::format("the step is compute-bound in {} on the CPU (no GPU seen): profile it "
+                          "(torch.profiler, py-spy), check the threads (torch.get_num_threads), "
+                          "try a larger batch, a smaller model or a GPU",
+                          phase_name(largest))));
   } else {
     scope.labels.push_back(make_label(
         kBalanced, "", "compute_share", compute_share, t.compute_bound_share, "compute_bound_share",
@@ -565,7 +602,10 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     if (measured_anywhere(ranks, p, true)) gpu_compute.push_back(p);
   }
   if (gpu_compute.empty()) {
-    scope.notes.push_back("GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with gpu=True)");
+    scope.notes.push_back(inputs.facts.gpu_seen
+                              ? "GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with "
+                                "gpu=True)"
+                              : "GPU-IDLE: no GPU seen (a CPU-only run)");
   } else {
     const Interval busy =
         share_interval(sum_of(pooled, gpu_compute, true), pooled.period, "GPU-timed work", notes);

@@ -748,6 +748,22 @@ Diagnosis Follower::diagnose() const {
     if (!recent.readings.empty()) window.hosts.push_back(std::move(recent));
     if (h.now.time_ms != 0) d.host_now.push_back(h.now);
   }
+  // What the run is, for advice that fits it: --auto, and whether a GPU was seen.
+  RunFacts facts;
+  const auto tag = [&s](const std::string& key) {
+    const auto it = s.info.tags.find(key);
+    return it == s.info.tags.end() ? std::string() : it->second;
+  };
+  d.auto_found =
+      AutoFound{tag("trainscope.auto"), tag("trainscope.auto.steps"), tag("trainscope.auto.found")};
+  facts.auto_instrumented = !d.auto_found.mode.empty();
+  facts.gpu_seen = false;
+  for (const auto& [rank, t] : s.ranks) {
+    for (bool measured : t.gpu_measured) facts.gpu_seen = facts.gpu_seen || measured;
+    facts.gpu_seen = facts.gpu_seen || !t.gpu_mem.empty();
+  }
+  for (const HostNow& h : d.host_now) facts.gpu_seen = facts.gpu_seen || !h.gpus.empty();
+  window.facts = run.facts = facts;
   d.window = conclude(window, th, "window");
   if (need_run) {
     s.run_cache = conclude(run, th, "run");
@@ -810,6 +826,7 @@ Diagnosis Follower::diagnose() const {
       row.run_p95_s = st.p95;
       d.keys.push_back(std::move(row));
     }
+  for (KeyRow& row : d.keys) row.callers = tag("trainscope.auto.callers." + row.key);
   std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
     return a.share != b.share ? a.share > b.share : a.key < b.key;
   });

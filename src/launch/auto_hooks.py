@@ -2,7 +2,8 @@
 # by its sitecustomize (auto_sitecustomize.py) when TRAINSCOPE_AUTO is on: when
 # the program imports torch, trainscope instruments PyTorch
 # (trainscope.torch.instrument); when it imports transformers' trainer or
-# Lightning, every Trainer gets trainscope's callback. It never imports any of
+# Lightning, every Trainer gets trainscope's callback; when it imports argparse,
+# the first Namespace it parses becomes the run's params. It never imports any of
 # them itself, and a hook that fails prints one line and leaves the program as
 # it was.
 import os as _ts_os
@@ -19,6 +20,9 @@ def _on_import(name):
             from trainscope import _auto, _torch_auto  # pylint: disable=import-outside-toplevel
             settings = _auto.auto_mode() or {"layers": 0}
             _torch_auto.instrument(layers=settings["layers"])
+        elif name == "argparse":
+            from trainscope import _auto  # pylint: disable=import-outside-toplevel
+            _auto.record_argparse()
         elif name == "transformers.trainer":
             from trainscope import hf  # pylint: disable=import-outside-toplevel
             hf.install()
@@ -51,7 +55,8 @@ class _Loader:
 
 
 class _Finder:
-    targets = ("torch", "transformers.trainer", "lightning.pytorch", "pytorch_lightning")
+    targets = ("torch", "transformers.trainer", "lightning.pytorch", "pytorch_lightning",
+               "argparse")
 
     def __init__(self):
         self._busy = set()
@@ -79,3 +84,5 @@ class _Finder:
 
 if not any(isinstance(finder, _Finder) for finder in _ts_sys.meta_path):
     _ts_sys.meta_path.insert(0, _Finder())
+    if "argparse" in _ts_sys.modules:  # imported before the hooks (by the site's own code)
+        _on_import("argparse")

@@ -213,7 +213,7 @@ TEST_F(ReportRunTest, ReadsEveryRowInChunksAndComputesStatisticsOnAll) {
   ASSERT_EQ(page["hardware"].size(), 2u);
   EXPECT_EQ(page["hardware"][0]["chart"], "gpu.util_pct");
   EXPECT_EQ(page["hardware"][0]["datasets"][0]["label"], "0");
-  EXPECT_EQ(page["hardware"][1]["datasets"][0]["label"], "total rank 1");
+  EXPECT_EQ(page["hardware"][1]["datasets"][0]["label"], "rank 1");
   EXPECT_DOUBLE_EQ(page["hardware"][0]["datasets"][0]["x"][50].get<double>(), 25.0);
   EXPECT_EQ(page["run"]["status"], "FINISHED");
   EXPECT_EQ(page["run"]["params"]["lr"], "0.1");

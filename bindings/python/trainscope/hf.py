@@ -27,7 +27,10 @@ so the regions land in the active run (under `trainscope run`, its run):
   predict), ``eval/BATCH``: each of its prediction steps (fetch included).
 - metrics: every number the Trainer logs (``loss``, ``learning_rate``,
   ``grad_norm``, ``epoch``, ``eval_loss``, ``train_runtime``, ...) at its
-  ``global_step``.
+  ``global_step``, and ``step_loss``: the training loss of every optimizer
+  step (the sum of its micro-batches' ``training_step`` losses, as the
+  Trainer's ``loss`` sums them), also between the Trainer's logging steps;
+  read from the device in batches (at most one host sync per 64 steps).
 - params: the TrainingArguments that matter (learning rate, per-device and
   total batch size, accumulation, epochs, max steps, precision, seed, world
   size, optimizer, scheduler, weight decay, gradient clipping).
@@ -46,7 +49,6 @@ it is absent) but neither ``transformers.trainer`` nor torch: install() patches
 
 import functools
 import importlib.abc
-import os
 import sys
 import threading
 
@@ -65,6 +67,8 @@ OWNER = "hf"
 SUBSTEP = "substep"
 EVAL_BATCH = _auto.EVAL_PREFIX + _auto.BATCH  # "eval/BATCH"
 EVAL_EPOCH = _auto.EVAL_PREFIX + _auto.EPOCH  # "eval/EPOCH"
+STEP_LOSS = "step_loss"  # the metric: the training loss of each optimizer step
+_LOSS_BATCH = 64  # step losses read from the device at once
 _TRAINER_MODULE = "transformers.trainer"
 
 
@@ -144,38 +148,6 @@ def _params(args, state):
     return {key: value for key, value in params.items() if value is not None}
 
 
-def _run_params():
-    """The params the run has now (e.g. `trainscope run` logs the command's
-    ``--learning_rate 2e-5``), {} when unknown."""
-    try:
-        import trainscope  # pylint: disable=import-outside-toplevel
-        run = trainscope.active_run()
-        directory = run.dir if run is not None else os.environ.get("TRAINSCOPE_RUN_DIR")
-        if not directory:
-            return {}
-        from trainscope import _core  # pylint: disable=import-outside-toplevel
-        return dict(_core._RunReader.open(directory).params)  # the one reader of the run format
-    except Exception:  # pylint: disable=broad-except
-        return {}
-
-
-def _same_value(text, value):
-    if text == str(value):
-        return True
-    try:
-        return float(text) == float(value)
-    except (TypeError, ValueError):
-        return str(text).lower() == str(value).lower()
-
-
-def _new_params(params):
-    """params less those the run already has with the same value (params are
-    write-once: "2e-5" from the command line and the Trainer's 2e-05 are one)."""
-    existing = _run_params()
-    return {key: value for key, value in params.items()
-            if key not in existing or not _same_value(existing[key], value)}
-
-
 class _Hooks:
     """The TrainscopeCallback's hooks (the callback class adds transformers'
     TrainerCallback as its second base)."""
@@ -194,6 +166,8 @@ class _Hooks:
         self._eval_done = 0
         self._eval_depth = 0
         self._evaluating_before = False
+        self._micro_losses = []  # this step's training_step losses (tensors)
+        self._step_losses = []  # (global_step, loss tensor) not logged yet
 
     # --- regions -------------------------------------------------------------
 
@@ -221,11 +195,11 @@ class _Hooks:
 
     @_guarded
     def on_init_end(self, args, state, control, **kwargs):
-        _patch_evaluation(sys.modules.get(_TRAINER_MODULE))
+        _patch_trainer(sys.modules.get(_TRAINER_MODULE))
 
     @_guarded
     def on_train_begin(self, args, state, control, **kwargs):
-        _patch_evaluation(sys.modules.get(_TRAINER_MODULE))  # added after __init__
+        _patch_trainer(sys.modules.get(_TRAINER_MODULE))  # added after __init__
         self._end_all()  # a train() that raised and is run again
         self._release_torch()
         rec = _recorder()
@@ -235,7 +209,7 @@ class _Hooks:
         rec.step_owner = OWNER
         if not self._params_logged:
             self._params_logged = True
-            rec.log_params(_new_params(_params(args, state)))
+            rec.log_params(_params(args, state))
         self._instrument_torch(kwargs.get("model"), kwargs.get("train_dataloader"))
 
     def _instrument_torch(self, model, loader):
@@ -280,6 +254,8 @@ class _Hooks:
     @_guarded
     def on_train_end(self, args, state, control, **kwargs):
         self._end_all((SUBSTEP, _auto.OPTIMIZER, _auto.BATCH, _auto.EPOCH))
+        self._micro_losses = []
+        self._flush_losses()
         self._release_torch()
         if self._owning:
             self._owning = False
@@ -324,9 +300,38 @@ class _Hooks:
         self._end(SUBSTEP)  # (transformers without on_pre_optimizer_step)
         self._end(_auto.OPTIMIZER)
         self._end(_auto.BATCH)
+        micro, self._micro_losses = self._micro_losses, []
+        if micro:
+            total = micro[0]
+            for loss in micro[1:]:
+                total = total + loss  # on the device: no sync
+            self._step_losses.append((int(getattr(state, "global_step", 0) or 0), total))
+            if len(self._step_losses) >= _LOSS_BATCH:
+                self._flush_losses()
+
+    def _training_loss(self, loss):
+        """A training_step's loss (Trainer.training_step, patched by _patch_trainer)."""
+        detach = getattr(loss, "detach", None)
+        if detach is not None:
+            self._micro_losses.append(detach())
+
+    def _flush_losses(self):
+        pending, self._step_losses = self._step_losses, []
+        if not pending:
+            return
+        try:
+            import torch  # pylint: disable=import-outside-toplevel
+            values = torch.stack([loss.float().reshape(()) for _, loss in pending]).tolist()
+        except Exception:  # pylint: disable=broad-except
+            values = [_number(loss) for _, loss in pending]
+        rec = _recorder()
+        for (step, _), value in zip(pending, values):
+            if value is not None:
+                rec.log_metric(STEP_LOSS, value, step=step)
 
     @_guarded
     def on_log(self, args, state, control, logs=None, **kwargs):
+        self._flush_losses()
         if not logs:
             return
         rec = _recorder()
@@ -420,8 +425,9 @@ _patch_lock = threading.RLock()
 _evaluation_patched_by = None  # the Trainer class whose evaluation_loop is ours
 
 
-def _patch_evaluation(module):
-    """Trainer.evaluation_loop opens eval/EPOCH and the first eval/BATCH for a trainer
+def _patch_trainer(module):
+    """Trainer.evaluation_loop opens eval/EPOCH and the first eval/BATCH, and
+    Trainer.training_step hands its loss to the callback (step_loss), for a trainer
     that has a TrainscopeCallback (a no-op for one that has none). Once per process."""
     global _evaluation_patched_by
     trainer_class = getattr(module, "Trainer", None)
@@ -449,19 +455,35 @@ def _patch_evaluation(module):
 
         evaluation_loop.__trainscope_original__ = original
         trainer_class.evaluation_loop = evaluation_loop
+        original_step = trainer_class.training_step
+
+        @functools.wraps(original_step)
+        def training_step(self, *args, **kwargs):
+            loss = original_step(self, *args, **kwargs)
+            try:
+                hooks = _hooks_of(self)
+                if hooks is not None:
+                    hooks._training_loss(loss)  # pylint: disable=protected-access
+            except Exception:  # pylint: disable=broad-except
+                pass
+            return loss
+
+        training_step.__trainscope_original__ = original_step
+        trainer_class.training_step = training_step
         _evaluation_patched_by = trainer_class
 
 
-def _unpatch_evaluation():
+def _unpatch_trainer():
     global _evaluation_patched_by
     with _patch_lock:
         trainer_class, _evaluation_patched_by = _evaluation_patched_by, None
         if trainer_class is None:
             return
-        current = trainer_class.__dict__.get("evaluation_loop")
-        original = getattr(current, "__trainscope_original__", None)
-        if original is not None:
-            trainer_class.evaluation_loop = original
+        for name in ("evaluation_loop", "training_step"):
+            current = trainer_class.__dict__.get(name)
+            original = getattr(current, "__trainscope_original__", None)
+            if original is not None:
+                setattr(trainer_class, name, original)
 
 
 def _ensure_callback(trainer):
@@ -560,7 +582,7 @@ class _Installation:
             __init__.__trainscope_original__ = original
             trainer_class.__init__ = __init__
             self._trainer_class, self._wrapper = trainer_class, __init__
-            _patch_evaluation(module)
+            _patch_trainer(module)
         self._drop_hook()
 
     def _drop_hook(self):
@@ -584,7 +606,7 @@ class _Installation:
             if trainer_class is not None:
                 if trainer_class.__dict__.get("__init__") is wrapper:
                     trainer_class.__init__ = wrapper.__trainscope_original__
-                _unpatch_evaluation()
+                _unpatch_trainer()
             if _installation is self:
                 _installation = None
 

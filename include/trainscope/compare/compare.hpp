@@ -50,6 +50,9 @@ struct SideRun {
   std::string hardware;
   // Package pins (pip freeze), "" where not recorded.
   std::vector<std::string> packages;
+  // Keys whose rows come from several modules (--auto's tags
+  // trainscope.auto.callers.<key>): key -> "Generator, Discriminator".
+  std::map<std::string, std::string> key_callers;
 };
 
 // A measured quantity of a side, one series per run (same order as Side::runs;

@@ -62,9 +62,13 @@ bool is_compute(Phase phase) noexcept;
 inline constexpr char kOptimizerKey[] = "OPTIMIZER";  // Optimizer.step
 inline constexpr char kHostToDeviceKey[] = "H2D";     // batch to device
 
+// A module call that owns no parameter to train (a loss, a metric), timed by
+// --auto apart from the model's FORWARD: in the forward phase.
+inline constexpr char kLossKey[] = "LOSS";
+
 // Which region keys mean what. Defaults: step BATCH, else the timed loader's
-// `iteration`; data_wait IO; h2d H2D; forward FORWARD; backward BACKWARD;
-// optimizer OPTIMIZER; comm COMM.
+// `iteration`; data_wait IO; h2d H2D; forward FORWARD and LOSS; backward
+// BACKWARD; optimizer OPTIMIZER; comm COMM.
 struct KeyMap {
   std::vector<std::string> step_keys;  // the first one a rank recorded is its step
   std::array<std::vector<std::string>, kPhaseCount> phase_keys;  // kRest stays empty
@@ -178,9 +182,18 @@ struct HostInput {
   std::vector<HostReading> readings;  // in time order
 };
 
+// What the run is, for advice that fits it.
+struct RunFacts {
+  bool auto_instrumented = false;  // `trainscope run --auto`: never advise it
+  // A GPU was seen: GPU-timed regions or GPU readings. False: a CPU-only run
+  // (no --nsys, no mixed precision in the advice).
+  bool gpu_seen = true;
+};
+
 struct Inputs {
   std::vector<RankInput> ranks;
   std::vector<HostInput> hosts;
+  RunFacts facts;
 };
 
 // ---------------------------------------------------------------------------
@@ -260,7 +273,22 @@ struct KeyRow {
   double share = 0;                // summed time over the window's wall time, per rank
   // Over the run: the median with its 95% interval (order statistics), p95.
   double run_median_s = 0, run_median_low_s = 0, run_median_high_s = 0, run_p95_s = 0;
+  // The module classes the key's rows come from when they are more than one
+  // (the run's tag trainscope.auto.callers.<key>: "Generator, Discriminator");
+  // empty otherwise. Its statistics then mix both callers' calls.
+  std::string callers;
 };
+
+// What `trainscope run --auto` found (the run's tags trainscope.auto,
+// trainscope.auto.steps, trainscope.auto.found); mode empty: no --auto run.
+struct AutoFound {
+  std::string mode;   // "on", "layers", "layers=N"
+  std::string steps;  // what ends a step: loader, optimizer, backward, hf, lightning; empty: none
+  std::string found;  // the same in words, with what was not found
+};
+// "--auto: steps from backward (no training DataLoader, ...)", or "--auto found
+// no step: ..." ; empty when the run is no --auto run.
+std::string auto_found_text(const AutoFound& found);
 
 struct GpuNow {
   int index = 0;
@@ -310,6 +338,7 @@ struct Diagnosis {
   double read_share = 1;
   std::vector<KeyRow> keys;  // by summed window time, largest first
   std::vector<HostNow> host_now;
+  AutoFound auto_found;
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".
