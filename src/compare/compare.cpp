@@ -14,6 +14,7 @@
 #include "fmt/format.h"
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::compare {
 namespace {
@@ -66,14 +67,6 @@ std::vector<std::vector<double>> runs_of(const Series& series,
   return out;
 }
 
-double sorted_quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return kNaN;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // Each run after its warm-up, pooled and sorted.
 std::vector<double> pooled_tail(const std::vector<std::vector<double>>& runs, bool warmup) {
   std::vector<double> out;
@@ -83,13 +76,6 @@ std::vector<double> pooled_tail(const std::vector<std::vector<double>>& runs, bo
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string seconds(double s) {
-  if (!std::isfinite(s)) return "-";
-  if (s >= 1) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
 }
 
 // A long step on one side the medians do not see: a stall, named.
@@ -108,8 +94,8 @@ std::string tail_note(const Row& row) {
       return fmt::format(
           "{}'s longest {} took {} against its p99 of {} ({}'s longest: {}): a stall "
           "(a checkpoint, evaluation, another tenant?) that the medians leave out",
-          b_side ? "B" : "A", row.name, seconds(max), seconds(p99), b_side ? "A" : "B",
-          seconds(other));
+          b_side ? "B" : "A", row.name, stats::format_seconds(max), stats::format_seconds(p99),
+          b_side ? "A" : "B", stats::format_seconds(other));
   }
   return "";
 }
@@ -143,8 +129,8 @@ absl::StatusOr<Row> compare_series(const Series& sa, const Series& sb,
   row.stats = std::move(*c);
   const std::vector<double> ta = pooled_tail(ra, options.stats.detect_warmup);
   const std::vector<double> tb = pooled_tail(rb, options.stats.detect_warmup);
-  row.p99_a = sorted_quantile(ta, 0.99);
-  row.p99_b = sorted_quantile(tb, 0.99);
+  row.p99_a = stats::quantile_sorted(ta, 0.99);
+  row.p99_b = stats::quantile_sorted(tb, 0.99);
   row.max_a = ta.empty() ? kNaN : ta.back();
   row.max_b = tb.empty() ? kNaN : tb.back();
   row.verdict = verdict_of(row);

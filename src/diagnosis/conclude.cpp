@@ -12,31 +12,28 @@
 #include "diagnosis/statistics.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
 
 using detail::mann_kendall;
 using detail::mean_interval;
-using detail::median;
-using detail::quantile;
 using detail::ratio_interval;
 using detail::slope_hac;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
+using stats::median;
+using stats::quantile;
 constexpr std::size_t kIndex(Phase p) { return static_cast<std::size_t>(p); }
 
-std::string ms(double s) {
-  if (!std::isfinite(s)) return "n/a";
-  return fmt::format("{:.3g} ms", s * 1e3);
-}
-std::string pct(double share) {
-  if (!std::isfinite(share)) return "n/a";
-  return fmt::format("{:.1f}%", share * 100);
-}
+// The labels' sentences: stats/format_numbers.hpp, "n/a" for no figure.
+std::string secs(double s) { return stats::format_seconds(s, 3, stats::kNotAvailable); }
+std::string pct(double share) { return stats::format_share(share, 1, stats::kNotAvailable); }
 std::string pct_interval(const Interval& i) {
   if (!std::isfinite(i.low)) return pct(i.value) + " (no interval: too few steps)";
-  return fmt::format("{} [{}, {}]", pct(i.value), pct(i.low), pct(i.high));
+  return stats::format_share_interval(i.value, i.low, i.high, stats::kNotAvailable);
 }
 
 // A share of the step (or of the host's cores) with its interval, held in
@@ -208,7 +205,7 @@ std::vector<std::vector<double>> lags_of(
       for (std::size_t q = 0; q < n; ++q) {
         if (q != r) others.push_back(at[q]);
       }
-      lags[r].push_back(at[r] - detail::median_in_place(&others));
+      lags[r].push_back(at[r] - stats::median_in_place(&others));
     }
   }
   return lags;
@@ -257,7 +254,7 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
           fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the "
                       "other ranks over {} steps; the others lose about {} of every step "
                       "waiting for it",
-                      ranks[r]->rank, ms(lag.value), ms(lag.low), ms(lag.high), phase_name(p),
+                      ranks[r]->rank, secs(lag.value), secs(lag.low), secs(lag.high), phase_name(p),
                       lags[r].size(), pct(lost)),
           input ? fmt::format("rank {} waits longer for its data: check its loader workers, disk "
                               "and page cache (trainscope stalls), or uneven shards",
@@ -373,7 +370,7 @@ void find_drift(const Pooled& pooled, const Thresholds& t, Scope* scope) {
         fmt::format("the step time grows {} [{}, {}] over {} steps (Sen's slope over {} block "
                     "medians, from {} per step; Mann-Kendall p = {:.2g})",
                     pct(drift.value), pct(drift.low), pct(drift.high), per_step.size(), blocks,
-                    ms(start), trend.p_increasing),
+                    secs(start), trend.p_increasing),
         "steps get slower as the run goes on: look for work that grows per step (growing "
         "lists, logging, checkpoints), memory pressure or thermal throttling"));
   }
@@ -402,9 +399,10 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
       Label label = make_label(
           kHostPressure, "cpu", "other_cpu_share", other, t.host_pressure_other_cpu_share,
           "host_pressure_other_cpu_share",
-          fmt::format("host {} is {:.0f}% busy (median of {} readings) and other processes take "
+          fmt::format("host {} is {} busy (median of {} readings) and other processes take "
                       "{} of all its cores",
-                      host.host, util_median, util.size(), pct_interval(other)),
+                      host.host, stats::format_percent(util_median), util.size(),
+                      pct_interval(other)),
           "other processes compete for this host's CPU: move them, pin the job's cores, or use "
           "fewer loader workers");
       label.host = host.host;

@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
@@ -188,15 +189,9 @@ Diagnosis from_document(const Field& root) {
   return d;
 }
 
-std::string pct(double share) {
-  return std::isfinite(share) ? fmt::format("{:.1f}%", share * 100) : std::string("n/a");
-}
-std::string secs(double s) {
-  if (!std::isfinite(s)) return "n/a";
-  if (s >= 1) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
-}
+// stats/format_numbers.hpp, "n/a" for no figure.
+std::string pct(double share) { return stats::format_share(share, 1, stats::kNotAvailable); }
+std::string secs(double s) { return stats::format_seconds(s, 3, stats::kNotAvailable); }
 std::string duration(std::int64_t ms) {
   const std::int64_t s = ms / 1000;
   if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60);

@@ -26,11 +26,12 @@
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
 constexpr std::uint64_t kReadBytes = std::uint64_t{4} << 20;  // per read call
 constexpr std::size_t kRecentPerKey = 8192;
 constexpr std::size_t kExactPerKey = 65536;
@@ -802,8 +803,8 @@ Diagnosis Follower::diagnose() const {
       const double span_s =
           capped ? std::max(1e-9, static_cast<double>(last_end_ns - first) * 1e-9) : wall_s;
       row.rate_per_s = static_cast<double>(durations.size()) / span_s;
-      row.p95_s = detail::quantile(durations, 0.95);
-      row.p50_s = detail::quantile(std::move(durations), 0.5);
+      row.p95_s = stats::quantile(durations, 0.95);
+      row.p50_s = stats::quantile(std::move(durations), 0.5);
       row.share = sum / span_s / ranks;
       if (!s.options.key_run_stats) {
         row.run_median_s = row.run_median_low_s = row.run_median_high_s = row.run_p95_s = kNaN;

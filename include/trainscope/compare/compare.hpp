@@ -29,7 +29,7 @@
 
 namespace trainscope::compare {
 
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
 
 // The derived metrics every comparison has where the data allows, and the kinds of row.
 inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of the step time

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainscope/run/run_check.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
 
 namespace trainscope::diagnosis {
@@ -171,9 +172,9 @@ struct RankInput {
 
 struct HostReading {
   std::int64_t time_ms = 0;
-  double cpu_util_pct = std::numeric_limits<double>::quiet_NaN();  // % of all cores
-  double job_cpu_pct = std::numeric_limits<double>::quiet_NaN();   // % of all cores, the job's
-  double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
+  double cpu_util_pct = stats::kNaN;  // % of all cores
+  double job_cpu_pct = stats::kNaN;   // % of all cores, the job's
+  double swap_used_mb = stats::kNaN;
 };
 
 struct HostInput {
@@ -199,9 +200,9 @@ struct Inputs {
 // The result
 
 struct Interval {
-  double value = std::numeric_limits<double>::quiet_NaN();
-  double low = std::numeric_limits<double>::quiet_NaN();  // 95%
-  double high = std::numeric_limits<double>::quiet_NaN();
+  double value = stats::kNaN;
+  double low = stats::kNaN;  // 95%
+  double high = stats::kNaN;
 };
 
 // One phase on one device over a scope's steps.
@@ -291,17 +292,17 @@ std::string auto_found_text(const AutoFound& found);
 
 struct GpuNow {
   int index = 0;
-  double util_pct = std::numeric_limits<double>::quiet_NaN();
-  double mem_used_mb = std::numeric_limits<double>::quiet_NaN();
-  double mem_total_mb = std::numeric_limits<double>::quiet_NaN();
+  double util_pct = stats::kNaN;
+  double mem_used_mb = stats::kNaN;
+  double mem_total_mb = stats::kNaN;
 };
 // A host's latest hardware readings.
 struct HostNow {
   std::string host;
   std::int64_t time_ms = 0;
-  double cpu_util_pct = std::numeric_limits<double>::quiet_NaN();
-  double mem_used_pct = std::numeric_limits<double>::quiet_NaN();
-  double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
+  double cpu_util_pct = stats::kNaN;
+  double mem_used_pct = stats::kNaN;
+  double swap_used_mb = stats::kNaN;
   std::vector<GpuNow> gpus;
 };
 
