@@ -4,8 +4,11 @@
 Prints, from the same loops in the same run (best of --repeats, GC off as in
 timeit), the cost per iteration of: an empty loop, two bare
 time.perf_counter() calls, a start+end pair of a re-implementation of
-Deep500's Timer (the anchor), and a start+end pair of trainscope's Timer and
-CPUGPUTimer; then get_time_stats over --stats-samples samples for Deep500's
+Deep500's Timer (the anchor), a start+end pair of trainscope's Timer and
+CPUGPUTimer (no run: their regions are held for a run that may start later),
+and of a Timer in a run (its regions streamed to the run's files by the export
+thread, which shares the machine's cores: on two busy cores its work shows in
+the loop's time); then get_time_stats over --stats-samples samples for Deep500's
 (statistics module) and trainscope's. "net" subtracts the empty loop, so the
 ratio compares the calls themselves.
 
@@ -19,6 +22,7 @@ import functools
 import gc
 import platform
 import statistics
+import tempfile
 import time
 import typing
 
@@ -101,7 +105,22 @@ def ns_per_iteration(make, n):
     loop = make()  # builds the timer outside the timed region
     began = time.perf_counter_ns()
     loop(n)
-    return (time.perf_counter_ns() - began) / n
+    elapsed = time.perf_counter_ns() - began
+    after = getattr(loop, "after", None)
+    if after is not None:  # (a run to end, outside the timed region)
+        after()
+    return elapsed / n
+
+
+def in_a_run(root):
+    """A Timer attached to a run (its regions streamed to the run's files by the export
+    thread) rather than held for a run that may start later."""
+    def make():
+        run = trainscope.start_run(root=root, run_name="python-overhead")
+        loop = functools.partial(loop_pairs, trainscope.Timer(), trainscope.TimeType.BATCH)
+        loop.after = run.end
+        return loop
+    return make
 
 
 def seconds_of(call, repeats):
@@ -133,6 +152,7 @@ def main():
         ("trainscope CPUGPUTimer start+end",
          lambda: functools.partial(loop_pairs, trainscope.CPUGPUTimer(),
                                    trainscope.TimeType.BATCH)),
+        ("trainscope Timer start+end, in a run", in_a_run(tempfile.mkdtemp(prefix="overhead-"))),
     ]
     results = {name: float("inf") for name, _ in variants}
     gc.disable()

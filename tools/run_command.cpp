@@ -47,7 +47,11 @@ constexpr char kRunFooter[] =
     "`--key value` and `--key=value` arguments of the command become params.\n"
     "SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) are passed on\n"
     "to the command and waited for: the run ends KILLED. Under `nohup trainscope\n"
-    "run ...` SIGHUP stays ignored by both, and the run goes on.\n"
+    "run ...` SIGHUP stays ignored by both, and the run goes on. The signal reaches\n"
+    "every process of the command, also those in sessions of their own (torchrun's\n"
+    "ranks) and what they started; those still running --kill-after seconds later\n"
+    "are killed with SIGKILL (said here, in stderr.log and as the tag\n"
+    "trainscope.sigkill), and this process exits 128 + N for signal N.\n"
     "This process is not a rank: it records the command and how it ended in\n"
     "launcher-<host>-<pid>.json and the host's hardware in host-<host>.csv; each\n"
     "process of the command that records (a timer, log_metric) is a rank. The tasks\n"
@@ -65,8 +69,9 @@ constexpr char kRunFooter[] =
     "region rows pass 1 GiB is not diagnosed at the end (about a second per 60 MB):\n"
     "`trainscope diagnose RUN` then.\n"
     "\n"
-    "Exit status: the command's (128 + N when it died of signal N), 127 when it\n"
-    "could not be started, 1 when the run could not be created, 2 bad usage.\n";
+    "Exit status: the command's (128 + N when it died of signal N or signal N was\n"
+    "passed on to it), 127 when it could not be started, 1 when the run could not\n"
+    "be created, 2 bad usage.\n";
 
 struct RunArgs {
   LaunchOptions launch;
@@ -114,6 +119,12 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     out->launch.sample_interval = absl::Seconds(seconds("--interval", value));
                   });
   line->add_flag("--no-sample", "do not sample the hardware", &out->no_sample);
+  line->add_value("--kill-after", "SECONDS",
+                  "after SIGINT/SIGTERM/SIGHUP, kill the processes of the command\n"
+                  "still running this long after it with SIGKILL (default 10)",
+                  [out](const std::string& value) {
+                    out->launch.kill_after = absl::Seconds(seconds("--kill-after", value));
+                  });
   line->add_flag_with_value("--auto", "layers[=N]",
                             "instrument the Python processes without code: PyTorch's loader,\n"
                             "forward, backward, optimizer and collectives, Hugging Face and\n"

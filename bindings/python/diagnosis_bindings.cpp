@@ -146,7 +146,9 @@ void BindNow(py::module_& m) {
   py::class_<KeyRow>(m, "KeyRow", R"doc(
 One region key: key, device, count (over the run), window_count, rate_per_s,
 p50_s and p95_s (in the window), share (of the window's wall time, per rank),
-run_median_s with run_median_low_s/run_median_high_s (95%) and run_p95_s.)doc")
+run_median_s with run_median_low_s/run_median_high_s (95%) and run_p95_s;
+callers: the modules its rows come from when more than one ("Net, Head";
+--auto's tag trainscope.auto.callers.<key>), else "".)doc")
       .def_readonly("key", &KeyRow::key)
       .def_property_readonly("device",
                              [](const KeyRow& r) { return std::string(device_name(r.device)); })
@@ -160,6 +162,7 @@ run_median_s with run_median_low_s/run_median_high_s (95%) and run_p95_s.)doc")
       .def_readonly("run_median_low_s", &KeyRow::run_median_low_s)
       .def_readonly("run_median_high_s", &KeyRow::run_median_high_s)
       .def_readonly("run_p95_s", &KeyRow::run_p95_s)
+      .def_readonly("callers", &KeyRow::callers)
       .def("__repr__", [](const KeyRow& r) {
         return "KeyRow(" + Quoted(r.key) + ", " + std::string(device_name(r.device)) +
                ", count=" + std::to_string(r.count) + ", p50_s=" + Number(r.p50_s) + ")";
@@ -216,6 +219,17 @@ headline() is the labels in one line; to_json() the document
       .def_readonly("run", &Diagnosis::run)
       .def_readonly("keys", &Diagnosis::keys)
       .def_readonly("host_now", &Diagnosis::host_now)
+      .def_property_readonly(
+          "auto_found",
+          [](const Diagnosis& d) {
+            py::dict found;
+            found["mode"] = d.auto_found.mode;
+            found["steps"] = d.auto_found.steps;
+            found["found"] = d.auto_found.found;
+            return found;
+          },
+          "What `trainscope run --auto` found: {'mode', 'steps', 'found'} (mode '': no --auto "
+          "run).")
       .def("headline", &Diagnosis::headline,
            "The labels of the run scope (the window's while running) in one line.")
       .def(

@@ -649,6 +649,14 @@ void RegisterRun(py::module_& m) {
           "adopt_held", [](Run& r) { return r.adopt_held(HeldRegions()); },
           "Takes the regions of timers built before any run (held by _hold); returns how many "
           "did not fit.")
+      .def(
+          "back_up_signal_handlers",
+          [](Run& r, const std::vector<int>& signals) {
+            return r.back_up_signal_handlers(signals);
+          },
+          py::arg("signals"),
+          "Backs up run.py's handlers of these signals: if the run has not ended 3 s after one "
+          "(the main thread blocked in native code), it ends KILLED and the process dies of it.")
       .def("add_summary_of",
            [](Run& r, py::handle timer) {
              WithTimer(timer, [&](auto& t) { r.add_summary(t.summary()); });

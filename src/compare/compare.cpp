@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "fmt/format.h"
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::compare {
 namespace {
@@ -65,14 +67,6 @@ std::vector<std::vector<double>> runs_of(const Series& series,
   return out;
 }
 
-double sorted_quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return kNaN;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // Each run after its warm-up, pooled and sorted.
 std::vector<double> pooled_tail(const std::vector<std::vector<double>>& runs, bool warmup) {
   std::vector<double> out;
@@ -82,13 +76,6 @@ std::vector<double> pooled_tail(const std::vector<std::vector<double>>& runs, bo
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string seconds(double s) {
-  if (!std::isfinite(s)) return "-";
-  if (s >= 1) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
 }
 
 // A long step on one side the medians do not see: a stall, named.
@@ -107,8 +94,8 @@ std::string tail_note(const Row& row) {
       return fmt::format(
           "{}'s longest {} took {} against its p99 of {} ({}'s longest: {}): a stall "
           "(a checkpoint, evaluation, another tenant?) that the medians leave out",
-          b_side ? "B" : "A", row.name, seconds(max), seconds(p99), b_side ? "A" : "B",
-          seconds(other));
+          b_side ? "B" : "A", row.name, stats::format_seconds(max), stats::format_seconds(p99),
+          b_side ? "A" : "B", stats::format_seconds(other));
   }
   return "";
 }
@@ -142,8 +129,8 @@ absl::StatusOr<Row> compare_series(const Series& sa, const Series& sb,
   row.stats = std::move(*c);
   const std::vector<double> ta = pooled_tail(ra, options.stats.detect_warmup);
   const std::vector<double> tb = pooled_tail(rb, options.stats.detect_warmup);
-  row.p99_a = sorted_quantile(ta, 0.99);
-  row.p99_b = sorted_quantile(tb, 0.99);
+  row.p99_a = stats::quantile_sorted(ta, 0.99);
+  row.p99_b = stats::quantile_sorted(tb, 0.99);
   row.max_a = ta.empty() ? kNaN : ta.back();
   row.max_b = tb.empty() ? kNaN : tb.back();
   row.verdict = verdict_of(row);
@@ -333,6 +320,22 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   std::stable_sort(pair.rows.begin(), pair.rows.end(),
                    [&](const Row& x, const Row& y) { return effect(x) > effect(y); });
   pair.warnings = side_warnings(a, b, ia, ib, options);
+  // A key whose rows come from several modules (a GAN's two models under one
+  // FORWARD): its row compares their time per step (the steps room's key sums).
+  for (const Row& row : pair.rows) {
+    if (row.kind != "region" || row.device != "CPU") continue;
+    for (const auto& [side, idx, name] : {std::tuple{&a, &ia, "A"}, std::tuple{&b, &ib, "B"}}) {
+      for (std::size_t i : *idx) {
+        const auto it = side->runs[i].key_callers.find(row.name);
+        if (it == side->runs[i].key_callers.end()) continue;
+        pair.warnings.push_back(fmt::format(
+            "{} mixes the calls of {} in {}'s run {}: its row compares their sum per step",
+            row.name, it->second, name,
+            side->runs[i].name.empty() ? side->runs[i].id : side->runs[i].name));
+        break;
+      }
+    }
+  }
   if (!only_a.empty())
     pair.warnings.push_back(
         fmt::format("only in A, not compared: {}", absl::StrJoin(only_a, ", ")));

@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/compare/compare.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::compare {
 namespace {
@@ -105,10 +106,10 @@ Row row_from(const Field& f) {
 ojson side_json(const Side& s, bool with_data) {
   ojson runs = ojson::array();
   for (const SideRun& r : s.runs) {
-    ojson one = {{"dir", r.dir},          {"id", r.id},
-                 {"name", r.name},        {"status", r.status},
-                 {"params", r.params},    {"other_cpu_share", num(r.other_cpu_share)},
-                 {"hardware", r.hardware}};
+    ojson one = {{"dir", r.dir},           {"id", r.id},
+                 {"name", r.name},         {"status", r.status},
+                 {"params", r.params},     {"other_cpu_share", num(r.other_cpu_share)},
+                 {"hardware", r.hardware}, {"key_callers", r.key_callers}};
     if (with_data) one["packages"] = r.packages;
     runs.push_back(std::move(one));
   }
@@ -142,6 +143,9 @@ Side side_from(const Field& f) {
     for (const auto& [k, v] : r["params"].members()) run.params[k] = v.string();
     run.other_cpu_share = r["other_cpu_share"].number();
     run.hardware = r["hardware"].string();
+    if (const std::optional<Field> callers = r.find("key_callers")) {
+      for (const auto& [k, v] : callers->members()) run.key_callers[k] = v.string();
+    }
     if (std::optional<Field> p = r.find("packages")) run.packages = p->strings();
     s.runs.push_back(std::move(run));
   }
@@ -203,21 +207,10 @@ std::string value(double v, const std::string& kind, const std::string& name) {
   if (!std::isfinite(v)) return "-";
   if (kind == "metric") {
     if (name == kThroughput) return fmt::format("{:.4g}/s", v);
-    if (name == kDataWait) return fmt::format("{:.1f}%", 100 * v);
+    if (name == kDataWait) return stats::format_share(v);
     return fmt::format("{:.4g}", v);
   }
-  if (v >= 1) return fmt::format("{:.4g} s", v);
-  if (v >= 1e-3) return fmt::format("{:.4g} ms", v * 1e3);
-  return fmt::format("{:.4g} us", v * 1e6);
-}
-
-std::string change(double ratio) {
-  return std::isfinite(ratio) ? fmt::format("{:+.1f}%", 100 * (ratio - 1)) : "-";
-}
-
-std::string interval(const stats::Comparison& c) {
-  if (!std::isfinite(c.low) || !std::isfinite(c.high)) return "-";
-  return fmt::format("[{:+.1f}%, {:+.1f}%]", 100 * (c.low - 1), 100 * (c.high - 1));
+  return stats::format_seconds(v, 4);
 }
 
 std::string p_value(double p) {
@@ -286,7 +279,8 @@ std::string format_comparison(const Comparison& c) {
     if (!p.config.empty()) out += fmt::format("configuration {}\n", p.config);
     const Row& o = p.overall;
     out += fmt::format("overall ({}): {}  {} {}", p.overall_basis, verdict_line(o),
-                       change(o.stats.ratio), interval(o.stats));
+                       stats::format_change(o.stats.ratio),
+                       stats::format_change_interval(o.stats.low, o.stats.high));
     if (o.stats.n_a > 0)
       out += fmt::format("  ({} {} A, {} B; warm-up dropped {} and {})", o.stats.n_a,
                          stats::unit_name(o.stats.unit), o.stats.n_b, o.stats.warmup_a,
@@ -301,8 +295,9 @@ std::string format_comparison(const Comparison& c) {
       std::string name = r.name;
       if (r.device == "GPU") name += " (GPU)";
       table.push_back({name, value(r.stats.median_a, r.kind, r.name),
-                       value(r.stats.median_b, r.kind, r.name), change(r.stats.ratio),
-                       interval(r.stats), p_value(r.stats.p_value), verdict_line(r)});
+                       value(r.stats.median_b, r.kind, r.name), stats::format_change(r.stats.ratio),
+                       stats::format_change_interval(r.stats.low, r.stats.high),
+                       p_value(r.stats.p_value), verdict_line(r)});
     }
     std::vector<std::size_t> width(table[0].size(), 0);
     for (const auto& line : table)

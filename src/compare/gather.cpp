@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -121,6 +122,10 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   run.name = reader.info().name;
   run.status = std::string(run_status_name(reader.info().status));
   run.params = reader.info().params;
+  constexpr std::string_view kCallers = "trainscope.auto.callers.";
+  for (const auto& [tag, value] : reader.info().tags) {
+    if (tag.rfind(kCallers, 0) == 0) run.key_callers[tag.substr(kCallers.size())] = value;
+  }
 
   const std::vector<EnvironmentRecord> envs = environments_of(reader);
   std::vector<std::string> hardware;  // each kind of host once, in launcher order

@@ -12,31 +12,28 @@
 #include "diagnosis/statistics.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
 
 using detail::mann_kendall;
 using detail::mean_interval;
-using detail::median;
-using detail::quantile;
 using detail::ratio_interval;
 using detail::slope_hac;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
+using stats::median;
+using stats::quantile;
 constexpr std::size_t kIndex(Phase p) { return static_cast<std::size_t>(p); }
 
-std::string ms(double s) {
-  if (!std::isfinite(s)) return "n/a";
-  return fmt::format("{:.3g} ms", s * 1e3);
-}
-std::string pct(double share) {
-  if (!std::isfinite(share)) return "n/a";
-  return fmt::format("{:.1f}%", share * 100);
-}
+// The labels' sentences: stats/format_numbers.hpp, "n/a" for no figure.
+std::string secs(double s) { return stats::format_seconds(s, 3, stats::kNotAvailable); }
+std::string pct(double share) { return stats::format_share(share, 1, stats::kNotAvailable); }
 std::string pct_interval(const Interval& i) {
   if (!std::isfinite(i.low)) return pct(i.value) + " (no interval: too few steps)";
-  return fmt::format("{} [{}, {}]", pct(i.value), pct(i.low), pct(i.high));
+  return stats::format_share_interval(i.value, i.low, i.high, stats::kNotAvailable);
 }
 
 // A share of the step (or of the host's cores) with its interval, held in
@@ -208,7 +205,7 @@ std::vector<std::vector<double>> lags_of(
       for (std::size_t q = 0; q < n; ++q) {
         if (q != r) others.push_back(at[q]);
       }
-      lags[r].push_back(at[r] - detail::median_in_place(&others));
+      lags[r].push_back(at[r] - stats::median_in_place(&others));
     }
   }
   return lags;
@@ -257,7 +254,7 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
           fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the "
                       "other ranks over {} steps; the others lose about {} of every step "
                       "waiting for it",
-                      ranks[r]->rank, ms(lag.value), ms(lag.low), ms(lag.high), phase_name(p),
+                      ranks[r]->rank, secs(lag.value), secs(lag.low), secs(lag.high), phase_name(p),
                       lags[r].size(), pct(lost)),
           input ? fmt::format("rank {} waits longer for its data: check its loader workers, disk "
                               "and page cache (trainscope stalls), or uneven shards",
@@ -292,14 +289,32 @@ void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresho
       if (!above(fit.slope, threshold)) continue;
       const double span_1k = x.back() - x.front();  // thousands of steps
       if (fit.slope.low * span_1k < t.memory_creep_min_growth_mb) continue;
+      // Growth that stops is warm-up (DataLoader workers filling their pages,
+      // caches, the allocator's pools), not creep: the second half of the
+      // readings must grow too, at the threshold's rate and surely above zero.
+      const std::size_t half = x.size() / 2;
+      const detail::Slope late =
+          slope_hac(std::vector<double>(x.begin() + static_cast<std::ptrdiff_t>(half), x.end()),
+                    std::vector<double>(y.begin() + static_cast<std::ptrdiff_t>(half), y.end()));
+      if (!(late.slope.value >= threshold && above(late.slope, 0.0))) {
+        scope->notes.push_back(fmt::format(
+            "MEMORY-CREEP: {} of rank {} grew {:.3g} MB per 1,000 steps over the run but "
+            "{:.3g} MB [{:.3g}, {:.3g}] over the second half of the readings: warm-up "
+            "(DataLoader workers, caches), not creep",
+            device ? "device memory" : "process RSS", r->rank, fit.slope.value, late.slope.value,
+            late.slope.low, late.slope.high));
+        continue;
+      }
       if (worst && worst->value.value >= fit.slope.value) continue;
       Label label = make_label(
           kMemoryCreep, device ? "device" : "host", "mb_per_1k_steps", fit.slope, threshold,
           "memory_creep_mb_per_1k_steps",
           fmt::format("{} of rank {} grows {:.3g} MB [{:.3g}, {:.3g}] per 1,000 steps (least "
-                      "squares over {} readings, Newey-West interval; level {:.0f} MB)",
+                      "squares over {} readings, Newey-West interval; level {:.0f} MB), "
+                      "{:.3g} MB [{:.3g}, {:.3g}] over their second half",
                       device ? "device memory" : "process RSS", r->rank, fit.slope.value,
-                      fit.slope.low, fit.slope.high, fit.n, fit.mean_y),
+                      fit.slope.low, fit.slope.high, fit.n, fit.mean_y, late.slope.value,
+                      late.slope.low, late.slope.high),
           device ? "device memory grows every step: look for tensors kept across steps (losses "
                    "kept without .item(), growing caches), or the allocator's fragmentation"
                  : "host memory grows every step: look for objects kept across steps (lists of "
@@ -355,7 +370,7 @@ void find_drift(const Pooled& pooled, const Thresholds& t, Scope* scope) {
         fmt::format("the step time grows {} [{}, {}] over {} steps (Sen's slope over {} block "
                     "medians, from {} per step; Mann-Kendall p = {:.2g})",
                     pct(drift.value), pct(drift.low), pct(drift.high), per_step.size(), blocks,
-                    ms(start), trend.p_increasing),
+                    secs(start), trend.p_increasing),
         "steps get slower as the run goes on: look for work that grows per step (growing "
         "lists, logging, checkpoints), memory pressure or thermal throttling"));
   }
@@ -384,9 +399,10 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
       Label label = make_label(
           kHostPressure, "cpu", "other_cpu_share", other, t.host_pressure_other_cpu_share,
           "host_pressure_other_cpu_share",
-          fmt::format("host {} is {:.0f}% busy (median of {} readings) and other processes take "
+          fmt::format("host {} is {} busy (median of {} readings) and other processes take "
                       "{} of all its cores",
-                      host.host, util_median, util.size(), pct_interval(other)),
+                      host.host, stats::format_percent(util_median), util.size(),
+                      pct_interval(other)),
           "other processes compete for this host's CPU: move them, pin the job's cores, or use "
           "fewer loader workers");
       label.host = host.host;
@@ -434,17 +450,25 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   }
   scope.steps = most;
   if (ranks.empty()) {
+    const bool auto_run = inputs.facts.auto_instrumented;
     const std::string why =
         inputs.ranks.empty() ? "no rank has recorded yet"
         : !any_step_key
-            ? "no step key: time each step as BATCH (or iterate tmr.timed(loader), or map a key "
-              "with --phase step=KEY)"
+            ? (auto_run ? "no step key: --auto found no training step yet (no training "
+                          "DataLoader fetch, optimizer step or backward)"
+                        : "no step key: time each step as BATCH (or iterate tmr.timed(loader), "
+                          "or map a key with --phase step=KEY)")
             : fmt::format("{} steps, fewer than min_steps = {:g}", most, t.min_steps);
+    // Never advise what the run already did: an --auto run is told what --auto
+    // needs and what else maps a step.
     scope.labels.push_back(make_label(
         kNoData, "", "steps", Interval{static_cast<double>(most), kNaN, kNaN}, t.min_steps,
         "min_steps", why,
-        "time steps (BATCH, tmr.timed(loader), or `trainscope run --auto`) and their phases "
-        "(IO, FORWARD, BACKWARD, OPTIMIZER, COMM)"));
+        auto_run ? "let it run longer, or, where the loop has no DataLoader, optimizer or "
+                   "backward that it sees, time each step as BATCH by hand (or map a key with "
+                   "--phase step=KEY)"
+                 : "time steps (BATCH, tmr.timed(loader), or `trainscope run --auto`) and their "
+                   "phases (IO, FORWARD, BACKWARD, OPTIMIZER, COMM)"));
     return scope;
   }
 
@@ -502,8 +526,11 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   bool input_bound = false;
   if (!wait_timed) {
     scope.notes.push_back(
-        "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
-        "tmr.timed(loader) or --auto");
+        inputs.facts.auto_instrumented
+            ? "INPUT-BOUND: the data wait is not timed (no IO region): --auto found no training "
+              "DataLoader (batches made in the loop have no wait of their own to time)"
+            : "INPUT-BOUND: the data wait is not timed (no IO region): time the loader with "
+              "tmr.timed(loader) or --auto");
   }
   if (wait_timed && above(wait, t.input_bound_share)) {
     input_bound = true;
@@ -512,9 +539,13 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
         fmt::format("the step waits for data {} of its time (over {} steps, batch-means "
                     "interval)",
                     pct_interval(wait), pooled.period.size()),
-        "the loader cannot keep up: more DataLoader workers, pin_memory and prefetching, a "
-        "faster store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
-        "prep)"));
+        inputs.facts.gpu_seen
+            ? "the loader cannot keep up: more DataLoader workers, pin_memory and prefetching, a "
+              "faster store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
+              "prep)"
+            : "the loader cannot keep up: more DataLoader workers and prefetching, a faster "
+              "store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
+              "prep)"));
   } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
     scope.labels.push_back(make_label(
         kWaitHeavy, "", "wait_share", wait_heavy, t.wait_heavy_share, "wait_heavy_share",
@@ -540,15 +571,19 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     scope.labels.push_back(make_label(
         kComputeBound, std::string(phase_name(largest)), "compute_share", compute_share,
         t.compute_bound_share, "compute_bound_share",
-        fmt::format(
-            "compute takes {} of the step, most of it in {} ({}){}", pct_interval(compute_share),
-            phase_name(largest),
-            pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
-            wait_timed ? fmt::format("; data wait {}", pct(wait.value))
-                       : std::string("; data wait not timed")),
-        fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), try "
-                    "mixed precision, a larger batch or a faster kernel",
-                    phase_name(largest))));
+        fmt::format("compute takes {} of the step, most of it in {} ({}){}",
+                    pct_interval(compute_share), phase_name(largest),
+                    pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
+                    wait_timed ? fmt::format("; data wait {}", pct(wait.value))
+                               : std::string("; data wait not timed")),
+        inputs.facts.gpu_seen
+            ? fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), "
+                          "try mixed precision, a larger batch or a faster kernel",
+                          phase_name(largest))
+            : fmt::format("the step is compute-bound in {} on the CPU (no GPU seen): profile it "
+                          "(torch.profiler, py-spy), check the threads (torch.get_num_threads), "
+                          "try a larger batch, a smaller model or a GPU",
+                          phase_name(largest))));
   } else {
     scope.labels.push_back(make_label(
         kBalanced, "", "compute_share", compute_share, t.compute_bound_share, "compute_bound_share",
@@ -567,7 +602,10 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     if (measured_anywhere(ranks, p, true)) gpu_compute.push_back(p);
   }
   if (gpu_compute.empty()) {
-    scope.notes.push_back("GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with gpu=True)");
+    scope.notes.push_back(inputs.facts.gpu_seen
+                              ? "GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with "
+                                "gpu=True)"
+                              : "GPU-IDLE: no GPU seen (a CPU-only run)");
   } else {
     const Interval busy =
         share_interval(sum_of(pooled, gpu_compute, true), pooled.period, "GPU-timed work", notes);

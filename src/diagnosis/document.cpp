@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
@@ -164,6 +165,7 @@ Diagnosis from_document(const Field& root) {
     row.run_median_low_s = k["run_median_low_s"].number();
     row.run_median_high_s = k["run_median_high_s"].number();
     row.run_p95_s = k["run_p95_s"].number();
+    if (const std::optional<Field> callers = k.find("callers")) row.callers = callers->string();
     d.keys.push_back(std::move(row));
   }
   for (const Field& h : root["host_now"].items()) {
@@ -179,18 +181,17 @@ Diagnosis from_document(const Field& root) {
     }
     d.host_now.push_back(std::move(now));
   }
+  if (const std::optional<Field> found = root.find("auto")) {
+    d.auto_found.mode = (*found)["mode"].string();
+    d.auto_found.steps = (*found)["steps"].string();
+    d.auto_found.found = (*found)["found"].string();
+  }
   return d;
 }
 
-std::string pct(double share) {
-  return std::isfinite(share) ? fmt::format("{:.1f}%", share * 100) : std::string("n/a");
-}
-std::string secs(double s) {
-  if (!std::isfinite(s)) return "n/a";
-  if (s >= 1) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
-}
+// stats/format_numbers.hpp, "n/a" for no figure.
+std::string pct(double share) { return stats::format_share(share, 1, stats::kNotAvailable); }
+std::string secs(double s) { return stats::format_seconds(s, 3, stats::kNotAvailable); }
 std::string duration(std::int64_t ms) {
   const std::int64_t s = ms / 1000;
   if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60);
@@ -247,6 +248,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                     {"run_median_low_s", num(k.run_median_low_s)},
                     {"run_median_high_s", num(k.run_median_high_s)},
                     {"run_p95_s", num(k.run_p95_s)}});
+    if (!k.callers.empty()) keys.back()["callers"] = k.callers;
   }
   ojson hosts = ojson::array();
   for (const HostNow& h : d.host_now) {
@@ -282,6 +284,12 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                      {"run", scope_json(d.run)},
                      {"keys", std::move(keys)},
                      {"host_now", std::move(hosts)}};
+  if (!d.auto_found.mode.empty()) {  // (a copy for --auto runs only)
+    ojson with_auto = doc;
+    with_auto["auto"] = {
+        {"mode", d.auto_found.mode}, {"steps", d.auto_found.steps}, {"found", d.auto_found.found}};
+    return with_auto.dump(indent, ' ', false, ojson::error_handler_t::replace);
+  }
   return doc.dump(indent, ' ', false, ojson::error_handler_t::replace);
 }
 
@@ -303,6 +311,17 @@ std::string format_diagnosis(const Diagnosis& d) {
       duration(d.elapsed_ms), d.ranks.size(), d.ranks.size() == 1 ? "" : "s", d.hosts.size(),
       d.hosts.size() == 1 ? "" : "s");
   out += fmt::format("{}\n", d.run_dir);
+  if (const std::string found = auto_found_text(d.auto_found); !found.empty()) {
+    out += found + "\n";
+  }
+  for (const KeyRow& k : d.keys) {
+    if (!k.callers.empty() && k.device == Device::kCPU) {
+      out += fmt::format(
+          "{}: its rows come from {} (one key, several modules: its statistics "
+          "mix their calls)\n",
+          k.key, k.callers);
+    }
+  }
   if (d.read_share < 1) {
     out += fmt::format(
         "sampled: {} of the region rows read (the run appends faster than the read budget); "
@@ -379,25 +398,42 @@ std::map<std::string, std::string> diagnosis_tags(const Diagnosis& d) {
   return tags;
 }
 
+std::string auto_found_text(const AutoFound& found) {
+  if (found.mode.empty()) return "";
+  if (found.steps.empty()) {
+    return "--auto found no training step: no training DataLoader fetch, optimizer step or "
+           "backward (time each step as BATCH by hand, or map a key with --phase step=KEY)";
+  }
+  return fmt::format("--auto: {}", found.found.empty() ? found.steps : found.found);
+}
+
 std::string format_run_summary(const Diagnosis& d) {
   const Scope& s = d.run;
   std::string out = fmt::format("trainscope: run {} {} after {}, {} steps", d.run_id, d.status,
-                                duration(d.elapsed_ms), s.steps);
+                                duration(d.elapsed_ms), s.steps + s.warmup);
+  if (s.warmup > 0) {
+    out += fmt::format(" ({} warm-up steps dropped from the statistics: {} counted)", s.warmup,
+                       s.steps);
+  }
   if (std::isfinite(s.step_s.value)) {
     out += fmt::format(" ({:.3g} steps/s)", s.steps_per_s);
   }
   out += "\n";
+  if (const std::string found = auto_found_text(d.auto_found); !found.empty()) {
+    out += fmt::format("  {}\n", found);
+  }
   std::size_t shown = 0;
   for (const KeyRow& k : d.keys) {
     if (shown == 6) break;
     if (k.count == 0) continue;
     ++shown;
     out += fmt::format(
-        "  {:<16} {:<3} median {:>9}{}  n={}\n", k.key, device_name(k.device), secs(k.run_median_s),
+        "  {:<16} {:<3} median {:>9}{}  n={}{}\n", k.key, device_name(k.device),
+        secs(k.run_median_s),
         std::isfinite(k.run_median_low_s)
             ? fmt::format(" [{}, {}]", secs(k.run_median_low_s), secs(k.run_median_high_s))
             : std::string(),
-        k.count);
+        k.count, k.callers.empty() ? "" : fmt::format("  (mixes {})", k.callers));
   }
   for (const PhaseRow& p : s.phases) {
     if (p.phase == Phase::kDataWait && p.device == Device::kCPU) {

@@ -21,12 +21,13 @@
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
 constexpr std::size_t kRecentPerKey = 8192;
 constexpr std::size_t kExactPerKey = 65536;
 
@@ -209,6 +210,22 @@ Diagnosis Follower::diagnose() const {
     if (!recent.readings.empty()) window.hosts.push_back(std::move(recent));
     if (h.now.time_ms != 0) d.host_now.push_back(h.now);
   }
+  // What the run is, for advice that fits it: --auto, and whether a GPU was seen.
+  RunFacts facts;
+  const auto tag = [&info](const std::string& key) {
+    const auto it = info.tags.find(key);
+    return it == info.tags.end() ? std::string() : it->second;
+  };
+  d.auto_found =
+      AutoFound{tag("trainscope.auto"), tag("trainscope.auto.steps"), tag("trainscope.auto.found")};
+  facts.auto_instrumented = !d.auto_found.mode.empty();
+  facts.gpu_seen = false;
+  for (const steps::RankSteps* t : ranks_read) {
+    for (bool measured : t->gpu_measured) facts.gpu_seen = facts.gpu_seen || measured;
+    facts.gpu_seen = facts.gpu_seen || !t->gpu_mem_mb.empty();
+  }
+  for (const HostNow& h : d.host_now) facts.gpu_seen = facts.gpu_seen || !h.gpus.empty();
+  window.facts = run.facts = facts;
   d.window = conclude(window, th, "window");
   if (need_run) {
     s.run_cache = conclude(run, th, "run");
@@ -249,8 +266,8 @@ Diagnosis Follower::diagnose() const {
     const double span_s =
         capped ? std::max(1e-9, static_cast<double>(last_end_ns - first) * 1e-9) : wall_s;
     row.rate_per_s = static_cast<double>(durations.size()) / span_s;
-    row.p95_s = detail::quantile(durations, 0.95);
-    row.p50_s = detail::quantile(std::move(durations), 0.5);
+    row.p95_s = stats::quantile(durations, 0.95);
+    row.p50_s = stats::quantile(std::move(durations), 0.5);
     row.share = sum / span_s / ranks;
     if (!s.options.key_run_stats) {
       row.run_median_s = row.run_median_low_s = row.run_median_high_s = row.run_p95_s = kNaN;
@@ -272,6 +289,7 @@ Diagnosis Follower::diagnose() const {
     row.run_p95_s = st.p95;
     d.keys.push_back(std::move(row));
   }
+  for (KeyRow& row : d.keys) row.callers = tag("trainscope.auto.callers." + row.key);
   std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
     return a.share != b.share ? a.share > b.share : a.key < b.key;
   });

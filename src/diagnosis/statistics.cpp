@@ -4,47 +4,17 @@
 #include <cmath>
 #include <limits>
 
+#include "trainscope/stats/numbers.hpp"
+
 namespace trainscope::diagnosis::detail {
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
+using stats::kNaN;
+using stats::quantile;
 
 double t95(std::size_t df) {
-  static constexpr double kTable[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                                      2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-                                      2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-                                      2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-  if (df == 0) return kNaN;
-  if (df < sizeof(kTable) / sizeof(kTable[0])) return kTable[df];
-  // Cornish-Fisher expansion around z = 1.96.
-  const double z = 1.959964;
-  const double d = static_cast<double>(df);
-  return z + (z * z * z + z) / (4 * d) +
-         (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * d * d);
+  return df == 0 ? kNaN : stats::student_t_quantile(0.975, static_cast<double>(df));
 }
 
 double normal_sf(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
-
-double quantile(std::vector<double> values, double q) { return quantile_in_place(&values, q); }
-
-double quantile_in_place(std::vector<double>* scratch, double q) {
-  std::vector<double>& values = *scratch;
-  if (values.empty()) return kNaN;
-  const double pos = q * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const double frac = pos - static_cast<double>(lo);
-  // Selection, not a sort: the lo-th value, then the smallest above it.
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
-  const double low = values[lo];
-  if (frac == 0 || lo + 1 >= values.size()) return low;
-  const double high =
-      *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1, values.end());
-  return low + (high - low) * frac;
-}
-
-double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }
 
 std::size_t batch_count(std::size_t n) {
   if (n < 8) return 0;

@@ -12,19 +12,11 @@
 
 namespace trainscope::diagnosis::detail {
 
-// Student's t quantile for a two-sided 95% interval with `df` degrees of freedom.
+// Student's t quantile for a two-sided 95% interval with `df` degrees of
+// freedom (stats::student_t_quantile); NaN for df = 0.
 double t95(std::size_t df);
 // Standard normal upper-tail probability.
 double normal_sf(double z);
-
-// Linear-interpolated quantile (NumPy's default) of `values` (copied).
-double quantile(std::vector<double> values, double q);
-double median(std::vector<double> values);
-// As quantile(), reordering *values (scratch space) instead of copying it.
-double quantile_in_place(std::vector<double>* values, double q);
-inline double median_in_place(std::vector<double>* values) {
-  return quantile_in_place(values, 0.5);
-}
 
 // How many batches a series of n consecutive observations is cut into for
 // batch means: 10, fewer for short series (at least 4 observations each);

@@ -23,6 +23,7 @@
 #include "fmt/format.h"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/sweep/sweep_state.hpp"
 
 namespace trainscope::diagnosis {
@@ -300,29 +301,12 @@ std::string sweep_run_to_follow(const SweepView& view, const std::string& curren
 // ---------------------------------------------------------------------------
 // Formatting
 
-std::string fmt_seconds(double s) {
-  if (!std::isfinite(s)) return "-";
-  const double a = std::fabs(s);
-  if (a == 0) return "0";
-  if (a < 1e-6) return fmt::format("{:.0f}ns", s * 1e9);
-  if (a < 1e-3) return fmt::format("{:.1f}us", s * 1e6);
-  if (a < 1) return fmt::format("{:.2f}ms", s * 1e3);
-  if (a < 100) return fmt::format("{:.2f}s", s);
-  return fmt::format("{:.0f}s", s);
-}
-
 std::string fmt_clock(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "-";
   const auto total = static_cast<std::int64_t>(seconds);
   return fmt::format("{}:{:02d}:{:02d}", total / 3600, static_cast<int>(total / 60 % 60),
                      static_cast<int>(total % 60));
 }
-
-std::string fmt_share(double share) {
-  return std::isfinite(share) ? fmt::format("{:.1f}%", share * 100) : "-";
-}
-
-std::string fmt_pct(double pct) { return std::isfinite(pct) ? fmt::format("{:.0f}%", pct) : "-"; }
 
 std::string fmt_rate(double rate) {
   if (!std::isfinite(rate)) return "-";
@@ -513,11 +497,12 @@ void add_phase_lines(const diagnosis::Scope& scope, std::vector<Line>* out) {
   if (scope.phases.empty()) out->push_back({"  no step phases yet", Style::kDim});
   for (const diagnosis::PhaseRow& row : scope.phases) {
     out->push_back(
-        {fmt::format("{:<10} {:<4} {:>9} {:>9} {:>7}  {:<16} {:>6}",
-                     diagnosis::phase_name(row.phase), device_name(row.device),
-                     fmt_seconds(row.median_s), fmt_seconds(row.p95_s), fmt_share(row.share),
-                     fmt::format("r{} {}", row.worst_rank, fmt_seconds(row.worst_rank_s)),
-                     fmt::format("{:+.0f}%", row.skew * 100)),
+        {fmt::format(
+             "{:<10} {:<4} {:>9} {:>9} {:>7}  {:<16} {:>6}", diagnosis::phase_name(row.phase),
+             device_name(row.device), stats::format_seconds_compact(row.median_s),
+             stats::format_seconds_compact(row.p95_s), stats::format_share(row.share),
+             fmt::format("r{} {}", row.worst_rank, stats::format_seconds_compact(row.worst_rank_s)),
+             fmt::format("{:+.0f}%", row.skew * 100)),
          Style::kNormal});
   }
 }
@@ -555,10 +540,12 @@ void add_key_lines(const Diagnosis& d, const ViewState& state, std::vector<Line>
     const std::string key =
         row->key.size() > key_width ? row->key.substr(0, key_width - 1) + "~" : row->key;
     out->push_back(
-        {fmt::format("{:<{}} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}", key, key_width,
+        {fmt::format("{:<{}} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}{}", key, key_width,
                      device_name(row->device), run_count(*row, d.read_share),
                      fmt_count(row->window_count), fmt_rate(row->rate_per_s),
-                     fmt_seconds(row->p50_s), fmt_seconds(row->p95_s), fmt_share(row->share)),
+                     stats::format_seconds_compact(row->p50_s),
+                     stats::format_seconds_compact(row->p95_s), stats::format_share(row->share),
+                     row->callers.empty() ? "" : "  (mixes " + row->callers + ")"),
          Style::kNormal});
   }
 }
@@ -570,11 +557,11 @@ void add_host_lines(const Diagnosis& d, std::vector<Line>* out) {
   }
   const std::int64_t now = now_ms();
   for (const diagnosis::HostNow& host : d.host_now) {
-    std::string line =
-        fmt::format("  {}  cpu {}  mem {}  swap {}", host.host, fmt_pct(host.cpu_util_pct),
-                    fmt_pct(host.mem_used_pct), fmt_mb(host.swap_used_mb));
+    std::string line = fmt::format(
+        "  {}  cpu {}  mem {}  swap {}", host.host, stats::format_percent(host.cpu_util_pct),
+        stats::format_percent(host.mem_used_pct), fmt_mb(host.swap_used_mb));
     for (const diagnosis::GpuNow& gpu : host.gpus) {
-      line += fmt::format("  gpu{} {} {}/{}", gpu.index, fmt_pct(gpu.util_pct),
+      line += fmt::format("  gpu{} {} {}/{}", gpu.index, stats::format_percent(gpu.util_pct),
                           fmt_mb(gpu.mem_used_mb), fmt_mb(gpu.mem_total_mb));
     }
     if (host.time_ms > 0 && d.status == "RUNNING") {
@@ -622,12 +609,12 @@ std::vector<Line> view_lines(const ViewState& state) {
   if (!arrow.empty()) {
     rate += fmt::format(" {} (run {})", arrow, fmt_rate(d.run.steps_per_s));
   }
-  rate += fmt::format("  step {}", fmt_seconds(d.window.step_s.value));
+  rate += fmt::format("  step {}", stats::format_seconds_compact(d.window.step_s.value));
   rate += fmt::format("  window {} steps", d.window_steps);
   const diagnosis::PhaseRow* wait = find_phase(d.window, diagnosis::Phase::kDataWait, Device::kCPU);
-  rate += fmt::format("  data wait {}", wait != nullptr ? fmt_share(wait->share) : "-");
+  rate += fmt::format("  data wait {}", wait != nullptr ? stats::format_share(wait->share) : "-");
   // The run appends faster than top reads (FollowOptions::read_budget_bytes_per_s).
-  if (d.read_share < 1) rate += fmt::format("  sampled {}", fmt_share(d.read_share));
+  if (d.read_share < 1) rate += fmt::format("  sampled {}", stats::format_share(d.read_share));
   out.push_back({rate, Style::kNormal});
 
   // The labels of the run while it runs are the window's (Diagnosis::headline).

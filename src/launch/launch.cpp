@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -37,6 +39,7 @@
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
+#include "trainscope/hardware/host/process_tree.hpp"
 #include "trainscope/hardware/sampler.hpp"
 #include "trainscope/launch/run_tool.hpp"
 #include "trainscope/run/environment_record.hpp"
@@ -49,6 +52,11 @@ namespace {
 
 constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 constexpr auto kWaitPoll = std::chrono::milliseconds(20);
+constexpr auto kJobPoll = std::chrono::milliseconds(100);  // the job's processes, after a stop
+constexpr auto kSigkillWait = std::chrono::seconds(5);     // for SIGKILL to take them
+// Marks every process of one launch (started with it, inherited by what they
+// start): "<host>:<pid>:<n>", n counting this process's launches.
+constexpr char kLaunchMarkEnv[] = "TRAINSCOPE_LAUNCH_ID";
 constexpr int kFollowPollMs = 50;
 constexpr int kExitNotFound = 127;
 constexpr int kExitNotExecutable = 126;
@@ -172,6 +180,79 @@ class SignalForwarding {
   ForwardSlot* slot_ = nullptr;
 };
 
+// ---- Ending the job after a stop signal ---------------------------------------
+// A stop signal (SIGINT/SIGTERM/SIGHUP forwarded, or the caller's cancel)
+// ends every process of the job, not only the command's process group, which
+// forward_signal() reaches: also the processes started in sessions of their
+// own (torchrun's ranks), once reparented too, and what they started (their
+// DataLoader workers), found by the launch's mark in their environment
+// (find_job_processes). The launch waits for all of them; those still running
+// kill_after after the signal are killed with SIGKILL, which is said on
+// stderr and in the run.
+class JobEnd {
+ public:
+  JobEnd(std::string mark, absl::Duration kill_after)
+      : mark_(std::move(mark)), kill_after_(absl::ToChronoMilliseconds(kill_after)) {}
+
+  // The command's process group (its pid), once it started.
+  void set_group(pid_t pgid) { pgid_ = pgid; }
+  int signal() const { return signal_; }
+  int killed() const { return killed_; }
+
+  // On each poll with the stop signal so far (0: none). The first one also
+  // reaches the job's processes outside the group (the group has it already:
+  // a second one would cut torchrun's own shutdown short).
+  void stop(int signal) {
+    if (signal == 0 || signal_ != 0) return;
+    signal_ = signal;
+    deadline_ = std::chrono::steady_clock::now() + kill_after_;
+    for (pid_t pid : host::find_job_processes("/proc", mark_, pgid_)) {
+      if (::getpgid(pid) != pgid_) ::kill(pid, signal);
+    }
+  }
+
+  // After a stop, once the command exited: whether the rest of the job is
+  // gone too. Past the deadline, kills what is left with SIGKILL first and
+  // gives up kSigkillWait later (a process in uninterruptible sleep).
+  bool done(bool command_exited) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_look_) return false;
+    next_look_ = now + kJobPoll;
+    std::vector<pid_t> left = host::find_job_processes("/proc", mark_, pgid_);
+    if (left.empty() && command_exited) return true;
+    if (now < deadline_) return false;
+    if (killed_ == 0 && !left.empty()) {
+      killed_ = static_cast<int>(left.size());
+      ::kill(-pgid_, SIGKILL);  // the group (its leader unreaped: the id is still the group's)
+      for (pid_t pid : left) ::kill(pid, SIGKILL);
+      pids_ = left;
+      return false;
+    }
+    return command_exited && now >= deadline_ + kSigkillWait;
+  }
+
+  // What the SIGKILL did: one line, said on stderr and in the run.
+  std::string message() const {
+    std::string pids;
+    for (pid_t pid : pids_) pids += fmt::format("{}{}", pids.empty() ? "" : " ", pid);
+    return fmt::format(
+        "trainscope run: {} process{} of the command still ran {} s after signal {} ({}): killed "
+        "with SIGKILL (pid{} {})",
+        killed_, killed_ == 1 ? "" : "es",
+        std::chrono::duration_cast<std::chrono::duration<double>>(kill_after_).count(), signal_,
+        ::strsignal(signal_), killed_ == 1 ? "" : "s", pids);
+  }
+
+ private:
+  std::string mark_;
+  std::chrono::milliseconds kill_after_;
+  pid_t pgid_ = 0;
+  int signal_ = 0;
+  int killed_ = 0;  // processes killed with SIGKILL
+  std::vector<pid_t> pids_;
+  std::chrono::steady_clock::time_point deadline_, next_look_;
+};
+
 // The stdout of a helper tool (git, pip, nvidia-smi), or nothing when it is
 // missing, fails or runs past `timeout` (then it is killed).
 std::optional<std::string> capture(std::vector<std::string> argv, std::chrono::seconds timeout) {
@@ -197,6 +278,13 @@ bool on_path(const std::string& name) {
 // also links them to the plain names (stdout.log, environment.json, ...).
 
 std::string launcher_id() { return fmt::format("{}:{}", detail::this_host(), ::getpid()); }
+
+// This launch's kLaunchMarkEnv value: launcher_id() names the process, which
+// may run several launches at once (a sweep).
+std::string launch_mark() {
+  static std::atomic<std::uint64_t> launches{0};
+  return fmt::format("{}:{}", launcher_id(), launches.fetch_add(1));
+}
 
 std::string own_name(std::string_view name) {
   return launcher_variant_name(name, detail::this_host(), ::getpid());
@@ -502,16 +590,22 @@ bool is_stop_signal(int signal) {
   return signal == SIGINT || signal == SIGTERM || signal == SIGKILL || signal == SIGHUP;
 }
 
-// Stopping signals (ours or anyone's) are KILLED; crashes and non-zero exits FAILED.
-LaunchResult outcome(int wait_status, int forwarded) {
+// Stopping signals (ours or anyone's) are KILLED; crashes and non-zero exits
+// FAILED. A stop signal passed on (`stopped`) is how the job ended, whatever
+// the command made of it (a shell script that exits 0 after its torchrun
+// did, or the SIGKILL after kill_after): 128 + that signal.
+LaunchResult outcome(int wait_status, int stopped) {
   LaunchResult result;
-  if (WIFSIGNALED(wait_status)) {
+  if (stopped != 0) {
+    result.term_signal = stopped;
+    result.exit_code = 128 + stopped;
+  } else if (WIFSIGNALED(wait_status)) {
     result.term_signal = WTERMSIG(wait_status);
     result.exit_code = 128 + result.term_signal;
   } else {
     result.exit_code = WEXITSTATUS(wait_status);
   }
-  if (forwarded != 0 || is_stop_signal(result.term_signal)) {
+  if (stopped != 0 || is_stop_signal(result.term_signal)) {
     result.status = RunStatus::kKilled;
   } else {
     result.status = result.exit_code == 0 ? RunStatus::kFinished : RunStatus::kFailed;
@@ -554,6 +648,10 @@ absl::Status end_run(Run& run, const LaunchResult& result) {
   if (result.term_signal != 0) {
     warn_if_error(run.set_tag("trainscope.signal", std::to_string(result.term_signal)),
                   "tag trainscope.signal");
+  }
+  if (result.sigkilled != 0) {
+    warn_if_error(run.set_tag("trainscope.sigkill", std::to_string(result.sigkilled)),
+                  "tag trainscope.sigkill");
   }
   return end_locked(run, result.status);
 }
@@ -787,12 +885,15 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   }
   const std::vector<std::string> argv = profiled_command(
       options.profiler, options.profile_range, run.dir() + "/artifacts/profile", options.command);
+  const std::string mark = launch_mark();
+  JobEnd job_end(fmt::format("{}={}", kLaunchMarkEnv, mark), options.kill_after);
+  std::vector<std::string> env = child_environment(options, run.dir());
+  set_variable(&env, kLaunchMarkEnv, mark);
   pid_t child = 0;
-  const int spawn_error = options.die_with_parent
-                              ? spawn_dying_with_parent(argv, child_environment(options, run.dir()),
-                                                        logs.out(), logs.err(), &child)
-                              : spawn(argv, child_environment(options, run.dir()), logs.out(),
-                                      logs.err(), true, &child);
+  const int spawn_error =
+      options.die_with_parent
+          ? spawn_dying_with_parent(argv, std::move(env), logs.out(), logs.err(), &child)
+          : spawn(argv, std::move(env), logs.out(), logs.err(), true, &child);
   if (spawn_error != 0) return spawn_failed(run, argv[0], spawn_error, logs.err());
   forwarding.set_child(child);
 
@@ -802,16 +903,24 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
     environment = std::thread(record_environment, run.dir(), options.command);
   logs.start_following();
 
+  job_end.set_group(child);
   int cancelled = 0;
+  bool exited = false;
   siginfo_t info = {};
   while (true) {
     if (options.cancel && cancelled == 0 && (cancelled = options.cancel->requested()) != 0) {
       ::kill(-child, cancelled);
     }
-    // WNOWAIT: the child stays a zombie (its pid reserved) until forwarding stops.
-    info.si_pid = 0;
-    if (::waitid(P_PID, child, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno != EINTR) break;
-    if (info.si_pid == child) break;
+    job_end.stop(cancelled != 0 ? cancelled : forwarding.forwarded());
+    // WNOWAIT: the child stays a zombie (its pid, the group's id, reserved)
+    // until forwarding and the job's end are done with it.
+    if (!exited) {
+      info.si_pid = 0;
+      exited =
+          (::waitid(P_PID, child, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno != EINTR) ||
+          info.si_pid == child;
+    }
+    if (job_end.signal() == 0 ? exited : job_end.done(exited)) break;
     std::this_thread::sleep_for(kWaitPoll);
   }
   // Its last sample still finds the exited command's process (a zombie).
@@ -823,8 +932,13 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   logs.finish();
   if (environment.joinable()) environment.join();
 
-  LaunchResult result = outcome(wait_status, cancelled != 0 ? cancelled : forwarding.forwarded());
+  LaunchResult result = outcome(wait_status, job_end.signal());
   result.run_dir = run.dir();
+  if ((result.sigkilled = job_end.killed()) > 0) {
+    const std::string line = job_end.message();
+    warn(line);
+    detail::write_all(logs.err(), line + "\n");
+  }
   set_end_tags(run, options, result);
   warn_if_error(end_run(run, result), "run end");
   // The status printed is the run directory's (ranks and launchers

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#include "trainscope/stats/numbers.hpp"
+
 namespace trainscope::report::detail {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Bucket b of `buckets` over n rows: [begin, end).
 std::size_t bucket_begin(std::size_t b, std::size_t n, std::size_t buckets) {
@@ -15,18 +15,6 @@ std::size_t bucket_begin(std::size_t b, std::size_t n, std::size_t buckets) {
 }
 
 }  // namespace
-
-double quantile_in_place(std::vector<double>& values, double q) {
-  if (values.empty()) return kNaN;
-  const double h = (static_cast<double>(values.size()) - 1.0) * q;
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
-  const double a = values[lo];
-  if (lo + 1 >= values.size() || h == static_cast<double>(lo)) return a;
-  const double b =
-      *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1, values.end());
-  return a + (h - static_cast<double>(lo)) * (b - a);
-}
 
 double round_significant(double value, int digits) {
   if (!std::isfinite(value) || value == 0.0) return value;
@@ -67,8 +55,8 @@ Envelope envelope(const std::vector<double>& x, const std::vector<double>& y,
     first = std::min(first, n - out.window);
     scratch.assign(y.begin() + static_cast<std::ptrdiff_t>(first),
                    y.begin() + static_cast<std::ptrdiff_t>(first + out.window));
-    out.p95.push_back(quantile_in_place(scratch, 0.95));
-    out.median.push_back(quantile_in_place(scratch, 0.5));
+    out.p95.push_back(stats::quantile_in_place(&scratch, 0.95));
+    out.median.push_back(stats::quantile_in_place(&scratch, 0.5));
   }
   return out;
 }

@@ -49,10 +49,6 @@ struct Histogram {
 };
 Histogram histogram(const std::vector<double>& values, std::size_t bins);
 
-// The q-quantile (0..1) of `values` with linear interpolation between order
-// statistics (NumPy's default, as TimeStats); reorders `values`. NaN if empty.
-double quantile_in_place(std::vector<double>& values, double q);
-
 // `value` rounded to `digits` significant digits, so that the page's JSON
 // holds short numbers (display only; statistics keep full precision).
 double round_significant(double value, int digits);

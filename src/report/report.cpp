@@ -102,9 +102,18 @@ absl::StatusOr<std::string> render_report(const ReportOptions& options) {
     data["kind"] = "compare";
     data.update(*comparison);
     if (title.empty()) {
+      // A side of one run by its name (a side given as a run directory is
+      // labelled by the directory, whose name is the run id).
+      const auto side_title = [](const json& side) {
+        const json& runs = side["runs"];
+        if (runs.is_array() && runs.size() == 1) {
+          const std::string name = runs[0].value("name", "");
+          if (!name.empty()) return name;
+        }
+        return side["label"].get<std::string>();
+      };
       const json& c = data["comparison"];
-      title = fmt::format("{} vs {}", c["b"]["label"].get<std::string>(),
-                          c["a"]["label"].get<std::string>());
+      title = fmt::format("{} vs {}", side_title(c["b"]), side_title(c["a"]));
     }
     data["title"] = title;
     return page(title, data);

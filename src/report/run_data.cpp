@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -194,6 +195,31 @@ json hardware_json(const RunData& run, std::size_t max_points) {
       if (xi != yi) return natural_less(xi, yi);
       return std::tie(x.host, x.rank) < std::tie(y.host, y.rank);
     });
+    // The readings of a process tree taken before its rank recorded (no rank
+    // yet) continue that rank's series when the host has one rank for it: one
+    // line, not "total" for the first seconds and "total rank 0" after.
+    std::map<std::size_t, std::size_t> before;  // ranked member -> its no-rank readings
+    for (std::size_t i : members) {
+      const MetricColumns& c = run.hardware[i];
+      if (c.rank != kNoRank) continue;
+      std::optional<std::size_t> only;
+      std::size_t ranked = 0;
+      for (std::size_t j : members) {
+        const MetricColumns& r = run.hardware[j];
+        if (r.rank == kNoRank || r.host != c.host ||
+            split_metric(r.key).instance != split_metric(c.key).instance)
+          continue;
+        ++ranked;
+        only = j;
+      }
+      if (ranked == 1) before[*only] = i;
+    }
+    members.erase(std::remove_if(members.begin(), members.end(),
+                                 [&](std::size_t i) {
+                                   return std::any_of(before.begin(), before.end(),
+                                                      [i](const auto& b) { return b.second == i; });
+                                 }),
+                  members.end());
     const std::size_t total = members.size();
     if (members.size() > kMaxDatasetsPerChart) members.resize(kMaxDatasetsPerChart);
     json datasets = json::array();
@@ -201,16 +227,31 @@ json hardware_json(const RunData& run, std::size_t max_points) {
     bool downsampled = false;
     for (std::size_t i : members) {
       const MetricColumns& c = run.hardware[i];
-      std::vector<double> x(c.timestamp_ms.size());
-      for (std::size_t j = 0; j < x.size(); ++j) {
-        x[j] = (static_cast<double>(c.timestamp_ms[j]) - t0_ms) / 1000.0;
+      std::vector<double> x, y;
+      const auto append = [&](const MetricColumns& from) {
+        for (std::size_t j = 0; j < from.timestamp_ms.size(); ++j) {
+          x.push_back((static_cast<double>(from.timestamp_ms[j]) - t0_ms) / 1000.0);
+          y.push_back(from.value[j]);
+        }
+      };
+      if (const auto early = before.find(i); early != before.end()) {
+        const MetricColumns& e = run.hardware[early->second];
+        // Only the readings before the rank's first: the two never overlap.
+        const std::int64_t first = c.timestamp_ms.empty() ? 0 : c.timestamp_ms.front();
+        for (std::size_t j = 0; j < e.timestamp_ms.size(); ++j) {
+          if (c.timestamp_ms.empty() || e.timestamp_ms[j] < first) {
+            x.push_back((static_cast<double>(e.timestamp_ms[j]) - t0_ms) / 1000.0);
+            y.push_back(e.value[j]);
+          }
+        }
       }
-      const Line line = minmax_line(x, c.value, max_points);
+      append(c);
+      const Line line = minmax_line(x, y, max_points);
       rows += line.rows;
       downsampled = downsampled || line.downsampled;
       std::string label = split_metric(c.key).instance;
+      if (c.rank != kNoRank) label += fmt::format("{}rank {}", label.empty() ? "" : " ", c.rank);
       if (label.empty()) label = "total";
-      if (c.rank != kNoRank) label += fmt::format(" rank {}", c.rank);
       if (several_hosts) label += " @" + c.host;
       json d = line_json(line, /*x_is_time=*/true);
       d["label"] = label;

@@ -132,6 +132,9 @@ std::atomic<bool> g_signals_claimed{false};  // one Run per process handles sign
 std::atomic<int> g_signal_fd{-1};
 std::atomic<pid_t> g_signal_pid{0};      // a forked child does not end its parent's run
 std::atomic<bool> g_signal_seen{false};  // a second signal does not wait for the flush
+// Run::back_up_signal_handlers: the host's handler (g_previous) is called first.
+std::atomic<bool> g_host_first{false};
+std::atomic<unsigned> g_installed{0};  // bit signal_slot(): our handler is in place
 struct sigaction g_previous[3];
 
 int signal_slot(int signal_number) {
@@ -141,7 +144,15 @@ int signal_slot(int signal_number) {
 extern "C" void on_terminating_signal(int signal_number) {
   const int saved_errno = errno;
   const int fd = g_signal_fd.load();
-  if (fd >= 0 && ::getpid() == g_signal_pid.load() && !g_signal_seen.exchange(true)) {
+  if (g_host_first.load()) {
+    // The host's handler (Python's only notes the signal for its main thread),
+    // then, in the process of the run, the heartbeat thread's deadline.
+    g_previous[signal_slot(signal_number)].sa_handler(signal_number);
+    if (fd >= 0 && ::getpid() == g_signal_pid.load() && !g_signal_seen.exchange(true)) {
+      const auto byte = static_cast<unsigned char>(signal_number);
+      (void)!::write(fd, &byte, 1);
+    }
+  } else if (fd >= 0 && ::getpid() == g_signal_pid.load() && !g_signal_seen.exchange(true)) {
     const auto byte = static_cast<unsigned char>(signal_number);
     (void)!::write(fd, &byte, 1);
   } else {
@@ -152,30 +163,49 @@ extern "C" void on_terminating_signal(int signal_number) {
   errno = saved_errno;
 }
 
-// Returns whether this Run now owns the process's SIGINT/SIGTERM/SIGHUP handling.
-bool install_signal_handlers(int write_fd) {
+// Returns whether this Run now owns the process's handling of `signals` (of
+// kHandledSignals). host_first: only over a handler function of the host's
+// (Run::back_up_signal_handlers), which our handler calls first.
+bool install_signal_handlers(int write_fd, const std::vector<int>& signals, bool host_first) {
   if (g_signals_claimed.exchange(true)) return false;
   g_signal_fd.store(write_fd);
   g_signal_pid.store(::getpid());
   g_signal_seen.store(false);
-  for (int signal_number : kHandledSignals) {
+  g_host_first.store(host_first);
+  unsigned installed = 0;
+  for (int signal_number : signals) {
     struct sigaction& previous = g_previous[signal_slot(signal_number)];
     ::sigaction(signal_number, nullptr, &previous);
+    const bool handler = !(previous.sa_flags & SA_SIGINFO);
     // An ignored signal (nohup) stays ignored.
-    if (previous.sa_handler == SIG_IGN && !(previous.sa_flags & SA_SIGINFO)) continue;
+    if (handler && previous.sa_handler == SIG_IGN) continue;
+    if (host_first && (!handler || previous.sa_handler == SIG_DFL)) continue;
     struct sigaction action = {};
     action.sa_handler = on_terminating_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    // Over a host's handler, the host's flags: Python's handler runs only once
+    // the main thread is back in the interpreter, and installs itself without
+    // SA_RESTART so that a blocking read returns EINTR and it gets there (a
+    // fork-context Pool worker waiting for its next task and terminate()d).
+    action.sa_flags = host_first ? (previous.sa_flags & (SA_RESTART | SA_ONSTACK)) : SA_RESTART;
     ::sigaction(signal_number, &action, nullptr);
+    installed |= 1u << signal_slot(signal_number);
+  }
+  g_installed.store(installed);
+  if (installed == 0 && host_first) {
+    g_signals_claimed.store(false);
+    return false;
   }
   return true;
 }
 
 void restore_signal_handlers() {
   for (int signal_number : kHandledSignals) {
-    ::sigaction(signal_number, &g_previous[signal_slot(signal_number)], nullptr);
+    const int slot = signal_slot(signal_number);
+    if (g_installed.load() & (1u << slot)) ::sigaction(signal_number, &g_previous[slot], nullptr);
   }
+  g_installed.store(0);
+  g_host_first.store(false);
   g_signal_fd.store(-1);
   g_signals_claimed.store(false);
 }
@@ -204,6 +234,8 @@ struct Run::State {
   int wake_read = -1;
   int wake_write = -1;
   std::thread heartbeat;
+  // Run::back_up_signal_handlers' grace (ms); -1: the signal ends the run at once.
+  std::atomic<std::int64_t> host_grace_ms{-1};
 
   ~State() {
     stop_heartbeat();
@@ -237,6 +269,7 @@ struct Run::State {
   absl::Status finish(RunStatus status);
   void stop_heartbeat();
   void heartbeat_loop();
+  bool host_ended_in(std::int64_t grace_ms);
   absl::Status start_heartbeat();
 };
 
@@ -294,11 +327,31 @@ void Run::State::heartbeat_loop() {
     }
     unsigned char byte = kStopByte;
     if (ready < 0 || ::read(wake_read, &byte, 1) != 1 || byte == kStopByte) return;
+    const std::int64_t grace_ms = host_grace_ms.load();
+    if (grace_ms >= 0 && host_ended_in(grace_ms)) return;
     absl::Status status = finish(RunStatus::kKilled);
     if (!status.ok()) warn(fmt::format("run {}: {}", dir, std::string(status.message())));
-    // The handlers are restored by now: the signal does what it did before.
+    // The handlers are restored by now: the signal does what it did before,
+    // or, when the host's handler could not run, what it does by default.
+    if (grace_ms >= 0) ::signal(byte, SIG_DFL);
     ::raise(byte);
     return;
+  }
+}
+
+// Whether the host's handler ended the run (Run::end stops this thread)
+// within `grace_ms` of the signal.
+bool Run::State::host_ended_in(std::int64_t grace_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  pollfd wake = {wake_read, POLLIN, 0};
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const int ready = ::poll(&wake, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    unsigned char byte = 0;
+    if (::read(wake_read, &byte, 1) != 1 || byte == kStopByte) return true;
   }
 }
 
@@ -309,7 +362,9 @@ absl::Status Run::State::start_heartbeat() {
   wake_write = fds[1];
   // A signal handler must never block on a full pipe.
   ::fcntl(wake_write, F_SETFL, O_NONBLOCK);
-  if (options.handle_signals) owns_signals = install_signal_handlers(wake_write);
+  if (options.handle_signals) {
+    owns_signals = install_signal_handlers(wake_write, {SIGINT, SIGTERM, SIGHUP}, false);
+  }
   heartbeat = std::thread([this] { heartbeat_loop(); });
   return absl::OkStatus();
 }
@@ -591,6 +646,21 @@ void Run::add_exporter(std::shared_ptr<Exporter> exporter) {
   // A late exporter still learns which run it is exporting.
   std::lock_guard<std::mutex> lock(state_->mu);
   pipeline().submit_run_info(state_->info);
+}
+
+bool Run::back_up_signal_handlers(const std::vector<int>& signals, absl::Duration grace) {
+  for (int signal_number : signals) {
+    if (signal_number != SIGINT && signal_number != SIGTERM && signal_number != SIGHUP) {
+      return false;
+    }
+  }
+  if (state_->owner.forked()) return false;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->ended || state_->owns_signals) return false;
+  state_->host_grace_ms.store(std::max<std::int64_t>(absl::ToInt64Milliseconds(grace), 0));
+  state_->owns_signals = install_signal_handlers(state_->wake_write, signals, true);
+  if (!state_->owns_signals) state_->host_grace_ms.store(-1);
+  return state_->owns_signals;
 }
 
 absl::Status Run::end(RunStatus status) {

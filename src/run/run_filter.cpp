@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
@@ -503,7 +504,7 @@ std::optional<double> py_float(std::string_view value) {
   const std::string rest =
       absl::AsciiStrToLower(absl::string_view(text.data() + pos, text.size() - pos));
   if (rest == "inf" || rest == "infinity") return plain == "-" ? -HUGE_VAL : HUGE_VAL;
-  if (rest == "nan") return std::nan("");
+  if (rest == "nan") return stats::kNaN;
   // digits (`_` digit)*, returning whether there was one.
   const auto digits = [&] {
     if (pos >= text.size() || !is_ascii_digit(static_cast<unsigned char>(text[pos]))) return false;
@@ -809,7 +810,7 @@ absl::StatusOr<std::map<std::string, std::string>> run_filter_row(
       if (!std::isnan(x)) sum += x, ++n;
     }
     std::string text() const {
-      return py_float_repr(n ? sum / static_cast<double>(n) : std::nan(""));
+      return py_float_repr(n ? sum / static_cast<double>(n) : stats::kNaN);
     }
   };
   const std::vector<RunFile> files =

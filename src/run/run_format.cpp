@@ -17,6 +17,7 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::run::detail {
@@ -79,7 +80,7 @@ class FieldReader {
   double number(const char* name) {
     const Json* value = find(name);
     if (value == nullptr) return 0.0;
-    if (value->is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (value->is_null()) return stats::kNaN;
     if (!value->is_number()) return fail(name, *value, "a number or null"), 0.0;
     return value->get<double>();
   }

@@ -21,6 +21,7 @@
 #include "scaling/extrap_internal.hpp"
 #include "scaling/lapack_lstsq.hpp"
 #include "scaling/svd_solve.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::scaling {
 
@@ -93,25 +94,21 @@ absl::StatusOr<Measure> parse_measure(std::string_view name) {
 }
 
 double measure_of(absl::Span<const double> values, Measure measure) {
-  if (values.empty()) return std::nan("");
+  if (values.empty()) return stats::kNaN;
   switch (measure) {
     case Measure::kMean: {
       double sum = 0;
       for (double v : values) sum += v;
       return sum / static_cast<double>(values.size());
     }
-    case Measure::kMedian: {
-      std::vector<double> sorted(values.begin(), values.end());
-      std::sort(sorted.begin(), sorted.end());
-      const std::size_t n = sorted.size();
-      return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    }
+    case Measure::kMedian:
+      return stats::median(std::vector<double>(values.begin(), values.end()));
     case Measure::kMinimum:
       return *std::min_element(values.begin(), values.end());
     case Measure::kMaximum:
       return *std::max_element(values.begin(), values.end());
   }
-  return std::nan("");
+  return stats::kNaN;
 }
 
 namespace detail {
@@ -292,7 +289,7 @@ ModelCosts constant_costs(double constant, const std::vector<double>& ys) {
   }
   c.smape = smape / static_cast<double>(ys.size()) * 100;
   const double mean = measure_of(ys, Measure::kMean);
-  c.nrss = mean != 0.0 ? std::sqrt(c.rss) / mean : std::nan("");
+  c.nrss = mean != 0.0 ? std::sqrt(c.rss) / mean : stats::kNaN;
   // A constant explains none of the variation between the points: adjusted
   // R^2 0 (1 only when they do not vary). Extra-P's ConstantHypothesis sets
   // AR2 = 1 ("TODO: should this be calculated?"), the one cost where
@@ -323,43 +320,10 @@ double term_contribution(double coefficient, const std::vector<std::vector<doubl
 
 }  // namespace
 
-namespace {
-
-// The regularized incomplete beta function I_x(a, b) (continued fraction,
-// modified Lentz).
-double incomplete_beta(double x, double a, double b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  if (x > (a + 1) / (a + b + 2)) return 1 - incomplete_beta(1 - x, b, a);
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
-                                a * std::log(x) + b * std::log1p(-x)) /
-                       a;
-  constexpr double kTiny = 1e-300;
-  double c = 1, d = 1 - (a + b) * x / (a + 1);
-  d = 1 / (std::abs(d) < kTiny ? kTiny : d);
-  double f = d;
-  for (int m = 1; m <= 300; ++m) {
-    for (int step = 0; step < 2; ++step) {
-      const double numerator = step == 0
-                                   ? m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
-                                   : -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
-      d = 1 + numerator * d;
-      d = 1 / (std::abs(d) < kTiny ? kTiny : d);
-      c = 1 + numerator / c;
-      if (std::abs(c) < kTiny) c = kTiny;
-      f *= c * d;
-      if (step == 1 && std::abs(c * d - 1) < 1e-15) return front * f;
-    }
-  }
-  return front * f;
-}
-
-}  // namespace
-
 double f_distribution_upper(double f, double d1, double d2) {
   if (!(f > 0)) return 1;
   if (std::isinf(f)) return 0;
-  return incomplete_beta(d2 / (d2 + d1 * f), d2 / 2, d1 / 2);
+  return stats::incomplete_beta(d2 / 2, d1 / 2, d2 / (d2 + d1 * f));
 }
 
 double term_p_value(const std::vector<PointStats>& points, double rss_constant, double rss_term) {
@@ -378,7 +342,7 @@ double term_p_value(const std::vector<PointStats>& points, double rss_constant, 
     noise = rss_term / (n - 2);
     df = n - 2;
   } else {
-    return std::nan("");
+    return stats::kNaN;
   }
   const double reduction = rss_constant - rss_term;
   if (!(reduction > 0)) return 1;
@@ -503,7 +467,7 @@ SingleResult model_single(const std::vector<PointStats>& points, int parameter,
       costs.nrss = std::sqrt(costs.rss) / (actual_sum / count);
       costs.re = re_sum / count;
       costs.smape =
-          smape_count > 0 ? smape_sum / static_cast<double>(smape_count) * 100 : std::nan("");
+          smape_count > 0 ? smape_sum / static_cast<double>(smape_count) * 100 : stats::kNaN;
     }
     const double adj_r = 1.0 - costs.rss / constant_cost;
     const double degrees_of_freedom = count - 1 - 1;
@@ -640,7 +604,7 @@ double nanmean(const std::vector<double>& values) {
     sum += v;
     ++count;
   }
-  return count == 0 ? std::nan("") : sum / static_cast<double>(count);
+  return count == 0 ? stats::kNaN : sum / static_cast<double>(count);
 }
 
 // find_best_measurement_points: per parameter, the longest lines of points

@@ -7,6 +7,7 @@
 // full rank under the rcond cutoff (the same solution; the singular values
 // decide the rank), by a Jacobi SVD otherwise.
 #include "scaling/lapack_lstsq.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -174,7 +175,7 @@ LeastSquares lapack_least_squares(const std::vector<double>& a_in, std::size_t m
   double anrm = 0;
   for (double v : a.data) anrm = std::max(anrm, std::abs(v));
   if (std::isnan(anrm)) {
-    result.x.assign(n, std::nan(""));
+    result.x.assign(n, stats::kNaN);
     return result;
   }
   int iascl = 0;

@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "scaling/python_repr.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::scaling {
 
@@ -46,7 +47,7 @@ double Term::evaluate(absl::Span<const double> coordinate) const noexcept {
   double result = coefficient;
   for (const Factor& factor : factors) {
     const auto index = static_cast<std::size_t>(factor.parameter);
-    result *= index < coordinate.size() ? factor.evaluate(coordinate[index]) : std::nan("");
+    result *= index < coordinate.size() ? factor.evaluate(coordinate[index]) : stats::kNaN;
   }
   return result;
 }

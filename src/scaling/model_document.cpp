@@ -15,6 +15,7 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::scaling {
 namespace {
@@ -264,7 +265,7 @@ class Reader {
       return false;
     }
     if (it->is_null()) {
-      *out = std::numeric_limits<double>::quiet_NaN();
+      *out = stats::kNaN;
       return true;
     }
     if (!it->is_number()) {

@@ -18,6 +18,7 @@
 #include "trainscope/scaling/derived.hpp"
 #include "trainscope/scaling/extrap_input.hpp"
 #include "trainscope/scaling/svg_plot.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::scaling {
 namespace {
@@ -58,7 +59,7 @@ absl::StatusOr<Selection> resolve_selection(const ModelStudyOptions& options,
                                             const std::vector<std::string>& parameters) {
   Selection out;
   for (const auto& named : options.predict) {
-    std::vector<double> coordinate(parameters.size(), std::nan(""));
+    std::vector<double> coordinate(parameters.size(), stats::kNaN);
     for (const auto& [name, value] : named) {
       const int index = index_of(parameters, name);
       if (index < 0) {

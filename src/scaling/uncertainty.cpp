@@ -16,6 +16,7 @@
 #include "scaling/extrap_internal.hpp"
 #include "scaling/svd_solve.hpp"
 #include "trainscope/scaling/modeler.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::scaling {
 namespace {
@@ -37,15 +38,6 @@ bool all_finite(absl::Span<const double> values) {
 // is below n / 2^64, so the bootstrap is the same on every platform.
 std::size_t draw(std::mt19937_64& rng, std::size_t n) {
   return static_cast<std::size_t>(rng() % n);
-}
-
-// Quantile q of sorted values, linear interpolation between order statistics
-// (Hyndman & Fan type 7, numpy's default).
-double quantile_sorted(const std::vector<double>& sorted, double q) {
-  const double h = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
 // The model's fixed structure as regressors: 1, then each term with coefficient 1.
@@ -263,32 +255,21 @@ void set_bands(std::vector<std::vector<double>>* samples, double confidence,
     Prediction& p = (*predictions)[j];
     std::vector<double>& s = (*samples)[j];
     if (!std::isfinite(p.value) || s.empty()) {
-      p.lower = p.upper = std::numeric_limits<double>::quiet_NaN();
+      p.lower = p.upper = stats::kNaN;
       continue;
     }
     std::sort(s.begin(), s.end());
     // A band always contains its prediction: with (near-)identical
     // repetitions the bootstrap refits differ from the model by rounding.
-    p.lower = std::min(quantile_sorted(s, lower_q), p.value);
-    p.upper = std::max(quantile_sorted(s, upper_q), p.value);
+    p.lower = std::min(stats::quantile_sorted(s, lower_q), p.value);
+    p.upper = std::max(stats::quantile_sorted(s, upper_q), p.value);
   }
 }
 
 // --- Too few points --------------------------------------------------------
 
-double f_tail(double f, double df) { return detail::f_distribution_upper(f, 1, df); }
-
-// The Student t quantile t with P(|T| > t) = tail, T ~ t(df): bisection on
-// P(T^2 > t^2) = P(F(1, df) > t^2).
-double two_sided_t(double tail, double df) {
-  double lo = 0, hi = 1;
-  while (f_tail(hi * hi, df) > tail && hi < 1e12) hi *= 2;
-  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
-    const double mid = (lo + hi) / 2;
-    (f_tail(mid * mid, df) > tail ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
-}
+// The Student t quantile t with P(|T| > t) = tail, T ~ t(df).
+double two_sided_t(double tail, double df) { return stats::student_t_quantile(1 - tail / 2, df); }
 
 // Where the points cannot decide the model (too_few_values), the band is at
 // least least squares' prediction interval of the points around the model:

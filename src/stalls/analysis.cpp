@@ -14,6 +14,7 @@
 #include "stalls/stalls_json.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/stats/time_stats.hpp"
 #include "trainscope/steps/steps.hpp"
 
@@ -91,7 +92,7 @@ std::string run_stalls_json(const RunStalls& r, int indent) {
 }
 
 std::string format_run_stalls(const RunStalls& r) {
-  const auto pct = [](double share) { return fmt::format("{:.1f}%", 100 * share); };
+  const auto pct = [](double share) { return stats::format_share(share); };
   std::string out =
       fmt::format("{} ({}){}\n", r.run_dir, r.status,
                   r.ranks.size() > 1 ? fmt::format(", passes of rank {}", r.rank) : std::string());

@@ -22,14 +22,13 @@
 #include "trainscope/launch/launch.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stalls/timed_loader.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::stalls {
 namespace {
 
 using nlohmann::json;
-
-std::string pct(double share) { return fmt::format("{:.1f}%", 100 * share); }
 
 // ---- the conclusions --------------------------------------------------------------------------
 
@@ -42,7 +41,7 @@ std::vector<std::string> findings_of(const DifferentialAnalysis& a, int cores) {
     std::string finding = fmt::format(
         "prep-bound: {} of the cold run's time (+-{}) waits for "
         "batches to be prepared",
-        pct(d.prep_share), pct(d.prep_share_ci));
+        stats::format_share(d.prep_share), stats::format_share(d.prep_share_ci));
     if (fit && fit->workers_to_keep_up > 0) {
       finding += fmt::format(
           "; {} loader workers would prepare {:.0f} samples/s, enough for "
@@ -66,10 +65,11 @@ std::vector<std::string> findings_of(const DifferentialAnalysis& a, int cores) {
     std::string finding = fmt::format(
         "fetch-bound: {} of the cold run's time (+-{}) waits for "
         "storage",
-        pct(d.fetch_share), pct(d.fetch_share_ci));
+        stats::format_share(d.fetch_share), stats::format_share(d.fetch_share_ci));
     for (const CachePoint& p : a.cache.model.points) {
       if (p.samples_per_s >= 0.95 * std::min(d.ingestion_rate, d.prep_rate)) {
-        finding += fmt::format("; caching {} of the dataset would remove it", pct(p.cached));
+        finding += fmt::format("; caching {} of the dataset would remove it",
+                               stats::format_share(p.cached));
         break;
       }
     }
@@ -77,7 +77,8 @@ std::vector<std::string> findings_of(const DifferentialAnalysis& a, int cores) {
   }
   if (findings.empty()) {
     findings.push_back(fmt::format("not data-bound: prep {} and fetch {} of the time",
-                                   pct(d.prep_share), pct(d.fetch_share)));
+                                   stats::format_share(d.prep_share),
+                                   stats::format_share(d.fetch_share)));
   }
   const GpuWhatIf& gpu = a.gpus;
   const double gpus = gpu.gpus_until_data_bound;
@@ -596,12 +597,13 @@ absl::StatusOr<DifferentialAnalysis> run_differential(const DifferentialOptions&
     if (plan.mode == kColdMode) {
       plan.result->residency = evict(*files);
       const double share = plan.result->residency->share();
-      say(options, fmt::format("evicted {}: {} still resident", options.dataset, pct(share)));
+      say(options, fmt::format("evicted {}: {} still resident", options.dataset,
+                               stats::format_share(share)));
       if (share > 0.05) {
         in.notes.push_back(fmt::format(
             "{} of the dataset stayed in the page cache after eviction (pages mapped or dirty "
             "in another process, or a filesystem that keeps them): the cold run is partly warm",
-            pct(share)));
+            stats::format_share(share)));
       }
     } else if (plan.mode == kWarmMode || plan.mode == kLoaderMode) {
       if (available != 0 && in.dataset.residency_before.bytes > available) {
@@ -612,7 +614,8 @@ absl::StatusOr<DifferentialAnalysis> run_differential(const DifferentialOptions&
       }
       const Residency warmed = warm(*files, available);
       if (!plan.varied) plan.result->residency = warmed;
-      say(options, fmt::format("read in {}: {} resident", options.dataset, pct(warmed.share())));
+      say(options, fmt::format("read in {}: {} resident", options.dataset,
+                               stats::format_share(warmed.share())));
     }
     if (absl::Status ran = run_leg(options, dir, plan); !ran.ok()) return ran;
   }
@@ -665,7 +668,7 @@ std::string format_differential(const DifferentialAnalysis& a,
   out += fmt::format("  {:<22} {:>10} {:>10} {:>12}\n", "run", "time", "+-95%", "waiting");
   const auto row = [&](const std::string& name, const LegResult& leg) {
     out += fmt::format("  {:<22} {:9.3f}s {:9.3f}s {:>12}\n", name, leg.timing.total_s,
-                       leg.timing.ci_half_s, pct(leg.live_wait_share));
+                       leg.timing.ci_half_s, stats::format_share(leg.live_wait_share));
   };
   row("synthetic", a.runs.synthetic);
   row("cold", a.runs.cold);
@@ -679,11 +682,12 @@ std::string format_differential(const DifferentialAnalysis& a,
       d.fetch_rate > 0 ? fmt::format("{:.1f} samples/s", d.fetch_rate) : "not limiting");
   out += fmt::format("  the loader alone {:.1f} samples/s (warm), {:.1f} (uncached)\n",
                      a.gpus.loader_rate, a.gpus.loader_rate_cold);
-  out +=
-      fmt::format("  prep stall {} +-{}, fetch stall {} +-{} of the cold run\n", pct(d.prep_share),
-                  pct(d.prep_share_ci), pct(d.fetch_share), pct(d.fetch_share_ci));
+  out += fmt::format("  prep stall {} +-{}, fetch stall {} +-{} of the cold run\n",
+                     stats::format_share(d.prep_share), stats::format_share(d.prep_share_ci),
+                     stats::format_share(d.fetch_share), stats::format_share(d.fetch_share_ci));
   out += fmt::format("  live data-wait share of the cold run {}: the methods {}\n",
-                     pct(d.live_wait_share), d.agree ? "agree (within 5 points)" : "disagree");
+                     stats::format_share(d.live_wait_share),
+                     d.agree ? "agree (within 5 points)" : "disagree");
   if (!d.agree) out += fmt::format("    {}\n", d.reconcile);
   out += fmt::format("  disk {:.0f} MB/s ({}), memory {:.0f} MB/s, {:.0f} bytes per sample\n",
                      cold.disk_read_mb_s,

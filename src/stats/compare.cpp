@@ -14,48 +14,19 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::stats {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kMserBatch = 5;
 
 // --- Small numerics ----------------------------------------------------------
 
-// Median by selection (mean of the two middle values for even n); reorders *v.
-double median_in_place(std::vector<double>* v) {
-  const std::size_t n = v->size();
-  if (n == 0) return kNaN;
-  const auto mid = v->begin() + static_cast<std::ptrdiff_t>((n - 1) / 2);
-  std::nth_element(v->begin(), mid, v->end());
-  const double low = *mid;
-  if (n % 2 == 1) return low;
-  return low + (*std::min_element(mid + 1, v->end()) - low) / 2;
-}
-
 double median_of(const double* begin, const double* end) {
   std::vector<double> copy(begin, end);
   return median_in_place(&copy);
-}
-
-// Linear-interpolated quantile (NumPy's default) of sorted values.
-double sorted_quantile(const std::vector<double>& sorted, double q) {
-  const double h = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
-// Quantile by selection of an unsorted copy.
-double quantile_of(std::vector<double> v, double q) {
-  const double h = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
-  const double low = v[lo];
-  if (h == static_cast<double>(lo) || lo + 1 >= v.size()) return low;
-  const double high = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end());
-  return low + (h - static_cast<double>(lo)) * (high - low);
 }
 
 // SplitMix64 (Steele, Lea & Flood 2014): the same stream on every platform,
@@ -77,46 +48,6 @@ class Rng {
  private:
   std::uint64_t state_;
 };
-
-// Regularised incomplete beta I_x(a, b) by its continued fraction (modified Lentz).
-double beta_continued_fraction(double a, double b, double x) {
-  constexpr double kTiny = 1e-300;
-  constexpr double kEps = 1e-15;
-  double c = 1.0;
-  double d = 1.0 - (a + b) * x / (a + 1.0);
-  if (std::fabs(d) < kTiny) d = kTiny;
-  d = 1.0 / d;
-  double h = d;
-  for (int m = 1; m <= 500; ++m) {
-    const double m2 = 2.0 * m;
-    double aa = m * (b - m) * x / ((a - 1.0 + m2) * (a + m2));
-    d = 1.0 + aa * d;
-    if (std::fabs(d) < kTiny) d = kTiny;
-    c = 1.0 + aa / c;
-    if (std::fabs(c) < kTiny) c = kTiny;
-    d = 1.0 / d;
-    h *= d * c;
-    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2));
-    d = 1.0 + aa * d;
-    if (std::fabs(d) < kTiny) d = kTiny;
-    c = 1.0 + aa / c;
-    if (std::fabs(c) < kTiny) c = kTiny;
-    d = 1.0 / d;
-    const double delta = d * c;
-    h *= delta;
-    if (std::fabs(delta - 1.0) < kEps) break;
-  }
-  return h;
-}
-
-double incomplete_beta(double a, double b, double x) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
-                                a * std::log(x) + b * std::log1p(-x));
-  if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_continued_fraction(a, b, x) / a;
-  return 1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b;
-}
 
 // --- Validation ---------------------------------------------------------------
 
@@ -153,8 +84,6 @@ absl::Status check_series(const std::vector<double>& series, const std::string& 
 
 // --- Verdict and its sentence --------------------------------------------------
 
-std::string percent(double ratio) { return fmt::format("{:+.1f}%", (ratio - 1) * 100); }
-
 // Fills verdict, reason and more_a/more_b from ratio, low, high and n_a/n_b.
 // `half_width_at(scale)` gives the log interval's half-width with scale times
 // the observations per side.
@@ -171,11 +100,11 @@ void conclude(Comparison* c, const CompareOptions& o, const HalfWidthAt& half_wi
       return;
     case Verdict::kSlower:
       c->reason = fmt::format("B is slower: B/A = {:.4f} ({}), {} to {}", c->ratio, interval,
-                              percent(c->low), percent(c->high));
+                              format_change(c->low), format_change(c->high));
       return;
     case Verdict::kFaster:
       c->reason = fmt::format("B is faster: B/A = {:.4f} ({}), {} to {}", c->ratio, interval,
-                              percent(c->low), percent(c->high));
+                              format_change(c->low), format_change(c->high));
       return;
     case Verdict::kInconclusive:
       break;
@@ -266,8 +195,8 @@ const char* unit_name(CompareUnit unit) { return unit == CompareUnit::kRuns ? "r
 std::size_t mser5_warmup(const std::vector<double>& series) {
   const std::size_t k = series.size() / kMserBatch;
   if (k < 4) return 0;
-  const double clip_low = quantile_of(series, 0.01);
-  const double clip_high = quantile_of(series, 0.99);
+  const double clip_low = quantile(series, 0.01);
+  const double clip_high = quantile(series, 0.99);
   std::vector<double> z(k);
   for (std::size_t j = 0; j < k; ++j) {
     double sum = 0;
@@ -390,31 +319,6 @@ bool fails_if_slower(const Comparison& comparison, double pct) {
   return std::isfinite(comparison.low) && std::isfinite(pct) && comparison.low > 1 + pct / 100;
 }
 
-double student_t_cdf(double t, double df) {
-  if (!(df > 0) || std::isnan(t)) return kNaN;
-  if (std::isinf(t)) return t > 0 ? 1 : 0;
-  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
-  return t > 0 ? 1 - tail : tail;
-}
-
-double student_t_quantile(double p, double df) {
-  if (!(df > 0) || !(p > 0 && p < 1)) return kNaN;
-  if (p == 0.5) return 0;
-  if (p < 0.5) return -student_t_quantile(1 - p, df);
-  // Bisection on the upper tail (monotone, so robust for any df).
-  const double tail = 1 - p;
-  const auto upper_tail = [df](double t) {
-    return 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
-  };
-  double lo = 0, hi = 1;
-  while (upper_tail(hi) > tail && hi < 1e300) hi *= 2;
-  for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; ++i) {
-    const double mid = (lo + hi) / 2;
-    (upper_tail(mid) > tail ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
-}
-
 absl::StatusOr<Comparison> compare_steps(const std::vector<double>& a, const std::vector<double>& b,
                                          const CompareOptions& options) {
   if (absl::Status s = check_options(options); !s.ok()) return s;
@@ -479,8 +383,8 @@ absl::StatusOr<Comparison> compare_steps(const std::vector<double>& a, const std
   }
   std::sort(log_ratio.begin(), log_ratio.end());
   const double alpha = 1 - options.confidence;
-  c.low = std::exp(sorted_quantile(log_ratio, alpha / 2));
-  c.high = std::exp(sorted_quantile(log_ratio, 1 - alpha / 2));
+  c.low = std::exp(quantile_sorted(log_ratio, alpha / 2));
+  c.high = std::exp(quantile_sorted(log_ratio, 1 - alpha / 2));
   // Two-sided p-value of log ratio = 0: twice the smaller bootstrap tail at 0,
   // (count + 1) / (R + 1) so that it is never 0.
   const auto below = static_cast<double>(std::upper_bound(log_ratio.begin(), log_ratio.end(), 0.0) -

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "trainscope/stats/numbers.hpp"
+
 namespace trainscope::stats::detail {
 
 namespace {
@@ -130,7 +132,7 @@ double QuantileSketch::value_at_rank(std::uint64_t rank) const {
 double QuantileSketch::quantile(double q) const {
   if (!(q >= 0.0 && q <= 1.0))
     throw std::invalid_argument("QuantileSketch::quantile: q must lie in [0, 1]");
-  if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (count_ == 0) return stats::kNaN;
   const double h = q * static_cast<double>(count_ - 1);
   const double lo_rank = std::floor(h);
   const double lo = value_at_rank(static_cast<std::uint64_t>(lo_rank));

@@ -19,6 +19,7 @@
 #include "common/csv.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope {
 
@@ -65,14 +66,9 @@ std::string format_deep500(const Summary& summary) {
 // ---------------------------------------------------------------------------
 // Durations with automatic units
 
-struct Unit {
-  const char* suffix;
-  double seconds;
-};
-// ASCII "us" rather than "µs": the table must line up in any terminal and
-// survive being pasted into ASCII-only tools.
-constexpr Unit kUnits[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
-constexpr std::size_t kUnitCount = sizeof(kUnits) / sizeof(kUnits[0]);
+// The units and their boundaries: stats/format_numbers.hpp.
+using stats::kTimeUnitCount;
+using stats::kTimeUnits;
 
 // Decimals that leave 3 significant digits for a value in [1, 1000) of its
 // unit; seconds get one more since they have no larger unit to move to.
@@ -84,12 +80,6 @@ int decimals_for(double scaled, bool is_seconds) {
   return 0;
 }
 
-std::size_t unit_for(double magnitude) {
-  std::size_t u = 0;
-  while (u + 1 < kUnitCount && magnitude >= kUnits[u + 1].seconds) ++u;
-  return u;
-}
-
 double round_to(double v, int decimals) {
   const double scale = std::pow(10.0, decimals);
   return std::round(v * scale) / scale;
@@ -98,8 +88,8 @@ double round_to(double v, int decimals) {
 // `magnitude` (finite) in unit `u`, without the suffix. Rounding may
 // carry into the next decade, which then needs one decimal fewer.
 std::string format_in_unit(double magnitude, std::size_t u) {
-  const bool is_seconds = u + 1 == kUnitCount;
-  const double scaled = magnitude / kUnits[u].seconds;
+  const bool is_seconds = u + 1 == kTimeUnitCount;
+  const double scaled = magnitude / kTimeUnits[u].seconds;
   if (scaled == 0) return "0";
   const int decimals = decimals_for(round_to(scaled, decimals_for(scaled, is_seconds)), is_seconds);
   return fmt::format("{:.{}f}", scaled, decimals);
@@ -107,9 +97,9 @@ std::string format_in_unit(double magnitude, std::size_t u) {
 
 // Unit that keeps `magnitude` below 1000 of it after rounding.
 std::size_t display_unit(double magnitude) {
-  std::size_t u = unit_for(magnitude);
-  const bool is_seconds = u + 1 == kUnitCount;
-  const double scaled = magnitude / kUnits[u].seconds;
+  std::size_t u = stats::time_unit_index(magnitude);
+  const bool is_seconds = u + 1 == kTimeUnitCount;
+  const double scaled = magnitude / kTimeUnits[u].seconds;
   if (!is_seconds && round_to(scaled, decimals_for(scaled, false)) >= 1000) ++u;
   return u;
 }
@@ -369,7 +359,7 @@ std::string format_duration(double seconds) {
   const double magnitude = std::fabs(seconds);
   const std::size_t u = display_unit(magnitude);
   const char* sign = seconds < 0 ? "-" : "";
-  return fmt::format("{}{} {}", sign, format_in_unit(magnitude, u), kUnits[u].suffix);
+  return fmt::format("{}{} {}", sign, format_in_unit(magnitude, u), kTimeUnits[u].suffix);
 }
 
 }  // namespace trainscope

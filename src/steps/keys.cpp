@@ -55,7 +55,7 @@ KeyMap default_key_map() {
   };
   at(Phase::kDataWait) = {"IO"};
   at(Phase::kHostToDevice) = {kHostToDeviceKey, "h2d"};  // "h2d": the timed loader's copy_to
-  at(Phase::kForward) = {"FORWARD"};
+  at(Phase::kForward) = {"FORWARD", kLossKey};
   at(Phase::kBackward) = {"BACKWARD"};
   at(Phase::kOptimizer) = {kOptimizerKey};
   at(Phase::kComm) = {"COMM"};

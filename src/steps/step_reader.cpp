@@ -17,12 +17,13 @@
 #include "fmt/format.h"
 #include "steps/step_builder.hpp"
 #include "trainscope/hardware/host/host_metrics.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::steps {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
 constexpr std::uint64_t kReadBytes = std::uint64_t{4} << 20;  // per read call
 
 std::int64_t now_ms() {

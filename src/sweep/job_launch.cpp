@@ -18,6 +18,7 @@
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::sweep::detail {
 
@@ -109,7 +110,7 @@ void StepSpan::add(std::int64_t start_ns, std::int64_t duration_ns) {
 }
 
 double StepSpan::rate() const {
-  if (steps_ == 0 || last_end_ns_ <= first_start_ns_) return std::nan("");
+  if (steps_ == 0 || last_end_ns_ <= first_start_ns_) return stats::kNaN;
   return static_cast<double>(steps_) * 1e9 / static_cast<double>(last_end_ns_ - first_start_ns_);
 }
 
@@ -195,7 +196,7 @@ void read_last_metrics(const RunReader& reader, JobRecord* record) {
 }  // namespace
 
 void read_job_results(const std::string& run_dir, JobRecord* record) {
-  record->batch_mean_s = record->epoch_mean_s = record->steps_per_s = std::nan("");
+  record->batch_mean_s = record->epoch_mean_s = record->steps_per_s = stats::kNaN;
   record->metrics.clear();
   absl::StatusOr<RunReader> reader = RunReader::Open(run_dir);
   if (!reader.ok()) return;

@@ -15,6 +15,7 @@
 #include "common/shell_quote.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::sweep::detail {
 namespace {
@@ -27,7 +28,7 @@ json number_or_null(double value) { return std::isfinite(value) ? json(value) : 
 
 double number_from(const json& in, const char* key) {
   const auto it = in.find(key);
-  if (it == in.end() || !it->is_number()) return std::nan("");
+  if (it == in.end() || !it->is_number()) return stats::kNaN;
   return it->get<double>();
 }
 
@@ -139,7 +140,7 @@ absl::StatusOr<SweepState> state_from_json(const std::string& text, const std::s
       record.steps_per_s = number_from(job, "steps_per_s");
       if (const auto metrics = job.find("metrics"); metrics != job.end()) {
         for (const auto& [key, value] : metrics->items()) {
-          record.metrics[key] = value.is_number() ? value.get<double>() : std::nan("");
+          record.metrics[key] = value.is_number() ? value.get<double>() : stats::kNaN;
         }
       }
       record.slurm_job_id = job.value("slurm_job_id", std::string());

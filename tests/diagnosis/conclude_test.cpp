@@ -141,6 +141,41 @@ TEST(Conclude, NoStepKeyIsNoDataSayingHowToTimeSteps) {
   EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("--phase step=KEY"));
 }
 
+TEST(Conclude, AnAutoRunIsNeverAdvisedToUseAuto) {
+  // Issue 37: an --auto run that found no step was told to run with --auto.
+  Inputs in;
+  in.ranks.push_back(RankInput{});
+  in.facts.auto_instrumented = true;
+  const Scope s = conclude(in, Thresholds{}, "run");
+  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("--auto found no training step"));
+  EXPECT_THAT(s.labels[0].next_step, Not(::testing::HasSubstr("--auto")));
+  in.facts.auto_instrumented = false;
+  EXPECT_THAT(conclude(in, Thresholds{}, "run").labels[0].next_step,
+              ::testing::HasSubstr("trainscope run --auto"));
+  // Nor in a note: a loop without a DataLoader has no data wait to time.
+  Inputs steps = one_rank(Shape{.forward = 0.004, .backward = 0.004});
+  steps.facts.auto_instrumented = true;
+  for (const std::string& note : conclude(steps, Thresholds{}, "run").notes) {
+    EXPECT_THAT(note, Not(::testing::HasSubstr("or --auto"))) << note;
+  }
+}
+
+TEST(Conclude, ComputeBoundAdviceFitsTheDevices) {
+  // Issue 37: a CPU-only run was advised --nsys and mixed precision.
+  Inputs in = one_rank(Shape{.forward = 0.004, .backward = 0.004});
+  in.facts.gpu_seen = false;
+  const Label* cpu = conclude(in, Thresholds{}, "run").find(kComputeBound);
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_THAT(cpu->next_step, Not(::testing::HasSubstr("--nsys")));
+  EXPECT_THAT(cpu->next_step, Not(::testing::HasSubstr("mixed precision")));
+  EXPECT_THAT(cpu->next_step, ::testing::HasSubstr("CPU"));
+  in.facts.gpu_seen = true;
+  const Scope gpu = conclude(in, Thresholds{}, "run");
+  ASSERT_NE(gpu.find(kComputeBound), nullptr);
+  EXPECT_THAT(gpu.find(kComputeBound)->next_step, ::testing::HasSubstr("--nsys"));
+}
+
 TEST(Conclude, InputBoundWithTheBuiltInShare) {
   // 40% data wait.
   const Scope s = conclude(
@@ -296,6 +331,30 @@ TEST(Conclude, FlatMemoryWithNoiseIsNoCreep) {
     in.ranks[0].gpu_mem_mb.push_back(Reading{static_cast<double>(step), 4000 + noise(rng), step});
   }
   EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kMemoryCreep), nullptr);
+}
+
+TEST(Conclude, MemoryThatGrowsOnlyWhileWorkersWarmUpIsNoCreep) {
+  // Issue 37: imagenet with 2 DataLoader workers, RSS 2.21 -> 2.35 GB over the
+  // first half of a 120-step run (the workers filling their pages), flat after:
+  // the least-squares slope over the run is steep and sure, but it is warm-up.
+  Inputs in = one_rank(Shape{.forward = 0.004}, 120);
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 2.0);
+  for (int step = 0; step < 120; step += 2) {
+    const double warm = 140.0 * std::min(1.0, static_cast<double>(step) / 60.0);
+    in.ranks[0].rss_mb.push_back(
+        Reading{static_cast<double>(step), 2210 + warm + noise(rng), step});
+  }
+  const Scope s = conclude(in, Thresholds{}, "run");
+  EXPECT_EQ(s.find(kMemoryCreep), nullptr);
+  EXPECT_THAT(s.notes, ::testing::Contains(::testing::HasSubstr("warm-up")));
+  // The same rise going on through the second half is creep.
+  Inputs leak = one_rank(Shape{.forward = 0.004}, 120);
+  for (int step = 0; step < 120; step += 2) {
+    leak.ranks[0].rss_mb.push_back(
+        Reading{static_cast<double>(step), 2210 + 140.0 * step / 60.0 + noise(rng), step});
+  }
+  EXPECT_NE(conclude(leak, Thresholds{}, "run").find(kMemoryCreep), nullptr);
 }
 
 TEST(Conclude, DeviceMemoryCreep) {

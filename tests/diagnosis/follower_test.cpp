@@ -84,6 +84,53 @@ TEST(Follower, PhasesAndSharesFromBatchRows) {
   EXPECT_NEAR(d->keys[0].run_median_s, 0.010, 1e-9);
 }
 
+TEST(Follower, AnAutoRunSaysWhatItFoundAndTheLossIsForward) {
+  // Issue 37: --auto's LOSS rows (a criterion module) are in the forward phase,
+  // not a second FORWARD; the run's tags say what ended a step and which key
+  // mixes two modules, and the texts show both and the warm-up dropped.
+  TempDir tmp;
+  RunJson run;
+  run.tags = {{"trainscope.auto", "on"},
+              {"trainscope.auto.steps", "backward"},
+              {"trainscope.auto.found",
+               "steps from backward (no training DataLoader, no "
+               "torch.optim optimizer)"},
+              {"trainscope.auto.callers.FORWARD", "Net, Head"}};
+  const auto dir = write_run_dir(tmp.file("run"), run, {finished()});
+  std::string rows;
+  for (int i = 0; i < 30; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += row("FORWARD", s, 3 * kMs) + row("LOSS", s + 3 * kMs, 1 * kMs) +
+            row("BACKWARD", s + 4 * kMs, 5 * kMs) + row("BATCH", s, 10 * kMs);
+  }
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (const PhaseRow& p : d->run.phases) {
+    if (p.phase == Phase::kForward) EXPECT_NEAR(p.median_s, 0.004, 1e-9);
+    if (p.phase == Phase::kRest) EXPECT_NEAR(p.median_s, 0.001, 1e-9);
+  }
+  EXPECT_EQ(d->auto_found.mode, "on");
+  EXPECT_EQ(d->auto_found.steps, "backward");
+  const auto forward = std::find_if(d->keys.begin(), d->keys.end(),
+                                    [](const KeyRow& k) { return k.key == "FORWARD"; });
+  ASSERT_NE(forward, d->keys.end());
+  EXPECT_EQ(forward->callers, "Net, Head");
+  const std::string summary = format_run_summary(*d);
+  EXPECT_THAT(summary, ::testing::HasSubstr("30 steps (5 warm-up steps dropped"));
+  EXPECT_THAT(summary, ::testing::HasSubstr("--auto: steps from backward"));
+  EXPECT_THAT(summary, ::testing::HasSubstr("(mixes Net, Head)"));
+  EXPECT_THAT(format_diagnosis(*d), ::testing::HasSubstr("--auto: steps from backward"));
+  // The document keeps both.
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(diagnosis_json(*d), "test");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->auto_found.found, d->auto_found.found);
+  const auto again = std::find_if(back->keys.begin(), back->keys.end(),
+                                  [](const KeyRow& k) { return k.key == "FORWARD"; });
+  ASSERT_NE(again, back->keys.end());
+  EXPECT_EQ(again->callers, "Net, Head");
+}
+
 TEST(Follower, TimedLoaderRowsMakeSteps) {
   TempDir tmp;
   const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});

@@ -160,6 +160,29 @@ TEST(TopView, ANewRunAtTheFollowedPathIsFollowed) {
                         std::string(testing::kRunId) + " was replaced)"));
 }
 
+TEST(TopView, AKeyThatMixesTwoModulesSaysSo) {
+  // Issue 37: --auto's FORWARD of two model classes (the run's tag) is one row
+  // whose statistics mix both; top's key line says so.
+  testing::TempDir tmp;
+  testing::RankJson rank;
+  rank.status = "FINISHED";
+  rank.end_time_ms = 2;
+  testing::RunJson run;
+  run.tags = {{"trainscope.auto", "on"}, {"trainscope.auto.callers.FORWARD", "Net, Head"}};
+  const auto dir = testing::write_run_dir(tmp.file("run"), run, {rank});
+  std::string rows;
+  for (int i = 0; i < 20; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += "FORWARD,CPU,0,0," + std::to_string(s) + "," + std::to_string(5 * kMs) + ",0,0\n";
+    rows += "BATCH,CPU,0,0," + std::to_string(s) + "," + std::to_string(10 * kMs) + ",0,0\n";
+  }
+  testing::write_file(dir / "regions-0.csv", rows, true);
+  TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
+  ASSERT_TRUE(session.refresh()) << session.alert();
+  const std::string text = all_text(session.lines(false, 160, 10, false));
+  EXPECT_THAT(text, HasSubstr("(mixes Net, Head)"));
+}
+
 TEST(TopView, FitColumnsCountsCodePointsNotBytes) {
   EXPECT_EQ(fit_columns("abcdef", 4), "abcd");
   EXPECT_EQ(fit_columns("ab", 4), "ab");

@@ -87,8 +87,16 @@ TEST(HostParsers, PidStatWithAnAwkwardCommandName) {
                      "150 50 7 3 20 0 4 0 12345 1000000 2560 18446744073709551615 1 1 0 0 0\n",
                      &s));
   EXPECT_EQ(s.ppid, 4000);
+  EXPECT_EQ(s.pgrp, 4242);
+  EXPECT_FALSE(s.exited);
   EXPECT_EQ(s.cpu_ticks, 210u);  // utime + stime + cutime + cstime
   EXPECT_EQ(s.rss_pages, 2560u);
+  ASSERT_TRUE(
+      parse_pid_stat("4243 (zombie) Z 1 4000 4000 0 -1 4194560 0 0 0 0 "
+                     "0 0 0 0 20 0 1 0 12345 0 0 18446744073709551615 0 0 0 0 0\n",
+                     &s));
+  EXPECT_TRUE(s.exited);
+  EXPECT_EQ(s.pgrp, 4000);
   EXPECT_FALSE(parse_pid_stat("4242 (cut short) S 1 2 3", &s));
   EXPECT_FALSE(parse_pid_stat("no parenthesis", &s));
 }

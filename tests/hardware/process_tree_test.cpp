@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -121,6 +122,52 @@ TEST(ProcessTree, FindsAChildOfThisProcess) {
   ASSERT_THAT(tree, Not(IsEmpty()));
   EXPECT_EQ(tree.front(), ::getpid());
   EXPECT_THAT(tree, Contains(child));
+}
+
+// A launcher ending its job: the processes that carry its marker (a rank
+// torchrun started in a session of its own, reparented to init), those in
+// the command's process group, and their descendants; no stranger, no
+// zombie, never the caller.
+TEST(FindJobProcesses, TheMarkedTheGroupAndTheirDescendants) {
+  FakeProc proc(FakeProc::kParentsOnly);
+  const std::string marked = std::string("PATH=/bin\0TRAINSCOPE_LAUNCHER=vm:7\0", 35);
+  proc.add({200, "bash", 1, 0, 5, 3, 250, 0, 0, 200});                   // the command: its group
+  proc.add({201, "torchrun", 1, 0, 5, 3, 250, 0, 0, 200});               // orphaned, same group
+  proc.add({202, "rank (0)", 1, 0, 5, 3, 250, 0, 0, 202, 'S', marked});  // own session, reparented
+  proc.add({203, "worker", 202, 0, 5, 3, 250, 0, 0, 202});               // the rank's child
+  proc.add({204, "scrubbed", 201});                                      // no marker: a descendant
+  proc.add({205, "gone", 1, 0, 5, 3, 250, 0, 0, 200, 'Z'});              // a zombie of the group
+  proc.add({206, "stranger", 1, 0, 5, 3, 250, 0, 0, 0, 'S',
+            std::string("TRAINSCOPE_LAUNCHER=vm:77\0X=TRAINSCOPE_LAUNCHER=vm:7\0", 52)});
+  std::vector<pid_t> found = find_job_processes(proc.root(), "TRAINSCOPE_LAUNCHER=vm:7", 200);
+  std::sort(found.begin(), found.end());
+  EXPECT_THAT(found, ElementsAre(200, 201, 202, 203, 204));
+  found = find_job_processes(proc.root(), "TRAINSCOPE_LAUNCHER=vm:7", 0);
+  std::sort(found.begin(), found.end());
+  EXPECT_THAT(found, ElementsAre(202, 203));
+  EXPECT_THAT(find_job_processes("/nonexistent", "TRAINSCOPE_LAUNCHER=vm:7", 200), IsEmpty());
+}
+
+TEST(FindJobProcesses, FindsAMarkedProcessInASessionOfItsOwn) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setsid();
+    char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("1000"), nullptr};
+    char* const envp[] = {const_cast<char*>("TRAINSCOPE_TEST_JOB_MARK=find-job-processes"),
+                          nullptr};
+    ::execve("/bin/sleep", argv, envp);
+    ::_exit(127);
+  }
+  // Until the child has exec'd, its environment is this process's.
+  std::vector<pid_t> found;
+  for (int i = 0; i < 500 && found.empty(); ++i) {
+    found = find_job_processes("/proc", "TRAINSCOPE_TEST_JOB_MARK=find-job-processes", 0);
+    if (found.empty()) ::usleep(10000);
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_THAT(found, ElementsAre(child));
 }
 
 }  // namespace

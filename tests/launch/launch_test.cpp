@@ -34,6 +34,7 @@ using ::trainscope::testing::lines_of;
 using ::trainscope::testing::read_file;
 
 namespace fs = std::filesystem;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -283,6 +284,80 @@ TEST_F(LaunchTest, SigtermToThisProcessIsForwarded) {
   EXPECT_EQ(result->status, RunStatus::kKilled);
   EXPECT_EQ(result->exit_code, 128 + SIGTERM);
   EXPECT_EQ(launcher_status(result->run_dir), "KILLED");
+}
+
+// Whether process `pid` is gone (or a zombie: it exited).
+bool gone(pid_t pid) {
+  const std::string stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
+  const std::size_t paren = stat.rfind(')');
+  return paren == std::string::npos || stat.compare(paren, 3, ") Z") == 0;
+}
+
+// A stop ends the whole job: the signal also reaches a process in a session
+// of its own (as torchrun starts its ranks), and the launch waits for it
+// rather than returning when its own child exits.
+TEST_F(LaunchTest, CancelReachesTheJobOutsideTheCommandsGroup) {
+  LaunchOptions o =
+      options({"/bin/sh", "-c", "setsid sleep 300 & echo started $!; wait; sleep 300"});
+  o.cancel = std::make_shared<LaunchCancel>();
+  std::shared_ptr<LaunchCancel> cancel = o.cancel;
+  std::thread stopper([&] {
+    wait_for_output("started");
+    cancel->request(SIGTERM);
+  });
+  const LaunchResult result = launch_ok(std::move(o));
+  stopper.join();
+  const std::string out = read_file(fs::path(result.run_dir) / "stdout.log");
+  const pid_t other_session = std::atoi(out.substr(out.find(' ') + 1).c_str());
+  ASSERT_GT(other_session, 0) << out;
+  const bool was_gone = gone(other_session);
+  if (!was_gone) ::kill(other_session, SIGKILL);
+  EXPECT_TRUE(was_gone);
+  EXPECT_EQ(result.sigkilled, 0);
+  EXPECT_EQ(result.status, RunStatus::kKilled);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM);
+}
+
+// What ignores the signal is killed with SIGKILL kill_after later, and said.
+TEST_F(LaunchTest, WhatIgnoresTheStopIsKilledAfterKillAfter) {
+  LaunchOptions o =
+      options({"/bin/sh", "-c", "trap '' TERM; setsid sleep 300 & echo started $!; wait"});
+  o.kill_after = absl::Milliseconds(300);
+  o.cancel = std::make_shared<LaunchCancel>();
+  std::shared_ptr<LaunchCancel> cancel = o.cancel;
+  std::thread stopper([&] {
+    wait_for_output("started");
+    cancel->request(SIGTERM);
+  });
+  const LaunchResult result = launch_ok(std::move(o));
+  stopper.join();
+  EXPECT_EQ(result.sigkilled, 2);  // the shell and its sleep, which ignore SIGTERM
+  EXPECT_EQ(result.status, RunStatus::kKilled);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(result.term_signal, SIGTERM);
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "stderr.log"),
+              HasSubstr("2 processes of the command still ran 0.3 s after signal 15"));
+  absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_THAT(reader->info().tags, Contains(Pair("trainscope.sigkill", "2")));
+}
+
+// A stop signal passed on is how the job ended, whatever the command made of
+// it: a shell script that exits 0 after its program did.
+TEST_F(LaunchTest, AStopSignalPassedOnIsTheExitStatus) {
+  LaunchOptions o =
+      options({"/bin/sh", "-c", "trap 'exit 0' TERM; echo started; sleep 300 & wait"});
+  o.cancel = std::make_shared<LaunchCancel>();
+  std::shared_ptr<LaunchCancel> cancel = o.cancel;
+  std::thread stopper([&] {
+    wait_for_output("started");
+    cancel->request(SIGTERM);
+  });
+  const LaunchResult result = launch_ok(std::move(o));
+  stopper.join();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(result.term_signal, SIGTERM);
+  EXPECT_EQ(result.status, RunStatus::kKilled);
 }
 
 // The disposition of `signal` in this process.

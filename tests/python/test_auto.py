@@ -25,6 +25,8 @@ from run_files import printed_json_objects as job_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "auto_jobs", "plain_train.py")
+MANUAL = os.path.join(HERE, "auto_jobs", "manual_loop.py")
+COMPILED = os.path.join(HERE, "auto_jobs", "compiled_train.py")
 LAUNCH2 = os.path.join(HERE, "diagnosis_jobs", "launch2.py")
 CLI = os.environ.get("TRAINSCOPE_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the trainscope binary")
@@ -41,15 +43,16 @@ def job_env():
     return env
 
 
-def run_cli(root, auto, command, expect=0):
-    """`trainscope run [--auto...] -- command` under root: (run dir or None, stdout, stderr)."""
-    argv = [CLI, "run", "--root", os.fspath(root), "--no-sample", "--quiet"]
+def run_cli(root, auto, command, expect=0, quiet=True):
+    """`trainscope run [--auto...] -- command` under root: (run dir or None, stdout, stderr).
+    expect: the exit status (None: any); quiet=False: with the end-of-run summary."""
+    argv = [CLI, "run", "--root", os.fspath(root), "--no-sample"] + (["--quiet"] if quiet else [])
     if auto is not None:
         argv.append(auto)
     argv += ["--"] + command
     done = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=240,
                           check=False)
-    assert done.returncode == expect, done.stderr[-4000:]
+    assert expect is None or done.returncode == expect, done.stderr[-4000:]
     runs = [name for name in os.listdir(root) if not name.startswith(".")]
     return (os.path.join(root, runs[0]) if runs else None), done.stdout, done.stderr
 
@@ -87,7 +90,8 @@ def test_plain_script_with_workers_and_eval(tmp_path):
     # One BATCH per training batch, each holding its forward, backward and optimizer step.
     batch = rows(run, "BATCH")
     assert len(batch) == did["steps"] == 2 * batches
-    for key, per_step in (("FORWARD", 2), ("BACKWARD", 1), ("OPTIMIZER", 1)):
+    # The loss module (nn.CrossEntropyLoss) is LOSS, not a second FORWARD (issue 37).
+    for key, per_step in (("FORWARD", 1), ("LOSS", 1), ("BACKWARD", 1), ("OPTIMIZER", 1)):
         phase = rows(run, key)
         assert len(phase) == per_step * did["steps"], key
         assert inside(phase, batch) == len(phase), key
@@ -117,20 +121,32 @@ def test_gan_like_double_call_counts_both_and_no_loader_steps_by_optimizer(tmp_p
         sys.executable, JOB, "--batches", "5", "--gan"])
     run = trainscope.read_run(run_dir)
     did = job_report(out)[0]
-    assert len(rows(run, "FORWARD")) == did["forwards"] == 3 * 5
-    # Without a DataLoader, a step runs from one optimizer step to the next.
-    run_dir, out, _ = run_cli(tmp_path / "noloader", "--auto", [
+    assert len(rows(run, "FORWARD")) + len(rows(run, "LOSS")) == did["forwards"] == 3 * 5
+    assert len(rows(run, "LOSS")) == 5
+    # One model called twice: one caller, nothing mixed.
+    assert not any(tag.startswith("trainscope.auto.callers.") for tag in run.tags)
+    # Without a DataLoader, a step runs from the first forward, then from one optimizer
+    # step to the next.
+    run_dir, out, err = run_cli(tmp_path / "noloader", "--auto", [
         sys.executable, JOB, "--batches", "7", "--no-loader"])
     run = trainscope.read_run(run_dir)
     assert len(rows(run, "IO")) == 0
     assert len(rows(run, "OPTIMIZER")) == 7
-    assert len(rows(run, "BATCH")) == 6  # between the 7 optimizer steps
+    assert len(rows(run, "BATCH")) == 7
+    assert run.tags["trainscope.auto.steps"] == "optimizer"
+    assert "steps from the optimizer (no training DataLoader)" in err
 
 
 @needs_cli
 @needs_torch
-def test_layers_down_to_a_depth(tmp_path):
-    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [sys.executable, JOB, "--batches", "4"])
+@pytest.mark.parametrize("python", ["this", "framework"])
+def test_layers_down_to_a_depth(tmp_path, python):
+    """On torch 1.13 a layer's backward starts at a tensor hook, on torch 2.x at a
+    pre-hook of its output's node: the same rows either way."""
+    if python == "framework" and not os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON"):
+        pytest.skip("set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x")
+    interpreter = sys.executable if python == "this" else os.environ["TRAINSCOPE_FRAMEWORK_PYTHON"]
+    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [interpreter, JOB, "--batches", "4"])
     run = trainscope.read_run(run_dir)
     keys = set(run.regions["key"])
     assert {"layer/0", "layer/1", "layer/2", "layer/3"} <= keys
@@ -141,9 +157,19 @@ def test_layers_down_to_a_depth(tmp_path):
     assert len(backward) == 4
     assert inside(backward, rows(run, "BACKWARD")) == 4
     assert len(rows(run, "layer/0/backward")) == 4  # the first layer ends with the backward
-    run_dir2, _, _ = run_cli(tmp_path / "deep", "--auto=layers", [sys.executable, JOB,
+    # Each layer's backward ends where the next one's starts: they never overlap.
+    ends = {key: rows(run, key) for key in ("layer/0/backward", "layer/1/backward",
+                                            "layer/2/backward", "layer/3/backward")}
+    for later, earlier in (("layer/3/backward", "layer/2/backward"),
+                           ("layer/2/backward", "layer/1/backward")):
+        for a, b in zip(ends[later].itertuples(), ends[earlier].itertuples()):
+            assert a.start_unix_ns + a.duration_ns <= b.start_unix_ns + 1000  # (rounding)
+    run_dir2, _, _ = run_cli(tmp_path / "deep", "--auto=layers", [interpreter, JOB,
                                                                      "--batches", "2"])
-    assert "layer/2.0" in set(trainscope.read_run(run_dir2).regions["key"])  # depth 2
+    deep = trainscope.read_run(run_dir2)
+    assert "layer/2.0" in set(deep.regions["key"])  # depth 2
+    # A child's backward lies inside its parent's.
+    assert inside(rows(deep, "layer/2.0/backward"), rows(deep, "layer/2/backward")) == 2
 
 
 @needs_cli
@@ -155,14 +181,131 @@ def test_two_rank_ddp_job(tmp_path):
     assert sorted(r["rank"] for r in job_report(out)) == [0, 1]
     for rank in (0, 1):
         assert len(rows(run, "BATCH", rank)) == 5
-        # model(x) through the DDP wrapper is one FORWARD, the loss another.
-        assert len(rows(run, "FORWARD", rank)) == 10
+        # model(x) through the DDP wrapper is one FORWARD, the loss module LOSS.
+        assert len(rows(run, "FORWARD", rank)) == 5
+        assert len(rows(run, "LOSS", rank)) == 5
         assert len(rows(run, "COMM", rank)) == 1  # the explicit all_reduce
     d = trainscope.diagnose(run_dir)
     assert len(d.ranks) == 2
 
 
+@needs_cli
+@needs_torch
+def test_a_loop_without_loader_or_optimizer_takes_steps_from_backward(tmp_path):
+    """Issue 37: word_language_model's shape (batches sliced from a tensor, p.data.add_
+    for SGD, a criterion module, argparse short options) got FORWARD and BACKWARD but no
+    step: "0 steps", and NO-DATA advising the --auto the run already used."""
+    run_dir, out, err = run_cli(tmp_path, "--auto", [
+        sys.executable, MANUAL, "-b", "4", "-e", "2", "-n", "10", "--eval"], quiet=False)
+    did = job_report(out)[0]
+    run = trainscope.read_run(run_dir)
+    # One step per backward: the first from the first forward, then backward to backward;
+    # the evaluation drops the step the last backward opened.
+    assert did["backwards"] == 20
+    assert len(rows(run, "BATCH")) == 20
+    assert len(rows(run, "FORWARD")) == 20
+    assert len(rows(run, "LOSS")) == 20
+    assert inside(rows(run, "BACKWARD"), rows(run, "BATCH")) == 20
+    assert inside(rows(run, "eval/FORWARD"), rows(run, "BATCH")) == 0
+    # What --auto found: in the run, on stderr, at the end and in diagnose.
+    assert run.tags["trainscope.auto.steps"] == "backward"
+    assert "no torch.optim optimizer" in run.tags["trainscope.auto.found"]
+    assert "trainscope --auto: steps from backward" in err
+    assert "--auto: steps from backward" in err.split("trainscope: run ", 1)[1]  # the summary
+    # The summary counts every step and says which were dropped as warm-up.
+    assert "20 steps (5 warm-up steps dropped from the statistics: 15 counted)" in err
+    # No GPU here: the advice is the CPU's.
+    assert "--nsys" not in err and "mixed precision" not in err
+    d = trainscope.diagnose(run_dir)
+    assert "NO-DATA" not in [label.name for label in d.run.labels]
+    text = subprocess.run([CLI, "diagnose", run_dir], capture_output=True, text=True,
+                          check=True).stdout
+    assert "--auto: steps from backward" in text
+    # Params: what argparse parsed, by dest name (short options too).
+    assert run.params["batch_size"] == "4"
+    assert run.params["epochs"] == "2"
+    assert run.params["batches"] == "10"
+    assert run.params["two_models"] == "False"
+
+
+@needs_cli
+@needs_torch
+def test_a_key_that_mixes_two_modules_says_so(tmp_path):
+    run_dir, _, err = run_cli(tmp_path, "--auto", [
+        sys.executable, MANUAL, "-n", "12", "--two-models"], quiet=False)
+    run = trainscope.read_run(run_dir)
+    assert len(rows(run, "FORWARD")) == 24
+    assert run.tags["trainscope.auto.callers.FORWARD"] == "Net, Head"
+    assert "trainscope.auto.callers.LOSS" not in run.tags
+    forward_line = [line for line in err.splitlines() if line.strip().startswith("FORWARD")]
+    assert forward_line and "(mixes Net, Head)" in forward_line[0], err[-2000:]
+    d = trainscope.diagnose(run_dir)
+    assert [k.callers for k in d.keys if k.key == "FORWARD"][0] == "Net, Head"
+
+
+@needs_cli
+@needs_torch
+def test_a_no_step_auto_run_is_not_advised_auto(tmp_path):
+    # Evaluation only: --auto finds no training step.
+    code = ("import torch\nm = torch.nn.Linear(4, 2)\nwith torch.no_grad():\n"
+            "    for _ in range(5): m(torch.randn(2, 4))\n")
+    run_dir, _, err = run_cli(tmp_path, "--auto", [sys.executable, "-c", code], quiet=False)
+    d = trainscope.diagnose(run_dir)
+    labels = {label.name: label for label in d.run.labels}
+    assert "NO-DATA" in labels
+    assert "--auto" not in labels["NO-DATA"].next_step
+    assert "--auto found no training step" in err
+
+
+@needs_cli
+@needs_torch
+def test_a_traceback_shows_one_frame_per_patched_call(tmp_path):
+    """Issue 37: a KeyboardInterrupt's traceback showed trainscope's `wrapper` and
+    `_region` frames: a user reads them as the cause."""
+    _, _, err = run_cli(tmp_path, "--auto=layers", [sys.executable, MANUAL, "--raise-in-forward"],
+                        expect=None)
+    frames = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
+    ours = [line for line in frames if "trainscope" in line and "manual_loop" not in line]
+    assert ours, err[-3000:]
+    assert all(line.endswith("in trainscope_timed_call") for line in ours), ours
+    # One frame of ours per patched call (the model's, its child layer's): never two in
+    # a row.
+    assert len(ours) == 2, ours
+    for before, after in zip(frames, frames[1:]):
+        assert not (before in ours and after in ours), frames
+    assert "KeyboardInterrupt: stopped in forward" in err
+
+
 FRAMEWORK_PYTHON = os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON")
+needs_framework = pytest.mark.skipif(
+    not FRAMEWORK_PYTHON, reason="set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x "
+    "(tests/python/requirements-frameworks.txt) for torch.compile")
+
+
+@needs_cli
+@needs_framework
+@pytest.mark.parametrize("mode", ["--auto", "--auto=layers"])
+def test_torch_compile_sees_the_model_as_it_is(tmp_path, mode):
+    """Issue 37: --auto=layers took a compiled MLP from 1 graph and 0 breaks to 5 graphs
+    and 27 breaks, and named its keys layer/_orig_mod.0. Plain --auto must stay at 1 and 0."""
+    for variant in ([], ["--part"]):
+        run_dir, out, err = run_cli(tmp_path / (mode + "".join(variant)), mode, [
+            FRAMEWORK_PYTHON, COMPILED, "--steps", "8"] + variant)
+        did = job_report(out)[0]
+        assert did["graphs"] == 1, (did, err[-3000:])
+        assert did["graph_breaks"] == 0, did
+        run = trainscope.read_run(run_dir)
+        keys = set(run.regions["key"])
+        assert not any("_orig_mod" in key for key in keys), keys
+        assert len(rows(run, "FORWARD")) == 8
+        assert len(rows(run, "LOSS")) == 8
+        assert len(rows(run, "BATCH")) == 8
+        if mode == "--auto=layers" and variant:
+            # The compiled part is one layer; the eager parts around it are layers too.
+            assert {"layer/stem", "layer/body", "layer/head"} <= keys, keys
+            assert len(rows(run, "layer/body")) == 8
+        if mode == "--auto=layers" and not variant:
+            assert not any(key.startswith("layer/") for key in keys), keys
 
 
 @needs_cli
@@ -176,7 +319,8 @@ def test_two_ranks_under_the_real_torchrun(tmp_path):
     run = trainscope.read_run(run_dir)
     for rank in (0, 1):
         assert len(rows(run, "BATCH", rank)) == 5
-        assert len(rows(run, "FORWARD", rank)) == 10
+        assert len(rows(run, "FORWARD", rank)) == 5
+        assert len(rows(run, "LOSS", rank)) == 5
         assert len(rows(run, "OPTIMIZER", rank)) == 5
         assert inside(rows(run, "BACKWARD", rank), rows(run, "BATCH", rank)) == 5
         assert len(rows(run, "COMM", rank)) == 1

@@ -74,6 +74,24 @@ def test_python_returns_a_dataframe_of_every_key_with_an_overall_verdict(runs):
     assert trainscope.failing_rows(same, 0) == []
 
 
+def test_a_key_that_mixes_two_modules_is_a_warning(tmp_path):
+    """Issue 37: --auto's FORWARD of a GAN holds both models' calls (the run's tag
+    trainscope.auto.callers.FORWARD); compare says its row compares their sum per step."""
+    keys = (("BATCH", "CPU"), ("FORWARD", "CPU"))
+    a = write_run(str(tmp_path / "a"), keys=keys, rows_per_key=200, seed=1, name="gan-a")
+    b = write_run(str(tmp_path / "b"), keys=keys, rows_per_key=200, seed=2, name="gan-b")
+    with open(os.path.join(b, "run.json"), encoding="utf-8") as f:
+        run = json.load(f)
+    run["tags"] = dict(run.get("tags") or {}, **{
+        "trainscope.auto.callers.FORWARD": "Generator, Discriminator"})
+    with open(os.path.join(b, "run.json"), "w", encoding="utf-8") as f:
+        json.dump(run, f)
+    done = cli(a, b)
+    assert ("warning: FORWARD mixes the calls of Generator, Discriminator in B's run gan-b"
+            in done.stdout), done.stdout + done.stderr
+    assert "BATCH mixes" not in done.stdout
+
+
 def test_python_filters_over_a_root_and_keys(runs):
     df = trainscope.compare("params.version = '1'", "params.version = '2'", root=runs["root"],
                             keys=["FORWARD"])

@@ -218,9 +218,25 @@ def test_the_trainers_logs_are_metrics_at_their_global_step(hf_job):
                                                                      rel=1e-12)
     final = truth["log_history"][-1]
     assert logged[("train_loss", STEPS)] == pytest.approx(final["train_loss"], rel=1e-12)
-    # Every number the Trainer logged, as many times as it logged it, and nothing else.
+    # Every number the Trainer logged, as many times as it logged it, and nothing else
+    # (but step_loss, below).
     expected = sorted((k, e["step"]) for e in truth["log_history"] for k in e if k != "step")
-    assert sorted((r.key, int(r.step)) for r in metrics.itertuples()) == expected
+    assert sorted((r.key, int(r.step)) for r in metrics.itertuples()
+                  if r.key != "step_loss") == expected
+
+
+@needs_frameworks
+def test_the_training_loss_of_every_step_is_a_metric(hf_job):
+    """Issue 37: with the Trainer's default logging_steps (500) a short run had no loss
+    at all; step_loss is every optimizer step's, whatever the logging steps."""
+    _, truth, run = hf_job("callback")
+    metrics = run.metrics
+    step_loss = {int(r.step): r.value for r in metrics.itertuples() if r.key == "step_loss"}
+    assert sorted(step_loss) == list(range(1, STEPS + 1))
+    # The Trainer's own loss (every 4 steps) is the mean of its steps' losses.
+    for entry in (e for e in truth["log_history"] if "loss" in e):
+        window = [step_loss[s] for s in range(entry["step"] - 3, entry["step"] + 1)]
+        assert sum(window) / 4 == pytest.approx(entry["loss"], abs=1e-3), entry
 
 
 @needs_frameworks

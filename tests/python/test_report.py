@@ -145,7 +145,8 @@ def run_charts(data):
     ranks = {(r["key"], r["device"]) for r in data["rank_stats"]}
     stalls = data.get("stalls")
     return (len(data["histograms"]) + len(data["series"]) + len(data["hardware"]) + len(ranks)
-            + (2 if data["stragglers"] else 0) + len(data["metrics"])
+            + (2 if data["stragglers"] else 0)
+            + sum(1 for m in data["metrics"] if any(len(d["x"]) > 1 for d in m["datasets"]))
             + (2 if stalls and "error" not in stalls else 0)
             + (analysis_charts(data["stalls_analysis"]) if data.get("stalls_analysis") else 0))
 
@@ -208,6 +209,37 @@ def test_run_page_two_ranks_gpu_and_cpu_hardware(tmp_path):
     assert {"gpu.util_pct", "proc.cpu_pct", "cpu.util_pct", "disk.read_mb_s"} <= hardware
     for chart in data["hardware"]:  # the 500 spike of every hardware series is on the page
         assert max(max(d["y"]) for d in chart["datasets"]) == pytest.approx(500.0)
+
+
+def test_process_charts_are_one_line_per_rank_and_one_point_metrics_a_table(tmp_path):
+    """Issue 37: the process CPU and RSS charts split into "total" (the readings before the
+    rank recorded) and "total rank 0"; a metric logged once (total_flos) got a line chart; a
+    key that mixes two modules' calls did not say so."""
+    run_dir = write_run(str(tmp_path / "run"), hardware_samples=600)
+    host_csv = [name for name in os.listdir(run_dir) if name.startswith("host-")][0]
+    start_ms = 1761000000000
+    with open(os.path.join(run_dir, host_csv), "a", encoding="utf-8") as f:
+        for i in range(3):  # the process tree before its rank recorded: no rank yet
+            f.write(f"system/proc.cpu_pct,{10 + i},0,{start_ms - 3000 + 1000 * i},\n")
+    with open(os.path.join(run_dir, "metrics-0.csv"), "a", encoding="utf-8") as f:
+        f.write(f"total_flos,123456789.0,16,{start_ms + 5000},0\n")
+    # A key whose rows come from two modules (--auto's tag): its row says so.
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        run = json.load(f)
+    run["tags"] = dict(run.get("tags") or {}, **{"trainscope.auto.callers.BATCH": "G, D"})
+    with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
+        json.dump(run, f)
+    out = tmp_path / "run.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    proc = [c for c in data["hardware"] if c["chart"] == "proc.cpu_pct"][0]
+    assert [d["label"] for d in proc["datasets"]] == ["rank 0"]
+    assert proc["datasets"][0]["x"][:3] == pytest.approx([-3.0, -2.0, -1.0])
+    dom_text, console = browse(out, tmp_path)
+    dom = check_rendered(dom_text, console, run_charts(data))
+    cells = [text for _, _, _, text in dom.cells]
+    assert "total_flos" in cells and "123457000" in cells
+    assert "BATCH (mixes G, D)" in cells
 
 
 def test_long_run_is_downsampled_with_every_spike(tmp_path):
@@ -691,13 +723,16 @@ def compare_cells(dom, pair=None):
 
 
 def test_comparison_page_of_two_runs(tmp_path):
-    a = write_run(str(tmp_path / "base"), keys=COMPARE_KEYS, rows_per_key=3000, seed=1)
-    b = write_run(str(tmp_path / "new"), keys=COMPARE_KEYS, rows_per_key=3000, seed=3, scale=1.25)
+    a = write_run(str(tmp_path / "base-dir"), keys=COMPARE_KEYS, rows_per_key=3000, seed=1,
+                  name="base")
+    b = write_run(str(tmp_path / "new-dir"), keys=COMPARE_KEYS, rows_per_key=3000, seed=3,
+                  scale=1.25, name="new")
     out = tmp_path / "compare.html"
     write_page([a, b, "--compare"], out, "--max-points", "500")
     data, text = page_data(out)
-    assert data["kind"] == "compare" and data["title"] == f"{b} vs {a}"
-    assert f"<title>{b} vs {a}</title>" in text
+    # Titled by the runs' names (issue 37: by their directories, the run ids).
+    assert data["kind"] == "compare" and data["title"] == "new vs base"
+    assert "<title>new vs base</title>" in text
     assert not re.search(r"<(script|img|iframe)[^>]+src=|<link[^>]+href=", text)
     # The document of `trainscope compare --json`, the same numbers as trainscope.compare.
     printed = json.loads(subprocess.run([trainscope_cli(), "compare", a, b, "--json"],

@@ -29,6 +29,7 @@
 #include "trainscope/scaling/model_document.hpp"
 #include "trainscope/stalls/analysis.hpp"
 #include "trainscope/stalls/differential.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/time_stats.hpp"
 
 namespace trainscope::report {
@@ -127,9 +128,9 @@ TEST(QuantileTest, InterpolatesAsTimeStats) {
   std::vector<double> values{4, 1, 3, 2, 10, 7};
   std::vector<double> copy = values;
   const TimeStats stats = compute_time_stats(values);
-  EXPECT_DOUBLE_EQ(detail::quantile_in_place(copy, 0.5), stats.median);
+  EXPECT_DOUBLE_EQ(stats::quantile_in_place(&copy, 0.5), stats.median);
   copy = values;
-  EXPECT_DOUBLE_EQ(detail::quantile_in_place(copy, 0.95), stats.p95);
+  EXPECT_DOUBLE_EQ(stats::quantile_in_place(&copy, 0.95), stats.p95);
   EXPECT_EQ(detail::round_significant(0.0123456, 3), 0.0123);
   EXPECT_EQ(detail::round_significant(98765.4, 2), 99000.0);
 }
@@ -212,7 +213,7 @@ TEST_F(ReportRunTest, ReadsEveryRowInChunksAndComputesStatisticsOnAll) {
   ASSERT_EQ(page["hardware"].size(), 2u);
   EXPECT_EQ(page["hardware"][0]["chart"], "gpu.util_pct");
   EXPECT_EQ(page["hardware"][0]["datasets"][0]["label"], "0");
-  EXPECT_EQ(page["hardware"][1]["datasets"][0]["label"], "total rank 1");
+  EXPECT_EQ(page["hardware"][1]["datasets"][0]["label"], "rank 1");
   EXPECT_DOUBLE_EQ(page["hardware"][0]["datasets"][0]["x"][50].get<double>(), 25.0);
   EXPECT_EQ(page["run"]["status"], "FINISHED");
   EXPECT_EQ(page["run"]["params"]["lr"], "0.1");

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -151,6 +152,79 @@ TEST_F(RunCrashTest, TerminatingSignalsLoseNothingAndLeaveKilled) {
     ASSERT_FALSE(reports.empty());
     EXPECT_GE(static_cast<std::int64_t>(metrics->rows.size()), reports.back().count);
   }
+}
+
+// A host's own SIGTERM handler (Python's only notes the signal; the main
+// thread runs the Python one once back in the interpreter), backed up by the
+// run: when the main thread never gets there, the run still ends KILLED and
+// the process dies of the signal; when it does, the run is the host's to end.
+std::atomic<int> g_host_signal{0};
+extern "C" void note_host_signal(int signal) { g_host_signal.store(signal); }
+
+[[noreturn]] void backed_up_child(const std::string& dir, int ready_fd, bool blocked,
+                                  absl::Duration grace) {
+  ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
+  struct sigaction host = {};
+  host.sa_handler = note_host_signal;
+  sigemptyset(&host.sa_mask);
+  ::sigaction(SIGTERM, &host, nullptr);
+  RunOptions options;
+  options.handle_signals = false;  // the host's
+  options.flush_interval = kFlushInterval;
+  options.mlflow_from_environment = false;
+  absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(options);
+  if (!run.ok()) ::_exit(3);
+  if (!(*run)->back_up_signal_handlers({SIGTERM}, grace)) ::_exit(4);
+  if (!(*run)->log_metric("m", 1.0, 0).ok()) ::_exit(5);
+  if (::write(ready_fd, "r", 1) != 1) ::_exit(6);
+  if (blocked) {
+    for (;;) ::pause();  // never looks at what the host's handler noted
+  }
+  while (g_host_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  (void)(*run)->end(RunStatus::kKilled);
+  ::_exit(7);
+}
+
+int run_backed_up_child(const std::string& dir, bool blocked, absl::Duration grace) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    backed_up_child(dir, fds[1], blocked, grace);
+  }
+  ::close(fds[1]);
+  char ready = 0;
+  EXPECT_EQ(::read(fds[0], &ready, 1), 1);
+  ::close(fds[0]);
+  ::kill(pid, SIGTERM);
+  int wait_status = 0;
+  EXPECT_EQ(::waitpid(pid, &wait_status, 0), pid);
+  return wait_status;
+}
+
+void expect_killed_with_everything(const std::string& dir) {
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(reader->ranks().size(), 1u);
+  EXPECT_EQ(reader->ranks()[0].status, RunStatus::kKilled);
+  EXPECT_FALSE(reader->crashed());
+  absl::StatusOr<Chunk<MetricPoint>> metrics = reader->read_metrics(0);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->rows.size(), 1u);
+}
+
+TEST_F(RunCrashTest, ABackedUpHandlerThatNeverRunsStillEndsTheRunKilled) {
+  const int wait_status = run_backed_up_child(dir_, true, absl::Milliseconds(300));
+  ASSERT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGTERM) << wait_status;
+  expect_killed_with_everything(dir_);
+}
+
+TEST_F(RunCrashTest, ABackedUpHandlerThatRunsEndsTheRunItself) {
+  // A grace far beyond the host's ~1 ms: the backup never acts.
+  const int wait_status = run_backed_up_child(dir_, false, absl::Seconds(60));
+  ASSERT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 7) << wait_status;
+  expect_killed_with_everything(dir_);
 }
 
 TEST_F(RunCrashTest, ACutRecordIsSkippedThenRepairedByTheNextWriter) {

@@ -48,6 +48,9 @@ struct FakeProcess {
   std::uint64_t rss_pages = 250;
   std::uint64_t read_bytes = 0;  // io: bytes that reached the block layer
   std::uint64_t write_bytes = 0;
+  int pgrp = 0;              // its process group; 0: its own (pgrp = pid)
+  char state = 'S';          // 'Z': a zombie
+  std::string environ_text;  // <pid>/environ ("NAME=value" entries, each NUL-ended); none if empty
 };
 
 class FakeProc {
@@ -110,8 +113,9 @@ class FakeProc {
     // cminflt majflt cmajflt utime stime cutime cstime priority nice
     // num_threads itrealvalue starttime vsize rss rsslim startcode endcode
     std::ostringstream stat;
-    stat << p.pid << " (" << p.comm << ") S " << p.ppid << " " << p.pid << " " << p.pid
-         << " 0 -1 4194304 100 0 0 0 " << p.utime << " " << p.stime << " 0 0 20 0 1 0 1000 "
+    stat << p.pid << " (" << p.comm << ") " << p.state << " " << p.ppid << " "
+         << (p.pgrp != 0 ? p.pgrp : p.pid) << " " << p.pid << " 0 -1 4194304 100 0 0 0 " << p.utime
+         << " " << p.stime << " 0 0 20 0 1 0 1000 "
          << "1000000 " << p.rss_pages << " 0 0 0\n";
     dir_.write(dir + "stat", stat.str());
     const auto page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
@@ -125,6 +129,7 @@ class FakeProc {
        << "\nsyscr: 0\nsyscw: 0\nread_bytes: " << p.read_bytes << "\nwrite_bytes: " << p.write_bytes
        << "\ncancelled_write_bytes: 0\n";
     dir_.write(dir + "io", io.str());
+    if (!p.environ_text.empty()) dir_.write(dir + "environ", p.environ_text);
   }
 
   // <root>/<pid>/task/<tid>/children: what thread `tid` started.

@@ -8,32 +8,47 @@ training imports torch) records, through the process's one recorder
   gradients are off);
 - BATCH: the step, from the end of one training fetch to the end of the next
   (so the data wait of a step lies inside the step before it; a loader that
-  runs out closes the last one); without a DataLoader, from the end of one
-  optimizer step to the end of the next; left to the Hugging Face or
-  Lightning callback when one delimits steps (recorder().step_owner);
+  runs out closes the last one); without a training DataLoader, from the first
+  training forward or the end of one optimizer step to the end of the next;
+  without an optimizer either, the same with backward; left to the Hugging
+  Face or Lightning callback when one delimits steps (recorder().step_owner).
+  What ends a step is said once (recorder().steps_from: the run's tags
+  trainscope.auto.steps and trainscope.auto.found, and a line on stderr);
 - FORWARD: the outermost ``Module.__call__`` (nested modules and a DDP wrapper
   count once; a model called twice in a step counts both; ``eval/FORWARD``
   under ``torch.no_grad()`` or inference mode, which also closes an open step);
+  LOSS instead for a module that owns no parameter (a loss of
+  ``torch.nn.modules.loss``, a metric): the diagnosis counts it in the forward
+  phase. A key whose rows come from modules of two classes is tagged
+  (trainscope.auto.callers.<key>), and the per-key views say so;
 - BACKWARD: ``Tensor.backward`` and ``torch.autograd.backward`` (once when one
   calls the other);
 - OPTIMIZER: ``Optimizer.step`` of every optimizer class;
 - COMM: the ``torch.distributed`` collectives called from Python (DDP's own
   gradient all-reduce runs inside BACKWARD);
 - with ``layers=N``: ``layer/<module path>`` (forward) and
-  ``layer/<module path>/backward`` for every module down to depth N, by module
-  hooks (and an NVTX range per region, as every trainscope region).
+  ``layer/<module path>/backward`` for every module down to depth N, timed in
+  the same ``Module.__call__`` wrapper (no module hooks) and, for backward, one
+  tensor hook on each layer's output (and an NVTX range per region, as every
+  trainscope region). A ``torch.compile``d module is timed as one unit: nothing
+  is hooked inside it (the compiler sees the model as it is), and its key has
+  no ``_orig_mod``.
 
-On CUDA each region is also timed on the GPU on torch's current stream. A
-patch that fails disables itself with one warning naming it; the training
-never fails because of trainscope.
+Every wrapper is one frame, ``trainscope_timed_call``, that passes the call on
+(what a traceback through it shows). Inside a region torch.compile traces
+(``torch.compiler.is_compiling()``) nothing is recorded. On CUDA each region
+is also timed on the GPU on torch's current stream. A patch that fails
+disables itself with one warning naming it; the training never fails because
+of trainscope.
 """
 
 import functools
+import sys
 import weakref
 
 import torch
 
-from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX,
+from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
 
 __all__ = ["Instrumentation", "instrument"]
@@ -48,6 +63,45 @@ _COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gathe
 
 
 _inference = getattr(torch, "is_inference_mode_enabled", None)
+_LOSS_BASE = getattr(getattr(getattr(torch.nn, "modules", None), "loss", None), "_Loss", ())
+
+
+def _compiling_check():
+    """torch.compiler.is_compiling (torch >= 2.3: constant True while Dynamo traces),
+    torch._dynamo's before, else never."""
+    found = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    if found is not None:
+        return found
+
+    def compiling():
+        dynamo = sys.modules.get("torch._dynamo")
+        check = getattr(dynamo, "is_compiling", None)
+        return bool(check is not None and check())
+    return compiling
+
+
+_compiling = _compiling_check()
+
+
+_owns_nothing = {}  # id(module) -> (weakref to it, it owns no parameter)
+
+
+def _owns_no_parameter(module):
+    """A loss, a metric: a module call timed as LOSS, not as the model's FORWARD.
+    Remembered per module (asking a model for its first parameter costs microseconds)."""
+    if isinstance(module, _LOSS_BASE):
+        return True
+    entry = _owns_nothing.get(id(module))
+    if entry is not None and entry[0]() is module:
+        return entry[1]
+    try:
+        owns_nothing = next(module.parameters(), None) is None
+        if len(_owns_nothing) >= 4096:  # modules built anew each step: forget the old ones
+            _owns_nothing.clear()
+        _owns_nothing[id(module)] = (weakref.ref(module), owns_nothing)
+    except Exception:  # pylint: disable=broad-except
+        return False
+    return owns_nothing
 
 
 def _training():
@@ -59,10 +113,15 @@ def _training():
 
 
 class _Steps:
-    """Who opens and closes BATCH when no framework callback does."""
+    """Who opens and closes BATCH when no framework callback does: the training
+    DataLoader's fetches; without one, the optimizer's steps (once an optimizer
+    was built); without one either, backward. Without a loader the first
+    training forward opens the first step, and evaluation drops a step that has
+    not ended (no backward or optimizer step in it)."""
 
     def __init__(self):
         self.seen_loader = False
+        self.optimizer_built = False
 
     @staticmethod
     def owned():
@@ -74,7 +133,10 @@ class _Steps:
             return
         rec = _rec
         if training:
-            self.seen_loader = True
+            if not self.seen_loader:
+                self.seen_loader = True
+                rec.cancel(BATCH)  # one a forward opened before the first fetch
+                rec.steps_from("loader")
             rec.end(BATCH)
             rec.start(BATCH)
         else:
@@ -82,16 +144,38 @@ class _Steps:
 
     def exhausted(self, training):
         if not self.owned() and training:
-            recorder().end(BATCH)
+            _rec.end(BATCH)
 
     def evaluating(self):
-        if not self.owned():
-            recorder().end(BATCH)
+        if self.owned():
+            return
+        if self.seen_loader:
+            _rec.end(BATCH)
+        else:
+            _rec.cancel(BATCH)  # no backward or optimizer step ended it: no step
 
-    def optimizer_stepped(self):
-        if self.owned() or self.seen_loader:
+    def forward_started(self):
+        """A training forward, outermost: without a loader, it may open a step."""
+        if self.seen_loader or self.owned():
             return
         rec = _rec
+        if not rec.is_open(BATCH):
+            rec.start(BATCH)
+
+    def backward_done(self):
+        if self.seen_loader or self.optimizer_built or self.owned():
+            return
+        rec = _rec
+        rec.steps_from("backward")
+        rec.end(BATCH)
+        rec.start(BATCH)
+
+    def optimizer_stepped(self):
+        if self.seen_loader or self.owned():
+            return
+        self.optimizer_built = True
+        rec = _rec
+        rec.steps_from("optimizer")
         rec.end(BATCH)
         rec.start(BATCH)
 
@@ -99,16 +183,6 @@ class _Steps:
 _steps = _Steps()
 # Depth of module calls and backward calls in progress (the outermost records).
 _depth = {"module": 0, "backward": 0, "optimizer": 0}
-
-
-def _region(key, fn, *args, **kwargs):
-    rec = _rec
-    started = rec.start(key)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        if started:
-            rec.end(key)
 
 
 class Instrumentation:
@@ -186,7 +260,7 @@ class Instrumentation:
 
         def make_next(original):
             @functools.wraps(original)
-            def __next__(it):
+            def trainscope_timed_call(it):  # trainscope's one frame: a timed fetch
                 if only is not None and it not in tagged:
                     return original(it)
                 rec = _rec
@@ -214,59 +288,102 @@ class Instrumentation:
                     rec.end(key)
                 _steps.fetched(training)
                 return batch
-            return __next__
+            return trainscope_timed_call
 
         if self._patch(base, "__next__", make_next, "DataLoader fetch"):
             self.keys |= {IO, BATCH}
 
-    def forward(self, model=None):
-        """FORWARD at the outermost module call (of `model`, else of every module)."""
-        def around(call, *args, **kwargs):
-            if _depth["module"]:
-                return call(*args, **kwargs)
-            rec = _rec
-            if not rec.enabled():
-                return call(*args, **kwargs)
-            training = _training()
-            if not training:
-                _steps.evaluating()
-            _depth["module"] += 1
-            try:
-                return _region(FORWARD if training else EVAL_PREFIX + FORWARD, call, *args,
-                               **kwargs)
-            finally:
-                _depth["module"] -= 1
+    def forward(self, model=None, layers=None):
+        """FORWARD (LOSS for a module that owns no parameter) at the outermost module
+        call (of `model`, else of every module); `layers` (a _Layers) times the
+        layer modules' calls in the same wrapper."""
+        def make(original, bound):
+            @functools.wraps(original)
+            def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
+                depth = _depth
+                if depth["module"]:
+                    if layers is None or not layers.table or bound is not None:
+                        return original(*args, **kwargs)
+                    layer = layers.of(args[0])
+                    opened = None if layer is None or _compiling() else layer.open()
+                    if opened is None:
+                        return original(*args, **kwargs)
+                    try:
+                        output = original(*args, **kwargs)
+                    except BaseException:
+                        layer.close(opened)
+                        raise
+                    layer.close(opened, output)
+                    return output
+                if _compiling():
+                    return original(*args, **kwargs)
+                rec = _rec
+                if not rec.enabled():
+                    return original(*args, **kwargs)
+                module = bound if bound is not None else args[0]
+                if layers is not None:
+                    layers.hook_root(module)
+                training = _training()
+                if _owns_no_parameter(module):
+                    key = LOSS
+                else:
+                    key = FORWARD
+                    if training:
+                        _steps.forward_started()
+                if not training:
+                    _steps.evaluating()
+                    key = EVAL_PREFIX + key
+                rec.called(key, module)
+                depth["module"] += 1
+                started = rec.start(key)
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    if started:
+                        rec.end(key)
+                    depth["module"] -= 1
+            return trainscope_timed_call
 
         if model is None:
-            def make(original):
-                @functools.wraps(original)
-                def __call__(self, *args, **kwargs):
-                    return around(original, self, *args, **kwargs)
-                return __call__
-
-            ok = self._patch(torch.nn.Module, "__call__", make, "Module.__call__ (FORWARD)")
+            ok = self._patch(torch.nn.Module, "__call__", lambda original: make(original, None),
+                             "Module.__call__ (FORWARD)")
         else:
             # The model's own calls: its forward method, wrapped on the instance.
-            ok = self._patch(model, "forward",
-                             lambda original: functools.wraps(original)(
-                                 lambda *a, **k: around(original, *a, **k)),
+            ok = self._patch(model, "forward", lambda original: make(original, model),
                              "the model's forward (FORWARD)")
+            if ok and layers is not None:
+                # Its layers' calls: their forward, wrapped on each instance (no
+                # process-wide patch when objects are given).
+                layers.hook_root(model)
+                for reference, layer in list(layers.table.values()):
+                    module = reference()
+                    if module is not None:
+                        self._patch(module, "forward",
+                                    functools.partial(_make_layer_forward, layer=layer),
+                                    f"{layer.key} (layers)")
         if ok:
-            self.keys |= {FORWARD}
+            self.keys |= {FORWARD, LOSS}
 
     def backward(self):
         def make(original):
             @functools.wraps(original)
-            def wrapper(*args, **kwargs):
-                if _depth["backward"]:
+            def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
+                depth = _depth
+                if depth["backward"] or _compiling():
                     return original(*args, **kwargs)
-                _depth["backward"] += 1
+                depth["backward"] += 1
+                rec = _rec
+                started = rec.start(BACKWARD)
                 try:
-                    return _region(BACKWARD, original, *args, **kwargs)
+                    result = original(*args, **kwargs)
                 finally:
-                    _depth["backward"] -= 1
-                    _end_layer_backwards()
-            return wrapper
+                    _layers_backward_done()
+                    if started:
+                        rec.end(BACKWARD)
+                    depth["backward"] -= 1
+                _steps.backward_done()
+                return result
+            return trainscope_timed_call
 
         ok = self._patch(torch.Tensor, "backward", make, "Tensor.backward (BACKWARD)")
         ok = self._patch(torch.autograd, "backward", make, "torch.autograd.backward") and ok
@@ -284,7 +401,7 @@ class Instrumentation:
                 return original
 
             @functools.wraps(original)
-            def step(*args, **kwargs):
+            def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed step
                 if _depth["optimizer"]:  # a subclass's step calling its base's
                     return original(*args, **kwargs)
                 _depth["optimizer"] += 1
@@ -314,10 +431,11 @@ class Instrumentation:
                         rec.end(OPTIMIZER)
                     _depth["optimizer"] -= 1
                     _steps.optimizer_stepped()
-            step._trainscope_step = True  # pylint: disable=protected-access
-            return step
+            trainscope_timed_call._trainscope_step = True  # pylint: disable=protected-access
+            return trainscope_timed_call
 
         if only is not None:
+            _steps.optimizer_built = True
             if self._patch(only, "step", lambda original: make(original, True),
                            "the optimizer's step (OPTIMIZER)"):
                 self.keys |= {OPTIMIZER}
@@ -344,6 +462,7 @@ class Instrumentation:
             @functools.wraps(original)
             def __init__(opt, *args, **kwargs):
                 original(opt, *args, **kwargs)
+                _steps.optimizer_built = True  # steps end at its step, not at backward
                 try:
                     for cls in type(opt).__mro__:
                         if cls is torch.optim.Optimizer:
@@ -366,9 +485,15 @@ class Instrumentation:
 
         def make(original):
             @functools.wraps(original)
-            def collective(*args, **kwargs):
-                return _region(COMM, original, *args, **kwargs)
-            return collective
+            def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
+                rec = _rec
+                started = rec.start(COMM)
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    if started:
+                        rec.end(COMM)
+            return trainscope_timed_call
 
         any_patched = False
         for name in _COLLECTIVES:
@@ -378,110 +503,219 @@ class Instrumentation:
         if any_patched:
             self.keys |= {COMM}
 
-    def layers(self, depth, model=None):
-        """layer/<path> forward (and backward) regions for modules down to `depth`."""
-        roots = weakref.WeakSet()
-        handles = []
-
-        def hook_root(root):
-            if root in roots:
-                return
-            roots.add(root)
-            for path, module in root.named_modules():
-                if not path or path.count(".") + 1 > depth:
-                    continue
-                key = LAYER_PREFIX + path
-                try:
-                    handles.append(module.register_forward_pre_hook(
-                        functools.partial(_layer_forward_pre, key)))
-                    handles.append(module.register_forward_hook(
-                        functools.partial(_layer_forward_post, key)))
-                except Exception as error:  # pylint: disable=broad-except
-                    recorder().warn("layers", f"trainscope: layer regions off: {error}")
-                    return
-
-        def undo():
-            for handle in handles:
-                handle.remove()
-            handles.clear()
-
-        self._add_undo(undo)
-        if model is not None:
-            hook_root(model)
-            return
-        # Without a model: the root of each outermost module call.
-        def make(original):
-            @functools.wraps(original)
-            def __call__(module, *args, **kwargs):
-                if not _depth["module"]:
-                    try:
-                        hook_root(module)
-                    except Exception as error:  # pylint: disable=broad-except
-                        recorder().warn("layers", f"trainscope: layer regions off: {error}")
-                return original(module, *args, **kwargs)
-            return __call__
-
-        self._patch(torch.nn.Module, "__call__", make, "Module.__call__ (layers)")
 
 
-def _layer_forward_pre(key, module, args):
-    del module
-    training = _training()
-    recorder().start(key if training else EVAL_PREFIX + key)
-    if not training:
-        return
-    # The end of the layer's backward: its input's gradient (when the input needs one).
-    first = _first_tensor(args)
-    if first is not None and first.requires_grad:
+def _make_layer_forward(original, layer):
+    """A layer's forward, timed (instrument(model=..., layers=N))."""
+    @functools.wraps(original)
+    def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
+        opened = None if _compiling() else layer.open()
+        if opened is None:
+            return original(*args, **kwargs)
         try:
-            first.register_hook(functools.partial(_layer_backward_end, key + "/backward"))
+            output = original(*args, **kwargs)
+        except BaseException:
+            layer.close(opened)
+            raise
+        layer.close(opened, output)
+        return output
+    return trainscope_timed_call
+
+
+_OPTIMIZED_MODULE = "OptimizedModule"  # torch._dynamo.eval_frame: what torch.compile returns
+_WRAPPED = "_orig_mod"  # the module it compiles
+
+
+class _Layers:
+    """layer/<path> regions of the modules down to `depth` under each root module.
+
+    Forward: the layer's call, timed in the one Module.__call__ wrapper (module
+    hooks would cost the module call its fast path). Backward: one tensor hook on
+    the layer's first output that needs a gradient; its gradient starts the
+    layer's backward, which ends when the gradient reaches another layer's
+    output that is not its ancestor (or backward ends). A torch.compile'd module
+    is one layer (nothing inside it is timed; no ``_orig_mod`` in the key)."""
+
+    def __init__(self, depth):
+        self.depth = depth
+        self.table = {}  # id(module) -> (weakref to it, _Layer)
+        self.roots = weakref.WeakSet()
+
+    def of(self, module):
+        entry = self.table.get(id(module))
+        if entry is None or entry[0]() is not module:
+            return None
+        return entry[1]
+
+    def hook_root(self, root):
+        if root in self.roots:
+            return
+        try:
+            self.roots.add(root)
+            compiled = []  # paths of compiled modules: nothing under them is a layer
+            for path, module in root.named_modules():
+                if any(path.startswith(prefix) for prefix in compiled):
+                    continue
+                if type(module).__name__ == _OPTIMIZED_MODULE:
+                    compiled.append(path + "." if path else "")
+                    if not path:
+                        continue  # a compiled root: its FORWARD is the one unit
+                elif not path:
+                    continue
+                name = ".".join(part for part in path.split(".") if part != _WRAPPED)
+                if not name or name.count(".") + 1 > self.depth or id(module) in self.table:
+                    continue
+                self.table[id(module)] = (weakref.ref(module), _Layer(LAYER_PREFIX + name, name))
+        except Exception as error:  # pylint: disable=broad-except
+            recorder().warn("layers", f"trainscope: layer regions off: {error}")
+
+    def remove(self):
+        self.table = {}
+
+
+class _Layer:
+    __slots__ = ("key", "eval_key", "path", "backward_key", "_open")
+
+    def __init__(self, key, path):
+        self.key = key
+        self.eval_key = EVAL_PREFIX + key
+        self.path = path
+        self.backward_key = key + "/backward"
+        self._open = None  # the timer and gpu flag of the open backward region
+
+    # The layer's call, as the wrapper times it (one frame: trainscope_timed_call):
+    # opened = layer.open(); output = original(...); layer.close(opened, output).
+    # Strict pairs on the timer itself (Recorder.live): no books of open keys to keep,
+    # the cheapest region there is (bench/auto_cost.py: the cost per layer).
+
+    def open(self):
+        """Starts the layer's region: what close() needs, or None when it is not timed."""
+        rec = _rec
+        timer = rec.live()
+        if timer is None:
+            return None
+        training = torch.is_grad_enabled() and not rec.evaluating and \
+            not (_inference is not None and _inference())
+        key = self.key if training else self.eval_key
+        gpu = rec.gpu
+        try:
+            if gpu:
+                timer.start(key, gpu=True)
+            else:
+                timer.start(key)
+        except Exception as error:  # pylint: disable=broad-except  (a layer inside itself)
+            rec.warn(("layer", key), f"trainscope: region {key!r} not recorded: {error}")
+            return None
+        return timer, key, gpu, training
+
+    def close(self, opened, output=None):
+        """Ends the region open() started; with the output of a training call, hooks
+        the start of the layer's backward on it."""
+        timer, key, gpu, training = opened
+        try:
+            if gpu:
+                timer.end(key, gpu=True)
+            else:
+                timer.end(key)
+        except Exception as error:  # pylint: disable=broad-except
+            _rec.warn(("layer-end", key), f"trainscope: region {key!r} not recorded: {error}")
+        if not training or output is None:
+            return
+        first = _first_tensor(output)
+        if first is not None and first.requires_grad:
+            last = _last_hooked
+            if last[0] is not None and last[0]() is first:
+                # A parent whose output is its last child's: one hook starts both,
+                # the parent first, so that the child's backward lies inside.
+                last[1].layers.insert(0, self)
+            else:
+                group = _Group(self)
+                _hook_backward(first, group)
+                last[0], last[1] = weakref.ref(first), group
+
+    def backward_start(self):
+        open_now = _open_backward
+        if open_now:
+            # The gradient reached this layer's output: every open layer that is not
+            # its ancestor (nor a child that shares its output) has done its backward.
+            keep = []
+            for other in reversed(open_now):  # the innermost ends first
+                if self.path.startswith(other.path + ".") or \
+                        other.path.startswith(self.path + "."):
+                    keep.append(other)
+                else:
+                    other.backward_end()
+            keep.reverse()
+            open_now[:] = keep
+        if self._open is not None:  # (its output reached twice)
+            return
+        rec = _rec
+        timer = rec.live()
+        if timer is None:
+            return
+        gpu = rec.gpu
+        try:
+            if gpu:
+                timer.start(self.backward_key, gpu=True)
+            else:
+                timer.start(self.backward_key)
         except Exception:  # pylint: disable=broad-except
-            pass
+            return
+        self._open = (timer, gpu)
+        open_now.append(self)
+
+    def backward_end(self):
+        opened, self._open = self._open, None
+        if opened is not None:
+            try:
+                if opened[1]:
+                    opened[0].end(self.backward_key, gpu=True)
+                else:
+                    opened[0].end(self.backward_key)
+            except Exception:  # pylint: disable=broad-except
+                pass
 
 
-def _layer_forward_post(key, module, args, output):
-    del module, args
-    training = _training()
-    recorder().end(key if training else EVAL_PREFIX + key)
-    if not training:
-        return
-    # The start of the layer's backward: its output's gradient (tensor hooks,
-    # which leave the graph as it is, unlike module backward hooks).
-    first = _first_tensor(output)
-    if first is None or not first.requires_grad:
-        return
-    backward_key = key + "/backward"
+class _Group:
+    """The layers whose backward starts at one output's gradient, outermost first."""
+
+    __slots__ = ("layers",)
+
+    def __init__(self, layer):
+        self.layers = [layer]
+
+    def __call__(self, *_):
+        for layer in self.layers:
+            layer.backward_start()
+
+
+def _hook_backward(output, group):
+    """`group` runs when `output`'s gradient is ready: a pre-hook on the node that made
+    it (torch >= 2; half a tensor hook's cost), else a tensor hook."""
     try:
-        first.register_hook(functools.partial(_layer_backward_start, backward_key))
-        _backward_keys.add(backward_key)
+        node = output.grad_fn
+        if node is not None and _NODE_PREHOOKS:
+            node.register_prehook(group)
+        else:
+            output.register_hook(group)
     except Exception:  # pylint: disable=broad-except
         pass
 
 
-# Layer backward keys: those whose input needs no gradient (the first layer)
-# end with the backward call.
-_backward_keys = set()
+# The output hooked last and its group (a parent returning its child's output joins it).
+_last_hooked = [None, None]
+_NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node", None),
+                         "register_prehook")
+# Layer backward regions open now, innermost last.
+_open_backward = []
 
 
-def _layer_backward_start(key, grad):
-    rec = _rec
-    if not rec.is_open(key):
-        rec.start(key)
-    return grad
-
-
-def _layer_backward_end(key, grad):
-    recorder().end(key)
-    return grad
-
-
-def _end_layer_backwards():
-    if not _backward_keys:
+def _layers_backward_done():
+    if not _open_backward:
         return
-    rec = _rec
-    for key in _backward_keys:
-        if rec.is_open(key):
-            rec.end(key)
+    for layer in reversed(_open_backward):
+        layer.backward_end()
+    _open_backward.clear()
 
 
 def _first_tensor(value):
@@ -505,12 +739,13 @@ def instrument(model=None, optimizer=None, loader=None, *, layers=0):
 
     With no object, everything, process-wide (what `trainscope run --auto`
     does): every DataLoader fetch (IO, and BATCH from one fetch to the next),
-    the outermost module call (FORWARD), backward (BACKWARD), every optimizer's
-    step (OPTIMIZER) and the torch.distributed collectives (COMM). With
-    objects, those only: model -> FORWARD (and BACKWARD, which belongs to no
-    object), optimizer -> OPTIMIZER, loader -> IO and BATCH (a loader or a list
-    of loaders). layers=N adds layer/<module path> regions down to depth N (of
-    `model`, else of each module called outermost).
+    the outermost module call (FORWARD; LOSS for a module that owns no
+    parameter), backward (BACKWARD), every optimizer's step (OPTIMIZER) and the
+    torch.distributed collectives (COMM). With objects, those only: model ->
+    FORWARD (and BACKWARD, which belongs to no object), optimizer -> OPTIMIZER,
+    loader -> IO and BATCH (a loader or a list of loaders). layers=N adds
+    layer/<module path> regions down to depth N (of `model`, else of each
+    module called outermost; with `model` or with no object).
     """
     handle = Instrumentation()
     everything = model is None and optimizer is None and loader is None
@@ -521,14 +756,15 @@ def instrument(model=None, optimizer=None, loader=None, *, layers=0):
                 loaders = list(loader) if isinstance(loader, (list, tuple)) else [loader]
             handle.loader(only=loaders)
         if everything or model is not None:
-            handle.forward(model)
+            layer_set = _Layers(int(layers)) if layers else None
+            if layer_set is not None:
+                handle._add_undo(layer_set.remove)  # pylint: disable=protected-access
+            handle.forward(model, layer_set)
             handle.backward()
         if everything or optimizer is not None:
             handle.optimizer(only=optimizer)
         if everything:
             handle.collectives()
-        if layers:
-            handle.layers(int(layers), model)
     except Exception as error:  # pylint: disable=broad-except
         recorder().warn("instrument", f"trainscope: instrumentation incomplete: {error}")
     rec = _rec

@@ -157,27 +157,41 @@ class ActiveRun:
 
 # SIGTERM and SIGHUP (a closed terminal or ssh session; `trainscope run`
 # forwards it) end the active run KILLED, then do what they did before.
+# Python runs this handler on the main thread only, once it is back in the
+# interpreter: a main thread blocked in native code (a DDP backward waiting
+# for a gloo peer that died) would hold the signal off for the collective's
+# timeout. The C++ side backs the handler up: 3 s after the signal, a run
+# still not ended ends KILLED there and the process dies of the signal.
 _TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 _previous_handlers = {}
+_handlers_pid = None  # the process that installed them; a forked child inherits them
 
 
 def _on_terminating_signal(signum, frame):  # pylint: disable=unused-argument
     run = _active
-    if run is not None:
+    # A forked child (a DataLoader worker) never ends its parent's run: it has
+    # not the threads that write it, and would wait for them forever.
+    if run is not None and os.getpid() == _handlers_pid:
         run.end("KILLED")
     # Then die of the signal as the process would have without us.
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
-def _install_sigterm():
+def _install_sigterm(core):
     """Only where a signal still has its default action: a host's own handler wins,
     and an ignored one (nohup) stays ignored."""
+    global _handlers_pid
     if threading.current_thread() is not threading.main_thread():
         return
+    installed = []
     for signum in _TERMINATING:
         if signum not in _previous_handlers and signal.getsignal(signum) is signal.SIG_DFL:
             _previous_handlers[signum] = signal.signal(signum, _on_terminating_signal)
+            installed.append(int(signum))
+    if installed:
+        _handlers_pid = os.getpid()
+        core.back_up_signal_handlers(installed)
 
 
 def _restore_sigterm():
@@ -240,7 +254,7 @@ def _start(args, implicit):
     _waiting_timers.clear()
     if implicit:
         _register_exit_hooks()
-    _install_sigterm()
+    _install_sigterm(core)
     return _active
 
 

@@ -29,7 +29,7 @@
 
 namespace trainscope::compare {
 
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using stats::kNaN;
 
 // The derived metrics every comparison has where the data allows, and the kinds of row.
 inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of the step time
@@ -50,6 +50,9 @@ struct SideRun {
   std::string hardware;
   // Package pins (pip freeze), "" where not recorded.
   std::vector<std::string> packages;
+  // Keys whose rows come from several modules (--auto's tags
+  // trainscope.auto.callers.<key>): key -> "Generator, Discriminator".
+  std::map<std::string, std::string> key_callers;
 };
 
 // A measured quantity of a side, one series per run (same order as Side::runs;

@@ -44,6 +44,7 @@ using steps::default_key_map;
 using steps::is_compute;
 using steps::KeyMap;
 using steps::kHostToDeviceKey;
+using steps::kLossKey;
 using steps::kOptimizerKey;
 using steps::kPhaseCount;
 using steps::parse_phase;
@@ -139,9 +140,18 @@ struct HostInput {
   std::vector<HostReading> readings;  // in time order
 };
 
+// What the run is, for advice that fits it.
+struct RunFacts {
+  bool auto_instrumented = false;  // `trainscope run --auto`: never advise it
+  // A GPU was seen: GPU-timed regions or GPU readings. False: a CPU-only run
+  // (no --nsys, no mixed precision in the advice).
+  bool gpu_seen = true;
+};
+
 struct Inputs {
   std::vector<RankInput> ranks;
   std::vector<HostInput> hosts;
+  RunFacts facts;
 };
 
 // ---------------------------------------------------------------------------
@@ -221,7 +231,22 @@ struct KeyRow {
   double share = 0;                // summed time over the window's wall time, per rank
   // Over the run: the median with its 95% interval (order statistics), p95.
   double run_median_s = 0, run_median_low_s = 0, run_median_high_s = 0, run_p95_s = 0;
+  // The module classes the key's rows come from when they are more than one
+  // (the run's tag trainscope.auto.callers.<key>: "Generator, Discriminator");
+  // empty otherwise. Its statistics then mix both callers' calls.
+  std::string callers;
 };
+
+// What `trainscope run --auto` found (the run's tags trainscope.auto,
+// trainscope.auto.steps, trainscope.auto.found); mode empty: no --auto run.
+struct AutoFound {
+  std::string mode;   // "on", "layers", "layers=N"
+  std::string steps;  // what ends a step: loader, optimizer, backward, hf, lightning; empty: none
+  std::string found;  // the same in words, with what was not found
+};
+// "--auto: steps from backward (no training DataLoader, ...)", or "--auto found
+// no step: ..." ; empty when the run is no --auto run.
+std::string auto_found_text(const AutoFound& found);
 
 // A host's latest hardware readings.
 using GpuNow = steps::GpuNow;
@@ -259,6 +284,7 @@ struct Diagnosis {
   double read_share = 1;
   std::vector<KeyRow> keys;  // by summed window time, largest first
   std::vector<HostNow> host_now;
+  AutoFound auto_found;
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".

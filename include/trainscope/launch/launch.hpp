@@ -57,8 +57,13 @@ enum class Profiler { kNone, kNsys, kNcu };
 struct LaunchResult {
   // As a shell reports it: the exit status, 128 + signal when the command
   // died of a signal, 127 when it could not be started.
+  // A stop signal passed on to the command (LaunchOptions::forward_signals,
+  // `cancel`) counts as the one it died of, whatever it made of it.
   int exit_code = 0;
   int term_signal = 0;  // the signal that ended the command, 0 if it exited
+  // Processes of the job still running kill_after after a stop signal, then
+  // killed with SIGKILL (the run's tag trainscope.sigkill); 0 when none.
+  int sigkilled = 0;
   RunStatus status = RunStatus::kFinished;
   std::string run_dir;
   // Why the command could not be started (OK otherwise); the run is FAILED.
@@ -102,6 +107,15 @@ struct LaunchOptions {
   // Forward SIGINT/SIGTERM/SIGHUP received by this process to the command (an
   // ignored SIGHUP, nohup, stays ignored).
   bool forward_signals = true;
+  // After a stop signal (forwarded, or `cancel`) the launch ends the whole
+  // job: the signal also reaches the processes outside the command's process
+  // group (torchrun's ranks, in sessions of their own, and what they started:
+  // every process that kept the launch's TRAINSCOPE_LAUNCH_ID in its
+  // environment, even reparented), and the launch returns once all of them
+  // are gone. Those still running kill_after after the signal are killed with
+  // SIGKILL, said on stderr, in the command's stderr log and as the run's tag
+  // trainscope.sigkill (LaunchResult::sigkilled).
+  absl::Duration kill_after = absl::Seconds(10);
   // Run the command under Nsight Systems / Compute; the report lands in the
   // run's artifacts/. profile_range limits it to an NVTX range.
   Profiler profiler = Profiler::kNone;

@@ -121,6 +121,20 @@ class Run {
   void add_exporter(std::shared_ptr<Exporter> exporter);
   ExportPipeline& pipeline() noexcept;
 
+  // For a host that ends this run from handlers of its own for some of
+  // SIGINT/SIGTERM/SIGHUP (trainscope/run.py, with handle_signals off): wraps
+  // the handler functions now in place for `signals`, which stay called
+  // first. If the run has not ended `grace` after such a signal, it ends
+  // KILLED here and the signal's default action follows (the process ends):
+  // Python runs its handlers on its main thread only, which may be blocked in
+  // native code (a collective waiting on a peer that died) for as long as the
+  // collective's timeout. Only in this process: a forked child gets the host's
+  // handler alone. Undone when the run ends. False (nothing changed) when
+  // another Run of the process handles signals, none of `signals` has a
+  // handler function in place, the run has ended or this is a forked child.
+  bool back_up_signal_handlers(const std::vector<int>& signals,
+                               absl::Duration grace = absl::Seconds(3));
+
   // Flushes everything, records the status and end time. Idempotent.
   absl::Status end(RunStatus status = RunStatus::kFinished);
 

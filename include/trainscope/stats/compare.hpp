@@ -16,11 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::stats {
 
@@ -61,8 +61,6 @@ struct CompareOptions {
 };
 
 struct Comparison {
-  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
   CompareUnit unit = CompareUnit::kSteps;
   // Median step time of each side after its warm-up; for the run unit the
   // geometric mean of the runs' medians. NaN when a side has no data.
@@ -134,11 +132,6 @@ Verdict decide(double low, double high, double threshold);
 // `--fail-if-slower PCT`: true only when the interval's lower bound exceeds
 // 1 + pct/100 (so noise never fails a build); false without an interval.
 bool fails_if_slower(const Comparison& comparison, double pct);
-
-// Student's t distribution: P(T <= t) with df > 0 degrees of freedom (not
-// necessarily whole), and its inverse for 0 < p < 1. NaN for invalid arguments.
-double student_t_cdf(double t, double df);
-double student_t_quantile(double p, double df);
 
 }  // namespace trainscope::stats
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/stats/numbers.hpp"
+
 namespace trainscope {
 
 // Every field but `count`, `total` and `warmup_excluded` is NaN when count is
@@ -19,7 +21,7 @@ namespace trainscope {
 // (exact binomial up to n = 1000, normal approximation above); it is NaN for
 // n < 6, where no pair of order statistics reaches 95% coverage.
 struct TimeStats {
-  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  static constexpr double kNaN = stats::kNaN;
 
   std::uint64_t count = 0;
   double total = 0.0;

@@ -77,9 +77,13 @@ bool is_compute(Phase phase) noexcept;
 inline constexpr char kOptimizerKey[] = "OPTIMIZER";  // Optimizer.step
 inline constexpr char kHostToDeviceKey[] = "H2D";     // batch to device
 
+// A module call that owns no parameter to train (a loss, a metric), timed by
+// --auto apart from the model's FORWARD: in the forward phase.
+inline constexpr char kLossKey[] = "LOSS";
+
 // Which region keys mean what. Defaults: step BATCH, else the timed loader's
-// `iteration`; data_wait IO; h2d H2D; forward FORWARD; backward BACKWARD;
-// optimizer OPTIMIZER; comm COMM.
+// `iteration`; data_wait IO; h2d H2D; forward FORWARD and LOSS; backward
+// BACKWARD; optimizer OPTIMIZER; comm COMM.
 struct KeyMap {
   std::vector<std::string> step_keys;  // the first one a rank recorded is its step
   std::array<std::vector<std::string>, kPhaseCount> phase_keys;  // kRest stays empty

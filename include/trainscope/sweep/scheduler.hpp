@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "trainscope/hardware/hardware_source.hpp"
 #include "trainscope/launch/launch.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/sweep/gpu_tools.hpp"
 #include "trainscope/sweep/plan.hpp"
 
@@ -93,13 +94,13 @@ struct JobRecord {
   std::vector<int> devices;  // CUDA_VISIBLE_DEVICES of the last attempt
   std::string error;         // why the last attempt failed
   // Means of the job's BATCH and EPOCH regions (seconds; NaN: not timed).
-  double batch_mean_s = std::numeric_limits<double>::quiet_NaN();
-  double epoch_mean_s = std::numeric_limits<double>::quiet_NaN();
+  double batch_mean_s = stats::kNaN;
+  double epoch_mean_s = stats::kNaN;
   // The measured step rate: the BATCH regions (CPU) of the lowest rank that
   // timed any, counted, over the wall time from the first one's start to the
   // last one's end, so that the time between steps (data loading, logging,
   // evaluation) counts; NaN: no BATCH region in the run's rows.
-  double steps_per_s = std::numeric_limits<double>::quiet_NaN();
+  double steps_per_s = stats::kNaN;
   // The last value of each metric the job logged (log_metric; not the
   // hardware's system/... readings): per rank the last row of its metrics
   // file with that key, then the mean over the ranks that logged the key (one

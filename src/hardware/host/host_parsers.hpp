@@ -38,9 +38,11 @@ struct NetCounters {
 };
 void parse_net_dev(std::string_view text, std::vector<NetCounters>* out);
 
-// The fields of /proc/<pid>/stat the process-tree source needs.
+// The fields of /proc/<pid>/stat the process-tree source (and find_job_processes) needs.
 struct ProcStat {
   pid_t ppid = 0;
+  pid_t pgrp = 0;       // its process group
+  bool exited = false;  // a zombie (state Z or X): exited, waiting for its parent to reap it
   // utime+stime+cutime+cstime: children reaped by a member stay counted, so
   // the tree's sum does not drop when a worker exits.
   std::uint64_t cpu_ticks = 0;

@@ -248,9 +248,11 @@ bool parse_pid_stat(std::string_view text, ProcStat* out) {
   if (!next_field(&rest, &state)) return false;
   long long v[21] = {};  // cutime/cstime are signed in the kernel's format
   if (!next_numbers(&rest, v, 21)) return false;
-  // v[i] is field i + 4: ppid v[0], utime..cstime v[10..13], rss v[20].
+  // v[i] is field i + 4: ppid v[0], pgrp v[1], utime..cstime v[10..13], rss v[20].
   if (v[0] < 0 || v[10] < 0 || v[11] < 0 || v[12] < 0 || v[13] < 0) return false;
   out->ppid = static_cast<pid_t>(v[0]);
+  out->pgrp = static_cast<pid_t>(v[1]);
+  out->exited = state == "Z" || state == "X";
   out->cpu_ticks = static_cast<std::uint64_t>(v[10]) + static_cast<std::uint64_t>(v[11]) +
                    static_cast<std::uint64_t>(v[12]) + static_cast<std::uint64_t>(v[13]);
   out->rss_pages = v[20] > 0 ? static_cast<std::uint64_t>(v[20]) : 0;

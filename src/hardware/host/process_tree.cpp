@@ -36,6 +36,16 @@ bool parse_pid(std::string_view name, pid_t* pid) {
   return result.ec == std::errc() && result.ptr == end && *pid > 0;
 }
 
+// Whether the NUL-separated environment `environ` holds the entry `marker`.
+bool has_entry(std::string_view environ, std::string_view marker) {
+  while (!environ.empty()) {
+    const std::size_t end = std::min(environ.find('\0'), environ.size());
+    if (environ.substr(0, end) == marker) return true;
+    environ.remove_prefix(std::min(end + 1, environ.size()));
+  }
+  return false;
+}
+
 absl::Status gone(pid_t pid) {
   return absl::UnavailableError(fmt::format("process {} is gone", pid));
 }
@@ -204,6 +214,45 @@ absl::Status ProcessTree::read(ProcessTotals* totals) {
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<pid_t> find_job_processes(const std::string& proc_root, std::string_view marker,
+                                      pid_t pgid) {
+  DIR* dir = ::opendir(proc_root.c_str());
+  if (dir == nullptr) return {};
+  const pid_t self = ::getpid();
+  std::vector<std::pair<pid_t, pid_t>> parents;  // (ppid, pid) of every live process
+  std::vector<pid_t> found;
+  std::string path, buffer;
+  while (const dirent* e = ::readdir(dir)) {
+    pid_t pid = 0;
+    if (!parse_pid(e->d_name, &pid) || pid == self) continue;
+    ProcStat stat;
+    path = fmt::format("{}/{}/stat", proc_root, pid);
+    if (!read_path(path, &buffer).ok() || !parse_pid_stat(buffer, &stat) || stat.exited) {
+      continue;  // exited meanwhile, or a zombie
+    }
+    parents.emplace_back(stat.ppid, pid);
+    if (pgid > 0 && stat.pgrp == pgid) {
+      found.push_back(pid);
+      continue;
+    }
+    path = fmt::format("{}/{}/environ", proc_root, pid);
+    if (!marker.empty() && read_path(path, &buffer).ok() && has_entry(buffer, marker)) {
+      found.push_back(pid);
+    }
+  }
+  ::closedir(dir);
+  std::sort(parents.begin(), parents.end());
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    auto it = std::lower_bound(parents.begin(), parents.end(), std::make_pair(found[i], 0));
+    for (; it != parents.end() && it->first == found[i]; ++it) {
+      if (std::find(found.begin(), found.end(), it->second) == found.end()) {
+        found.push_back(it->second);
+      }
+    }
+  }
+  return found;
 }
 
 }  // namespace trainscope::host

@@ -306,7 +306,11 @@
       byKey[s.key][s.device] = s;
     });
     var devices = ["CPU", "GPU"].filter(function (d) { return stats.some(function (s) { return s.device === d; }); });
-    var cols = [{ label: "key", text: true, get: function (k) { return k; } }];
+    // A key whose rows come from modules of two classes (--auto's tag): its statistics mix both.
+    var tags = (DATA.run && DATA.run.tags) || {};
+    var mixes = function (k) { return tags["trainscope.auto.callers." + k]; };
+    var cols = [{ label: "key", text: true, get: function (k) { return k; },
+                  fmt: function (k) { return mixes(k) ? k + " (mixes " + mixes(k) + ")" : k; } }];
     var shown = STAT_COLUMNS.filter(function (c) {
       return c[0] !== "median_ci_low" && c[0] !== "median_ci_high" &&
         (devices.length === 1 || ["count", "median", "mean", "p95", "max"].indexOf(c[0]) >= 0);
@@ -478,8 +482,24 @@
   }
 
   function metricCharts(parent, metrics) {
+    // A metric logged once per series (total_flos, train_runtime) is a value, not a line.
+    var single = metrics.filter(function (m) { return m.datasets.every(function (d) { return d.x.length <= 1; }); });
+    if (single.length) {
+      var rows = [];
+      single.forEach(function (m) {
+        m.datasets.forEach(function (d) {
+          if (d.x.length) rows.push({ key: m.key, label: d.label, step: d.x[0], value: d.y[0] });
+        });
+      });
+      add(parent, el("p", { class: "muted", text: "Metrics logged once (one value each, at its step):" }));
+      table(parent, [
+        { label: "metric", text: true, get: function (r) { return r.key; } },
+        { label: "series", text: true, get: function (r) { return r.label; } },
+        { label: "step", get: function (r) { return r.step; }, fmt: function (v) { return sig(v, 6); } },
+        { label: "value", get: function (r) { return r.value; }, fmt: function (v) { return sig(v, 6); } }], rows);
+    }
     var grid = add(parent, el("div", { class: "grid" }));
-    metrics.forEach(function (m) {
+    metrics.filter(function (m) { return single.indexOf(m) < 0; }).forEach(function (m) {
       var rows = m.datasets.reduce(function (a, d) { return a + d.rows; }, 0);
       var down = m.datasets.some(function (d) { return d.downsampled; });
       var c = card(grid, m.key, count(rows) + " points" + (down ? ", min–max decimated" : ""));
@@ -537,7 +557,7 @@
       return [
         { label: name + " median", field: scope + ".median_s", get: of(scope, "median_s"), fmt: seconds, title: "median of every rank's steps" },
         { label: "p95", field: scope + ".p95_s", get: of(scope, "p95_s"), fmt: seconds },
-        { label: "share", field: scope + ".share", get: of(scope, "share"), fmt: pct, title: "of the step time, summed over all ranks' steps" },
+        { label: "share", field: scope + ".share", get: of(scope, "share"), fmt: pct, title: "of the step time, summed over all ranks' steps (warm-up steps dropped; the data wait here is the IO inside steps, not Data stalls' every fetch over the passes' time)" },
         worst(scope),
         { label: "skew", field: scope + ".skew", get: of(scope, "skew"), fmt: pct, title: "worst rank median over the median rank's, minus 1" }];
     }
@@ -668,7 +688,9 @@
       "over their periods, per pass over the loader (loader_epoch regions, else EPOCH): the figures of " +
       "`trainscope stalls RUN_DIR`. The wait for the first batch, before any step, is in none; the waits per batch are the IO regions'. Classes as TensorFlow's input-pipeline analyzer: under 5% not, 5–20% moderately, " +
       "20% or more highly input-bound. A pass's waits are bunched when it is at least moderately input-bound and half its " +
-      "wait falls in its first tenth of batches." }));
+      "wait falls in its first tenth of batches. Not the diagnosis's data wait: that one is the IO time inside the steps " +
+      "over the steps' time, warm-up steps dropped; this one is every fetch (the first of each pass, which comes before " +
+      "any step, and the warm-up's included) over the passes' wall time." }));
     var grid = add(parent, el("div", { class: "grid two" }));
     var labels = st.passes.map(function (p) { return String(p.pass); });
     var c1 = card(grid, "data-wait share per pass", count(st.passes.length) + (st.passes.length === 1 ? " pass" : " passes") +

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -88,6 +89,16 @@ class ProcessTree {
   std::vector<pid_t> pids_;  // members_' pids
   std::string path_, buffer_;
 };
+
+// The processes of a job on this host, as a launcher that ends the job needs
+// them: those whose environment holds the entry `marker` ("NAME=value": what
+// the job started, in any session or process group, also once reparented),
+// those in process group `pgid` (0: none), and the descendants of both. Never
+// the calling process, and no zombie (it has exited: only its parent's reaping
+// is left). An environment this process may not read (another user's) is no
+// match. Empty when <proc_root> cannot be read.
+std::vector<pid_t> find_job_processes(const std::string& proc_root, std::string_view marker,
+                                      pid_t pgid);
 
 }  // namespace trainscope::host
 
