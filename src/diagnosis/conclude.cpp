@@ -571,11 +571,12 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     scope.labels.push_back(make_label(
         kComputeBound, std::string(phase_name(largest)), "compute_share", compute_share,
         t.compute_bound_share, "compute_bound_share",
-        fmt::format("compute takes {} of the step, most of it in {} ({}){}",
-                    pct_interval(compute_share), phase_name(largest),
-                    pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
-                    wait_timed ? fmt::format("; data wait {}", pct(wait.value))
-                               : std::string("; data wait not timed")),
+        fmt::format(
+            "compute takes {} of the step, most of it in {} ({}){}", pct_interval(compute_share),
+            phase_name(largest),
+            pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
+            wait_timed ? fmt::format("; data wait {}", pct(wait.value))
+                       : std::string("; data wait not timed")),
         inputs.facts.gpu_seen
             ? fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), "
                           "try mixed precision, a larger batch or a faster kernel",
