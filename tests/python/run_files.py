@@ -96,13 +96,18 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
                        "end_time_ms": 0 if running else end_ms, "heartbeat_ms": heartbeat_ms,
                        "flush_interval_ms": 1000}, f)
         frames = []
+        # Where each step starts: its period varies as the times do (a separate stream, so
+        # the times stay what they were).
+        periods = np.random.default_rng(seed + 1000 * (rank + 1)).lognormal(
+            np.log(step_s), 0.15, rows_per_key)
+        starts = start_ms * 1_000_000 + np.concatenate(([0], np.cumsum(periods[:-1]) * 1e9))
         for key, device in keys:
             n = rows_per_key
             seconds = rng.lognormal(np.log(0.01 * scale * (1 + 0.2 * rank)), 0.15, n)
             seconds[96::97] *= 10.0
             frames.append(pd.DataFrame({
                 "key": key, "device": device, "rank": rank, "thread": 0,
-                "start_unix_ns": start_ms * 1_000_000 + (np.arange(n) * step_s * 1e9).astype(np.int64),
+                "start_unix_ns": starts.astype(np.int64),
                 "duration_ns": (seconds * 1e9).astype(np.int64),
                 "step": np.arange(n, dtype=np.int64), "epoch": np.arange(n, dtype=np.int64) // 1000}))
         regions = pd.concat(frames) if frames else pd.DataFrame(
