@@ -149,7 +149,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   run.dir = dir;
   run.id = reader.info().id;
   run.name = reader.info().name;
-  run.status = std::string(run_status_name(reader.info().status));
+  run.status = reader.info().status;
   run.params = reader.info().params;
   constexpr std::string_view kCallers = "trainscope.auto.callers.";
   for (const auto& [tag, value] : reader.info().tags) {
@@ -202,7 +202,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   for (const auto& [key, by_rank] : regions) {
     std::vector<double> values = combine_ranks(by_rank, options.rank);
     if (!values.empty())
-      data.series[SeriesId{"region", key.key, std::string(device_name(key.device))}] =
+      data.series[SeriesId{SeriesKind::kRegion, key.key, std::string(device_name(key.device))}] =
           std::move(values);
   }
   // The step: the first step key the run has; throughput and data wait from it.
@@ -210,19 +210,20 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     auto it = step_spans.find(step_key);
     if (it == step_spans.end()) continue;
     data.step_key = step_key;
-    const std::vector<double>& steps = data.series[SeriesId{"region", step_key, "CPU"}];
+    const std::vector<double>& steps = data.series[SeriesId{SeriesKind::kRegion, step_key, "CPU"}];
     std::vector<double> rate;
     rate.reserve(steps.size());
     for (double s : steps)
       if (s > 0) rate.push_back(1 / s);
-    data.series[SeriesId{"metric", kThroughput, ""}] = std::move(rate);
+    data.series[SeriesId{SeriesKind::kMetric, kThroughput, ""}] = std::move(rate);
     if (!wait_spans.empty()) {
       std::map<std::uint32_t, std::vector<double>> shares;
       for (const auto& [rank, spans] : it->second)
         if (auto w = wait_spans.find(rank); w != wait_spans.end())
           shares[rank] = wait_shares(spans, w->second);
       std::vector<double> combined = combine_ranks(shares, options.rank);
-      if (!combined.empty()) data.series[SeriesId{"metric", kDataWait, ""}] = std::move(combined);
+      if (!combined.empty())
+        data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(combined);
     }
     break;
   }
@@ -308,7 +309,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     std::vector<double> values;
     for (const MetricPoint& p : points)
       if (std::isfinite(p.value)) values.push_back(p.value);
-    if (!values.empty()) data.series[SeriesId{"metric", name, ""}] = std::move(values);
+    if (!values.empty()) data.series[SeriesId{SeriesKind::kMetric, name, ""}] = std::move(values);
   }
   return data;
 }

@@ -76,7 +76,7 @@ void merge_into(StepSample* into, const StepSample& s) {
 struct RankTrack {
   std::uint32_t rank = 0;
   std::string host;
-  std::string status = "RUNNING";
+  ProcessStatus status;  // RUNNING
   std::uint64_t offset = 0;
   std::string step_key;
   std::uint32_t step_thread = 0;
@@ -574,7 +574,7 @@ absl::Status Follower::poll() {
     RankTrack& t = s.ranks[state.rank.rank];
     t.rank = state.rank.rank;
     t.host = state.host;
-    t.status = state.crashed ? "CRASHED" : std::string(run_status_name(state.status));
+    t.status = ProcessStatus{state.status, state.crashed};
     if (auto share = shares.find(t.rank); share != shares.end()) {
       // Its share of the budget, and at least the window's steps, the open one
       // and a twentieth more (steps vary in size): from its rows' size per
@@ -621,7 +621,7 @@ absl::Status Follower::poll() {
   // A rank that ended (or crashed) records no more steps: its open step closes
   // with its own duration, also while other ranks or the launcher still run.
   for (auto& [rank, t] : s.ranks) {
-    if (!s.in_progress || t.status != "RUNNING") {
+    if (!s.in_progress || !t.status.running()) {
       t.close(s.options.window_steps, s.options.max_history_steps);
     }
   }
@@ -654,7 +654,7 @@ Diagnosis Follower::diagnose() const {
   d.run_dir = s.dir;
   d.run_id = s.info.id;
   d.run_name = s.info.name;
-  d.status = std::string(run_status_name(s.info.status));
+  d.status = s.info.status;
   d.start_time_ms = s.info.start_time_ms;
   const std::int64_t end_ms = s.in_progress || s.info.end_time_ms == 0
                                   ? (s.last_poll_ms ? s.last_poll_ms : now_ms())
