@@ -74,9 +74,14 @@ endif()
 if(TARGET trainscope_launch)
   set(_ts_site "${PROJECT_SOURCE_DIR}/src/launch/auto_sitecustomize.py")
   set(_ts_hooks "${PROJECT_SOURCE_DIR}/src/launch/auto_hooks.py")
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_ts_site}" "${_ts_hooks}")
+  # The one import hook (ImportHook), then the bootstrap's targets.
+  set(_ts_import_hook "${PROJECT_SOURCE_DIR}/bindings/python/trainscope/_import_hook.py")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_ts_site}" "${_ts_hooks}"
+                                                                 "${_ts_import_hook}")
   file(READ "${_ts_site}" _ts_site_text)
+  file(READ "${_ts_import_hook}" _ts_import_hook_text)
   file(READ "${_ts_hooks}" _ts_hooks_text)
+  string(PREPEND _ts_hooks_text "${_ts_import_hook_text}\n")
   trainscope_embed_texts(
     TARGET trainscope_launch
     OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/trainscope-launch-assets/auto_bootstrap.cpp"

@@ -1,5 +1,6 @@
 // The bootstrap of `trainscope run --auto` (internal): src/launch/auto_sitecustomize.py
-// and auto_hooks.py, compiled in by cmake/TrainscopeEmbeddedTexts.cmake.
+// and auto_hooks.py (after bindings/python/trainscope/_import_hook.py, the one import
+// hook), compiled in by cmake/TrainscopeEmbeddedTexts.cmake.
 #ifndef TRAINSCOPE_SRC_LAUNCH_AUTO_BOOTSTRAP_HPP_
 #define TRAINSCOPE_SRC_LAUNCH_AUTO_BOOTSTRAP_HPP_
 

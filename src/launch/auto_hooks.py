@@ -5,8 +5,8 @@
 # Lightning, every Trainer gets trainscope's callback; when it imports argparse,
 # the first Namespace it parses becomes the run's params. It never imports any of
 # them itself, and a hook that fails prints one line and leaves the program as
-# it was.
-import os as _ts_os
+# it was. This file follows bindings/python/trainscope/_import_hook.py (ImportHook)
+# in the bootstrap's _trainscope_auto_hooks.py.
 import sys as _ts_sys
 
 
@@ -36,53 +36,11 @@ def _on_import(name):
         _say(f"{name} is not instrumented: {error}")
 
 
-class _Loader:
-    """The module's own loader, then _on_import()."""
+_TARGETS = ("torch", "transformers.trainer", "lightning.pytorch", "pytorch_lightning",
+            "argparse")
 
-    def __init__(self, loader, name):
-        self._ts_loader = loader
-        self._ts_name = name
-
-    def create_module(self, spec):
-        return self._ts_loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._ts_loader.exec_module(module)
-        _on_import(self._ts_name)
-
-    def __getattr__(self, attribute):
-        return getattr(self._ts_loader, attribute)
-
-
-class _Finder:
-    targets = ("torch", "transformers.trainer", "lightning.pytorch", "pytorch_lightning",
-               "argparse")
-
-    def __init__(self):
-        self._busy = set()
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.targets or name in self._busy:
-            return None
-        self._busy.add(name)
-        try:
-            for finder in _ts_sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(name, path, target)
-                if spec is not None:
-                    break
-            else:
-                return None
-        finally:
-            self._busy.discard(name)
-        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        spec.loader = _Loader(spec.loader, name)
-        return spec
-
-
-if not any(isinstance(finder, _Finder) for finder in _ts_sys.meta_path):
-    _ts_sys.meta_path.insert(0, _Finder())
+_TS_NAMES = frozenset(_TARGETS)
+if not any(getattr(finder, "names", None) == _TS_NAMES for finder in _ts_sys.meta_path):
+    ImportHook(_TARGETS, lambda name, _module: _on_import(name)).install()
     if "argparse" in _ts_sys.modules:  # imported before the hooks (by the site's own code)
         _on_import("argparse")

@@ -229,9 +229,10 @@ class Recorder:
             except Exception:  # pylint: disable=broad-except
                 gpu = False
             if gpu:
-                import trainscope.torch as ts_torch  # pylint: disable=import-outside-toplevel
+                # pylint: disable=import-outside-toplevel
+                from trainscope._torch_timer import CPUGPUTimer
                 self._gpu = True
-                return ts_torch.CPUGPUTimer()
+                return CPUGPUTimer()
             self._gpu = False
             return trainscope.Timer()
         except Exception as error:  # pylint: disable=broad-except

@@ -69,8 +69,10 @@ it lands in the active run (under ``trainscope run``, the wrapper's run):
 
 A key that the PyTorch patches of ``--auto`` record already
 (``recorder().patched``) is left to them (BATCH, SUBSTEP and EPOCH stay with
-the callback). A hook that fails warns once and training goes on; a Trainer with
-two TrainscopeCallbacks records through the first only.
+the callback). A key started again while open ends and starts again (one region
+per start; trainscope._framework, as trainscope.hf). A hook that fails warns once
+and training goes on; a Trainer with two TrainscopeCallbacks records through the
+first only.
 
 Importing this module imports no Lightning; TrainscopeCallback is built on first
 access as a subclass of the ``Callback`` of ``lightning.pytorch`` (or of
@@ -79,17 +81,13 @@ access as a subclass of the ``Callback`` of ``lightning.pytorch`` (or of
 
 import functools
 import sys
-import threading
 
-from trainscope import _auto
-from trainscope._auto import (BACKWARD, BATCH, EPOCH, EVAL_PREFIX, FORWARD, IO, OPTIMIZER,
-                              recorder)
+from trainscope import _auto, _framework
+from trainscope._auto import BACKWARD, BATCH, EPOCH, EVAL_PREFIX, FORWARD, IO, OPTIMIZER
+from trainscope._framework import SUBSTEP
 
 __all__ = ["SUBSTEP", "TrainscopeCallback", "install", "lightning_callbacks_factory",
            "pytorch_lightning_callbacks_factory"]
-
-# One training batch of a gradient-accumulation group, inside its BATCH (as trainscope.hf).
-SUBSTEP = "substep"
 
 _PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 _MISSING = ("trainscope.lightning needs PyTorch Lightning: pip install lightning "
@@ -97,32 +95,10 @@ _MISSING = ("trainscope.lightning needs PyTorch Lightning: pip install lightning
 # Tests: time fetches around the profiler's start/stop even where the loops have
 # their own fetch bracket.
 _FETCH_VIA_PROFILER = False
-# Keys always recorded by the callback (the torch patches leave the step to it).
-_OWN_KEYS = frozenset((BATCH, SUBSTEP, EPOCH, EVAL_PREFIX + BATCH, EVAL_PREFIX + EPOCH))
 _PARAM_VALUE_MAX = 6000  # run-format: a param value has at most 6000 characters
 
 
-def _guarded(fn):
-    """A hook that never raises (one warning per hook) and returns None (a hook
-    returning -1 would stop Lightning's epoch)."""
-    name = fn.__name__
-
-    @functools.wraps(fn)
-    def hook(self, *args, **kwargs):
-        try:
-            if self._active is not False:  # pylint: disable=protected-access
-                fn(self, *args, **kwargs)
-        except Exception as error:  # pylint: disable=broad-except
-            recorder().warn(("lightning", name),
-                            f"trainscope: Lightning hook {name} failed ({error!r}); "
-                            "training goes on, without what it records")
-        return None
-    return hook
-
-
-def _scalar(value):
-    item = getattr(value, "item", None)
-    return float(item() if item is not None else value)
+_guarded = _framework.guarded("lightning")
 
 
 def _is_cpu(value):
@@ -150,9 +126,11 @@ def _flatten(prefix, value, out):
     out[prefix[:-1]] = str(value)[:_PARAM_VALUE_MAX]
 
 
-class _Hooks:
+class _Hooks(_framework.Hooks):
     """The hooks of TrainscopeCallback (the Lightning base class is added when the
     class is built; see _callback_class)."""
+
+    OWNER = "lightning"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -162,23 +140,19 @@ class _Hooks:
         self._reset()
 
     def _reset(self):
-        self._rec = recorder()  # the process's one recorder (a singleton)
-        self._mine = {}  # keys this callback started and has not ended, in start order
+        self._reset_books()
         self._group_open = False
         self._group_step = 0
         self._fetch_patches = []  # (object, attribute name, our function): undone at detach
         self._post_hooks = {}  # id(optimizer) -> RemovableHandle
-        self._previous_owner = None
-        self._owning = False
         self._seen = {}  # metric key -> the last value logged (kept alive: see _same_value_object)
         self._pending = []  # (key, value, step) read at the next flush (values on a GPU)
         self._logged_step = 0  # trainer.global_step at the last step-metrics flush
         self._micro = False  # accumulate_grad_batches > 1: SUBSTEP per training batch
         self._forward = True  # automatic optimization: FORWARD from the hooks
-        self._params_done = False
 
-    _RUNTIME = ("_active", "_rec", "_mine", "_group_open", "_group_step", "_fetch_patches",
-                "_post_hooks", "_previous_owner", "_owning", "_seen", "_pending",
+    _RUNTIME = ("_active", "_rec", "_open", "_group_open", "_group_step", "_fetch_patches",
+                "_post_hooks", "_owner_before", "_owning", "_seen", "_pending",
                 "_logged_step", "_micro", "_forward", "_params_done")
 
     def __getstate__(self):
@@ -191,31 +165,6 @@ class _Hooks:
         self._active = None
         self._reset()
 
-    # --- recording ------------------------------------------------------------
-
-    def _left_to_patches(self, key):
-        if key in _OWN_KEYS:
-            return False
-        patched = getattr(self._rec, "patched", None)
-        if not patched:
-            return False
-        base = key[len(EVAL_PREFIX):] if key.startswith(EVAL_PREFIX) else key
-        return base in patched
-
-    def _start(self, key):
-        if key in self._mine or self._left_to_patches(key):
-            return
-        if self._rec.start(key):
-            self._mine[key] = True
-
-    def _end(self, key):
-        if self._mine.pop(key, None) is not None:
-            self._rec.end(key)
-
-    def _end_all(self):
-        for key in reversed(list(self._mine)):
-            self._end(key)
-
     # --- attach / detach ------------------------------------------------------
 
     def _decide_active(self, trainer):
@@ -226,10 +175,8 @@ class _Hooks:
     def _attach(self, trainer, stage):
         if not self._fetch_patches:
             self._time_fetches(trainer)
-        if stage == "fit" and not self._owning:
-            self._previous_owner = self._rec.step_owner
-            self._rec.step_owner = "lightning"
-            self._owning = True
+        if stage == "fit":
+            self._take_steps()
 
     def _detach(self):
         self._flush_pending()
@@ -242,9 +189,7 @@ class _Hooks:
             except Exception:  # pylint: disable=broad-except
                 pass
         self._post_hooks = {}
-        if self._owning:
-            self._rec.step_owner = self._previous_owner
-            self._owning = False
+        self._give_steps_back()
 
     def _time_fetches(self, trainer):
         """IO (eval/IO) around each fetch of the train (validation, test) loader: the
@@ -313,8 +258,7 @@ class _Hooks:
             else:
                 self._end(key)
         except Exception as error:  # pylint: disable=broad-except
-            self._rec.warn(("lightning", "fetch"),
-                            f"trainscope: the data wait is not recorded ({error!r})")
+            _framework.warn(self.OWNER, "fetch", f"the data wait is not recorded ({error!r})")
 
     def _hook_optimizer(self, optimizer):
         raw = getattr(optimizer, "_optimizer", optimizer)  # a LightningOptimizer's torch optimizer
@@ -326,17 +270,13 @@ class _Hooks:
             try:
                 callback._end(OPTIMIZER)  # pylint: disable=protected-access
             except Exception as error:  # pylint: disable=broad-except
-                recorder().warn(("lightning", "after_step"),
-                                f"trainscope: OPTIMIZER not recorded ({error!r})")
+                _framework.warn("lightning", "after_step", f"OPTIMIZER not recorded ({error!r})")
 
         self._post_hooks[id(raw)] = raw.register_step_post_hook(after_step)
 
     # --- params and metrics ---------------------------------------------------
 
-    def _log_params(self, trainer, pl_module):
-        if self._params_done:
-            return
-        self._params_done = True
+    def _lightning_params(self, trainer, pl_module):
         params = {}
         for owner in (getattr(trainer, "datamodule", None), pl_module):
             hparams = getattr(owner, "hparams", None) if owner is not None else None
@@ -350,14 +290,12 @@ class _Hooks:
                 value = None
             if value is not None:
                 params["lightning." + name] = str(value)
-        if params:
-            recorder().log_params(params)
+        return params
 
     def _flush_pending(self):
         pending, self._pending = self._pending, []
-        rec = self._rec
         for key, value, step in pending:
-            rec.log_metric(key, _scalar(value), step=step)
+            self._log_metric(key, value, step)
 
     def _flush_metrics(self, trainer, step=None):
         """Every value of self.log(...) not logged yet, at trainer.global_step."""
@@ -366,14 +304,13 @@ class _Hooks:
         self._flush_pending()
         metrics = trainer.logged_metrics
         step = int(trainer.global_step) if step is None else step
-        rec = self._rec
         for key, value in list(metrics.items()):
             last = self._seen.get(key)
             if last is not None and _same_value_object(last, value):
                 continue
             self._seen[key] = value
             if _is_cpu(value):
-                rec.log_metric(key, _scalar(value), step=step)
+                self._log_metric(key, value, step)
             else:
                 self._pending.append((key, value, step))
 
@@ -400,7 +337,7 @@ class _Hooks:
             if not self._active:
                 return
         self._attach(trainer, "fit")
-        self._log_params(trainer, pl_module)
+        self._log_params(self._lightning_params(trainer, pl_module))
 
     @_guarded
     def on_train_start(self, trainer, pl_module):
@@ -446,12 +383,12 @@ class _Hooks:
 
     @_guarded
     def on_before_zero_grad(self, trainer, pl_module, optimizer):
-        if FORWARD in self._mine:
+        if FORWARD in self._open:
             self._end(FORWARD)
 
     @_guarded
     def on_before_backward(self, trainer, pl_module, loss):
-        if FORWARD in self._mine:
+        if FORWARD in self._open:
             self._end(FORWARD)
         self._start(BACKWARD)
 
@@ -461,9 +398,9 @@ class _Hooks:
 
     @_guarded
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
-        if FORWARD in self._mine:
+        if FORWARD in self._open:
             self._end(FORWARD)
-        if OPTIMIZER in self._mine or self._left_to_patches(OPTIMIZER):
+        if OPTIMIZER in self._open or self._left_to_patches(OPTIMIZER):
             return  # (LBFGS: each closure evaluation comes here)
         self._hook_optimizer(optimizer)
         self._start(OPTIMIZER)
@@ -471,7 +408,7 @@ class _Hooks:
     @_guarded
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
         for key in (FORWARD, BACKWARD, OPTIMIZER, SUBSTEP):
-            if key in self._mine:
+            if key in self._open:
                 self._end(key)
         step = int(trainer.global_step)
         if step != self._group_step:  # the optimizer stepped
@@ -487,7 +424,7 @@ class _Hooks:
 
     @_guarded
     def on_validation_start(self, trainer, pl_module):
-        self._log_params(trainer, pl_module)
+        self._log_params(self._lightning_params(trainer, pl_module))
         self._start(EVAL_PREFIX + EPOCH)
 
     @_guarded
@@ -506,7 +443,7 @@ class _Hooks:
 
     @_guarded
     def on_test_start(self, trainer, pl_module):
-        self._log_params(trainer, pl_module)
+        self._log_params(self._lightning_params(trainer, pl_module))
         self._start(EVAL_PREFIX + EPOCH)
 
     @_guarded
@@ -535,10 +472,6 @@ def _fetch_key(action_name):
 
 
 # --- the class, per Lightning package -------------------------------------------
-
-_classes = {}
-_classes_lock = threading.Lock()
-
 
 def _import_package(package):
     """The Lightning package module (lightning.pytorch or pytorch_lightning), imported."""
@@ -570,25 +503,23 @@ def _default_package():
     raise ImportError(_MISSING)
 
 
+_CLASSES = _framework.CallbackClasses(
+    _Hooks, __name__, "Records Lightning's training as trainscope regions, params and metrics "
+    "(a {package}.Callback; see trainscope.lightning).")
+
+
 def _callback_class(package=None):
     """TrainscopeCallback for `package` ("lightning.pytorch" or "pytorch_lightning";
     default: the one in use)."""
     package = package or _default_package()
-    with _classes_lock:
-        cls = _classes.get(package)
-        if cls is None:
-            try:
-                base = _import_package(package).callbacks.Callback
-            except ImportError as error:
-                raise ImportError(f"{_MISSING} ({error})") from error
-            cls = type("TrainscopeCallback", (_Hooks, base), {
-                "__module__": __name__,
-                "__qualname__": "TrainscopeCallback",
-                "__doc__": f"Records Lightning's training as trainscope regions, params and "
-                           f"metrics (a {package}.Callback; see trainscope.lightning).",
-            })
-            _classes[package] = cls
-    return cls
+
+    def base():
+        try:
+            return _import_package(package).callbacks.Callback
+        except ImportError as error:
+            raise ImportError(f"{_MISSING} ({error})") from error
+
+    return _CLASSES.get(package, base)
 
 
 def __getattr__(name):
@@ -611,8 +542,7 @@ def _factory(package):
             return []
         return [_callback_class(package)()]
     except Exception as error:  # pylint: disable=broad-except
-        recorder().warn(("lightning", "factory"),
-                        f"trainscope: no TrainscopeCallback added ({error!r})")
+        _framework.warn("lightning", "factory", f"no TrainscopeCallback added ({error!r})")
         return []
 
 
@@ -640,67 +570,25 @@ def _ensure_callback(trainer, package):
     callbacks.insert(index, callback)
 
 
-class Installation:
+class Installation(_framework.Installation):
     """What install() did: Trainer.__init__ patched in each Lightning package;
     remove() undoes it."""
 
     def __init__(self):
-        self._patched = {}  # package -> (Trainer class, original __init__, our __init__)
-        self._lock = threading.Lock()
+        super().__init__("lightning")
 
     @property
     def packages(self):
         """The packages whose Trainer is patched."""
-        return tuple(self._patched)
+        return tuple(self._patches)
 
     def _patch(self, package):
-        if package in self._patched:
-            return
-        trainer_class = _import_package(package).Trainer
-        original = trainer_class.__dict__["__init__"]
-        installation = self
-
-        @functools.wraps(original)
-        def __init__(trainer, *args, **kwargs):
-            original(trainer, *args, **kwargs)
-            if package not in installation._patched:  # pylint: disable=protected-access
-                return  # removed while another patch sat on top of ours
-            try:
-                _ensure_callback(trainer, package)
-            except Exception as error:  # pylint: disable=broad-except
-                recorder().warn(("lightning", "install"),
-                                f"trainscope: no TrainscopeCallback added to the Trainer "
-                                f"({error!r})")
-
-        __init__._trainscope_original = original  # pylint: disable=protected-access
-        trainer_class.__init__ = __init__
-        self._patched[package] = (trainer_class, original, __init__)
-
-    def remove(self):
-        global _installation
-        with self._lock:
-            for package, (trainer_class, original, ours) in list(self._patched.items()):
-                del self._patched[package]
-                try:
-                    if trainer_class.__dict__.get("__init__") is ours:
-                        trainer_class.__init__ = original
-                except Exception as error:  # pylint: disable=broad-except
-                    recorder().warn(("lightning", "remove"),
-                                    f"trainscope: could not undo the Trainer patch ({error!r})")
-        with _install_lock:
-            if _installation is self:
-                _installation = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.remove()
-        return False
+        if package not in self._patches:
+            self._patch_init(package, _import_package(package).Trainer,
+                             functools.partial(_ensure_callback, package=package))
 
 
 _installation = None
-_install_lock = threading.Lock()
 
 
 def install():
@@ -712,16 +600,14 @@ def install():
     call returns the same handle and patches a package imported since. Returns a handle whose
     ``remove()`` undoes it. ImportError when no Lightning is installed."""
     global _installation
-    with _install_lock:
-        if _installation is None:
-            _installation = Installation()
-        installation = _installation
     packages = [p for p in _PACKAGES if p in sys.modules]
     if not packages:
         packages = [p for p in _PACKAGES if _installed(p)]
         if not packages:
             raise ImportError(_MISSING)
-    with installation._lock:  # pylint: disable=protected-access
+    with Installation.lock:
+        if _installation is None or _installation.removed:
+            _installation = Installation()
         for package in packages:
-            installation._patch(package)  # pylint: disable=protected-access
-    return installation
+            _installation._patch(package)  # pylint: disable=protected-access
+        return _installation

@@ -87,9 +87,9 @@ def main():
     seen = {"auto": os.environ.get("TRAINSCOPE_AUTO")}
     # The factories themselves.
     made = tl.lightning_callbacks_factory()
-    seen["factory_lightning"] = [type(cb).__mro__[2].__module__ for cb in made]
+    seen["factory_lightning"] = [type(cb).__bases__[-1].__module__ for cb in made]
     made = tl.pytorch_lightning_callbacks_factory()
-    seen["factory_pytorch_lightning"] = [type(cb).__mro__[2].__module__ for cb in made]
+    seen["factory_pytorch_lightning"] = [type(cb).__bases__[-1].__module__ for cb in made]
     # Lightning's own loading of the entry points (callback_connector), both packages.
     seen["entry_point_lightning"] = count(bare_trainer(lpl, root), tl._Hooks)
     seen["entry_point_pytorch_lightning"] = count(bare_trainer(ppl, root), tl._Hooks)
