@@ -25,6 +25,7 @@ set(TRAINSCOPE_LAYERS
   hardware/host   # /proc and /sys sources, the process tree
   hardware/gpu    # NVML and DCGM sources
   run             # the run store (writer, reader, format) and Run
+  steps           # a run's steps (periods, phases, data wait, key sums) and host load, derived once
   launch          # trainscope run: spawn, environment, profilers, sampling
   scaling         # scaling models (Extra-P inputs, modelers, bands, views, plots)
   sweep           # trainscope sweep: plans (radT CSV/YAML, Furcate JSON, grids), scheduler

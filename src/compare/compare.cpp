@@ -309,7 +309,7 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
                    [&](const Row& x, const Row& y) { return effect(x) > effect(y); });
   pair.warnings = side_warnings(a, b, ia, ib, options);
   // A key whose rows come from several modules (a GAN's two models under one
-  // FORWARD): its row compares their calls together.
+  // FORWARD): its row compares their time per step (the steps room's key sums).
   for (const Row& row : pair.rows) {
     if (row.kind != SeriesKind::kRegion || row.device != "CPU") continue;
     for (const auto& [side, idx, name] : {std::tuple{&a, &ia, "A"}, std::tuple{&b, &ib, "B"}}) {
@@ -317,8 +317,9 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
         const auto it = side->runs[i].key_callers.find(row.name);
         if (it == side->runs[i].key_callers.end()) continue;
         pair.warnings.push_back(fmt::format(
-            "{} mixes the calls of {} in {}'s run {}: its row compares them together", row.name,
-            it->second, name, side->runs[i].name.empty() ? side->runs[i].id : side->runs[i].name));
+            "{} mixes the calls of {} in {}'s run {}: its row compares their sum per step",
+            row.name, it->second, name,
+            side->runs[i].name.empty() ? side->runs[i].id : side->runs[i].name));
         break;
       }
     }

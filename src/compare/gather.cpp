@@ -23,18 +23,16 @@
 #include "fmt/format.h"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/compare/compare.hpp"
-#include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/run/environment_record.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace trainscope::compare {
 namespace {
-
-constexpr std::uint64_t kReadChunk = 64ull << 20;
 
 bool is_directory(const std::string& path) {
   struct stat st {};
@@ -44,12 +42,6 @@ bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
-
-// One region row kept for the step and data-wait series.
-struct Span {
-  std::int64_t start_ns;
-  std::int64_t duration_ns;
-};
 
 struct RegionKey {
   std::string key;
@@ -67,6 +59,7 @@ std::vector<double> combine_ranks(const std::map<std::uint32_t, std::vector<doub
     auto it = by_rank.find(*rank);
     return it == by_rank.end() ? std::vector<double>{} : it->second;
   }
+  if (by_rank.empty()) return {};
   if (by_rank.size() == 1) return by_rank.begin()->second;
   std::size_t n = std::numeric_limits<std::size_t>::max();
   for (const auto& [r, v] : by_rank) n = std::min(n, v.size());
@@ -74,28 +67,6 @@ std::vector<double> combine_ranks(const std::map<std::uint32_t, std::vector<doub
   for (const auto& [r, v] : by_rank)
     for (std::size_t i = 0; i < n; ++i) out[i] = std::max(out[i], v[i]);
   return out;
-}
-
-// Data wait over the step, per step: the wait rows whose midpoint falls in the step.
-std::vector<double> wait_shares(std::vector<Span> steps, std::vector<Span> waits) {
-  std::sort(steps.begin(), steps.end(),
-            [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
-  std::vector<double> waited(steps.size(), 0.0);
-  for (const Span& w : waits) {
-    const std::int64_t mid = w.start_ns + w.duration_ns / 2;
-    auto it = std::upper_bound(steps.begin(), steps.end(), mid,
-                               [](std::int64_t t, const Span& s) { return t < s.start_ns; });
-    if (it == steps.begin()) continue;
-    --it;
-    if (mid > it->start_ns + it->duration_ns) continue;
-    waited[static_cast<std::size_t>(it - steps.begin())] += static_cast<double>(w.duration_ns);
-  }
-  std::vector<double> shares;
-  shares.reserve(steps.size());
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    if (steps[i].duration_ns > 0)
-      shares.push_back(std::min(1.0, waited[i] / static_cast<double>(steps[i].duration_ns)));
-  return shares;
 }
 
 // Package pins and the GPU driver's versions: what the software warning compares.
@@ -170,63 +141,55 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   std::sort(run.packages.begin(), run.packages.end());
   run.packages.erase(std::unique(run.packages.begin(), run.packages.end()), run.packages.end());
 
-  const diagnosis::KeyMap keys = diagnosis::default_key_map();
-  const auto& wait_keys = keys.phase_keys[static_cast<std::size_t>(diagnosis::Phase::kDataWait)];
-  std::map<RegionKey, std::map<std::uint32_t, std::vector<double>>> regions;
-  std::map<std::string, std::map<std::uint32_t, std::vector<Span>>> step_spans;
-  std::map<std::uint32_t, std::vector<Span>> wait_spans;
-  for (const RankState& state : reader.ranks()) {
-    const std::uint32_t rank = state.rank.rank;
-    std::uint64_t offset = 0;
-    for (;;) {
-      absl::StatusOr<RunReader::Scan> scan =
-          reader.scan_regions(rank, offset, kReadChunk, [&](const RegionView& row) {
-            const double seconds = static_cast<double>(row.duration_ns) * 1e-9;
-            std::string key(row.key);
-            if (row.device == Device::kCPU) {
-              if (keys.is_step(row.key))
-                step_spans[key][rank].push_back({row.start_unix_ns, row.duration_ns});
-              else if (std::find(wait_keys.begin(), wait_keys.end(), key) != wait_keys.end())
-                wait_spans[rank].push_back({row.start_unix_ns, row.duration_ns});
-            }
-            regions[RegionKey{std::move(key), row.device}][rank].push_back(seconds);
-          });
-      if (!scan.ok()) {
-        if (absl::IsNotFound(scan.status())) break;  // a rank without regions
-        return scan.status();
-      }
-      if (scan->next_offset == offset) break;
-      offset = scan->next_offset;
+  // The steps, their data wait, the keys' per-step sums and the host load:
+  // the steps room's, as every view has them (docs/steps.md).
+  absl::StatusOr<steps::RunSteps> stepped = steps::read_steps(reader);
+  if (!stepped.ok()) return stepped.status();
+  // Per key, per rank: the key's time per step (a key called twice a step is
+  // one value), rows in no step each alone, in the order they ran.
+  std::map<RegionKey, std::map<std::uint32_t, std::vector<std::pair<std::int64_t, double>>>>
+      regions;
+  std::map<std::uint32_t, std::vector<double>> rates, wait_shares;
+  std::int64_t first_ns = std::numeric_limits<std::int64_t>::max(), last_ns = 0;
+  for (const steps::RankSteps& r : stepped->ranks) {
+    auto add = [&](const steps::KeySum& k) {
+      const auto& [name, device] = stepped->keys[k.key];
+      regions[RegionKey{name, device}][r.rank].emplace_back(k.start_ns, k.seconds);
+    };
+    for (const steps::KeySum& k : r.unstepped) add(k);
+    for (const std::vector<steps::KeySum>& sums : r.key_sums)
+      for (const steps::KeySum& k : sums) add(k);
+    if (r.step_key.empty() || r.history.empty()) continue;
+    if (data.step_key.empty()) data.step_key = r.step_key;
+    const bool waits = r.cpu_measured[static_cast<std::size_t>(steps::Phase::kDataWait)];
+    for (const steps::Step& s : r.history) {
+      if (!(s.period_s > 0)) continue;
+      rates[r.rank].push_back(1 / s.period_s);
+      if (waits) wait_shares[r.rank].push_back(std::min(1.0, s.data_wait_s() / s.period_s));
     }
+    first_ns = std::min(first_ns, r.history.front().start_ns);
+    last_ns = std::max(last_ns, r.history.back().start_ns +
+                                    static_cast<std::int64_t>(r.history.back().period_s * 1e9));
   }
-  for (const auto& [key, by_rank] : regions) {
-    std::vector<double> values = combine_ranks(by_rank, options.rank);
+  for (auto& [key, by_rank] : regions) {
+    std::map<std::uint32_t, std::vector<double>> values_by_rank;
+    for (auto& [rank, values] : by_rank) {
+      std::stable_sort(values.begin(), values.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      std::vector<double>& out = values_by_rank[rank];
+      for (const auto& v : values) out.push_back(v.second);
+    }
+    std::vector<double> values = combine_ranks(values_by_rank, options.rank);
     if (!values.empty())
       data.series[SeriesId{SeriesKind::kRegion, key.key, std::string(device_name(key.device))}] =
           std::move(values);
   }
-  // The step: the first step key the run has; throughput and data wait from it.
-  for (const std::string& step_key : keys.step_keys) {
-    auto it = step_spans.find(step_key);
-    if (it == step_spans.end()) continue;
-    data.step_key = step_key;
-    const std::vector<double>& steps = data.series[SeriesId{SeriesKind::kRegion, step_key, "CPU"}];
-    std::vector<double> rate;
-    rate.reserve(steps.size());
-    for (double s : steps)
-      if (s > 0) rate.push_back(1 / s);
+  // The step: throughput (steps/s, the inverse of the period) and the data
+  // wait over the period, per step.
+  if (std::vector<double> rate = combine_ranks(rates, options.rank); !rate.empty())
     data.series[SeriesId{SeriesKind::kMetric, kThroughput, ""}] = std::move(rate);
-    if (!wait_spans.empty()) {
-      std::map<std::uint32_t, std::vector<double>> shares;
-      for (const auto& [rank, spans] : it->second)
-        if (auto w = wait_spans.find(rank); w != wait_spans.end())
-          shares[rank] = wait_shares(spans, w->second);
-      std::vector<double> combined = combine_ranks(shares, options.rank);
-      if (!combined.empty())
-        data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(combined);
-    }
-    break;
-  }
+  if (std::vector<double> wait = combine_ranks(wait_shares, options.rank); !wait.empty())
+    data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
 
   // Metrics the user asked for: the ranks' own (the chosen rank's, else the
   // lowest rank's that has it), else the hosts'.
@@ -245,54 +208,39 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
         if (wanted.count(p.key)) rank_points[p.key][state.rank.rank].push_back(std::move(p));
     }
   }
-  // The host samples: other processes' CPU share, and the wanted host metrics.
+  // The wanted host metrics.
   std::map<std::string, std::vector<MetricPoint>> host_points;
-  std::map<std::int64_t, std::pair<double, double>> cpu_at;  // host util %, job %
-  std::set<std::string> cpu_cores;
-  for (const std::string& host : reader.hosts()) {
-    absl::StatusOr<Chunk<MetricPoint>> points = reader.read_host_metrics(host);
-    if (!points.ok()) {
-      if (absl::IsNotFound(points.status())) continue;
-      return points.status();
-    }
-    for (MetricPoint& p : points->rows) {
-      if (p.key == "system/cpu.util_pct") {
-        cpu_at[p.timestamp_ms].first = p.value;
-      } else if (p.key == "system/proc.cpu_pct") {
-        cpu_at[p.timestamp_ms].second = p.value;
-      } else if (absl::StartsWith(p.key, "system/cpu.") && absl::EndsWith(p.key, ".util_pct")) {
-        cpu_cores.insert(p.key);
+  if (!wanted.empty()) {
+    for (const std::string& host : reader.hosts()) {
+      absl::StatusOr<Chunk<MetricPoint>> points = reader.read_host_metrics(host);
+      if (!points.ok()) {
+        if (absl::IsNotFound(points.status())) continue;
+        return points.status();
       }
-      if (wanted.count(p.key)) host_points[p.key].push_back(std::move(p));
+      for (MetricPoint& p : points->rows)
+        if (wanted.count(p.key)) host_points[p.key].push_back(std::move(p));
     }
   }
-  double cores = static_cast<double>(cpu_cores.size());
-  if (!envs.empty() && envs.front().cores > 0) {  // the first launcher's
-    cores = static_cast<double>(envs.front().cores);
-  }
-  // While the steps ran (from the first step's start to the last one's end):
-  // the launcher's own start (the environment it records: pip freeze, git) and
-  // the command's start-up are not the host's load. All samples when none falls there.
-  std::int64_t first_ms = std::numeric_limits<std::int64_t>::max(), last_ms = 0;
-  if (auto it = step_spans.find(data.step_key); it != step_spans.end())
-    for (const auto& [rank, spans] : it->second)
-      for (const Span& s : spans) {
-        first_ms = std::min(first_ms, s.start_ns / 1'000'000);
-        last_ms = std::max(last_ms, (s.start_ns + s.duration_ns) / 1'000'000);
-      }
-  if (cores > 0) {
-    for (const bool in_steps : {true, false}) {
-      double sum = 0;
-      std::size_t n = 0;
-      for (const auto& [t, cpu] : cpu_at) {
-        if (!(cpu.first > 0) || (in_steps && (t < first_ms || t > last_ms))) continue;
-        sum += std::max(0.0, cpu.first - cpu.second / cores) / 100.0;
+  // Other processes' CPU (the steps room's, per host), while the steps ran
+  // (from the first step's start to the last one's end): the launcher's own
+  // start (the environment it records: pip freeze, git) and the command's
+  // start-up are not the host's load. All samples when none falls there.
+  for (const bool in_steps : {true, false}) {
+    double sum = 0;
+    std::size_t n = 0;
+    for (const steps::HostLoad& host : stepped->hosts)
+      for (const steps::HostSample& x : host.samples) {
+        const double other = x.other_cpu_pct();
+        const std::int64_t ns = x.time_ms * 1'000'000;
+        if (!std::isfinite(other) || !(x.cpu_util_pct > 0) ||
+            (in_steps && (ns < first_ns - 999'999 || ns > last_ns)))
+          continue;
+        sum += other / 100.0;
         ++n;
       }
-      if (n > 0) {
-        run.other_cpu_share = sum / static_cast<double>(n);
-        break;
-      }
+    if (n > 0) {
+      run.other_cpu_share = sum / static_cast<double>(n);
+      break;
     }
   }
   for (const std::string& name : wanted) {

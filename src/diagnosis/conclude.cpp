@@ -384,8 +384,8 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
     for (const HostReading& r : host.readings) {
       if (std::isfinite(r.cpu_util_pct)) {
         util.push_back(r.cpu_util_pct);
-        if (std::isfinite(r.job_cpu_pct)) {
-          others.push_back(std::max(0.0, r.cpu_util_pct - r.job_cpu_pct) / 100.0);
+        if (const double other = r.other_cpu_pct(); std::isfinite(other)) {
+          others.push_back(other / 100.0);
         }
       }
       if (std::isfinite(r.swap_used_mb)) {

@@ -16,6 +16,7 @@
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/stats/time_stats.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace trainscope::stalls {
 namespace {
@@ -26,6 +27,19 @@ struct Window {
 };
 
 constexpr double kZ95 = 1.959963984540054;
+
+}  // namespace
+
+namespace {
+
+// A pass's share from its steps: their data wait over their periods (the
+// waits' percentiles and start-up share stay the IO rows').
+void with_step_shares(PassStalls* p, double wait_s, double wall_s, std::size_t waits) {
+  p->wall_s = wall_s;
+  p->wait_s = wait_s;
+  p->share = wall_s > 0 ? wait_s / wall_s : 0;
+  p->bunched = p->share >= 0.05 && p->startup_wait_share >= 0.5 && startup_batches(waits) < waits;
+}
 
 }  // namespace
 
@@ -110,8 +124,12 @@ std::string format_run_stalls(const RunStalls& r) {
 
 namespace {
 
-// One rank's live analysis into `out` (run_dir, status, batch_size set).
-absl::Status analyze_rank(const RunReader& reader, std::uint32_t rank, RunStalls* out_ptr) {
+// One rank's live analysis into `out` (run_dir, status, batch_size set):
+// its passes' shares from its steps (the steps room's data wait over the
+// period, summed over the steps that start in the pass), the waits' own
+// figures (percentiles, start-up share) from its IO rows.
+absl::Status analyze_rank(const RunReader& reader, const steps::RankSteps* stepped,
+                          std::uint32_t rank, RunStalls* out_ptr) {
   RunStalls& out = *out_ptr;
   const std::string& run_dir = out.run_dir;
   out.rank = rank;
@@ -149,24 +167,50 @@ absl::Status analyze_rank(const RunReader& reader, std::uint32_t rank, RunStalls
     out.iteration_start_ns.push_back(it.first);
     out.iteration_s.push_back(it.second);
   }
+  const bool has_steps = stepped != nullptr && !stepped->history.empty();
+  if (has_steps) {
+    for (const steps::Step& s : stepped->history) {
+      out.step_start_ns.push_back(s.start_ns);
+      out.step_period_s.push_back(s.period_s);
+      out.step_wait_s.push_back(s.data_wait_s());
+    }
+  }
   std::vector<Window>& windows = passes.empty() ? epochs : passes;
   std::sort(windows.begin(), windows.end(),
             [](const Window& a, const Window& b) { return a.start_ns < b.start_ns; });
   if (windows.empty()) {
-    // One pass: from the first wait to the end of the last wait or iteration.
+    // One pass: every step (a rank without steps: from the first wait to the
+    // end of the last).
     Window all{waits.front().first, waits.back().first};
     all.end_ns += static_cast<std::int64_t>(waits.back().second * 1e9);
+    if (has_steps) {
+      all = {std::min(all.start_ns, stepped->history.front().start_ns),
+             std::numeric_limits<std::int64_t>::max()};
+    }
     windows.push_back(all);
   }
   double wall = 0, wait = 0;
   std::vector<double> all_waits;
   for (std::size_t i = 0; i < windows.size(); ++i) {
+    const Window& window = windows[i];
     std::vector<double> in_pass;
     for (const auto& [start, seconds] : waits) {
-      if (start >= windows[i].start_ns && start < windows[i].end_ns) in_pass.push_back(seconds);
+      if (start >= window.start_ns && start < window.end_ns) in_pass.push_back(seconds);
     }
     PassStalls p =
-        pass_stalls(in_pass, static_cast<double>(windows[i].end_ns - windows[i].start_ns) * 1e-9);
+        pass_stalls(in_pass, static_cast<double>(window.end_ns - window.start_ns) * 1e-9);
+    if (has_steps) {
+      // The pass's steps: their periods and data waits.
+      double pass_wall = 0, pass_wait = 0;
+      for (std::size_t k = 0; k < out.step_start_ns.size(); ++k) {
+        if (out.step_start_ns[k] < window.start_ns || out.step_start_ns[k] >= window.end_ns) {
+          continue;
+        }
+        pass_wall += out.step_period_s[k];
+        pass_wait += out.step_wait_s[k];
+      }
+      with_step_shares(&p, pass_wait, pass_wall, in_pass.size());
+    }
     p.index = static_cast<int>(i + 1);
     wall += p.wall_s;
     wait += p.wait_s;
@@ -174,6 +218,7 @@ absl::Status analyze_rank(const RunReader& reader, std::uint32_t rank, RunStalls
     out.passes.push_back(p);
   }
   out.total = pass_stalls(all_waits, wall);
+  if (has_steps) with_step_shares(&out.total, wait, wall, all_waits.size());
   out.total.wait_s = wait;
   // Bunched when most passes' waits are: a run-wide startup share means little.
   std::size_t bunched = 0;
@@ -212,8 +257,16 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   if (reader->ranks().empty()) {
     return absl::NotFoundError(run_dir + ": no rank recorded anything (no IO regions to analyze)");
   }
-  if (absl::Status first = analyze_rank(*reader, reader->ranks().front().rank.rank, &out);
-      !first.ok()) {
+  // The steps, as every view has them (docs/steps.md).
+  absl::StatusOr<steps::RunSteps> stepped = steps::read_steps(*reader);
+  if (!stepped.ok()) return stepped.status();
+  const auto steps_of = [&stepped](std::uint32_t rank) -> const steps::RankSteps* {
+    for (const steps::RankSteps& r : stepped->ranks)
+      if (r.rank == rank) return &r;
+    return nullptr;
+  };
+  const std::uint32_t lowest = reader->ranks().front().rank.rank;
+  if (absl::Status first = analyze_rank(*reader, steps_of(lowest), lowest, &out); !first.ok()) {
     return first;
   }
   // Every rank's run-wide figures: in a data-parallel job the step waits for
@@ -222,7 +275,8 @@ absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir) {
   for (std::size_t i = 1; i < reader->ranks().size(); ++i) {
     RunStalls other;
     other.run_dir = run_dir;
-    if (analyze_rank(*reader, reader->ranks()[i].rank.rank, &other).ok()) {
+    const std::uint32_t rank = reader->ranks()[i].rank.rank;
+    if (analyze_rank(*reader, steps_of(rank), rank, &other).ok()) {
       out.ranks.push_back({other.rank, other.total});
     }
   }
@@ -252,17 +306,11 @@ absl::StatusOr<Timing> measured_time(const std::vector<double>& iteration_s, std
 }
 
 double measured_wait_share(const RunStalls& run, std::size_t warmup, std::size_t iterations) {
-  if (iterations == 0 || run.iteration_s.size() < warmup + iterations) return 0;
+  if (iterations == 0 || run.step_period_s.size() < warmup + iterations) return 0;
   double time = 0, wait = 0;
   for (std::size_t i = warmup; i < warmup + iterations; ++i) {
-    const std::int64_t begin = run.iteration_start_ns[i];
-    const auto end = begin + static_cast<std::int64_t>(run.iteration_s[i] * 1e9);
-    time += run.iteration_s[i];
-    // Waits are in start order: those starting inside the iteration.
-    auto w = std::lower_bound(run.wait_start_ns.begin(), run.wait_start_ns.end(), begin);
-    for (; w != run.wait_start_ns.end() && *w < end; ++w) {
-      wait += run.wait_s[static_cast<std::size_t>(w - run.wait_start_ns.begin())];
-    }
+    time += run.step_period_s[i];
+    wait += run.step_wait_s[i];
   }
   return time > 0 ? wait / time : 0;
 }

@@ -23,6 +23,7 @@
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stalls/timed_loader.hpp"
 #include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace trainscope::stalls {
 namespace {
@@ -133,9 +134,6 @@ void read_hardware(LegResult* leg) {
         ++disk_n;
       } else if (p.key == "system/proc.read_mb") {
         leg->read_mb = std::max(leg->read_mb, p.value);
-      } else if (p.key == "system/proc.cpu_pct") {
-        cpu_sum += p.value;
-        ++cpu_n;
       }
     }
   }
@@ -148,6 +146,16 @@ void read_hardware(LegResult* leg) {
   } else {
     leg->disk_read_mb_s = disk_n ? disk_sum / disk_n : 0;
     leg->disk_rate_from = "samples";
+  }
+  // The job's CPU as every view has it (the steps room's: its process trees
+  // summed per host sample), in % of one core, mean over the samples.
+  if (absl::StatusOr<steps::RunSteps> stepped = steps::read_steps(*reader); stepped.ok()) {
+    for (const steps::HostLoad& host : stepped->hosts)
+      for (const steps::HostSample& x : host.samples) {
+        if (!std::isfinite(x.job_cpu_pct)) continue;
+        cpu_sum += x.job_cpu_pct * host.cores;
+        ++cpu_n;
+      }
   }
   leg->cpu_pct = cpu_n ? cpu_sum / cpu_n : 0;
 }

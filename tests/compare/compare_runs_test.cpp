@@ -48,6 +48,10 @@ struct RunSpec {
   std::int64_t host_start_ms = 1000;    // the first host sample (the steps start at 1e6 ms)
   double before_steps_pct = -1;         // one more sample before the steps, this busy
   std::string pip_freeze;               // environment.json + artifacts/pip-freeze.txt
+  // A second FORWARD row per step (the loss module's), lasting this share of
+  // the step; and the model's FORWARD (half the step) slower by model_factor.
+  double loss_forward_share = 0;
+  double model_factor = 1;
 };
 
 fs::path make_run(const fs::path& dir, const RunSpec& spec) {
@@ -78,8 +82,17 @@ fs::path make_run(const fs::path& dir, const RunSpec& spec) {
       const std::string rank = std::to_string(r);
       rows += "IO,CPU," + rank + ",0," + std::to_string(t) + "," + std::to_string(wait) + "," +
               std::to_string(i) + ",0\n";
+      const auto model_ns =
+          static_cast<std::int64_t>(static_cast<double>(ns / 2) * spec.model_factor);
       rows += "FORWARD,CPU," + rank + ",0," + std::to_string(t + wait) + "," +
-              std::to_string(ns / 2) + "," + std::to_string(i) + ",0\n";
+              std::to_string(model_ns) + "," + std::to_string(i) + ",0\n";
+      if (spec.loss_forward_share > 0) {
+        rows += "FORWARD,CPU," + rank + ",0," + std::to_string(t + wait + model_ns) + "," +
+                std::to_string(
+                    static_cast<std::int64_t>(static_cast<double>(ns) * spec.loss_forward_share)) +
+                "," + std::to_string(i) + ",0\n";
+      }
+      ns += model_ns - ns / 2;
       for (const std::string& key : spec.extra_keys)
         rows += key + ",CPU," + rank + ",0," + std::to_string(t + wait) + "," +
                 std::to_string(ns / 4) + "," + std::to_string(i) + ",0\n";
@@ -178,6 +191,30 @@ TEST(CompareRunsTest, ATenPercentSlowdownIsSlowerWithAnIntervalAroundIt) {
   EXPECT_EQ(c.pairs[0].rows.back().name, kDataWait);
   const std::string text = format_comparison(c);
   EXPECT_THAT(text, HasSubstr("overall (step time (BATCH)): slower  +"));
+}
+
+// FORWARD timed twice a step, by the model and by the loss module: compared
+// per step (their sum), not as a mixture of both callers' calls.
+TEST(CompareRunsTest, AKeyWithTwoCallersComparesPerStep) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.loss_forward_share = 0.05;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  const fs::path a2 = make_run(tmp.path() / "a2", spec);
+  spec.seed = 3;
+  spec.model_factor = 1.1;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison same = compared({a.string()}, {a2.string()});
+  const Row* forward = row_named(same.pairs.at(0), "FORWARD");
+  ASSERT_NE(forward, nullptr);
+  EXPECT_EQ(forward->verdict, "same");
+  const Comparison slower = compared({a.string()}, {b.string()});
+  forward = row_named(slower.pairs.at(0), "FORWARD");
+  ASSERT_NE(forward, nullptr);
+  EXPECT_EQ(forward->verdict, "slower");
+  // Per step: model 0.5 + loss 0.05 of the step, against 0.55 + 0.05.
+  EXPECT_NEAR(forward->stats.ratio, 0.60 / 0.55, 0.02);
 }
 
 TEST(CompareRunsTest, AStallIsNamedInTheTailNotInTheVerdict) {

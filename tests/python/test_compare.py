@@ -98,7 +98,7 @@ def test_the_comparison_is_bound_as_typed_classes(runs):
 
 def test_a_key_that_mixes_two_modules_is_a_warning(tmp_path):
     """Issue 37: --auto's FORWARD of a GAN holds both models' calls (the run's tag
-    trainscope.auto.callers.FORWARD); compare says its row compares them together."""
+    trainscope.auto.callers.FORWARD); compare says its row compares their sum per step."""
     keys = (("BATCH", "CPU"), ("FORWARD", "CPU"))
     a = write_run(str(tmp_path / "a"), keys=keys, rows_per_key=200, seed=1, name="gan-a")
     b = write_run(str(tmp_path / "b"), keys=keys, rows_per_key=200, seed=2, name="gan-b")

@@ -34,53 +34,24 @@
 #include "trainscope/run/run_status.hpp"
 #include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace trainscope::diagnosis {
 
 // ---------------------------------------------------------------------------
-// Keys by meaning
+// Keys by meaning, steps and host readings: the steps room's (one definition
+// for every analysis: trainscope/steps/steps.hpp, docs/steps.md).
 
-// The parts of a step. kRest is what the step's time holds beyond the
-// measured phases (computed, never a key of its own).
-enum class Phase : std::uint8_t {
-  kDataWait,
-  kHostToDevice,
-  kForward,
-  kBackward,
-  kOptimizer,
-  kComm,
-  kRest,
-};
-inline constexpr std::size_t kPhaseCount = 7;
-// "data_wait", "h2d", "forward", "backward", "optimizer", "comm", "rest".
-std::string_view phase_name(Phase phase) noexcept;
-// A phase by its name (also "io", "input" for data_wait); InvalidArgument naming it.
-absl::StatusOr<Phase> parse_phase(std::string_view name);
-// Compute phases: host-to-device, forward, backward, optimizer.
-bool is_compute(Phase phase) noexcept;
-
-// The keys the auto-instrumentation records (and users may time by hand).
-inline constexpr char kOptimizerKey[] = "OPTIMIZER";  // Optimizer.step
-inline constexpr char kHostToDeviceKey[] = "H2D";     // batch to device
-
-// A module call that owns no parameter to train (a loss, a metric), timed by
-// --auto apart from the model's FORWARD: in the forward phase.
-inline constexpr char kLossKey[] = "LOSS";
-
-// Which region keys mean what. Defaults: step BATCH, else the timed loader's
-// `iteration`; data_wait IO; h2d H2D; forward FORWARD and LOSS; backward
-// BACKWARD; optimizer OPTIMIZER; comm COMM.
-struct KeyMap {
-  std::vector<std::string> step_keys;  // the first one a rank recorded is its step
-  std::array<std::vector<std::string>, kPhaseCount> phase_keys;  // kRest stays empty
-
-  // Adds "PHASE=KEY" (also "step=KEY"): `--phase optimizer=opt_step`. The key
-  // then means that phase only. InvalidArgument naming the spec.
-  absl::Status map(std::string_view spec);
-  std::optional<Phase> phase_of(std::string_view key) const;
-  bool is_step(std::string_view key) const;
-};
-KeyMap default_key_map();
+using steps::default_key_map;
+using steps::is_compute;
+using steps::KeyMap;
+using steps::kHostToDeviceKey;
+using steps::kLossKey;
+using steps::kOptimizerKey;
+using steps::kPhaseCount;
+using steps::parse_phase;
+using steps::Phase;
+using steps::phase_name;
 
 // ---------------------------------------------------------------------------
 // Thresholds: named after what they mean, overridable by name
@@ -142,16 +113,8 @@ const std::vector<ThresholdInfo>& threshold_table();
 // ---------------------------------------------------------------------------
 // Measured inputs of the pure step
 
-// One step of one rank (or, in a long run's history, `steps` consecutive
-// steps merged: times are then sums).
-struct StepSample {
-  std::int64_t step = 0;      // the rank's step index, from 0
-  std::int64_t start_ns = 0;  // Unix ns
-  double period_s = 0;        // this step's start to the next's (its own duration for the last)
-  std::uint32_t steps = 1;
-  std::array<double, kPhaseCount> cpu_s{};  // kRest: period - measured phases, >= 0
-  std::array<double, kPhaseCount> gpu_s{};  // GPU-timed time of the phase's regions
-};
+// One step of one rank (steps::Step: its period, phases and data wait).
+using StepSample = steps::Step;
 
 // A reading against the rank's step (fractional: between two steps).
 struct Reading {
@@ -171,12 +134,8 @@ struct RankInput {
   std::vector<Reading> gpu_mem_mb;  // system/gpu.<i>.proc.mem_used_mb, summed over devices
 };
 
-struct HostReading {
-  std::int64_t time_ms = 0;
-  double cpu_util_pct = stats::kNaN;  // % of all cores
-  double job_cpu_pct = stats::kNaN;   // % of all cores, the job's
-  double swap_used_mb = stats::kNaN;
-};
+// A host's CPU busy, the job's CPU, swap at one time (steps::HostSample).
+using HostReading = steps::HostSample;
 
 struct HostInput {
   std::string host;
@@ -201,9 +160,9 @@ struct Inputs {
 // The result
 
 struct Interval {
-  double value = stats::kNaN;
-  double low = stats::kNaN;  // 95%
-  double high = stats::kNaN;
+  double value = std::numeric_limits<double>::quiet_NaN();
+  double low = std::numeric_limits<double>::quiet_NaN();  // 95%
+  double high = std::numeric_limits<double>::quiet_NaN();
 };
 
 // One phase on one device over a scope's steps.
@@ -323,21 +282,9 @@ struct AutoFound {
 // no step: ..." ; empty when the run is no --auto run.
 std::string auto_found_text(const AutoFound& found);
 
-struct GpuNow {
-  int index = 0;
-  double util_pct = stats::kNaN;
-  double mem_used_mb = stats::kNaN;
-  double mem_total_mb = stats::kNaN;
-};
 // A host's latest hardware readings.
-struct HostNow {
-  std::string host;
-  std::int64_t time_ms = 0;
-  double cpu_util_pct = stats::kNaN;
-  double mem_used_pct = stats::kNaN;
-  double swap_used_mb = stats::kNaN;
-  std::vector<GpuNow> gpus;
-};
+using GpuNow = steps::GpuNow;
+using HostNow = steps::HostNow;
 
 struct RankNow {
   std::uint32_t rank = 0;

@@ -38,8 +38,8 @@ int input_bound_class_index(double share);    // 0 not, 1 moderately, 2 highly
 // One pass over the loader (an epoch), or the whole run.
 struct PassStalls {
   int index = 0;      // 1-based; 0 for the run
-  double wall_s = 0;  // the pass's time
-  double wait_s = 0;  // time in the loader's __next__
+  double wall_s = 0;  // the pass's time (analyze_run: its steps' periods)
+  double wait_s = 0;  // time in the loader's __next__ (analyze_run: its steps' data wait)
   double share = 0;   // wait_s / wall_s
   std::size_t batches = 0;
   double wait_p50_s = 0, wait_p95_s = 0, wait_max_s = 0;
@@ -81,6 +81,11 @@ struct RunStalls {
   std::vector<std::int64_t> iteration_start_ns;
   std::vector<double> wait_s;  // every wait, in order
   std::vector<std::int64_t> wait_start_ns;
+  // The rank's steps (the steps room's: trainscope/steps/steps.hpp): start,
+  // period, data wait (the step thread's wait overlapping the period).
+  std::vector<std::int64_t> step_start_ns;
+  std::vector<double> step_period_s;
+  std::vector<double> step_wait_s;
   std::optional<int> batch_size;  // param stalls.batch_size
   std::string pattern;            // "none", "spread" or "bunched at pass starts"
   // Every rank with IO rows, lowest first (the first is `total` again).
@@ -93,7 +98,11 @@ struct RunStalls {
 // The live analysis of a run directory: passes and series of the lowest
 // rank, and every rank's run-wide figures (`ranks`). Passes
 // come from the timed loader's loader_epoch rows, else EPOCH rows, else the
-// run is one pass. NotFound when the run has no IO rows at all.
+// run is one pass. A pass's wall time and wait are its steps' periods and
+// data waits (the steps that start in it; docs/steps.md), so its share is the
+// diagnosis' and compare's; a rank without steps: its IO rows over the pass's
+// time. The waits' percentiles and start-up share are the IO rows'.
+// NotFound when the run has no IO rows at all.
 absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
 
 // The live analysis as a JSON object's text: run_dir, status, passes (pass,
@@ -120,8 +129,8 @@ struct Timing {
 absl::StatusOr<Timing> measured_time(const std::vector<double>& iteration_s, std::size_t warmup,
                                      std::size_t iterations);
 
-// The live data-wait share over the iterations measured_time() counts: the
-// waits inside them over their time. 0 without iterations.
+// The live data-wait share over the steps measured_time() counts (W to
+// W + N): their data wait over their periods. 0 without as many steps.
 double measured_wait_share(const RunStalls& run, std::size_t warmup, std::size_t iterations);
 
 // DS-Analyzer's arithmetic on T1 (synthetic), T2 (cold) and T3 (warm).

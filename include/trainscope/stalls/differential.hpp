@@ -46,7 +46,7 @@ struct LegResult {
   std::string disk_rate_from;
   DiskReads disk;      // what the busiest device read during the run
   double read_mb = 0;  // by the command's process tree
-  double cpu_pct = 0;  // of the process tree, mean
+  double cpu_pct = 0;  // the job's (docs/steps.md), % of one core, mean over the host samples
   // The dataset's residency before the run (cold: after eviction; warm and
   // loader: after reading it in); none for synthetic and the varied runs.
   std::optional<Residency> residency;

@@ -11,6 +11,7 @@
 
 #include "hardware/gpu/visible_devices.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 
 namespace trainscope::nvml {
 namespace {
@@ -79,7 +80,7 @@ absl::Status put_scaled(const absl::StatusOr<T>& result, Readings* out, const Ta
 absl::Status read_utilization(NvmlApi& api, const Target& t, Readings* out) {
   absl::StatusOr<Utilization> u = api.utilization(t.device);
   if (!u.ok()) return u.status();
-  put(out, t, "util_pct", u->gpu_pct);
+  put(out, t, host::kGpuUtilQuantity, u->gpu_pct);
   put(out, t, "mem_util_pct", u->memory_pct);
   return absl::OkStatus();
 }
@@ -87,8 +88,8 @@ absl::Status read_utilization(NvmlApi& api, const Target& t, Readings* out) {
 absl::Status read_memory(NvmlApi& api, const Target& t, Readings* out) {
   absl::StatusOr<MemoryInfo> m = api.memory(t.device);
   if (!m.ok()) return m.status();
-  put(out, t, "mem_used_mb", static_cast<double>(m->used_bytes) / kMiB);
-  put(out, t, "mem_total_mb", static_cast<double>(m->total_bytes) / kMiB);
+  put(out, t, host::kGpuMemUsedQuantity, static_cast<double>(m->used_bytes) / kMiB);
+  put(out, t, host::kGpuMemTotalQuantity, static_cast<double>(m->total_bytes) / kMiB);
   return absl::OkStatus();
 }
 
@@ -115,7 +116,7 @@ absl::Status read_proc_memory(NvmlApi& api, const Target& t, const std::vector<p
   for (const ProcessMemory& p : *processes) {
     if (p.used_bytes && in_tree(tree, p.pid)) bytes += *p.used_bytes;
   }
-  put(out, t, "proc.mem_used_mb", static_cast<double>(bytes) / kMiB);
+  put(out, t, host::kGpuProcMemUsedQuantity, static_cast<double>(bytes) / kMiB);
   return absl::OkStatus();
 }
 
@@ -231,8 +232,9 @@ absl::Status NvmlSource::select_targets(const HardwareContext& context) {
     target->device = d.device;
     target->index = d.index;
     target->gpu_instance = d.gpu_instance;
-    target->prefix = d.gpu_instance ? fmt::format("system/gpu.{}.mig{}.", d.index, *d.gpu_instance)
-                                    : fmt::format("system/gpu.{}.", d.index);
+    target->prefix = d.gpu_instance ? fmt::format("{}{}.mig{}.", host::kGpuMetricPrefix, d.index,
+                                                  *d.gpu_instance)
+                                    : fmt::format("{}{}.", host::kGpuMetricPrefix, d.index);
     target->enabled.set();
     targets_.push_back(std::move(target));
   }

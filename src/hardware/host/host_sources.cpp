@@ -22,6 +22,7 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "hardware/host/host_parsers.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/host/process_tree.hpp"
 
@@ -331,7 +332,9 @@ class CpuSource : public HardwareSource {
     const std::size_t slot = static_cast<std::size_t>(core + 1);
     if (slot >= names_.size()) names_.resize(slot + 1);
     if (names_[slot].empty()) {
-      names_[slot] = core < 0 ? "system/cpu.util_pct" : fmt::format("system/cpu.{}.util_pct", core);
+      names_[slot] =
+          core < 0 ? std::string(host::kCpuUtilMetric)
+                   : fmt::format("{}{}{}", host::kCpuMetricPrefix, core, host::kCpuCoreUtilSuffix);
     }
     return names_[slot];
   }
@@ -366,15 +369,16 @@ class MemorySource : public HardwareSource {
     const auto mb = [](std::uint64_t kb) { return static_cast<double>(kb) * 1024.0 / kMB; };
     out->push_back({"system/mem.total_mb", mb(m.total_kb)});
     out->push_back({"system/mem.used_mb", mb(used)});
-    out->push_back({"system/mem.used_pct", m.total_kb == 0 ? 0.0
-                                                           : 100.0 * static_cast<double>(used) /
-                                                                 static_cast<double>(m.total_kb)});
+    out->push_back({host::kMemUsedPctMetric,
+                    m.total_kb == 0
+                        ? 0.0
+                        : 100.0 * static_cast<double>(used) / static_cast<double>(m.total_kb)});
     out->push_back({"system/mem.available_mb", mb(available)});
     out->push_back({"system/mem.free_mb", mb(m.free_kb)});
     out->push_back({"system/mem.buffers_mb", mb(m.buffers_kb)});
     out->push_back({"system/mem.cached_mb", mb(m.cached_kb)});
     out->push_back({"system/swap.total_mb", mb(m.swap_total_kb)});
-    out->push_back({"system/swap.used_mb", mb(counter_delta(m.swap_total_kb, m.swap_free_kb))});
+    out->push_back({host::kSwapUsedMbMetric, mb(counter_delta(m.swap_total_kb, m.swap_free_kb))});
     return absl::OkStatus();
   }
 
@@ -622,11 +626,11 @@ class ProcessTreeSource : public HardwareSource {
     read_mb_ += read_mb;
     write_mb_ += write_mb;
     if (seconds > 0) {
-      out->push_back({"system/proc.cpu_pct", 100.0 * cpu_s / seconds});
+      out->push_back({host::kProcCpuMetric, 100.0 * cpu_s / seconds});
       out->push_back({"system/proc.read_mb_s", read_mb / seconds});
       out->push_back({"system/proc.write_mb_s", write_mb / seconds});
     }
-    out->push_back({"system/proc.rss_mb", static_cast<double>(t.rss_pages) * page_mb_});
+    out->push_back({host::kProcRssMbMetric, static_cast<double>(t.rss_pages) * page_mb_});
     out->push_back({"system/proc.count", static_cast<double>(t.count)});
     out->push_back({"system/proc.read_mb", read_mb_});
     out->push_back({"system/proc.write_mb", write_mb_});

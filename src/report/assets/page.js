@@ -669,7 +669,7 @@
     var r = st.run;
     var head = add(parent, el("div", { class: "stall-head" }));
     add(head, el("span", { class: "stall-share", id: "stalls-share", "data-value": String(r.data_wait_share), text: pct(r.data_wait_share) }));
-    add(head, el("span", { text: "of the time waiting for data" }));
+    add(head, el("span", { text: "of the steps' time waiting for data (every step: the diagnosis's data wait drops the warm-up steps)" }));
     add(head, stallClass(r.input_bound));
     kv(parent, [
       ["waits", shown("pattern", null, PATTERNS[st.pattern] || st.pattern)],
@@ -683,9 +683,10 @@
         return st.ranks.map(function (k) { return "rank " + k.rank + " " + pct(k.data_wait_share); }).join(" · ") +
           " (rank " + most.rank + " waits most: every step of a data-parallel job waits for it)";
       })()]] : []));
-    add(parent, el("p", { class: "muted", text: "The time the loop spent in the loader's __next__ (IO regions of `for batch in tmr.timed(loader):`, " +
-      "or IO regions around each fetch), per pass over the loader (loader_epoch regions, else EPOCH): the figures of " +
-      "`trainscope stalls RUN_DIR`. Classes as TensorFlow's input-pipeline analyzer: under 5% not, 5–20% moderately, " +
+    add(parent, el("p", { class: "muted", text: "The steps' data wait (the step thread's IO regions, of `for batch in tmr.timed(loader):` " +
+      "or around each fetch, overlapping each step's period: one definition for the diagnosis, compare and stalls, docs/steps.md) " +
+      "over their periods, per pass over the loader (loader_epoch regions, else EPOCH): the figures of " +
+      "`trainscope stalls RUN_DIR`. The wait for the first batch, before any step, is in none; the waits per batch are the IO regions'. Classes as TensorFlow's input-pipeline analyzer: under 5% not, 5–20% moderately, " +
       "20% or more highly input-bound. A pass's waits are bunched when it is at least moderately input-bound and half its " +
       "wait falls in its first tenth of batches. Not the diagnosis's data wait: that one is the IO time inside the steps " +
       "over the steps' time, warm-up steps dropped; this one is every fetch (the first of each pass, which comes before " +

@@ -1,0 +1,32 @@
+// The names of the host readings every reader interprets: the host sources
+// write them (src/hardware/host/host_sources.cpp), the steps room reads them
+// (trainscope/steps/steps.hpp: the job's CPU, other processes' CPU, cores,
+// memory, swap). docs/hardware-metrics.md lists every reading.
+#ifndef TRAINSCOPE_HARDWARE_HOST_HOST_METRICS_HPP_
+#define TRAINSCOPE_HARDWARE_HOST_HOST_METRICS_HPP_
+
+namespace trainscope::host {
+
+// The whole host's CPU busy, in % of all its cores.
+inline constexpr char kCpuUtilMetric[] = "system/cpu.util_pct";
+// One core's: "system/cpu.<core>.util_pct".
+inline constexpr char kCpuMetricPrefix[] = "system/cpu.";
+inline constexpr char kCpuCoreUtilSuffix[] = ".util_pct";
+inline constexpr char kMemUsedPctMetric[] = "system/mem.used_pct";
+inline constexpr char kSwapUsedMbMetric[] = "system/swap.used_mb";
+// The monitored process tree (a launcher's command, its ranks and their
+// workers), with the rank it measured (none: several ranks): CPU in % of one
+// core, resident memory.
+inline constexpr char kProcCpuMetric[] = "system/proc.cpu_pct";
+inline constexpr char kProcRssMbMetric[] = "system/proc.rss_mb";
+// A GPU's: "system/gpu.<index>.<quantity>".
+inline constexpr char kGpuMetricPrefix[] = "system/gpu.";
+inline constexpr char kGpuUtilQuantity[] = "util_pct";
+inline constexpr char kGpuMemUsedQuantity[] = "mem_used_mb";
+inline constexpr char kGpuMemTotalQuantity[] = "mem_total_mb";
+// The monitored process tree's memory on that GPU.
+inline constexpr char kGpuProcMemUsedQuantity[] = "proc.mem_used_mb";
+
+}  // namespace trainscope::host
+
+#endif  // TRAINSCOPE_HARDWARE_HOST_HOST_METRICS_HPP_

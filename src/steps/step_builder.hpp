@@ -1,0 +1,84 @@
+// One rank's steps, built row by row (the room's own header: the reader
+// feeds it, its tests drive it directly). The definitions are the public
+// header's (trainscope/steps/steps.hpp).
+#ifndef TRAINSCOPE_SRC_STEPS_STEP_BUILDER_HPP_
+#define TRAINSCOPE_SRC_STEPS_STEP_BUILDER_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "trainscope/steps/steps.hpp"
+
+namespace trainscope::steps::detail {
+
+// A row waiting for its step's period to be known.
+struct PendingRow {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;  // saturated
+  std::int64_t duration_ns = 0;
+  std::uint32_t key = 0;
+  int phase = -1;  // a Phase, or -1: a key of no phase (kept for its key sum)
+  bool gpu = false;
+  std::uint32_t thread = 0;
+  // A data wait already held to the step it starts in (its overlap with a
+  // later step is still to come).
+  bool carried = false;
+};
+
+class StepBuilder {
+ public:
+  StepBuilder(std::size_t window_steps, std::size_t max_history_steps, bool key_sums)
+      : window_steps_(window_steps), max_history_(max_history_steps), key_sums_(key_sums) {}
+
+  RankSteps& out() { return out_; }
+  const RankSteps& out() const { return out_; }
+
+  // A step row (the rank's step key, on its thread): closes the open step at
+  // its start. `index`: the step's own number (a BATCH row's), or -1.
+  void on_step(std::int64_t start_ns, std::int64_t duration_ns, std::int64_t index,
+               std::uint32_t key);
+  // Any other row of the rank (`phase` -1: a key of no phase).
+  void on_row(const PendingRow& row);
+  // The rank ended: its open step closes with its own duration.
+  void close();
+  // The rows waiting for a step (of none yet, or after the last) into
+  // RankSteps::unstepped (StepOptions::key_sums), one each.
+  void flush_unstepped();
+  // The open step's key sums so far (its step row).
+  const std::vector<KeySum>& open_keys() const { return current_keys_; }
+  // `bytes` of the rank's rows are not read (the read budget).
+  void skip(std::uint64_t bytes);
+
+ private:
+  bool is_wait(const PendingRow& r) const {
+    return !r.gpu && r.phase == static_cast<int>(Phase::kDataWait) && r.thread == out_.step_thread;
+  }
+  // Adds the row's phase time to `s` (a CPU row longer than the step is left
+  // out and counted): by start, or a data wait by its overlap with the period.
+  void credit(Step* s, const PendingRow& r);
+  void add_key(std::vector<KeySum>* sums, const PendingRow& r);
+  void take_pending(std::int64_t until);
+  void finalize();
+  void add_late(const PendingRow& r);
+
+  std::size_t window_steps_;
+  std::size_t max_history_;
+  bool key_sums_;
+  RankSteps out_;
+  bool closed_ = false;
+  Step current_;
+  std::int64_t current_end_ns_ = 0;
+  std::vector<KeySum> current_keys_;
+  std::vector<PendingRow> pending_;
+  bool after_skip_ = false;
+  std::uint64_t steps_at_skip_ = 0;
+  // Late rows that start before this joined no step read (the first step
+  // after a skip starts here).
+  std::int64_t late_floor_ns_ = std::numeric_limits<std::int64_t>::min();
+};
+
+}  // namespace trainscope::steps::detail
+
+#endif  // TRAINSCOPE_SRC_STEPS_STEP_BUILDER_HPP_
