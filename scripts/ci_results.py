@@ -201,42 +201,53 @@ def read_pytest_junit(path, step):
     return results
 
 
+def _read(reader, path, step):
+    """(results, None), or (None, why) when the report is missing or unreadable."""
+    if not os.path.exists(path):
+        return None, f"no report at {path}"
+    try:
+        return reader(path, step), None
+    except (ET.ParseError, OSError, ValueError) as error:
+        return None, f"{path}: {error}"
+
+
 def collect(ctest_reports, pytest_reports):
     """Results of every step. ctest_reports, pytest_reports: {step: path}. A step's
     missing or unreadable report, or one with no test, is a failure of that step."""
     results = []
-
-    def read(reader, path, step, what):
-        if not os.path.exists(path):
-            results.append(Result(step, f"({what} report)", "failed", f"no report at {path}"))
-            return None
-        try:
-            return reader(path, step)
-        except (ET.ParseError, OSError, ValueError) as error:
-            results.append(Result(step, f"({what} report)", "failed", f"{path}: {error}"))
-            return None
-
     for step in dict.fromkeys([*ctest_reports, *pytest_reports]):
-        ctest = read(read_ctest_junit, ctest_reports[step], step, "ctest") \
-            if step in ctest_reports else []
-        pytest = read(read_pytest_junit, pytest_reports[step], step, "pytest") \
-            if step in pytest_reports else []
-        if ctest is None or pytest is None:
-            continue
-        if pytest_reports.get(step):
-            for wrapper in [r for r in ctest if r.test in PYTEST_CTEST_NAMES]:
-                ctest.remove(wrapper)
-                if wrapper.outcome == "failed" and not any(r.outcome == "failed" for r in pytest):
-                    # pytest's report names no failure: the suite timed out or crashed.
-                    results.append(Result(step, wrapper.test, "failed",
-                                          wrapper.reason or "failed with no test failing in "
-                                          "pytest's report (timeout or crash)", wrapper.seconds))
-                elif wrapper.outcome == "skipped":
-                    results.append(wrapper)
-        step_results = ctest + pytest
-        if not step_results:
+        ctest = []
+        if step in ctest_reports:
+            ctest, problem = _read(read_ctest_junit, ctest_reports[step], step)
+            if problem:
+                results.append(Result(step, "(ctest report)", "failed", problem))
+                continue
+        wrappers = [r for r in ctest if r.test in PYTEST_CTEST_NAMES]
+        if step in pytest_reports:
+            pytest, problem = _read(read_pytest_junit, pytest_reports[step], step)
+            if problem and any(w.outcome == "failed" for w in wrappers):
+                # pytest was stopped before it wrote its report: the ctest's failure is it.
+                for wrapper in wrappers:
+                    wrapper.reason = (f"{problem}: the suite did not finish (a timeout or a "
+                                      "crash: see its ctest log)")
+            elif problem:
+                results.append(Result(step, "(pytest report)", "failed", problem))
+            else:
+                for wrapper in wrappers:
+                    ctest.remove(wrapper)
+                    if wrapper.outcome == "failed" and not any(r.outcome == "failed"
+                                                               for r in pytest):
+                        # pytest's report names no failure: the suite timed out or crashed.
+                        results.append(Result(step, wrapper.test, "failed",
+                                              wrapper.reason or "failed with no test failing in "
+                                              "pytest's report (timeout or crash)",
+                                              wrapper.seconds))
+                    elif wrapper.outcome == "skipped":
+                        results.append(wrapper)
+                ctest += pytest
+        if not ctest and not any(r.step == step for r in results):
             results.append(Result(step, "(no test)", "failed", "the step ran no tests"))
-        results.extend(step_results)
+        results.extend(ctest)
     return results
 
 

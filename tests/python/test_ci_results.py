@@ -160,6 +160,22 @@ def test_a_failed_pytest_ctest_with_no_failed_test_is_a_failure(tmp_path):
     assert "timeout or crash" in failed[0].reason
 
 
+def test_a_pytest_suite_stopped_before_its_report_is_its_ctests_failure(tmp_path):
+    ctest = _write(tmp_path, "c.xml", CTEST_XML.replace(
+        '"python_tests" time="500" status="run">',
+        '"python_tests" time="1200" status="fail"><failure message=""/>'))
+    results = ci.collect({"python": ctest}, {"python": str(tmp_path / "none.xml")})
+    failed = [r for r in results if r.outcome == "failed"]
+    assert [r.test for r in failed] == ["CsvTest.Quotes", "gone", "python_tests"]
+    assert failed[-1].reason.startswith("no report at ")
+    assert "did not finish" in failed[-1].reason
+    # A passing python_tests with no report: the report itself is missing (a broken setup).
+    passing = ci.collect({"python": _write(tmp_path, "c2.xml", CTEST_XML)},
+                         {"python": str(tmp_path / "none.xml")})
+    assert [(r.test, r.outcome) for r in passing if r.test.startswith("(")] == [
+        ("(pytest report)", "failed")]
+
+
 def test_missing_or_broken_or_empty_reports_fail_their_step(tmp_path):
     empty = _write(tmp_path, "empty.xml", '<testsuite name="(empty)" tests="0"></testsuite>')
     broken = _write(tmp_path, "broken.xml", "<testsuite><testcase")
