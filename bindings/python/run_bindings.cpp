@@ -32,6 +32,7 @@
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace py = pybind11;
 
@@ -538,6 +539,55 @@ for a file or no path.)doc");
           py::arg("log"), py::arg("max_bytes"), py::arg("launcher") = py::none(),
           "The last max_bytes of stdout.log or stderr.log (or launcher \"<host>:<pid>\"'s own) "
           "from a whole line (bytes), or None.")
+      // --- the steps room (trainscope/steps/steps.hpp): steps and host load as every view has
+      // them.
+      .def(
+          "steps",
+          [](const RunReader& r) {
+            absl::StatusOr<steps::RunSteps> read;
+            {
+              py::gil_scoped_release release;  // reads every rank's regions
+              read = steps::read_steps(r);
+            }
+            const steps::RunSteps s = ValueOrThrow(std::move(read));
+            // Columns by name, filled a row at a time.
+            const auto table = [](const std::vector<std::string>& names) {
+              py::dict d;
+              for (const std::string& n : names) d[py::str(n)] = py::list();
+              return d;
+            };
+            const auto append = [](const py::dict& d, const std::vector<py::object>& row) {
+              std::size_t i = 0;
+              for (const auto& item : d) item.second.cast<py::list>().append(row[i++]);
+            };
+            std::vector<std::string> names = {"rank", "step", "start_unix_ns", "period_s",
+                                              "data_wait_s"};
+            for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
+              names.push_back(std::string(steps::phase_name(static_cast<steps::Phase>(p))) + "_s");
+            const py::dict columns = table(names);
+            for (const steps::RankSteps& t : s.ranks) {
+              for (const steps::Step& x : t.history) {
+                std::vector<py::object> row = {py::int_(t.rank), py::int_(x.step),
+                                               py::int_(x.start_ns), py::float_(x.period_s),
+                                               py::float_(x.data_wait_s())};
+                const steps::Step full = steps::with_rest(x);
+                for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
+                  row.push_back(py::float_(full.cpu_s[p]));
+                append(columns, row);
+              }
+            }
+            const py::dict load =
+                table({"host", "time_ms", "cores", "cpu_util_pct", "job_cpu_pct", "other_cpu_pct"});
+            for (const steps::HostLoad& h : s.hosts) {
+              for (const steps::HostSample& x : h.samples) {
+                append(load, {py::str(h.host), py::int_(x.time_ms), py::int_(h.cores),
+                              py::float_(x.cpu_util_pct), py::float_(x.job_cpu_pct),
+                              py::float_(x.other_cpu_pct())});
+              }
+            }
+            return py::make_tuple(columns, load);
+          },
+          "(steps, host load) as columns: the steps room's read_steps (docs/steps.md).")
       .def("region_columns", &RegionColumns, py::arg("rank"),
            "regions-<rank>.csv as numpy columns (see run_bindings.cpp), or None.")
       .def("metric_columns", &MetricColumns, py::arg("rank") = py::none(), py::arg("host") = "",

@@ -64,7 +64,7 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
 
     state: FINISHED; RUNNING (in progress: this host, this process's pid, a fresh heartbeat);
     CRASHED (RUNNING on another host whose heartbeat is long past). scale multiplies every
-    region's time. Returns the path.
+    region's time and the steps' spacing (their period). Returns the path.
     Needs numpy and pandas (the Python tests' environment has both).
     """
     import socket
@@ -80,7 +80,7 @@ def write_run(path, *, run_id="0123456789abcdef0123456789abcdef", name="run", pa
     now_ms = int(time.time() * 1000)
     if state == "RUNNING":
         start_ms = now_ms - 600_000
-    step_s = 0.012
+    step_s = 0.012 * scale  # a slower job's steps start further apart (their period)
     end_ms = start_ms + int(rows_per_key * step_s * 1000) + 1000
     heartbeat_ms = now_ms if state == "RUNNING" else end_ms
     with open(os.path.join(path, "run.json"), "w", encoding="utf-8") as f:

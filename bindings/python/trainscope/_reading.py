@@ -144,7 +144,7 @@ class Run:
         file); each is also a TrainscopeWarning.
 
     Read on first access, then kept (read_run() again for newer data):
-    regions, metrics, hardware, summaries (DataFrames; see their docstrings).
+    regions, metrics, hardware, summaries, steps, host_load (DataFrames; see their docstrings).
     """
 
     def __init__(self, path):
@@ -318,6 +318,23 @@ class Run:
                 frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
         frame["rank"] = frame["rank"].astype("int64")
         return frame
+
+    @property
+    def steps(self):
+        """Every rank's steps as every view has them (the C++ steps room, docs/steps.md): rank,
+        step, start_unix_ns, period_s (to the next step's start; the last step its own
+        duration), data_wait_s (the step thread's IO overlapping the period) and each phase's
+        CPU time (h2d_s, forward_s, backward_s, optimizer_s, comm_s, rest_s)."""
+        return self._cached("steps", lambda: _pandas().DataFrame(self._steps_and_load()[0]))
+
+    @property
+    def host_load(self):
+        """Per host and CPU reading (docs/steps.md): host, time_ms, cores, cpu_util_pct,
+        job_cpu_pct (the job's process trees summed, % of all cores), other_cpu_pct."""
+        return self._cached("host_load", lambda: _pandas().DataFrame(self._steps_and_load()[1]))
+
+    def _steps_and_load(self):
+        return self._cached("steps_and_load", self._reader.steps)
 
     def step_times(self, key="BATCH", device="CPU"):
         """Seconds of region `key` on `device` per step (index) and rank (columns),
