@@ -208,11 +208,11 @@ TEST(CompareRunsTest, AKeyWithTwoCallersComparesPerStep) {
   const Comparison same = compared({a.string()}, {a2.string()});
   const Row* forward = row_named(same.pairs.at(0), "FORWARD");
   ASSERT_NE(forward, nullptr);
-  EXPECT_EQ(forward->verdict, "same");
+  EXPECT_EQ(verdict_name(*forward), "same");
   const Comparison slower = compared({a.string()}, {b.string()});
   forward = row_named(slower.pairs.at(0), "FORWARD");
   ASSERT_NE(forward, nullptr);
-  EXPECT_EQ(forward->verdict, "slower");
+  EXPECT_EQ(verdict_name(*forward), "slower");
   // Per step: model 0.5 + loss 0.05 of the step, against 0.55 + 0.05.
   EXPECT_NEAR(forward->stats.ratio, 0.60 / 0.55, 0.02);
 }
