@@ -165,7 +165,8 @@ TEST(Conclude, ComputeBoundAdviceFitsTheDevices) {
   // Issue 37: a CPU-only run was advised --nsys and mixed precision.
   Inputs in = one_rank(Shape{.forward = 0.004, .backward = 0.004});
   in.facts.gpu_seen = false;
-  const Label* cpu = conclude(in, Thresholds{}, "run").find(LabelName::kComputeBound);
+  const Scope cpu_only = conclude(in, Thresholds{}, "run");  // outlives the label it holds
+  const Label* cpu = cpu_only.find(LabelName::kComputeBound);
   ASSERT_NE(cpu, nullptr);
   EXPECT_THAT(cpu->next_step, Not(::testing::HasSubstr("--nsys")));
   EXPECT_THAT(cpu->next_step, Not(::testing::HasSubstr("mixed precision")));
