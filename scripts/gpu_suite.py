@@ -20,6 +20,8 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from ci_results import gtest_skip_reason  # scripts/ci_results.py, beside this file
+
 STARTED = float(os.environ.get("TRAINSCOPE_GPU_SUITE_STARTED", time.time()))
 
 # The Python tests that exercise a GPU (the rest run in the optional full pass).
@@ -157,7 +159,7 @@ class Suite:
                         detail = " | ".join(f.get("failure", "")[:600] for f in case["failures"])
                         self.add(f"C++ {full}", "fail", figures, detail)
                     elif case.get("result") == "SKIPPED":
-                        reason = _skip_reason(output, full)
+                        reason = gtest_skip_reason(output, full)
                         self.add(f"C++ {full}", "skip", figures, reason)
                     else:
                         self.add(f"C++ {full}", "pass", figures)
@@ -418,16 +420,6 @@ class Suite:
 
 def _quote(words):
     return " ".join(shlex.quote(str(w)) for w in words)
-
-
-def _skip_reason(output, test):
-    # gtest prints the skip message just before "[  SKIPPED ] Suite.Test (N ms)".
-    marker = f"[  SKIPPED ] {test} ("
-    at = output.find(marker)
-    if at < 0:
-        return ""
-    before = output[:at].rstrip().splitlines()
-    return before[-1].strip() if before else ""
 
 
 def _number(text):

@@ -190,22 +190,16 @@ struct EndOfRun {
   std::string error;
 };
 
-int severity(std::string_view status) {
-  if (status == "FINISHED") return 0;
-  if (status == "RUNNING") return 1;
-  if (status == "KILLED") return 2;
-  if (status == "FAILED") return 3;
-  return 4;  // CRASHED
-}
-
 // The run's status once this launcher has ended. While the hook runs the run
 // directory still counts this launcher RUNNING, so the status is the worst of
 // the command's outcome and the ranks' (RUNNING while another launcher's ranks
-// still run), as RunReader combines them once the launcher file is final.
-std::string final_status(const diagnosis::Diagnosis& d, const LaunchResult& result) {
-  std::string status(run_status_name(result.status));
+// still run), as RunReader combines them once the launcher file is final: the
+// one order of trainscope/run/run_status.hpp, a crashed rank FAILED (the
+// summary then says CRASHED).
+RunStatus final_status(const diagnosis::Diagnosis& d, const LaunchResult& result) {
+  RunStatus status = result.status;
   for (const diagnosis::RankNow& rank : d.ranks) {
-    if (severity(rank.status) > severity(status)) status = rank.status;
+    status = worse_status(status, run_status_of(rank.status));
   }
   return status;
 }

@@ -30,6 +30,8 @@ using diagnosis::HostNow;
 using diagnosis::Interval;
 using diagnosis::KeyRow;
 using diagnosis::Label;
+using diagnosis::LabelKind;
+using diagnosis::LabelName;
 using diagnosis::Phase;
 using diagnosis::PhaseRow;
 using diagnosis::RankNow;
@@ -66,8 +68,10 @@ largest compute phase; STRAGGLER: "input" or "compute"; MEMORY-CREEP: "host" or
 (HOST-PRESSURE; else None), quantity (what value is), value (an Interval),
 threshold and threshold_name (what the interval was held against), evidence and
 next_step (one line each).)doc")
-      .def_readonly("name", &Label::name)
-      .def_readonly("kind", &Label::kind)
+      // Python keeps the documents' names: the enums are the C++ API's.
+      .def_property_readonly("name", [](const Label& l) { return std::string(label_name(l.name)); })
+      .def_property_readonly("kind",
+                             [](const Label& l) { return std::string(label_kind_name(l.kind)); })
       .def_readonly("rank", &Label::rank)
       .def_readonly("host", &Label::host)
       .def_readonly("quantity", &Label::quantity)
@@ -77,8 +81,9 @@ next_step (one line each).)doc")
       .def_readonly("evidence", &Label::evidence)
       .def_readonly("next_step", &Label::next_step)
       .def("__repr__", [](const Label& l) {
-        std::string out = "Label(" + Quoted(l.name);
-        if (!l.kind.empty()) out += ", kind=" + Quoted(l.kind);
+        std::string out = "Label(" + Quoted(std::string(label_name(l.name)));
+        if (l.kind != LabelKind::kNone)
+          out += ", kind=" + Quoted(std::string(label_kind_name(l.kind)));
         if (l.rank) out += ", rank=" + std::to_string(*l.rank);
         if (l.host) out += ", host=" + Quoted(*l.host);
         out += ", " + l.quantity + "=" + Number(l.value.value) + " [" + Number(l.value.low) + ", " +
@@ -129,14 +134,17 @@ phases (PhaseRow list), labels (Label list, the primary label first) and notes
       .def(
           "find",
           [](const Scope& s, const std::string& name) -> std::optional<Label> {
-            const Label* label = s.find(name);
+            const absl::StatusOr<LabelName> parsed = diagnosis::parse_label_name(name);
+            const Label* label = parsed.ok() ? s.find(*parsed) : nullptr;
             if (label == nullptr) return std::nullopt;
             return *label;
           },
           py::arg("name"), "The label called `name` (\"STRAGGLER\"), or None.")
       .def("__repr__", [](const Scope& s) {
         std::string labels;
-        for (const Label& l : s.labels) labels += (labels.empty() ? "" : ", ") + l.name;
+        for (const Label& l : s.labels) {
+          labels += (labels.empty() ? "" : ", ") + std::string(label_name(l.name));
+        }
         return "Scope(" + Quoted(s.name) + ", steps=" + std::to_string(s.steps) + ", labels=[" +
                labels + "])";
       });
@@ -188,11 +196,13 @@ callers: the modules its rows come from when more than one ("Net, Head";
                       "KILLED, CRASHED), steps.")
       .def_readonly("rank", &RankNow::rank)
       .def_readonly("host", &RankNow::host)
-      .def_readonly("status", &RankNow::status)
+      .def_property_readonly(
+          "status", [](const RankNow& r) { return std::string(process_status_name(r.status)); })
       .def_readonly("steps", &RankNow::steps)
       .def("__repr__", [](const RankNow& r) {
         return "RankNow(rank=" + std::to_string(r.rank) + ", host=" + Quoted(r.host) +
-               ", status=" + Quoted(r.status) + ", steps=" + std::to_string(r.steps) + ")";
+               ", status=" + Quoted(std::string(process_status_name(r.status))) +
+               ", steps=" + std::to_string(r.steps) + ")";
       });
 }
 
@@ -207,7 +217,8 @@ headline() is the labels in one line; to_json() the document
       .def_readonly("run_dir", &Diagnosis::run_dir)
       .def_readonly("run_id", &Diagnosis::run_id)
       .def_readonly("run_name", &Diagnosis::run_name)
-      .def_readonly("status", &Diagnosis::status)
+      .def_property_readonly(
+          "status", [](const Diagnosis& d) { return std::string(run_status_name(d.status)); })
       .def_readonly("start_time_ms", &Diagnosis::start_time_ms)
       .def_readonly("elapsed_ms", &Diagnosis::elapsed_ms)
       .def_readonly("world_size", &Diagnosis::world_size)
@@ -239,7 +250,8 @@ headline() is the labels in one line; to_json() the document
           "The document {\"format\": \"trainscope.diagnosis\", ...}; indent < 0: compact.")
       .def("__str__", &diagnosis::format_diagnosis)
       .def("__repr__", [](const Diagnosis& d) {
-        return "<Diagnosis " + Quoted(d.run_dir) + " status=" + d.status +
+        return "<Diagnosis " + Quoted(d.run_dir) +
+               " status=" + std::string(run_status_name(d.status)) +
                " headline=" + Quoted(d.headline()) + ">";
       });
 }
@@ -308,10 +320,11 @@ void RegisterDiagnosis(py::module_& core) {
     phases.append(std::string(phase_name(static_cast<Phase>(i))));
   }
   core.attr("_DIAGNOSIS_PHASES") = py::tuple(phases);
-  core.attr("_DIAGNOSIS_LABELS") = py::make_tuple(
-      diagnosis::kBalanced, diagnosis::kInputBound, diagnosis::kComputeBound, diagnosis::kWaitHeavy,
-      diagnosis::kStraggler, diagnosis::kMemoryCreep, diagnosis::kThroughputDrift,
-      diagnosis::kGpuIdle, diagnosis::kHostPressure, diagnosis::kNoData);
+  py::list labels;
+  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {
+    labels.append(std::string(label_name(static_cast<diagnosis::LabelName>(i))));
+  }
+  core.attr("_DIAGNOSIS_LABELS") = py::tuple(labels);
 }
 
 }  // namespace trainscope::python

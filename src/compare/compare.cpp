@@ -51,7 +51,7 @@ std::string config_of(const SideRun& run, const std::vector<std::string>& keys) 
   return absl::StrJoin(parts, ", ");
 }
 
-const Series* find_series(const Side& side, const std::string& kind, const std::string& name,
+const Series* find_series(const Side& side, SeriesKind kind, const std::string& name,
                           const std::string& device) {
   for (const Series& s : side.series)
     if (s.kind == kind && s.name == name && s.device == device) return &s;
@@ -80,7 +80,7 @@ std::vector<double> pooled_tail(const std::vector<std::vector<double>>& runs, bo
 
 // A long step on one side the medians do not see: a stall, named.
 std::string tail_note(const Row& row) {
-  if (row.kind != "region") return "";
+  if (row.kind != SeriesKind::kRegion) return "";
   // Four times the side's p99, twice the other side's longest, and 10 ms past
   // the p99 at least (a blip of a microsecond key is no stall).
   const auto stalled = [](double max, double p99, double other_max) {
@@ -98,15 +98,6 @@ std::string tail_note(const Row& row) {
           b_side ? "A" : "B", stats::format_seconds(other));
   }
   return "";
-}
-
-std::string verdict_of(const Row& row) {
-  const stats::Verdict v = row.stats.verdict;
-  if (row.kind == "metric") {
-    if (v == stats::Verdict::kSlower) return "higher";
-    if (v == stats::Verdict::kFaster) return "lower";
-  }
-  return stats::verdict_name(v);
 }
 
 absl::StatusOr<Row> compare_series(const Series& sa, const Series& sb,
@@ -133,7 +124,6 @@ absl::StatusOr<Row> compare_series(const Series& sa, const Series& sb,
   row.p99_b = stats::quantile_sorted(tb, 0.99);
   row.max_a = ta.empty() ? kNaN : ta.back();
   row.max_b = tb.empty() ? kNaN : tb.back();
-  row.verdict = verdict_of(row);
   row.note = tail_note(row);
   return row;
 }
@@ -144,13 +134,13 @@ Row geometric_mean(const std::vector<Row>& rows, const CompareOptions& options,
                    std::string* basis) {
   Row overall;
   overall.name = "geometric mean";
-  overall.kind = "region";
+  overall.kind = SeriesKind::kRegion;
   overall.device = "CPU";
   const double z = std::fabs(stats::student_t_quantile((1 - options.stats.confidence) / 2, 1e9));
   double sum = 0, var = 0;
   std::size_t k = 0;
   for (const Row& r : rows) {
-    if (r.kind != "region" || r.device != "CPU") continue;
+    if (r.kind != SeriesKind::kRegion || r.device != "CPU") continue;
     if (!(r.stats.ratio > 0) || !(r.stats.low > 0) || !(r.stats.high > 0)) continue;
     sum += std::log(r.stats.ratio);
     const double se = (std::log(r.stats.high) - std::log(r.stats.low)) / (2 * z);
@@ -163,7 +153,6 @@ Row geometric_mean(const std::vector<Row>& rows, const CompareOptions& options,
       k, k == 1 ? "" : "s");
   if (k == 0) {
     overall.stats.reason = "no CPU region key has a ratio with an interval on both sides";
-    overall.verdict = "inconclusive";
     return overall;
   }
   const double m = sum / static_cast<double>(k), se = std::sqrt(var) / static_cast<double>(k);
@@ -173,7 +162,6 @@ Row geometric_mean(const std::vector<Row>& rows, const CompareOptions& options,
   overall.stats.verdict =
       stats::decide(overall.stats.low, overall.stats.high, options.stats.threshold);
   overall.stats.reason = *basis;
-  overall.verdict = stats::verdict_name(overall.stats.verdict);
   return overall;
 }
 
@@ -247,9 +235,9 @@ std::vector<std::string> side_warnings(const Side& a, const Side& b,
   for (const auto& [side, idx, name] :
        {std::make_tuple(&a, &ia, "A"), std::make_tuple(&b, &ib, "B")})
     for (std::size_t i : *idx)
-      if (side->runs[i].status != "FINISHED")
+      if (side->runs[i].status != RunStatus::kFinished)
         out.push_back(fmt::format("{}'s run {} is {}: its steps so far are compared", name,
-                                  side->runs[i].dir, side->runs[i].status));
+                                  side->runs[i].dir, run_status_name(side->runs[i].status)));
   return out;
 }
 
@@ -290,7 +278,7 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   bool found = false;
   for (const std::string& step : keys.step_keys) {
     for (const Row& row : pair.rows)
-      if (row.kind == "region" && row.device == "CPU" && row.name == step) {
+      if (row.kind == SeriesKind::kRegion && row.device == "CPU" && row.name == step) {
         pair.overall = row;
         pair.overall_basis = fmt::format("step time ({})", step);
         found = true;
@@ -323,7 +311,7 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   // A key whose rows come from several modules (a GAN's two models under one
   // FORWARD): its row compares their time per step (the steps room's key sums).
   for (const Row& row : pair.rows) {
-    if (row.kind != "region" || row.device != "CPU") continue;
+    if (row.kind != SeriesKind::kRegion || row.device != "CPU") continue;
     for (const auto& [side, idx, name] : {std::tuple{&a, &ia, "A"}, std::tuple{&b, &ib, "B"}}) {
       for (std::size_t i : *idx) {
         const auto it = side->runs[i].key_callers.find(row.name);
@@ -349,7 +337,7 @@ absl::Status check_side(const Side& side, const char* name) {
   if (side.runs.empty()) return absl::InvalidArgumentError(fmt::format("{} has no runs", name));
   for (std::size_t i = 0; i < side.runs.size(); ++i) {
     const bool any = std::any_of(side.series.begin(), side.series.end(), [&](const Series& s) {
-      return s.kind == "region" && i < s.runs.size() && !s.runs[i].empty();
+      return s.kind == SeriesKind::kRegion && i < s.runs.size() && !s.runs[i].empty();
     });
     if (!any)
       return absl::InvalidArgumentError(fmt::format(
@@ -361,6 +349,25 @@ absl::Status check_side(const Side& side, const char* name) {
 }
 
 }  // namespace
+
+std::string_view series_kind_name(SeriesKind kind) noexcept {
+  return kind == SeriesKind::kMetric ? "metric" : "region";
+}
+
+absl::StatusOr<SeriesKind> parse_series_kind(std::string_view name) {
+  if (name == "region") return SeriesKind::kRegion;
+  if (name == "metric") return SeriesKind::kMetric;
+  return absl::InvalidArgumentError(fmt::format("'{}', not region or metric", name));
+}
+
+std::string_view verdict_name(const Row& row) noexcept {
+  const stats::Verdict v = row.stats.verdict;
+  if (row.kind == SeriesKind::kMetric) {
+    if (v == stats::Verdict::kSlower) return "higher";
+    if (v == stats::Verdict::kFaster) return "lower";
+  }
+  return stats::verdict_name(v);
+}
 
 absl::StatusOr<Comparison> compare_sides(Side a, Side b, const CompareOptions& options) {
   if (!(options.host_load_difference >= 0))
@@ -452,7 +459,8 @@ std::vector<std::string> failing_rows(const Comparison& comparison,
       continue;
     }
     for (const Row& row : pair.rows)
-      if (row.kind == "region" && wanted(keys, row.name) && stats::fails_if_slower(row.stats, pct))
+      if (row.kind == SeriesKind::kRegion && wanted(keys, row.name) &&
+          stats::fails_if_slower(row.stats, pct))
         out.push_back(fmt::format("{}{}{}", row.name, row.device == "GPU" ? " (GPU)" : "", where));
   }
   return out;

@@ -28,9 +28,9 @@ ojson num(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
 ojson row_json(const Row& r) {
   const stats::Comparison& c = r.stats;
   return {{"name", r.name},
-          {"kind", r.kind},
+          {"kind", series_kind_name(r.kind)},
           {"device", r.device},
-          {"verdict", r.verdict},
+          {"verdict", verdict_name(r)},
           {"unit", stats::unit_name(c.unit)},
           {"median_a", num(c.median_a)},
           {"median_b", num(c.median_b)},
@@ -55,16 +55,19 @@ ojson row_json(const Row& r) {
           {"note", r.note}};
 }
 
+SeriesKind kind_from(const Field& f) {
+  absl::StatusOr<SeriesKind> kind = parse_series_kind(f.string());
+  if (!kind.ok()) f.fail(std::string(kind.status().message()));
+  return *kind;
+}
+
 Row row_from(const Field& f) {
   Row r;
   r.name = f["name"].string();
-  r.kind = f["kind"].string();
-  if (r.kind != "region" && r.kind != "metric")
-    f["kind"].fail(fmt::format("'{}', not region or metric", r.kind));
+  r.kind = kind_from(f["kind"]);
   r.device = f["device"].string();
-  r.verdict = f["verdict"].string();
   stats::Comparison& c = r.stats;
-  const std::string& v = r.verdict;
+  const std::string v = f["verdict"].string();
   if (v == "same")
     c.verdict = stats::Verdict::kSame;
   else if (v == "slower" || v == "higher")
@@ -107,7 +110,7 @@ ojson side_json(const Side& s, bool with_data) {
   ojson runs = ojson::array();
   for (const SideRun& r : s.runs) {
     ojson one = {{"dir", r.dir},           {"id", r.id},
-                 {"name", r.name},         {"status", r.status},
+                 {"name", r.name},         {"status", run_status_name(r.status)},
                  {"params", r.params},     {"other_cpu_share", num(r.other_cpu_share)},
                  {"hardware", r.hardware}, {"key_callers", r.key_callers}};
     if (with_data) one["packages"] = r.packages;
@@ -123,8 +126,10 @@ ojson side_json(const Side& s, bool with_data) {
         for (double d : run) v.push_back(num(d));
         values.push_back(std::move(v));
       }
-      series.push_back(
-          {{"name", x.name}, {"kind", x.kind}, {"device", x.device}, {"runs", std::move(values)}});
+      series.push_back({{"name", x.name},
+                        {"kind", series_kind_name(x.kind)},
+                        {"device", x.device},
+                        {"runs", std::move(values)}});
     }
     out["series"] = std::move(series);
   }
@@ -139,7 +144,10 @@ Side side_from(const Field& f) {
     run.dir = r["dir"].string();
     run.id = r["id"].string();
     run.name = r["name"].string();
-    run.status = r["status"].string();
+    const Field status = r["status"];
+    absl::StatusOr<RunStatus> parsed = parse_run_status(status.string());
+    if (!parsed.ok()) status.fail(std::string(parsed.status().message()));
+    run.status = *parsed;
     for (const auto& [k, v] : r["params"].members()) run.params[k] = v.string();
     run.other_cpu_share = r["other_cpu_share"].number();
     run.hardware = r["hardware"].string();
@@ -153,7 +161,7 @@ Side side_from(const Field& f) {
     for (const Field& x : series->items()) {
       Series one;
       one.name = x["name"].string();
-      one.kind = x["kind"].string();
+      one.kind = kind_from(x["kind"]);
       one.device = x["device"].string();
       const std::vector<Field> runs = x["runs"].items();
       if (runs.size() != s.runs.size())
@@ -203,9 +211,9 @@ Comparison from_document(const Field& root) {
   return c;
 }
 
-std::string value(double v, const std::string& kind, const std::string& name) {
+std::string value(double v, SeriesKind kind, const std::string& name) {
   if (!std::isfinite(v)) return "-";
-  if (kind == "metric") {
+  if (kind == SeriesKind::kMetric) {
     if (name == kThroughput) return fmt::format("{:.4g}/s", v);
     if (name == kDataWait) return stats::format_share(v);
     return fmt::format("{:.4g}", v);
@@ -219,7 +227,7 @@ std::string p_value(double p) {
 }
 
 std::string verdict_line(const Row& r) {
-  std::string out = r.verdict;
+  std::string out(verdict_name(r));
   if (r.stats.verdict == stats::Verdict::kInconclusive && (r.stats.more_a || r.stats.more_b))
     out += fmt::format(" (about {} more {} a side would decide)",
                        std::max(r.stats.more_a, r.stats.more_b), stats::unit_name(r.stats.unit));

@@ -120,7 +120,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   run.dir = dir;
   run.id = reader.info().id;
   run.name = reader.info().name;
-  run.status = std::string(run_status_name(reader.info().status));
+  run.status = reader.info().status;
   run.params = reader.info().params;
   constexpr std::string_view kCallers = "trainscope.auto.callers.";
   for (const auto& [tag, value] : reader.info().tags) {
@@ -181,15 +181,15 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     }
     std::vector<double> values = combine_ranks(values_by_rank, options.rank);
     if (!values.empty())
-      data.series[SeriesId{"region", key.key, std::string(device_name(key.device))}] =
+      data.series[SeriesId{SeriesKind::kRegion, key.key, std::string(device_name(key.device))}] =
           std::move(values);
   }
   // The step: throughput (steps/s, the inverse of the period) and the data
   // wait over the period, per step.
   if (std::vector<double> rate = combine_ranks(rates, options.rank); !rate.empty())
-    data.series[SeriesId{"metric", kThroughput, ""}] = std::move(rate);
+    data.series[SeriesId{SeriesKind::kMetric, kThroughput, ""}] = std::move(rate);
   if (std::vector<double> wait = combine_ranks(wait_shares, options.rank); !wait.empty())
-    data.series[SeriesId{"metric", kDataWait, ""}] = std::move(wait);
+    data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
 
   // Metrics the user asked for: the ranks' own (the chosen rank's, else the
   // lowest rank's that has it), else the hosts'.
@@ -257,7 +257,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     std::vector<double> values;
     for (const MetricPoint& p : points)
       if (std::isfinite(p.value)) values.push_back(p.value);
-    if (!values.empty()) data.series[SeriesId{"metric", name, ""}] = std::move(values);
+    if (!values.empty()) data.series[SeriesId{SeriesKind::kMetric, name, ""}] = std::move(values);
   }
   return data;
 }

@@ -13,7 +13,7 @@
 namespace trainscope::compare {
 
 struct SeriesId {
-  std::string kind;  // "region" or "metric"
+  SeriesKind kind = SeriesKind::kRegion;
   std::string name;
   std::string device;
   bool operator<(const SeriesId& o) const {

@@ -162,12 +162,12 @@ PhaseRow phase_row(const std::vector<const RankInput*>& ranks, Phase p, bool gpu
   return row;
 }
 
-Label make_label(std::string name, std::string kind, std::string quantity, Interval value,
+Label make_label(LabelName name, LabelKind kind, std::string quantity, Interval value,
                  double threshold, std::string threshold_name, std::string evidence,
                  std::string next_step) {
   Label l;
-  l.name = std::move(name);
-  l.kind = std::move(kind);
+  l.name = name;
+  l.kind = kind;
   l.quantity = std::move(quantity);
   l.value = value;
   l.threshold = threshold;
@@ -248,7 +248,8 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
       const bool input = p == Phase::kDataWait;
       const double lost = mean_step_s > 0 ? lag.value / mean_step_s : kNaN;
       Label label = make_label(
-          kStraggler, input ? "input" : "compute", "lag_s", lag, threshold,
+          LabelName::kStraggler, input ? LabelKind::kInput : LabelKind::kCompute, "lag_s", lag,
+          threshold,
           t.straggler_lag_share * mean_step_s >= t.straggler_min_lag_s ? "straggler_lag_share"
                                                                        : "straggler_min_lag_s",
           fmt::format("rank {} spends {} [{}, {}] more per step in {} than the median of the "
@@ -307,8 +308,8 @@ void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresho
       }
       if (worst && worst->value.value >= fit.slope.value) continue;
       Label label = make_label(
-          kMemoryCreep, device ? "device" : "host", "mb_per_1k_steps", fit.slope, threshold,
-          "memory_creep_mb_per_1k_steps",
+          LabelName::kMemoryCreep, device ? LabelKind::kDevice : LabelKind::kHost,
+          "mb_per_1k_steps", fit.slope, threshold, "memory_creep_mb_per_1k_steps",
           fmt::format("{} of rank {} grows {:.3g} MB [{:.3g}, {:.3g}] per 1,000 steps (least "
                       "squares over {} readings, Newey-West interval; level {:.0f} MB), "
                       "{:.3g} MB [{:.3g}, {:.3g}] over their second half",
@@ -365,8 +366,8 @@ void find_drift(const Pooled& pooled, const Thresholds& t, Scope* scope) {
   }
   if (trend.p_increasing < t.drift_p_value && drift.value >= t.throughput_drift_share) {
     scope->labels.push_back(make_label(
-        kThroughputDrift, "", "step_time_growth", drift, t.throughput_drift_share,
-        "throughput_drift_share",
+        LabelName::kThroughputDrift, LabelKind::kNone, "step_time_growth", drift,
+        t.throughput_drift_share, "throughput_drift_share",
         fmt::format("the step time grows {} [{}, {}] over {} steps (Sen's slope over {} block "
                     "medians, from {} per step; Mann-Kendall p = {:.2g})",
                     pct(drift.value), pct(drift.low), pct(drift.high), per_step.size(), blocks,
@@ -397,8 +398,8 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
     if (util.size() >= 4 && util_median >= t.host_pressure_cpu_util_pct &&
         above(other, t.host_pressure_other_cpu_share)) {
       Label label = make_label(
-          kHostPressure, "cpu", "other_cpu_share", other, t.host_pressure_other_cpu_share,
-          "host_pressure_other_cpu_share",
+          LabelName::kHostPressure, LabelKind::kCpu, "other_cpu_share", other,
+          t.host_pressure_other_cpu_share, "host_pressure_other_cpu_share",
           fmt::format("host {} is {} busy (median of {} readings) and other processes take "
                       "{} of all its cores",
                       host.host, stats::format_percent(util_median), util.size(),
@@ -410,8 +411,9 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
     } else if (std::isfinite(swap_first) &&
                swap_last - swap_first > t.host_pressure_swap_growth_mb) {
       Label label = make_label(
-          kHostPressure, "swap", "swap_growth_mb", Interval{swap_last - swap_first, kNaN, kNaN},
-          t.host_pressure_swap_growth_mb, "host_pressure_swap_growth_mb",
+          LabelName::kHostPressure, LabelKind::kSwap, "swap_growth_mb",
+          Interval{swap_last - swap_first, kNaN, kNaN}, t.host_pressure_swap_growth_mb,
+          "host_pressure_swap_growth_mb",
           fmt::format("host {} swaps: swap in use grew {:.0f} MB (from {:.0f} to {:.0f} MB)",
                       host.host, swap_last - swap_first, swap_first, swap_last),
           "the host is out of memory and swaps: fewer loader workers, smaller prefetch, or "
@@ -428,9 +430,9 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
 
 }  // namespace
 
-const Label* Scope::find(std::string_view label_name) const {
+const Label* Scope::find(LabelName name) const {
   for (const Label& l : labels) {
-    if (l.name == label_name) return &l;
+    if (l.name == name) return &l;
   }
   return nullptr;
 }
@@ -462,8 +464,8 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     // Never advise what the run already did: an --auto run is told what --auto
     // needs and what else maps a step.
     scope.labels.push_back(make_label(
-        kNoData, "", "steps", Interval{static_cast<double>(most), kNaN, kNaN}, t.min_steps,
-        "min_steps", why,
+        LabelName::kNoData, LabelKind::kNone, "steps",
+        Interval{static_cast<double>(most), kNaN, kNaN}, t.min_steps, "min_steps", why,
         auto_run ? "let it run longer, or, where the loop has no DataLoader, optimizer or "
                    "backward that it sees, time each step as BATCH by hand (or map a key with "
                    "--phase step=KEY)"
@@ -535,7 +537,8 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   if (wait_timed && above(wait, t.input_bound_share)) {
     input_bound = true;
     scope.labels.push_back(make_label(
-        kInputBound, "", "data_wait_share", wait, t.input_bound_share, "input_bound_share",
+        LabelName::kInputBound, LabelKind::kNone, "data_wait_share", wait, t.input_bound_share,
+        "input_bound_share",
         fmt::format("the step waits for data {} of its time (over {} steps, batch-means "
                     "interval)",
                     pct_interval(wait), pooled.period.size()),
@@ -548,7 +551,8 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
               "prep)"));
   } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
     scope.labels.push_back(make_label(
-        kWaitHeavy, "", "wait_share", wait_heavy, t.wait_heavy_share, "wait_heavy_share",
+        LabelName::kWaitHeavy, LabelKind::kNone, "wait_share", wait_heavy, t.wait_heavy_share,
+        "wait_heavy_share",
         fmt::format(
             "communication and untimed work take {} of the step (comm {}, rest {})",
             pct_interval(wait_heavy),
@@ -569,7 +573,7 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
       }
     }
     scope.labels.push_back(make_label(
-        kComputeBound, std::string(phase_name(largest)), "compute_share", compute_share,
+        LabelName::kComputeBound, label_kind_of(largest), "compute_share", compute_share,
         t.compute_bound_share, "compute_bound_share",
         fmt::format(
             "compute takes {} of the step, most of it in {} ({}){}", pct_interval(compute_share),
@@ -587,7 +591,8 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
                           phase_name(largest))));
   } else {
     scope.labels.push_back(make_label(
-        kBalanced, "", "compute_share", compute_share, t.compute_bound_share, "compute_bound_share",
+        LabelName::kBalanced, LabelKind::kNone, "compute_share", compute_share,
+        t.compute_bound_share, "compute_bound_share",
         fmt::format("no part dominates: compute {}, data wait {}, communication and rest {}",
                     pct_interval(compute_share), pct(wait.value), pct(wait_heavy.value)),
         "nothing stands out; measure a change against this run with trainscope compare"));
@@ -612,7 +617,8 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
         share_interval(sum_of(pooled, gpu_compute, true), pooled.period, "GPU-timed work", notes);
     if (!input_bound && below(busy, t.gpu_idle_busy_share)) {
       scope.labels.push_back(make_label(
-          kGpuIdle, "", "gpu_busy_share", busy, t.gpu_idle_busy_share, "gpu_idle_busy_share",
+          LabelName::kGpuIdle, LabelKind::kNone, "gpu_busy_share", busy, t.gpu_idle_busy_share,
+          "gpu_idle_busy_share",
           fmt::format("GPU-timed work covers {} of the step while the job is not input-bound",
                       pct_interval(busy)),
           "the GPU waits for the host: move work to the GPU, overlap copies (pin_memory, "

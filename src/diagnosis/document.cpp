@@ -1,4 +1,5 @@
 // The diagnosis document (one writer, one reader) and its texts.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -42,6 +43,14 @@ Device device_from(const Field& f) {
   f.fail(fmt::format("'{}', not CPU or GPU", name));
 }
 
+// An enum from its name in the document, by `parse`; the error names the field.
+template <typename Parse>
+auto enum_from(const Field& f, Parse parse) {
+  auto value = parse(f.string());
+  if (!value.ok()) f.fail(std::string(value.status().message()));
+  return *value;
+}
+
 std::uint32_t u32_from(const Field& f) {
   const std::int64_t v = f.integer(0);
   if (v > std::numeric_limits<std::uint32_t>::max()) f.fail("too large");
@@ -63,14 +72,10 @@ ojson scope_json(const Scope& s) {
   }
   ojson labels = ojson::array();
   for (const Label& l : s.labels) {
-    ojson one = {{"name", l.name},
-                 {"kind", l.kind},
-                 {"quantity", l.quantity},
-                 {"value", interval_json(l.value)},
-                 {"threshold", num(l.threshold)},
-                 {"threshold_name", l.threshold_name},
-                 {"evidence", l.evidence},
-                 {"next_step", l.next_step}};
+    ojson one = {{"name", label_name(l.name)},    {"kind", label_kind_name(l.kind)},
+                 {"quantity", l.quantity},        {"value", interval_json(l.value)},
+                 {"threshold", num(l.threshold)}, {"threshold_name", l.threshold_name},
+                 {"evidence", l.evidence},        {"next_step", l.next_step}};
     if (l.rank) one["rank"] = *l.rank;
     if (l.host) one["host"] = *l.host;
     labels.push_back(std::move(one));
@@ -110,8 +115,8 @@ Scope scope_from(const Field& f) {
   }
   for (const Field& l : f["labels"].items()) {
     Label label;
-    label.name = l["name"].string();
-    label.kind = l["kind"].string();
+    label.name = enum_from(l["name"], parse_label_name);
+    label.kind = enum_from(l["kind"], parse_label_kind);
     label.quantity = l["quantity"].string();
     label.value = interval_from(l["value"]);
     label.threshold = l["threshold"].number();
@@ -138,12 +143,13 @@ Diagnosis from_document(const Field& root) {
   d.run_dir = root["run_dir"].string();
   d.run_id = root["run_id"].string();
   d.run_name = root["run_name"].string();
-  d.status = root["status"].string();
+  d.status = enum_from(root["status"], parse_run_status);
   d.start_time_ms = root["start_time_ms"].integer(0);
   d.elapsed_ms = root["elapsed_ms"].integer(0);
   d.world_size = u32_from(root["world_size"]);
   for (const Field& r : root["ranks"].items()) {
-    d.ranks.push_back(RankNow{u32_from(r["rank"]), r["host"].string(), r["status"].string(),
+    d.ranks.push_back(RankNow{u32_from(r["rank"]), r["host"].string(),
+                              enum_from(r["status"], parse_process_status),
                               r["steps"].unsigned_integer()});
   }
   d.hosts = root["hosts"].strings();
@@ -200,9 +206,9 @@ std::string duration(std::int64_t ms) {
 }
 
 std::string label_text(const Label& l) {
-  std::string out = l.name;
+  std::string out(label_name(l.name));
   std::vector<std::string> parts;
-  if (!l.kind.empty()) parts.push_back(l.kind);
+  if (l.kind != LabelKind::kNone) parts.push_back(std::string(label_kind_name(l.kind)));
   if (l.rank) parts.push_back(fmt::format("rank {}", *l.rank));
   if (l.host) parts.push_back(*l.host);
   if (!parts.empty()) out += fmt::format("({})", fmt::join(parts, ", "));
@@ -223,16 +229,20 @@ void phase_table(const Scope& s, std::string* out) {
 }  // namespace
 
 std::string Diagnosis::headline() const {
-  const Scope& s = status == "RUNNING" ? window : run;
+  const Scope& s = status == RunStatus::kRunning ? window : run;
   std::vector<std::string> parts;
   for (const Label& l : s.labels) parts.push_back(label_text(l));
-  return parts.empty() ? std::string(kNoData) : fmt::format("{}", fmt::join(parts, ", "));
+  return parts.empty() ? std::string(label_name(LabelName::kNoData))
+                       : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string diagnosis_json(const Diagnosis& d, int indent) {
   ojson ranks = ojson::array();
   for (const RankNow& r : d.ranks) {
-    ranks.push_back({{"rank", r.rank}, {"host", r.host}, {"status", r.status}, {"steps", r.steps}});
+    ranks.push_back({{"rank", r.rank},
+                     {"host", r.host},
+                     {"status", process_status_name(r.status)},
+                     {"steps", r.steps}});
   }
   ojson keys = ojson::array();
   for (const KeyRow& k : d.keys) {
@@ -271,7 +281,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                      {"run_dir", d.run_dir},
                      {"run_id", d.run_id},
                      {"run_name", d.run_name},
-                     {"status", d.status},
+                     {"status", run_status_name(d.status)},
                      {"start_time_ms", d.start_time_ms},
                      {"elapsed_ms", d.elapsed_ms},
                      {"world_size", d.world_size},
@@ -307,9 +317,9 @@ std::string format_diagnosis(const Diagnosis& d) {
   std::string out = fmt::format(
       "run {}{}: {}, {} elapsed, {} rank{}, {} host{}\n",
       d.run_name.empty() ? d.run_id : d.run_name,
-      d.run_name.empty() || d.run_name == d.run_id ? "" : fmt::format(" ({})", d.run_id), d.status,
-      duration(d.elapsed_ms), d.ranks.size(), d.ranks.size() == 1 ? "" : "s", d.hosts.size(),
-      d.hosts.size() == 1 ? "" : "s");
+      d.run_name.empty() || d.run_name == d.run_id ? "" : fmt::format(" ({})", d.run_id),
+      run_status_name(d.status), duration(d.elapsed_ms), d.ranks.size(),
+      d.ranks.size() == 1 ? "" : "s", d.hosts.size(), d.hosts.size() == 1 ? "" : "s");
   out += fmt::format("{}\n", d.run_dir);
   if (const std::string found = auto_found_text(d.auto_found); !found.empty()) {
     out += found + "\n";
@@ -353,7 +363,7 @@ std::string number(double value) { return fmt::format("{:.3g}", value); }
 // its estimate with the 95% interval (the evidence line when it has no interval).
 std::string label_tag_value(const Label& label) {
   std::vector<std::string> who;
-  if (!label.kind.empty()) who.push_back(label.kind);
+  if (label.kind != LabelKind::kNone) who.push_back(std::string(label_kind_name(label.kind)));
   if (label.rank) who.push_back(fmt::format("rank {}", *label.rank));
   if (label.host) who.push_back(*label.host);
   std::string out;
@@ -370,7 +380,7 @@ std::string label_tag_value(const Label& label) {
 }
 
 // "STRAGGLER" -> "trainscope.diagnosis.straggler".
-std::string label_tag_key(const std::string& name) {
+std::string label_tag_key(std::string_view name) {
   std::string key = "trainscope.diagnosis.";
   for (char c : name) {
     key += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -385,13 +395,14 @@ std::string label_tag_key(const std::string& name) {
 
 std::map<std::string, std::string> diagnosis_tags(const Diagnosis& d) {
   // The scope headline() names: the run's, the window's while the run goes on.
-  const Scope& scope = d.status == "RUNNING" ? d.window : d.run;
+  const Scope& scope = d.status == RunStatus::kRunning ? d.window : d.run;
   std::map<std::string, std::string> tags;
   tags["trainscope.diagnosis"] = d.headline();
   std::string names;
   for (const Label& label : scope.labels) {
-    std::string& value = tags[label_tag_key(label.name)];
-    if (value.empty()) names += (names.empty() ? "" : ",") + label.name;
+    const std::string_view name = label_name(label.name);
+    std::string& value = tags[label_tag_key(name)];
+    if (value.empty()) names += (names.empty() ? "" : ",") + std::string(name);
     value += (value.empty() ? "" : "; ") + label_tag_value(label);
   }
   tags["trainscope.diagnosis.labels"] = names;
@@ -409,7 +420,11 @@ std::string auto_found_text(const AutoFound& found) {
 
 std::string format_run_summary(const Diagnosis& d) {
   const Scope& s = d.run;
-  std::string out = fmt::format("trainscope: run {} {} after {}, {} steps", d.run_id, d.status,
+  // CRASHED when a rank crashed (as the report's badge), else the run's status.
+  const bool crashed = std::any_of(d.ranks.begin(), d.ranks.end(),
+                                   [](const RankNow& r) { return r.status.crashed; });
+  std::string out = fmt::format("trainscope: run {} {} after {}, {} steps", d.run_id,
+                                process_status_name(ProcessStatus{d.status, crashed}),
                                 duration(d.elapsed_ms), s.steps + s.warmup);
   if (s.warmup > 0) {
     out += fmt::format(" ({} warm-up steps dropped from the statistics: {} counted)", s.warmup,
@@ -442,7 +457,7 @@ std::string format_run_summary(const Diagnosis& d) {
   }
   out += fmt::format("  diagnosis: {}\n", d.headline());
   for (const Label& l : s.labels) {
-    out += fmt::format("    {}: {}\n", l.name, l.evidence);
+    out += fmt::format("    {}: {}\n", label_name(l.name), l.evidence);
   }
   out += fmt::format("  run: {}\n  more: trainscope diagnose {}   trainscope report {}\n",
                      d.run_dir, d.run_dir, d.run_dir);

@@ -127,7 +127,7 @@ Diagnosis Follower::diagnose() const {
   d.run_dir = reader.run_dir();
   d.run_id = info.id;
   d.run_name = info.name;
-  d.status = std::string(run_status_name(info.status));
+  d.status = info.status;
   d.start_time_ms = info.start_time_ms;
   const std::int64_t end_ms = in_progress || info.end_time_ms == 0
                                   ? (last_poll_ms ? last_poll_ms : now_ms())

@@ -471,8 +471,8 @@ void add_rank_lines(const Diagnosis& d, const ViewState& state, std::vector<Line
   std::vector<std::string> cells;
   std::size_t cell_width = 0;
   for (const diagnosis::RankNow& rank : d.ranks) {
-    cells.push_back(
-        fmt::format("r{} {} {} {} steps", rank.rank, rank.host, rank.status, rank.steps));
+    cells.push_back(fmt::format("r{} {} {} {} steps", rank.rank, rank.host,
+                                process_status_name(rank.status), rank.steps));
     cell_width = std::max(cell_width, cells.back().size());
   }
   cell_width += 3;
@@ -564,7 +564,7 @@ void add_host_lines(const Diagnosis& d, std::vector<Line>* out) {
       line += fmt::format("  gpu{} {} {}/{}", gpu.index, stats::format_percent(gpu.util_pct),
                           fmt_mb(gpu.mem_used_mb), fmt_mb(gpu.mem_total_mb));
     }
-    if (host.time_ms > 0 && d.status == "RUNNING") {
+    if (host.time_ms > 0 && d.status == RunStatus::kRunning) {
       line += fmt::format("  ({}s ago)", std::max<std::int64_t>(0, (now - host.time_ms) / 1000));
     }
     out->push_back({line, Style::kNormal});
@@ -587,10 +587,11 @@ std::vector<Line> view_lines(const ViewState& state) {
     return out;
   }
   const Diagnosis& d = *state.diagnosis;
-  const bool running = d.status == "RUNNING";
-  out.push_back({fmt::format("run {}  {}  elapsed {}  {}", name_and_id(d), d.status,
-                             fmt_clock(static_cast<double>(d.elapsed_ms) / 1e3), d.run_dir),
-                 Style::kTitle});
+  const bool running = d.status == RunStatus::kRunning;
+  out.push_back(
+      {fmt::format("run {}  {}  elapsed {}  {}", name_and_id(d), run_status_name(d.status),
+                   fmt_clock(static_cast<double>(d.elapsed_ms) / 1e3), d.run_dir),
+       Style::kTitle});
   if (!state.follow_note.empty()) out.push_back({"  following " + state.follow_note, Style::kDim});
   if (!state.replaced.empty()) out.push_back({"  " + state.replaced, Style::kAlert});
   for (const std::string& warning : state.warnings) {
@@ -599,8 +600,9 @@ std::vector<Line> view_lines(const ViewState& state) {
     }
   }
   if (!running) {
-    out.push_back({fmt::format("the run ended: {}{}", d.status, state.live ? " (q quits)" : ""),
-                   d.status == "FINISHED" ? Style::kGood : Style::kAlert});
+    out.push_back({fmt::format("the run ended: {}{}", run_status_name(d.status),
+                               state.live ? " (q quits)" : ""),
+                   d.status == RunStatus::kFinished ? Style::kGood : Style::kAlert});
   }
   std::uint64_t steps = 0;
   for (const diagnosis::RankNow& rank : d.ranks) steps = std::max(steps, rank.steps);
@@ -622,7 +624,7 @@ std::vector<Line> view_lines(const ViewState& state) {
   out.push_back({"diagnosis: " + d.headline(), Style::kLabel});
   for (const diagnosis::Label& label : scope.labels) {
     for (std::string& text :
-         wrap(fmt::format("  {}: {}", label.name, label.evidence), state.width, 4)) {
+         wrap(fmt::format("  {}: {}", label_name(label.name), label.evidence), state.width, 4)) {
       out.push_back({std::move(text), Style::kNormal});
     }
     if (!label.next_step.empty()) {
@@ -733,7 +735,7 @@ class Session {
     // ranks ended (only ended ranks are held to theirs), at most every
     // kRediagnoseMs while the run goes on (each check reads every summary).
     std::size_t ended = 0;
-    for (const RankNow& rank : diagnosis_->ranks) ended += rank.status != "RUNNING";
+    for (const RankNow& rank : diagnosis_->ranks) ended += !rank.status.running();
     const std::string key = fmt::format("{} {} {}", diagnosis_->run_id, ended, in_progress);
     if (key != check_key_ &&
         (check_key_.empty() || !in_progress || now - checked_at_ms_ >= kRediagnoseMs)) {

@@ -51,7 +51,7 @@ json pair_chart_json(const compare::Comparison& c, const compare::Pair& pair,
   std::vector<std::pair<const compare::Row*, bool>> candidates{{&pair.overall, true}};
   for (const compare::Row& row : pair.rows) candidates.emplace_back(&row, false);
   for (const auto& [row, overall] : candidates) {
-    if (row->kind != "region") continue;
+    if (row->kind != compare::SeriesKind::kRegion) continue;
     const compare::Series* a = find_series(c.a, *row);
     const compare::Series* b = find_series(c.b, *row);
     if (a == nullptr || b == nullptr) continue;

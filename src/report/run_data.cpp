@@ -510,8 +510,7 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
 }
 
 std::string display_status(const RunData& run) {
-  if (run.crashed) return "CRASHED";
-  return std::string(run_status_name(run.info.status));
+  return std::string(process_status_name(ProcessStatus{run.info.status, run.crashed}));
 }
 
 double duration_s(const RunData& run) {

@@ -54,12 +54,10 @@ bool looks_crashed(const State& s, const std::string& host, std::int64_t now_ms)
   return s.heartbeat_ms < now_ms - allowed;
 }
 
-// FAILED (or crashed) beats KILLED beats RUNNING beats FINISHED.
+// The run's status from a process's: the one order of run_status.hpp.
 template <typename State>
-int severity(const State& s) {
-  if (s.crashed || s.status == RunStatus::kFailed) return 3;
-  if (s.status == RunStatus::kKilled) return 2;
-  return s.status == RunStatus::kRunning ? 1 : 0;
+RunStatus status_of(const State& s) {
+  return run_status_of(ProcessStatus{s.status, s.crashed});
 }
 
 // "rank-12.json" -> 12 (prefix "rank-", suffix ".json"); false for any
@@ -98,14 +96,15 @@ void judge_launcher(LauncherState* s, const std::vector<RankState>& ranks, const
 
 // Worst status of ranks and launchers (see RunReader::info()) and the end time.
 template <typename State>
-void combine(const std::vector<State>& states, int* worst, bool* running, std::int64_t* end_ms) {
+void combine(const std::vector<State>& states, RunStatus* worst, bool* running,
+             std::int64_t* end_ms) {
   for (const State& s : states) {
     // A lost launcher ended at its last sign of life; its ranks say the rest.
     if (!counts(s)) {
       *end_ms = std::max(*end_ms, s.heartbeat_ms);
       continue;
     }
-    *worst = std::max(*worst, severity(s));
+    *worst = worse_status(*worst, status_of(s));
     *running |= s.status == RunStatus::kRunning && !s.crashed;
     // A crashed process ended at its last sign of life.
     *end_ms = std::max(*end_ms, s.crashed ? s.heartbeat_ms : s.end_time_ms);
@@ -719,20 +718,18 @@ absl::StatusOr<RunReader> RunReader::Open(std::string dir) {
   reader.hosts_.erase(std::unique(reader.hosts_.begin(), reader.hosts_.end()), reader.hosts_.end());
 
   // A run with no rank or launcher file yet has not started a process: RUNNING.
-  int worst = 1;
+  RunStatus worst = RunStatus::kRunning;
   reader.info_.end_time_ms = 0;
   if (!reader.ranks_.empty() || !reader.launchers_.empty()) {
-    worst = 0;
+    worst = RunStatus::kFinished;
     bool running = false;
     combine(reader.ranks_, &worst, &running, &reader.info_.end_time_ms);
     combine(reader.launchers_, &worst, &running, &reader.info_.end_time_ms);
     if (running) reader.info_.end_time_ms = 0;
-    if (running && worst < 2) worst = 1;
+    if (running) worst = worse_status(worst, RunStatus::kRunning);
     reader.in_progress_ = running;
   }
-  constexpr RunStatus kBySeverity[] = {RunStatus::kFinished, RunStatus::kRunning,
-                                       RunStatus::kKilled, RunStatus::kFailed};
-  reader.info_.status = kBySeverity[worst];
+  reader.info_.status = worst;
   return reader;
 }
 

@@ -432,7 +432,7 @@ absl::Status StepReader::poll(const RunReader& reader) {
     detail::StepBuilder& b = s.builder(state.rank.rank);
     RankSteps& t = b.out();
     t.host = state.host;
-    t.status = state.crashed ? "CRASHED" : std::string(run_status_name(state.status));
+    t.status = ProcessStatus{state.status, state.crashed};
     std::uint64_t offset = t.read_bytes + t.skipped_bytes;
     if (auto share = shares.find(t.rank); share != shares.end()) {
       // Its share of the budget, and at least the window's steps, the open one
@@ -481,7 +481,7 @@ absl::Status StepReader::poll(const RunReader& reader) {
   // A rank that ended (or crashed) records no more steps: its open step closes
   // with its own duration, also while other ranks or the launcher still run.
   for (auto& [rank, b] : s.builders) {
-    if (!s.in_progress || b.out().status != "RUNNING") b.close();
+    if (!s.in_progress || !b.out().status.running()) b.close();
   }
   return absl::OkStatus();
 }

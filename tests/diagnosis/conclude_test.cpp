@@ -68,7 +68,7 @@ Inputs one_rank(const Shape& shape, std::size_t steps = 200) {
 
 std::vector<std::string> names(const Scope& s) {
   std::vector<std::string> out;
-  for (const Label& l : s.labels) out.push_back(l.name);
+  for (const Label& l : s.labels) out.push_back(std::string(label_name(l.name)));
   return out;
 }
 
@@ -99,7 +99,7 @@ Inputs forward_shares(double share_first, double share_second, std::size_t steps
 TEST(Conclude, ASharesIntervalNeverLeavesZeroToOne) {
   // Batch means: nine of 1.0 and one of 0.5, 95% [83.7%, 106.3%] unclipped.
   const Scope s = conclude(forward_shares(1.0, 0.5), Thresholds{}, "run");
-  const Label* compute = s.find(kComputeBound);
+  const Label* compute = s.find(LabelName::kComputeBound);
   ASSERT_NE(compute, nullptr);
   EXPECT_NEAR(compute->value.value, 0.95, 1e-9);
   EXPECT_EQ(compute->value.high, 1.0);
@@ -113,7 +113,7 @@ TEST(Conclude, ASharesIntervalNeverLeavesZeroToOne) {
 // as 100%, and a note says why, naming them.
 TEST(Conclude, PhasesLongerThanTheStepAreClippedAndNamed) {
   const Scope s = conclude(forward_shares(1.3, 1.3), Thresholds{}, "run");
-  const Label* compute = s.find(kComputeBound);
+  const Label* compute = s.find(LabelName::kComputeBound);
   ASSERT_NE(compute, nullptr);
   EXPECT_EQ(compute->value.value, 1.0);
   for (const PhaseRow& row : s.phases) EXPECT_LE(row.share, 1.0) << phase_name(row.phase);
@@ -123,13 +123,13 @@ TEST(Conclude, PhasesLongerThanTheStepAreClippedAndNamed) {
 
 TEST(Conclude, NoRankIsNoData) {
   const Scope s = conclude(Inputs{}, Thresholds{}, "run");
-  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  ASSERT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kNoData))});
   EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("no rank"));
 }
 
 TEST(Conclude, TooFewStepsIsNoDataNamingTheCount) {
   const Scope s = conclude(one_rank(Shape{.forward = 0.01}, 5), Thresholds{}, "run");
-  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  ASSERT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kNoData))});
   EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("5 steps"));
 }
 
@@ -137,7 +137,7 @@ TEST(Conclude, NoStepKeyIsNoDataSayingHowToTimeSteps) {
   Inputs in;
   in.ranks.push_back(RankInput{});
   const Scope s = conclude(in, Thresholds{}, "run");
-  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  ASSERT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kNoData))});
   EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("--phase step=KEY"));
 }
 
@@ -147,7 +147,7 @@ TEST(Conclude, AnAutoRunIsNeverAdvisedToUseAuto) {
   in.ranks.push_back(RankInput{});
   in.facts.auto_instrumented = true;
   const Scope s = conclude(in, Thresholds{}, "run");
-  ASSERT_EQ(names(s), std::vector<std::string>{kNoData});
+  ASSERT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kNoData))});
   EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("--auto found no training step"));
   EXPECT_THAT(s.labels[0].next_step, Not(::testing::HasSubstr("--auto")));
   in.facts.auto_instrumented = false;
@@ -165,15 +165,16 @@ TEST(Conclude, ComputeBoundAdviceFitsTheDevices) {
   // Issue 37: a CPU-only run was advised --nsys and mixed precision.
   Inputs in = one_rank(Shape{.forward = 0.004, .backward = 0.004});
   in.facts.gpu_seen = false;
-  const Label* cpu = conclude(in, Thresholds{}, "run").find(kComputeBound);
+  const Scope cpu_only = conclude(in, Thresholds{}, "run");  // outlives the label it holds
+  const Label* cpu = cpu_only.find(LabelName::kComputeBound);
   ASSERT_NE(cpu, nullptr);
   EXPECT_THAT(cpu->next_step, Not(::testing::HasSubstr("--nsys")));
   EXPECT_THAT(cpu->next_step, Not(::testing::HasSubstr("mixed precision")));
   EXPECT_THAT(cpu->next_step, ::testing::HasSubstr("CPU"));
   in.facts.gpu_seen = true;
   const Scope gpu = conclude(in, Thresholds{}, "run");
-  ASSERT_NE(gpu.find(kComputeBound), nullptr);
-  EXPECT_THAT(gpu.find(kComputeBound)->next_step, ::testing::HasSubstr("--nsys"));
+  ASSERT_NE(gpu.find(LabelName::kComputeBound), nullptr);
+  EXPECT_THAT(gpu.find(LabelName::kComputeBound)->next_step, ::testing::HasSubstr("--nsys"));
 }
 
 TEST(Conclude, InputBoundWithTheBuiltInShare) {
@@ -181,7 +182,7 @@ TEST(Conclude, InputBoundWithTheBuiltInShare) {
   const Scope s = conclude(
       one_rank(Shape{.data_wait = 0.004, .forward = 0.003, .backward = 0.003, .rest = 0.0}),
       Thresholds{}, "run");
-  const Label* l = s.find(kInputBound);
+  const Label* l = s.find(LabelName::kInputBound);
   ASSERT_NE(l, nullptr) << names(s).size();
   EXPECT_NEAR(l->value.value, 0.4, 0.02);
   EXPECT_LT(l->value.low, l->value.value);
@@ -189,15 +190,15 @@ TEST(Conclude, InputBoundWithTheBuiltInShare) {
   EXPECT_GT(l->value.low, 0.2);
   EXPECT_EQ(l->threshold_name, "input_bound_share");
   EXPECT_FALSE(l->next_step.empty());
-  EXPECT_EQ(s.find(kComputeBound), nullptr);
+  EXPECT_EQ(s.find(LabelName::kComputeBound), nullptr);
 }
 
 TEST(Conclude, ComputeBoundNamesTheLargestPhaseAndNothingElse) {
   const Scope s = conclude(
       one_rank(Shape{.data_wait = 0.0002, .forward = 0.003, .backward = 0.006, .optimizer = 0.001}),
       Thresholds{}, "run");
-  EXPECT_EQ(names(s), std::vector<std::string>{kComputeBound});
-  EXPECT_EQ(s.labels[0].kind, "backward");
+  EXPECT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kComputeBound))});
+  EXPECT_EQ(s.labels[0].kind, LabelKind::kBackward);
   EXPECT_GT(s.labels[0].value.low, 0.5);
   // The phase table holds every timed phase and the rest.
   ASSERT_EQ(s.phases.size(), 5u);
@@ -209,8 +210,8 @@ TEST(Conclude, WaitHeavyWhenCommunicationAndRestTakeTheStep) {
   const Scope s =
       conclude(one_rank(Shape{.forward = 0.002, .backward = 0.002, .comm = 0.005, .rest = 0.001}),
                Thresholds{}, "run");
-  ASSERT_NE(s.find(kWaitHeavy), nullptr);
-  EXPECT_NEAR(s.find(kWaitHeavy)->value.value, 0.6, 0.03);
+  ASSERT_NE(s.find(LabelName::kWaitHeavy), nullptr);
+  EXPECT_NEAR(s.find(LabelName::kWaitHeavy)->value.value, 0.6, 0.03);
 }
 
 TEST(Conclude, BalancedWhenNoPartDominates) {
@@ -220,15 +221,15 @@ TEST(Conclude, BalancedWhenNoPartDominates) {
                                           .comm = 0.0032,
                                           .rest = 0.0005}),
                            Thresholds{}, "run");
-  EXPECT_EQ(names(s), std::vector<std::string>{kBalanced});
+  EXPECT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kBalanced))});
 }
 
 TEST(Conclude, ThresholdsAreOverridable) {
   const Inputs in = one_rank(Shape{.data_wait = 0.002, .forward = 0.008});  // 20% wait
   Thresholds t;
-  EXPECT_EQ(conclude(in, t, "run").find(kInputBound), nullptr);
+  EXPECT_EQ(conclude(in, t, "run").find(LabelName::kInputBound), nullptr);
   ASSERT_TRUE(t.set("input_bound_share", 0.1).ok());
-  EXPECT_NE(conclude(in, t, "run").find(kInputBound), nullptr);
+  EXPECT_NE(conclude(in, t, "run").find(LabelName::kInputBound), nullptr);
 }
 
 TEST(Conclude, ComputeStragglerIsTheRankSlowInForwardNotTheOneWaitingInBackward) {
@@ -242,9 +243,9 @@ TEST(Conclude, ComputeStragglerIsTheRankSlowInForwardNotTheOneWaitingInBackward)
     in.ranks.push_back(rank_input(r, 200, shape, 10 + r));
   }
   const Scope s = conclude(in, Thresholds{}, "run");
-  const Label* l = s.find(kStraggler);
+  const Label* l = s.find(LabelName::kStraggler);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->kind, "compute");
+  EXPECT_EQ(l->kind, LabelKind::kCompute);
   ASSERT_TRUE(l->rank.has_value());
   EXPECT_EQ(*l->rank, 1u);
   EXPECT_NEAR(l->value.value, 0.004, 0.0008);
@@ -273,9 +274,9 @@ TEST(Conclude, TheLargestLagWhereTheRankIsBehindIsTheCause) {
     in.ranks.push_back(rank_input(r, 150, shape, 40 + r));
   }
   const Scope s = conclude(in, Thresholds{}, "run");
-  const Label* l = s.find(kStraggler);
+  const Label* l = s.find(LabelName::kStraggler);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->kind, "compute");
+  EXPECT_EQ(l->kind, LabelKind::kCompute);
   EXPECT_EQ(*l->rank, 1u);
   EXPECT_NEAR(l->value.value, 0.010, 0.001);
 }
@@ -289,9 +290,9 @@ TEST(Conclude, InputStragglerIsTheRankWaitingLongerForData) {
     in.ranks.push_back(rank_input(r, 200, shape, 20 + r));
   }
   const Scope scope_l = conclude(in, Thresholds{}, "run");
-  const Label* l = scope_l.find(kStraggler);
+  const Label* l = scope_l.find(LabelName::kStraggler);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->kind, "input");
+  EXPECT_EQ(l->kind, LabelKind::kInput);
   EXPECT_EQ(*l->rank, 1u);
   EXPECT_NEAR(l->value.value, 0.003, 0.0006);
 }
@@ -301,7 +302,7 @@ TEST(Conclude, EqualRanksHaveNoStraggler) {
   for (std::uint32_t r = 0; r < 8; ++r) {
     in.ranks.push_back(rank_input(r, 200, Shape{.forward = 0.004, .backward = 0.004}, 30 + r));
   }
-  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kStraggler), nullptr);
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(LabelName::kStraggler), nullptr);
 }
 
 TEST(Conclude, MemoryCreepSlopeWithinItsInterval) {
@@ -314,9 +315,9 @@ TEST(Conclude, MemoryCreepSlopeWithinItsInterval) {
         Reading{static_cast<double>(step), 1000 + 0.05 * step + noise(rng), step});
   }
   const Scope scope_l = conclude(in, Thresholds{}, "run");
-  const Label* l = scope_l.find(kMemoryCreep);
+  const Label* l = scope_l.find(LabelName::kMemoryCreep);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->kind, "host");
+  EXPECT_EQ(l->kind, LabelKind::kHost);
   EXPECT_NEAR(l->value.value, 50, 5);
   EXPECT_LT(l->value.low, 50);
   EXPECT_GT(l->value.high, 50);
@@ -330,7 +331,7 @@ TEST(Conclude, FlatMemoryWithNoiseIsNoCreep) {
     in.ranks[0].rss_mb.push_back(Reading{static_cast<double>(step), 1000 + noise(rng), step});
     in.ranks[0].gpu_mem_mb.push_back(Reading{static_cast<double>(step), 4000 + noise(rng), step});
   }
-  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kMemoryCreep), nullptr);
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(LabelName::kMemoryCreep), nullptr);
 }
 
 TEST(Conclude, MemoryThatGrowsOnlyWhileWorkersWarmUpIsNoCreep) {
@@ -346,7 +347,7 @@ TEST(Conclude, MemoryThatGrowsOnlyWhileWorkersWarmUpIsNoCreep) {
         Reading{static_cast<double>(step), 2210 + warm + noise(rng), step});
   }
   const Scope s = conclude(in, Thresholds{}, "run");
-  EXPECT_EQ(s.find(kMemoryCreep), nullptr);
+  EXPECT_EQ(s.find(LabelName::kMemoryCreep), nullptr);
   EXPECT_THAT(s.notes, ::testing::Contains(::testing::HasSubstr("warm-up")));
   // The same rise going on through the second half is creep.
   Inputs leak = one_rank(Shape{.forward = 0.004}, 120);
@@ -354,7 +355,7 @@ TEST(Conclude, MemoryThatGrowsOnlyWhileWorkersWarmUpIsNoCreep) {
     leak.ranks[0].rss_mb.push_back(
         Reading{static_cast<double>(step), 2210 + 140.0 * step / 60.0 + noise(rng), step});
   }
-  EXPECT_NE(conclude(leak, Thresholds{}, "run").find(kMemoryCreep), nullptr);
+  EXPECT_NE(conclude(leak, Thresholds{}, "run").find(LabelName::kMemoryCreep), nullptr);
 }
 
 TEST(Conclude, DeviceMemoryCreep) {
@@ -363,9 +364,9 @@ TEST(Conclude, DeviceMemoryCreep) {
     in.ranks[0].gpu_mem_mb.push_back(Reading{static_cast<double>(step), 2000 + 0.5 * step, step});
   }
   const Scope scope_l = conclude(in, Thresholds{}, "run");
-  const Label* l = scope_l.find(kMemoryCreep);
+  const Label* l = scope_l.find(LabelName::kMemoryCreep);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->kind, "device");
+  EXPECT_EQ(l->kind, LabelKind::kDevice);
   EXPECT_NEAR(l->value.value, 500, 1);
 }
 
@@ -373,7 +374,7 @@ TEST(Conclude, ThroughputDriftWhenStepsSlowDown) {
   // The forward grows by 10 us per step: 4 ms -> 8 ms over 400 steps.
   const Scope s = conclude(one_rank(Shape{.forward = 0.004, .growth_per_step = 1e-5}, 400),
                            Thresholds{}, "run");
-  const Label* l = s.find(kThroughputDrift);
+  const Label* l = s.find(LabelName::kThroughputDrift);
   ASSERT_NE(l, nullptr);
   EXPECT_NEAR(l->value.value, 1.0, 0.25);
 }
@@ -386,7 +387,8 @@ TEST(Conclude, SteadyComputeBoundJobHasNoFalseAlarm) {
           r, 300, Shape{.data_wait = 0.0002, .forward = 0.004, .backward = 0.004, .noise = 0.2},
           seed * 7 + r));
     }
-    EXPECT_EQ(names(conclude(in, Thresholds{}, "run")), std::vector<std::string>{kComputeBound})
+    EXPECT_EQ(names(conclude(in, Thresholds{}, "run")),
+              std::vector<std::string>{std::string(label_name(LabelName::kComputeBound))})
         << "seed " << seed;
   }
 }
@@ -394,7 +396,7 @@ TEST(Conclude, SteadyComputeBoundJobHasNoFalseAlarm) {
 TEST(Conclude, GpuIdleWhenGpuWorkCoversLittleOfTheStep) {
   const Scope s =
       conclude(one_rank(Shape{.forward = 0.008, .gpu_forward = 0.002}), Thresholds{}, "run");
-  const Label* l = s.find(kGpuIdle);
+  const Label* l = s.find(LabelName::kGpuIdle);
   ASSERT_NE(l, nullptr);
   EXPECT_NEAR(l->value.value, 0.25, 0.03);
   // GPU rows are in the phase table as their own device.
@@ -402,7 +404,7 @@ TEST(Conclude, GpuIdleWhenGpuWorkCoversLittleOfTheStep) {
   for (const PhaseRow& p : s.phases) gpu_row = gpu_row || p.device == Device::kGPU;
   EXPECT_TRUE(gpu_row);
   EXPECT_EQ(conclude(one_rank(Shape{.forward = 0.008, .gpu_forward = 0.0075}), Thresholds{}, "run")
-                .find(kGpuIdle),
+                .find(LabelName::kGpuIdle),
             nullptr);
 }
 
@@ -414,23 +416,23 @@ TEST(Conclude, HostPressureFromOtherProcessesOrSwap) {
   }
   in.hosts.push_back(host);
   const Scope scope_l = conclude(in, Thresholds{}, "run");
-  const Label* l = scope_l.find(kHostPressure);
+  const Label* l = scope_l.find(LabelName::kHostPressure);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->kind, "cpu");
+  EXPECT_EQ(l->kind, LabelKind::kCpu);
   EXPECT_EQ(l->host, "node1");
   EXPECT_NEAR(l->value.value, 0.58, 0.03);
 
   // The job itself keeping the host busy is no pressure.
   for (HostReading& r : in.hosts[0].readings) r.job_cpu_pct = r.cpu_util_pct - 2;
-  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(kHostPressure), nullptr);
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(LabelName::kHostPressure), nullptr);
   // Swap growing is.
   for (std::size_t i = 0; i < in.hosts[0].readings.size(); ++i) {
     in.hosts[0].readings[i].swap_used_mb = 10.0 * static_cast<double>(i);
   }
   const Scope scope_swap = conclude(in, Thresholds{}, "run");
-  const Label* swap = scope_swap.find(kHostPressure);
+  const Label* swap = scope_swap.find(LabelName::kHostPressure);
   ASSERT_NE(swap, nullptr);
-  EXPECT_EQ(swap->kind, "swap");
+  EXPECT_EQ(swap->kind, LabelKind::kSwap);
 }
 
 TEST(Conclude, NotesSayWhatCouldNotBeJudged) {

@@ -19,11 +19,12 @@ Diagnosis sample() {
   d.run_dir = "/runs/abc";
   d.run_id = "abc";
   d.run_name = "resnet";
-  d.status = "FINISHED";
+  d.status = RunStatus::kFinished;
   d.start_time_ms = 1000;
   d.elapsed_ms = 65000;
   d.world_size = 2;
-  d.ranks = {{0, "h1", "FINISHED", 120}, {1, "h2", "CRASHED", 90}};
+  d.ranks = {{0, "h1", ProcessStatus{RunStatus::kFinished, false}, 120},
+             {1, "h2", ProcessStatus{RunStatus::kRunning, true}, 90}};
   d.hosts = {"h1", "h2"};
   d.window_steps = 100;
   d.read_share = 0.25;  // a live follower sampled the run
@@ -37,7 +38,7 @@ Diagnosis sample() {
       PhaseRow{Phase::kDataWait, Device::kCPU, 0.04, 0.05, 0.4, 0.04, 0.05, 1, 0.25});
   s.phases.push_back(PhaseRow{Phase::kForward, Device::kGPU, 0.02, 0.03, 0.2, 0.02, 0.02, 0, 0});
   Label input;
-  input.name = kInputBound;
+  input.name = LabelName::kInputBound;
   input.quantity = "data_wait_share";
   input.value = Interval{0.4, 0.38, 0.42};
   input.threshold = 0.2;
@@ -45,12 +46,12 @@ Diagnosis sample() {
   input.evidence = "waits 40%";
   input.next_step = "more workers";
   Label straggler = input;
-  straggler.name = kStraggler;
-  straggler.kind = "compute";
+  straggler.name = LabelName::kStraggler;
+  straggler.kind = LabelKind::kCompute;
   straggler.rank = 1;
   straggler.value = Interval{0.003, std::numeric_limits<double>::quiet_NaN(), 0.004};
   Label host = input;
-  host.name = kHostPressure;
+  host.name = LabelName::kHostPressure;
   host.host = "h2";
   s.labels = {input, straggler, host};
   s.notes = {"GPU-IDLE: no GPU-timed phases"};
@@ -125,6 +126,21 @@ TEST(Document, ReadsAFileAndNamesItInErrors) {
   std::string newer = diagnosis_json(sample());
   newer.replace(newer.find("\"version\":1"), 11, "\"version\":9");
   EXPECT_THAT(parse_diagnosis(newer, "n.json").status().message(), HasSubstr("newer"));
+
+  // Labels, kinds and statuses are enums: a name the reader does not know is an error naming it.
+  std::string label = diagnosis_json(sample());
+  label.replace(label.find("\"STRAGGLER\""), 11, "\"STRAGGLY\"");
+  absl::StatusOr<Diagnosis> unknown = parse_diagnosis(label, "l.json");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(), HasSubstr("window.labels[1].name"));
+  EXPECT_THAT(unknown.status().message(), HasSubstr("STRAGGLY"));
+  std::string kind = diagnosis_json(sample());
+  const std::string compute = "\"kind\":\"compute\"";
+  kind.replace(kind.find(compute), compute.size(), "\"kind\":\"gpu\"");
+  EXPECT_THAT(parse_diagnosis(kind, "k.json").status().message(), HasSubstr("labels[1].kind"));
+  std::string status = diagnosis_json(sample());
+  status.replace(status.find("\"CRASHED\""), 9, "\"CRASH\"");
+  EXPECT_THAT(parse_diagnosis(status, "s.json").status().message(), HasSubstr("ranks[1].status"));
 }
 
 TEST(Document, TextsCarryLabelsEvidenceAndNextSteps) {
@@ -136,7 +152,11 @@ TEST(Document, TextsCarryLabelsEvidenceAndNextSteps) {
   EXPECT_THAT(text, HasSubstr("data_wait"));
   EXPECT_THAT(text, HasSubstr("1m05s"));
   const std::string summary = format_run_summary(sample());
-  EXPECT_THAT(summary, HasSubstr("FINISHED"));
+  // A crashed rank: the summary says CRASHED (as the report's badge), whatever the run's status.
+  EXPECT_THAT(summary, HasSubstr("run abc CRASHED after"));
+  Diagnosis finished = sample();
+  finished.ranks[1].status = ProcessStatus{RunStatus::kFinished, false};
+  EXPECT_THAT(format_run_summary(finished), HasSubstr("run abc FINISHED after"));
   EXPECT_THAT(summary, HasSubstr("data wait 40.0%"));
   EXPECT_THAT(summary, HasSubstr("median"));
   EXPECT_THAT(summary, HasSubstr("[9 ms, 12 ms]"));

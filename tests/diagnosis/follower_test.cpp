@@ -63,14 +63,14 @@ TEST(Follower, PhasesAndSharesFromBatchRows) {
 
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->status, "FINISHED");
+  EXPECT_EQ(d->status, RunStatus::kFinished);
   ASSERT_EQ(d->ranks.size(), 1u);
   EXPECT_EQ(d->ranks[0].steps, 50u);
   // 5 warm-up steps dropped.
   EXPECT_EQ(d->run.steps, 45u);
   EXPECT_EQ(d->run.warmup, 5u);
   EXPECT_NEAR(d->run.step_s.value, 0.010, 1e-6);
-  const Label* input = d->run.find(kInputBound);
+  const Label* input = d->run.find(LabelName::kInputBound);
   ASSERT_NE(input, nullptr);
   EXPECT_NEAR(input->value.value, 0.4, 1e-6);
   for (const PhaseRow& p : d->run.phases) {
@@ -143,7 +143,7 @@ TEST(Follower, TimedLoaderRowsMakeSteps) {
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->ranks[0].steps, 60u);
-  const Label* input = d->run.find(kInputBound);
+  const Label* input = d->run.find(LabelName::kInputBound);
   ASSERT_NE(input, nullptr);
   EXPECT_NEAR(input->value.value, 0.4, 0.01);
 }
@@ -169,7 +169,7 @@ TEST(Follower, ReadsOnlyWhatWasAppendedAndLeavesACutLineForLater) {
   EXPECT_EQ(bytes, std::string(testing::kRegionsHeader).size() + first.size() + cut.size() -
                        batch_line.size());
   Diagnosis d = f->diagnose();
-  EXPECT_EQ(d.status, "RUNNING");
+  EXPECT_EQ(d.status, RunStatus::kRunning);
   // 20 whole steps plus the rows of the cut one before its BATCH line; the
   // last BATCH is open (its period unknown).
   EXPECT_EQ(d.ranks[0].steps, 20u);
@@ -193,7 +193,7 @@ TEST(Follower, ReadsOnlyWhatWasAppendedAndLeavesACutLineForLater) {
   ASSERT_TRUE(f->poll().ok());
   EXPECT_FALSE(f->in_progress());
   d = f->diagnose();
-  EXPECT_EQ(d.status, "FINISHED");
+  EXPECT_EQ(d.status, RunStatus::kFinished);
   EXPECT_EQ(d.run.steps, 26u);
 }
 
@@ -213,7 +213,7 @@ TEST(Follower, ARankThatEndedClosesItsLastStepWhileOthersRun) {
   write_file(dir / "regions-1.csv", r1, true);
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->status, "RUNNING");
+  EXPECT_EQ(d->status, RunStatus::kRunning);
   ASSERT_EQ(d->ranks.size(), 2u);
   EXPECT_EQ(d->ranks[0].steps, 20u);  // all closed
   EXPECT_EQ(d->ranks[1].steps, 20u);  // 19 closed and the open one
@@ -237,8 +237,8 @@ TEST(Follower, WindowHoldsTheLastKSteps) {
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string(), options);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->window.steps, 30u);
-  EXPECT_NE(d->window.find(kInputBound), nullptr);
-  EXPECT_EQ(d->run.find(kInputBound), nullptr);
+  EXPECT_NE(d->window.find(LabelName::kInputBound), nullptr);
+  EXPECT_EQ(d->run.find(LabelName::kInputBound), nullptr);
 }
 
 // A run that appends faster than the read budget is sampled: a poll reads
@@ -355,7 +355,7 @@ TEST(Follower, LateGpuRowsJoinTheirStep) {
   write_file(dir / "regions-0.csv", rows, /*append=*/true);
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok());
-  const Label* idle = d->run.find(kGpuIdle);
+  const Label* idle = d->run.find(LabelName::kGpuIdle);
   ASSERT_NE(idle, nullptr);
   EXPECT_NEAR(idle->value.value, 0.2, 0.01);
 }
@@ -372,10 +372,10 @@ TEST(Follower, StragglerAcrossTwoRanks) {
   write_file(dir / "regions-1.csv", r1, true);
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok());
-  const Label* s = d->run.find(kStraggler);
+  const Label* s = d->run.find(LabelName::kStraggler);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(*s->rank, 1u);
-  EXPECT_EQ(s->kind, "compute");
+  EXPECT_EQ(s->kind, LabelKind::kCompute);
   EXPECT_NEAR(s->value.value, 0.003, 1e-6);
 }
 
@@ -400,7 +400,7 @@ TEST(Follower, HostReadingsGiveMemoryCreepAndTheLatestGauges) {
   write_file(dir / "host-h.csv", host);
   absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
   ASSERT_TRUE(d.ok()) << d.status();
-  const Label* creep = d->run.find(kMemoryCreep);
+  const Label* creep = d->run.find(LabelName::kMemoryCreep);
   ASSERT_NE(creep, nullptr);
   EXPECT_NEAR(creep->value.value, 200, 1);
   ASSERT_EQ(d->host_now.size(), 1u);
@@ -440,7 +440,7 @@ TEST(Follower, RanksOnTwoHostsInOneDirectory) {
   ASSERT_EQ(d->ranks.size(), 4u);
   EXPECT_EQ(d->ranks[3].host, "b");
   EXPECT_EQ(d->host_now.size(), 2u);
-  const Label* s = d->run.find(kStraggler);
+  const Label* s = d->run.find(LabelName::kStraggler);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(*s->rank, 3u);
   EXPECT_NEAR(s->value.value, 0.004, 1e-6);
@@ -457,15 +457,15 @@ TEST(Follower, PhaseMappingAndStepKey) {
   write_file(dir / "regions-0.csv", rows, true);
   absl::StatusOr<Diagnosis> plain = diagnose_run(dir.string());
   ASSERT_TRUE(plain.ok());
-  EXPECT_NE(plain->run.find(kNoData), nullptr);
+  EXPECT_NE(plain->run.find(LabelName::kNoData), nullptr);
   FollowOptions options;
   ASSERT_TRUE(options.keys.map("step=train_step").ok());
   ASSERT_TRUE(options.keys.map("optimizer=opt_step").ok());
   absl::StatusOr<Diagnosis> mapped = diagnose_run(dir.string(), options);
   ASSERT_TRUE(mapped.ok());
-  const Label* compute = mapped->run.find(kComputeBound);
+  const Label* compute = mapped->run.find(LabelName::kComputeBound);
   ASSERT_NE(compute, nullptr);
-  EXPECT_EQ(compute->kind, "optimizer");
+  EXPECT_EQ(compute->kind, LabelKind::kOptimizer);
 }
 
 RankJson running_rank(std::uint32_t rank, std::uint32_t world_size) {
@@ -593,7 +593,7 @@ TEST(Follower, AnotherRunAtThePathIsFollowedFromItsStart) {
   ASSERT_TRUE(polled.ok()) << polled;
   const Diagnosis d = f->diagnose();
   EXPECT_EQ(d.run_id, other.id);
-  EXPECT_EQ(d.status, "FINISHED");
+  EXPECT_EQ(d.status, RunStatus::kFinished);
   EXPECT_EQ(d.ranks.at(0).steps, 45u);
 }
 
@@ -628,12 +628,12 @@ TEST(Follower, ARowLongerThanItsStepIsLeftOutAndNamed) {
       EXPECT_LE(p.share, 1.0) << phase_name(p.phase);
     }
     for (const Label& l : scope->labels) {
-      EXPECT_LE(l.value.value, 1.0) << l.name;
-      if (std::isfinite(l.value.low)) EXPECT_GE(l.value.low, 0.0) << l.name;
-      if (std::isfinite(l.value.high)) EXPECT_LE(l.value.high, 1.0) << l.name;
+      EXPECT_LE(l.value.value, 1.0) << label_name(l.name);
+      if (std::isfinite(l.value.low)) EXPECT_GE(l.value.low, 0.0) << label_name(l.name);
+      if (std::isfinite(l.value.high)) EXPECT_LE(l.value.high, 1.0) << label_name(l.name);
     }
   }
-  const Label* input = d->run.find(kInputBound);
+  const Label* input = d->run.find(LabelName::kInputBound);
   ASSERT_NE(input, nullptr);
   EXPECT_NEAR(input->value.value, 0.4, 1e-6);
 }
@@ -661,7 +661,7 @@ TEST(Follower, ErrorsNameTheRun) {
   const absl::Status after = g->poll();
   ASSERT_FALSE(after.ok());
   EXPECT_THAT(after.message(), ::testing::HasSubstr("gone"));
-  EXPECT_EQ(g->diagnose().status, "FINISHED");
+  EXPECT_EQ(g->diagnose().status, RunStatus::kFinished);
 }
 
 }  // namespace

@@ -74,6 +74,28 @@ def test_python_returns_a_dataframe_of_every_key_with_an_overall_verdict(runs):
     assert trainscope.failing_rows(same, 0) == []
 
 
+def test_the_comparison_is_bound_as_typed_classes(runs):
+    """_core binds compare::Comparison and its parts as classes (no JSON read in Python)."""
+    from trainscope import _core  # pylint: disable=import-outside-toplevel
+    request = _core.CompareRequest(a=[runs["a"]], b=[runs["b"]], keys=["BATCH"])
+    assert request.a == [runs["a"]] and request.root == ""
+    with pytest.raises(TypeError):
+        _core.CompareRequest([runs["a"]], [runs["b"]])  # keyword arguments only
+    result = _core._compare(request)  # pylint: disable=protected-access
+    assert isinstance(result, _core.Comparison) and result.threshold == 0.02
+    (pair,) = result.pairs
+    assert isinstance(pair.overall, _core.CompareRow)
+    assert pair.overall.kind == "region" and pair.overall.verdict == "slower"
+    assert pair.overall_basis == "step time (BATCH)" and pair.overall.unit == "steps"
+    assert pair.overall.low > 1 and pair.overall.n_a > 0
+    df = trainscope.compare(runs["a"], runs["b"], keys=["BATCH"])
+    batch = df[df["quantity"] == "BATCH"].iloc[0]
+    (row,) = [r for r in pair.rows if r.name == "BATCH"]
+    assert (row.verdict, row.ratio, row.low, row.high) == \
+        (batch["verdict"], batch["ratio"], batch["low"], batch["high"])
+    assert json.loads(result.to_json())["pairs"][0]["overall"]["verdict"] == "slower"
+
+
 def test_a_key_that_mixes_two_modules_is_a_warning(tmp_path):
     """Issue 37: --auto's FORWARD of a GAN holds both models' calls (the run's tag
     trainscope.auto.callers.FORWARD); compare says its row compares their sum per step."""

@@ -6,7 +6,6 @@ p-value and a verdict, as a pandas DataFrame. docs/compare.md describes it and
 docs/compare-statistics.md the method.
 """
 
-import json as _json
 import os as _os
 
 from trainscope import _core
@@ -39,11 +38,9 @@ def _specs(side, name):
 
 
 def _row(config, row):
-    out = {"config": config, "quantity": row["name"]}
-    out.update({k: row[k] for k in _COLUMNS[2:] if k in row})
-    for key, value in out.items():
-        if value is None:
-            out[key] = float("nan")
+    """A DataFrame row from a typed _core.CompareRow."""
+    out = {"config": config, "quantity": row.name}
+    out.update({k: getattr(row, k) for k in _COLUMNS[2:]})
     return out
 
 
@@ -104,25 +101,27 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
         raise ValueError(f"run_noise: a share in [0, 1) (0.005 is 0.5%), got {run_noise!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: between 0 and 1, got {confidence!r}")
-    text = _core._compare(specs_a, specs_b, root, filter_a, filter_b, keys, metrics,
-                          None if rank is None else int(rank), float(threshold),
-                          float(confidence), int(min_steps), int(resamples), bool(warmup),
-                          float(run_noise),
-                          None if save is None else _os.fsdecode(_os.fspath(save)), bool(force))
-    doc = _json.loads(text)
-    rows, overall, warnings = [], [], list(doc["warnings"])
-    for pair in doc["pairs"]:
-        rows.extend(_row(pair["config"], row) for row in pair["rows"])
-        entry = _row(pair["config"], pair["overall"])
-        entry["basis"] = pair["overall_basis"]
-        entry["runs_a"], entry["runs_b"] = pair["runs_a"], pair["runs_b"]
+    request = _core.CompareRequest(
+        a=specs_a, b=specs_b, root=root, filter_a=filter_a, filter_b=filter_b, keys=keys,
+        metrics=metrics, rank=None if rank is None else int(rank), threshold=float(threshold),
+        confidence=float(confidence), min_steps=int(min_steps), resamples=int(resamples),
+        warmup=bool(warmup), run_noise=float(run_noise))
+    result = _core._compare(request, None if save is None else _os.fsdecode(_os.fspath(save)),
+                            bool(force))
+    rows, overall, warnings = [], [], list(result.warnings)
+    for pair in result.pairs:
+        rows.extend(_row(pair.config, row) for row in pair.rows)
+        entry = _row(pair.config, pair.overall)
+        entry["basis"] = pair.overall_basis
+        entry["runs_a"], entry["runs_b"] = list(pair.runs_a), list(pair.runs_b)
         overall.append(entry)
-        prefix = f"[{pair['config']}] " if pair["config"] else ""
-        warnings.extend(prefix + w for w in pair["warnings"])
+        prefix = f"[{pair.config}] " if pair.config else ""
+        warnings.extend(prefix + w for w in pair.warnings)
     df = pd.DataFrame(rows, columns=_COLUMNS)
     df.attrs["overall"] = overall
     df.attrs["warnings"] = warnings
-    df.attrs["document"] = text
+    # Plain text, not the typed object: pandas copies attrs deeply on many operations.
+    df.attrs["document"] = result.to_json()
     return df
 
 
@@ -132,4 +131,5 @@ def failing_rows(comparison, pct, keys=None):
     else the overall step time. An empty list passes; noise (an inconclusive or `same`
     comparison) never fails."""
     keys = [keys] if isinstance(keys, str) else list(keys or [])
-    return list(_core._failing_rows(comparison.attrs["document"], keys, float(pct)))
+    typed = _core._parse_comparison(comparison.attrs["document"])
+    return list(_core._failing_rows(typed, keys, float(pct)))

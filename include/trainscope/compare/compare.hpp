@@ -17,6 +17,7 @@
 #define TRAINSCOPE_COMPARE_COMPARE_HPP_
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "trainscope/export/run_record.hpp"
 #include "trainscope/stats/compare.hpp"
 
 namespace trainscope::compare {
@@ -35,12 +37,20 @@ using stats::kNaN;
 inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of the step time
 inline constexpr char kDataWait[] = "data-wait";     // data wait (IO) over the step, per step
 
+// What a series (and its row) measures: a region key's durations, or a metric's
+// values (kThroughput, kDataWait, a logged or sampled metric).
+enum class SeriesKind : std::uint8_t { kRegion, kMetric };
+// "region", "metric" (the documents' names).
+std::string_view series_kind_name(SeriesKind kind) noexcept;
+// Its inverse; InvalidArgument naming the text.
+absl::StatusOr<SeriesKind> parse_series_kind(std::string_view name);
+
 // One run of a side, with what the warnings compare.
 struct SideRun {
   std::string dir;
   std::string id;
   std::string name;
-  std::string status;
+  RunStatus status = RunStatus::kRunning;
   std::map<std::string, std::string> params;
   // Other processes' share of the host's CPUs while the run's steps ran (mean
   // over those host samples of the host's busy share minus the job's; all
@@ -60,8 +70,8 @@ struct SideRun {
 // order the steps ran (per occurrence the slowest rank's, or one rank's);
 // metrics: values in time order.
 struct Series {
-  std::string name;    // region key, kThroughput/kDataWait, or a metric key
-  std::string kind;    // "region" or "metric"
+  std::string name;  // region key, kThroughput/kDataWait, or a metric key
+  SeriesKind kind = SeriesKind::kRegion;
   std::string device;  // "CPU" or "GPU" for regions, "" for metrics
   std::vector<std::vector<double>> runs;
 };
@@ -117,11 +127,9 @@ struct CompareOptions {
 // One compared quantity.
 struct Row {
   std::string name;
-  std::string kind;    // "region" or "metric"
-  std::string device;  // "CPU"/"GPU" or ""
-  stats::Comparison stats;
-  // Times: slower/faster/same/inconclusive; metrics: higher/lower/same/inconclusive.
-  std::string verdict;
+  SeriesKind kind = SeriesKind::kRegion;
+  std::string device;       // "CPU"/"GPU" or ""
+  stats::Comparison stats;  // stats.verdict: the row's verdict (verdict_name says it)
   // Over each side's steps after warm-up (all runs pooled): the tail, where a
   // stall shows when the medians agree.
   double p99_a = kNaN, p99_b = kNaN, max_a = kNaN, max_b = kNaN;
@@ -158,6 +166,11 @@ struct Comparison {
 // quantity in common; a comparison that cannot decide is a verdict
 // (inconclusive, with how many more steps or runs), not an error.
 absl::StatusOr<Comparison> compare_sides(Side a, Side b, const CompareOptions& options = {});
+
+// A row's verdict as people and the document read it: for times slower,
+// faster, same or inconclusive; for metrics higher (kSlower), lower (kFaster),
+// same or inconclusive.
+std::string_view verdict_name(const Row& row) noexcept;
 
 // What `trainscope compare` and Python's trainscope.compare ask: the sides as
 // specs (gather_side), or as filters over a root (gather_filtered; then a and

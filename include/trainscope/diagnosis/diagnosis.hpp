@@ -31,6 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainscope/run/run_check.hpp"
+#include "trainscope/run/run_status.hpp"
+#include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
 #include "trainscope/steps/steps.hpp"
 
@@ -176,22 +178,54 @@ struct PhaseRow {
   double skew = 0;  // worst_rank_s / median_rank_s - 1 (0 with one rank)
 };
 
-inline constexpr char kBalanced[] = "BALANCED";
-inline constexpr char kInputBound[] = "INPUT-BOUND";
-inline constexpr char kComputeBound[] = "COMPUTE-BOUND";
-inline constexpr char kWaitHeavy[] = "WAIT-HEAVY";
-inline constexpr char kStraggler[] = "STRAGGLER";
-inline constexpr char kMemoryCreep[] = "MEMORY-CREEP";
-inline constexpr char kThroughputDrift[] = "THROUGHPUT-DRIFT";
-inline constexpr char kGpuIdle[] = "GPU-IDLE";
-inline constexpr char kHostPressure[] = "HOST-PRESSURE";
-inline constexpr char kNoData[] = "NO-DATA";
+// What a label says; its name (label_name) only in documents and text.
+enum class LabelName : std::uint8_t {
+  kBalanced,
+  kInputBound,
+  kComputeBound,
+  kWaitHeavy,
+  kStraggler,
+  kMemoryCreep,
+  kThroughputDrift,
+  kGpuIdle,
+  kHostPressure,
+  kNoData,
+};
+// "BALANCED", "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER",
+// "MEMORY-CREEP", "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "NO-DATA".
+std::string_view label_name(LabelName name) noexcept;
+// Its inverse; InvalidArgument naming the text.
+absl::StatusOr<LabelName> parse_label_name(std::string_view name);
+
+// Which one of a label's name it is: COMPUTE-BOUND the largest compute phase
+// (kHostToDevice ... kOptimizer, kRest when none is timed); STRAGGLER kInput
+// or kCompute; MEMORY-CREEP kHost or kDevice; HOST-PRESSURE kCpu or kSwap;
+// else kNone.
+enum class LabelKind : std::uint8_t {
+  kNone,
+  kInput,
+  kCompute,
+  kHost,
+  kDevice,
+  kCpu,
+  kSwap,
+  kHostToDevice,
+  kForward,
+  kBackward,
+  kOptimizer,
+  kRest,
+};
+// "", "input", "compute", "host", "device", "cpu", "swap", and the phases'
+// names ("h2d", "forward", "backward", "optimizer", "rest").
+std::string_view label_kind_name(LabelKind kind) noexcept;
+// Its inverse; InvalidArgument naming the text.
+absl::StatusOr<LabelKind> parse_label_kind(std::string_view name);
+// The kind that names a phase (kNone for data_wait and comm, no label's kind).
+LabelKind label_kind_of(Phase phase) noexcept;
 
 struct Label {
-  std::string name;  // kInputBound, ...
-  // COMPUTE-BOUND: the largest compute phase; STRAGGLER: "input" or
-  // "compute"; MEMORY-CREEP: "host" or "device"; else empty.
-  std::string kind;
+  LabelName name = LabelName::kNoData;
+  LabelKind kind = LabelKind::kNone;
   std::optional<std::uint32_t> rank;  // STRAGGLER, MEMORY-CREEP
   std::optional<std::string> host;    // HOST-PRESSURE
   std::string quantity;               // what `value` is ("data-wait share", "lag_s", ...)
@@ -217,7 +251,7 @@ struct Scope {
   // under `trainscope run`").
   std::vector<std::string> notes;
 
-  const Label* find(std::string_view name) const;
+  const Label* find(LabelName name) const;
 };
 
 // One region key over the window (and its count over the run).
@@ -255,7 +289,7 @@ using HostNow = steps::HostNow;
 struct RankNow {
   std::uint32_t rank = 0;
   std::string host;
-  std::string status;  // RUNNING, FINISHED, FAILED, KILLED, CRASHED
+  ProcessStatus status;  // RUNNING, FINISHED, FAILED, KILLED, CRASHED
   std::uint64_t steps = 0;
 };
 
@@ -269,7 +303,7 @@ struct Diagnosis {
   std::vector<std::string> warnings;
   std::string run_id;
   std::string run_name;
-  std::string status;  // the run's (RunReader::info())
+  RunStatus status = RunStatus::kRunning;  // the run's (RunReader::info())
   std::int64_t start_time_ms = 0;
   std::int64_t elapsed_ms = 0;  // to the end, or to the last poll while running
   std::uint32_t world_size = 0;

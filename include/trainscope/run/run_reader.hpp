@@ -20,6 +20,7 @@
 #include "trainscope/export/run_source.hpp"
 #include "trainscope/run/environment_record.hpp"
 #include "trainscope/run/run_files.hpp"
+#include "trainscope/run/run_status.hpp"
 
 namespace trainscope {
 

@@ -48,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/run/run_status.hpp"
 
 namespace trainscope::steps {
 
@@ -139,7 +140,7 @@ struct ImpossibleRow {
 struct RankSteps {
   std::uint32_t rank = 0;
   std::string host;
-  std::string status = "RUNNING";  // the rank's (CRASHED when it is gone)
+  ProcessStatus status;  // the rank's (crashed when it is gone); RUNNING at first
   std::string step_key;            // empty: the rank recorded no step key
   std::uint32_t step_thread = 0;
   std::array<bool, kPhaseCount> cpu_measured{};  // a row of the phase was read
