@@ -114,7 +114,7 @@ TEST(OneMeaning, EveryViewShowsTheSameDataWaitJobCpuAndSteps) {
   const diagnosis::PhaseRow* wait = phase(d->run, diagnosis::Phase::kDataWait);
   ASSERT_NE(wait, nullptr);
   EXPECT_NEAR(wait->share, kShare, 1e-6);
-  const diagnosis::Label* pressure = d->run.find(diagnosis::kHostPressure);
+  const diagnosis::Label* pressure = d->run.find(diagnosis::LabelName::kHostPressure);
   ASSERT_NE(pressure, nullptr) << d->headline();
   EXPECT_NEAR(pressure->value.value, kOtherShare, 1e-9);
 
