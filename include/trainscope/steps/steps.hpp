@@ -141,7 +141,7 @@ struct RankSteps {
   std::uint32_t rank = 0;
   std::string host;
   ProcessStatus status;  // the rank's (crashed when it is gone); RUNNING at first
-  std::string step_key;            // empty: the rank recorded no step key
+  std::string step_key;  // empty: the rank recorded no step key
   std::uint32_t step_thread = 0;
   std::array<bool, kPhaseCount> cpu_measured{};  // a row of the phase was read
   std::array<bool, kPhaseCount> gpu_measured{};
