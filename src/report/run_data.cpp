@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "report/downsample.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -26,7 +27,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::uint64_t kChunkBytes = std::uint64_t{16} << 20;
-constexpr std::string_view kSystemPrefix = "system/";
+constexpr std::string_view kSystemPrefix = host::kSystemMetricPrefix;
 constexpr std::size_t kMaxDatasetsPerChart = 16;
 constexpr std::size_t kLogTailBytes = 6000;
 

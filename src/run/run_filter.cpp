@@ -1,4 +1,5 @@
 #include "trainscope/run/run_filter.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -842,7 +843,7 @@ absl::StatusOr<std::map<std::string, std::string>> run_filter_row(
       if (!chunk.ok()) return chunk.status();
       for (const MetricPoint& m : chunk->rows) {
         // Format 1: `trainscope run` recorded the hardware as metrics.
-        if (run.version() == 1 && absl::StartsWith(m.key, "system/")) continue;
+        if (run.version() == 1 && absl::StartsWith(m.key, host::kSystemMetricPrefix)) continue;
         last[m.key][m.rank] = m.value;  // the reader takes finite values only
       }
     }

@@ -1,4 +1,5 @@
 #include "trainscope/stalls/differential.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -132,7 +133,7 @@ void read_hardware(LegResult* leg) {
       if (p.key == "system/disk.read_mb_s" && p.value > 0) {
         disk_sum += p.value;
         ++disk_n;
-      } else if (p.key == "system/proc.read_mb") {
+      } else if (p.key == host::kProcReadMbMetric) {
         leg->read_mb = std::max(leg->read_mb, p.value);
       }
     }

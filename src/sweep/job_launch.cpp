@@ -16,6 +16,7 @@
 #include "fmt/format.h"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/gpu/gpu_sources.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/numbers.hpp"
@@ -182,7 +183,8 @@ void read_last_metrics(const RunReader& reader, JobRecord* record) {
     }
     std::map<std::string, double> last;
     for (const MetricPoint& point : metrics->rows) {
-      if (point.key.rfind("system/", 0) == 0) continue;  // hardware readings (format 1)
+      if (point.key.rfind(host::kSystemMetricPrefix, 0) == 0)
+        continue;  // hardware readings (format 1)
       last[point.key] = point.value;
     }
     for (const auto& [key, value] : last) {

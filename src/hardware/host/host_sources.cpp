@@ -632,7 +632,7 @@ class ProcessTreeSource : public HardwareSource {
     }
     out->push_back({host::kProcRssMbMetric, static_cast<double>(t.rss_pages) * page_mb_});
     out->push_back({"system/proc.count", static_cast<double>(t.count)});
-    out->push_back({"system/proc.read_mb", read_mb_});
+    out->push_back({kProcReadMbMetric, read_mb_});
     out->push_back({"system/proc.write_mb", write_mb_});
     return absl::OkStatus();
   }

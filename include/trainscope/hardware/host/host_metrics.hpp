@@ -7,6 +7,11 @@
 
 namespace trainscope::host {
 
+// Every hardware reading's key starts so (MLflow's system metrics' prefix).
+inline constexpr char kSystemMetricPrefix[] = "system/";
+// The bytes the rank's process tree read from storage, in MB (cumulative).
+inline constexpr char kProcReadMbMetric[] = "system/proc.read_mb";
+
 // The whole host's CPU busy, in % of all its cores.
 inline constexpr char kCpuUtilMetric[] = "system/cpu.util_pct";
 // One core's: "system/cpu.<core>.util_pct".
