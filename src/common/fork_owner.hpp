@@ -25,13 +25,17 @@ namespace trainscope::detail {
 
 class ForkOwner {
  public:
+  // User-provided, so a `const ForkOwner` member default-initializes (clang
+  // requires it of a const member in an implicitly constructed class).
+  ForkOwner() noexcept : pid_(::getpid()) {}
+
   // True in a process forked from the one that made this (a system call:
   // for calls that wait or lock, never for a timer's start/end).
   bool forked() const noexcept { return ::getpid() != pid_; }
   pid_t pid() const noexcept { return pid_; }
 
  private:
-  pid_t pid_ = ::getpid();
+  pid_t pid_;
 };
 
 // In a forked child: lets go of an object without running its destructor
