@@ -17,6 +17,7 @@
 
 #include "py_timers.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/launch/dump.hpp"
 #include "trainscope/stats/summary.hpp"
 
 namespace py = pybind11;
@@ -321,10 +322,12 @@ void RegisterDiagnosis(py::module_& core) {
   }
   core.attr("_DIAGNOSIS_PHASES") = py::tuple(phases);
   py::list labels;
-  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {
+  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {  // HANG included
     labels.append(std::string(label_name(static_cast<diagnosis::LabelName>(i))));
   }
   core.attr("_DIAGNOSIS_LABELS") = py::tuple(labels);
+  // The signal `trainscope dump` sends (trainscope/launch/dump.hpp); trainscope._hang waits for it.
+  core.attr("_DUMP_SIGNAL") = dump_signal();
 }
 
 }  // namespace trainscope::python

@@ -18,6 +18,7 @@
 #include "diagnosis/statistics.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
@@ -233,6 +234,19 @@ Diagnosis Follower::diagnose() const {
     s.run_cache_ms = now;
   }
   d.run = *s.run_cache;
+  // HANG (trainscope/diagnosis/hang.hpp): judged at this poll, first in both scopes.
+  if (in_progress) {
+    std::vector<RankProgress> progress;
+    for (const steps::RankSteps* t : ranks_read) progress.push_back(progress_of(*t));
+    std::vector<Label> hangs;
+    for (const HungRank& h : find_hung(progress, now * 1'000'000, th)) {
+      hangs.push_back(hang_label(h, th));
+    }
+    // Where the hung ranks are, from their dumps (`trainscope dump`); a bad one is a warning.
+    if (!hangs.empty()) add_dump_evidence(&hangs, read_dumps(d.run_dir, &d.warnings));
+    d.window.labels.insert(d.window.labels.begin(), hangs.begin(), hangs.end());
+    d.run.labels.insert(d.run.labels.begin(), hangs.begin(), hangs.end());
+  }
   std::size_t most = 0;
   for (const steps::RankSteps* t : ranks_read) most = std::max<std::size_t>(most, t->steps);
   d.window.warmup = d.run.warmup = std::min<std::size_t>(static_cast<std::size_t>(warmup), most);
