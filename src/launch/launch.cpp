@@ -906,8 +906,9 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
 
   // LaunchOptions::watch (`--on-hang`): its messages here and in the command's stderr log.
   launcher::detail::CommandWatch watch(options.watch, options.watch_interval, run.dir(),
-                                       [&logs](const std::string& line) {
-                                         warn(line);
+                                       [&logs, &options](const std::string& line) {
+                                         // The log is followed to this terminal with tee.
+                                         if (!options.tee) warn(line);
                                          detail::write_all(logs.err(), line + "\n");
                                        });
   job_end.set_group(child);
