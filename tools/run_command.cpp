@@ -173,6 +173,19 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     }
                   })
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  line->add_value("--capture-steps", "N",
+                  "--auto: after a step slower than 5x the rolling p99, a torch.profiler\n"
+                  "capture of the next N steps into captures/ (default 3; 0: none)",
+                  [out](const std::string& value) {
+                    out->launch.environment["TRAINSCOPE_CAPTURE_STEPS"] =
+                        std::to_string(count("--capture-steps", value, 0));
+                  });
+  line->add_value("--capture-max", "N",
+                  "--auto: at most N such captures per rank (default 3; 100 MB in all)",
+                  [out](const std::string& value) {
+                    out->launch.environment["TRAINSCOPE_CAPTURE_MAX"] =
+                        std::to_string(count("--capture-max", value, 0));
+                  });
   line->add_flag("--no-diagnosis",
                  "no diagnosis at the end: no summary, no trainscope.diagnosis tags\n"
                  "(`trainscope diagnose RUN` gives it later)",

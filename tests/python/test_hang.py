@@ -217,3 +217,38 @@ def test_dump_on_a_finished_run_says_so(tmp_path):
     run_dir = _run_dir(root, 1)
     dump = _cli("dump", run_dir)
     assert dump.returncode == 0 and "has ended" in dump.stdout, dump.stdout + dump.stderr
+
+
+# ---- Anomaly capture ---------------------------------------------------------
+
+ANOMALY_JOB = os.path.join(HERE, "hang_jobs", "anomaly.py")
+
+
+def _anomaly_job(tmp_path, slow_step):
+    env = _env("anomaly")
+    out = subprocess.run([sys.executable, ANOMALY_JOB, "--root", str(tmp_path / "runs"),
+                          "--slow-step", str(slow_step)], capture_output=True, text=True,
+                         timeout=240, check=False, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_one_slow_step_gives_one_capture_of_the_steps_after_it(tmp_path):
+    captures = _anomaly_job(tmp_path, 40)
+    assert len(captures) == 1, captures
+    path = captures[0]
+    assert os.path.basename(path) == "capture-r0-s40.json"
+    assert os.path.basename(os.path.dirname(path)) == "captures"
+    with open(path, encoding="utf-8") as f:
+        trace = json.load(f)  # Chrome trace JSON: the object or the array format (torch 1.13)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    names = {e.get("name") for e in events}
+    assert {"step 41", "step 42", "step 43"} <= names, sorted(n for n in names if n)[:50]
+    assert "step 44" not in names and "step 39" not in names
+    assert any(str(n).startswith("aten::") for n in names)
+
+
+def test_a_steady_job_gives_no_capture(tmp_path):
+    assert _anomaly_job(tmp_path, -1) == []
+    runs = list((tmp_path / "runs").iterdir())
+    assert len(runs) == 1 and not (runs[0] / "captures").exists()

@@ -104,6 +104,8 @@ class Recorder:
         self.evaluating = False
         # The keys the torch patches record (trainscope.torch.instrument).
         self.patched = set()
+        # The anomaly capture of the timer's run (trainscope._anomaly), called at each BATCH end.
+        self._anomaly = None
         os.register_at_fork(after_in_child=self._after_fork)
 
     @property
@@ -214,6 +216,7 @@ class Recorder:
                     self._gpu_open = set()
                     self._timer = self._build()
                     self._timer_run = _active_run()
+                    self._anomaly = _anomaly_capture(self._timer_run)
             if self._timer_run is not None:
                 self._flush_tags()
                 self._flush_params()
@@ -311,6 +314,8 @@ class Recorder:
                 timer.end(key)
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("end", key), f"trainscope: region {key!r} not recorded: {error}")
+        if key == BATCH and self._anomaly is not None:
+            self._anomaly.step()
 
     def cancel(self, key):
         """Closes `key` without recording it (a fetch that found the loader exhausted)."""
@@ -433,6 +438,21 @@ def record_argparse():
 
 
 _runs = None  # trainscope.run, once a timer was built (its _active: the active run)
+
+
+def _anomaly_capture(run):
+    """--auto's anomaly capture of `run` (TRAINSCOPE_CAPTURE_STEPS, default 3; 0: off), or None."""
+    if run is None or auto_mode() is None:
+        return None
+    try:
+        steps = int(os.environ.get("TRAINSCOPE_CAPTURE_STEPS", "3"))
+        most = int(os.environ.get("TRAINSCOPE_CAPTURE_MAX", "3"))
+        if steps <= 0 or most <= 0:
+            return None
+        from trainscope import _anomaly  # pylint: disable=import-outside-toplevel
+        return _anomaly.AnomalyCapture(run.dir, run.rank, steps=steps, max_captures=most)
+    except Exception:  # pylint: disable=broad-except
+        return None
 
 
 def _active_run():
