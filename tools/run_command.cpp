@@ -128,10 +128,11 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                   [out](const std::string& value) {
                     out->launch.kill_after = absl::Seconds(seconds("--kill-after", value));
                   });
-  line->add_flag_with_value("--auto", "layers[=N]",
+  line->add_flag_with_value("--auto", "layers[=N]|memory",
                             "instrument the Python processes without code: PyTorch's loader,\n"
                             "forward, backward, optimizer and collectives, Hugging Face and\n"
-                            "Lightning trainers; layers[=N]: module regions to depth N (2)",
+                            "Lightning trainers; layers[=N]: module regions to depth N (2);\n"
+                            "memory: CUDA allocation history for the OOM snapshot",
                             &out->auto_mode)
       ->each([out](const std::string& value) {
         absl::StatusOr<std::string> mode = parse_auto_mode(value);

@@ -242,6 +242,20 @@ headline() is the labels in one line; to_json() the document
           },
           "What `trainscope run --auto` found: {'mode', 'steps', 'found'} (mode '': no --auto "
           "run).")
+      .def_property_readonly(
+          "captures",
+          [](const Diagnosis& d) {
+            py::list out;
+            for (const diagnosis::Capture& c : d.captures) {
+              py::dict one;
+              one["rank"] = c.rank;
+              one["step"] = c.step;
+              one["path"] = c.path;
+              out.append(std::move(one));
+            }
+            return out;
+          },
+          "The anomaly captures: [{'rank', 'step' (the slow one), 'path' (in the run)}].")
       .def("headline", &Diagnosis::headline,
            "The labels of the run scope (the window's while running) in one line.")
       .def(

@@ -1,6 +1,7 @@
 // The one reader of a rank's dump (dump-<rank>.json; its writer is
 // bindings/python/trainscope/_hang.py): trainscope/diagnosis/hang.hpp.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -159,6 +160,26 @@ void add_dump_evidence(std::vector<Label>* hangs, const std::vector<RankDump>& d
       }
     }
   }
+}
+
+std::vector<Capture> find_captures(const std::string& run_dir) {
+  std::vector<Capture> out;
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(run_dir) / "captures", error)) {
+    const std::string name = entry.path().filename().string();
+    unsigned rank = 0;
+    long long step = 0;
+    int used = 0;
+    if (std::sscanf(name.c_str(), "capture-r%u-s%lld.json%n", &rank, &step, &used) == 2 &&
+        static_cast<std::size_t>(used) == name.size() && step >= 0) {
+      out.push_back(Capture{rank, step, "captures/" + name});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Capture& a, const Capture& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.step < b.step;
+  });
+  return out;
 }
 
 }  // namespace trainscope::diagnosis

@@ -307,6 +307,7 @@ Diagnosis Follower::diagnose() const {
   std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
     return a.share != b.share ? a.share > b.share : a.key < b.key;
   });
+  d.captures = find_captures(d.run_dir);  // trainscope/diagnosis/hang.hpp
   for (const steps::RankSteps* t : ranks_read) {
     std::string warning = steps::impossible_rows_warning(reader.run_dir(), *t, reader.keys());
     if (!warning.empty()) d.warnings.push_back(std::move(warning));

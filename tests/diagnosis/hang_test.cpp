@@ -323,5 +323,38 @@ TEST(HangDump, TheDiagnosisOfAHungRunCarriesTheDumpAndNotesABadOne) {
   EXPECT_TRUE(noted);
 }
 
+// ---- Anomaly captures ------------------------------------------------------
+
+TEST(Captures, TheDiagnosisNamesEachCapturedStepAndTheDocumentKeepsThem) {
+  TempDir tmp;
+  const std::string dir = hung_run(tmp, wall_now_ns());
+  const std::filesystem::path captures = std::filesystem::path(dir) / "captures";
+  std::filesystem::create_directories(captures);
+  write_file(captures / "capture-r1-s40.json", "[]");
+  write_file(captures / "capture-r0-s7.json", "[]");
+  write_file(captures / "capture-r0-s7.json.tmp", "[");  // not a capture
+  write_file(captures / "notes.txt", "x");
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->captures.size(), 2u);
+  EXPECT_EQ(d->captures[0].rank, 0u);
+  EXPECT_EQ(d->captures[0].step, 7);
+  EXPECT_EQ(d->captures[1].path, "captures/capture-r1-s40.json");
+  EXPECT_THAT(format_diagnosis(*d),
+              HasSubstr("rank 1: step 40 was slow (past 5x the rolling p99): the steps after it "
+                        "are captured in captures/capture-r1-s40.json"));
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(diagnosis_json(*d), "test");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->captures.size(), 2u);
+  EXPECT_EQ(back->captures[1].step, 40);
+  EXPECT_EQ(back->captures[1].path, "captures/capture-r1-s40.json");
+}
+
+TEST(Captures, ARunWithoutCapturesHasNone) {
+  TempDir tmp;
+  EXPECT_TRUE(find_captures(hung_run(tmp, wall_now_ns())).empty());
+  EXPECT_TRUE(find_captures(tmp.file("nowhere")).empty());
+}
+
 }  // namespace
 }  // namespace trainscope::diagnosis

@@ -592,6 +592,7 @@ TEST(AutoInstrument, ModesAndTheirErrors) {
   EXPECT_EQ(*parse_auto_mode("on"), "on");
   EXPECT_EQ(*parse_auto_mode("layers"), "layers");
   EXPECT_EQ(*parse_auto_mode("layers=3"), "layers=3");
+  EXPECT_EQ(*parse_auto_mode("memory"), "memory");  // + the CUDA allocation history
   for (const char* bad : {"layers=0", "layers=", "layers=x", "layers=2x", "deep", "1"}) {
     const absl::StatusOr<std::string> mode = parse_auto_mode(bad);
     ASSERT_FALSE(mode.ok()) << bad;

@@ -246,6 +246,12 @@ def test_one_slow_step_gives_one_capture_of_the_steps_after_it(tmp_path):
     assert {"step 41", "step 42", "step 43"} <= names, sorted(n for n in names if n)[:50]
     assert "step 44" not in names and "step 39" not in names
     assert any(str(n).startswith("aten::") for n in names)
+    # The diagnosis names the step (C++ and Python alike).
+    run_dir = os.path.dirname(os.path.dirname(path))
+    assert trainscope.diagnose(run_dir).captures == [
+        {"rank": 0, "step": 40, "path": "captures/capture-r0-s40.json"}]
+    text = _cli("diagnose", run_dir).stdout
+    assert "rank 0: step 40 was slow" in text, text
 
 
 def test_a_steady_job_gives_no_capture(tmp_path):

@@ -60,6 +60,8 @@ def auto_mode():
     if value in ("", "0", "off"):
         return None
     layers = 0
+    if value == "memory":  # the CUDA allocator's history, for the OOM snapshot (trainscope._oom)
+        return {"layers": 0, "memory": True}
     if value.startswith("layers"):
         _, _, depth = value.partition("=")
         try:
@@ -217,6 +219,7 @@ class Recorder:
                     self._timer = self._build()
                     self._timer_run = _active_run()
                     self._anomaly = _anomaly_capture(self._timer_run)
+                    _oom_snapshot(self._timer_run)
             if self._timer_run is not None:
                 self._flush_tags()
                 self._flush_params()
@@ -453,6 +456,18 @@ def _anomaly_capture(run):
         return _anomaly.AnomalyCapture(run.dir, run.rank, steps=steps, max_captures=most)
     except Exception:  # pylint: disable=broad-except
         return None
+
+
+def _oom_snapshot(run):
+    """--auto: a CUDA memory snapshot into `run` on out-of-memory (trainscope._oom)."""
+    mode = auto_mode()
+    if run is None or mode is None:
+        return
+    try:
+        from trainscope import _oom  # pylint: disable=import-outside-toplevel
+        _oom.install(run.dir, run.rank, history=bool(mode.get("memory")))
+    except Exception:  # pylint: disable=broad-except
+        pass
 
 
 def _active_run():

@@ -299,6 +299,15 @@ struct RankNow {
   std::uint64_t steps = 0;
 };
 
+// A torch.profiler capture of the steps after one slower than anomaly_factor
+// x the rolling p99 (bindings/python/trainscope/_anomaly.py), as the run holds it:
+// captures/capture-r<rank>-s<step>.json (a Chrome trace).
+struct Capture {
+  std::uint32_t rank = 0;
+  std::int64_t step = 0;  // the slow step, from 0; the capture holds the steps after it
+  std::string path;       // relative to the run directory
+};
+
 struct Diagnosis {
   std::string run_dir;
   // What is wrong with the data but leaves the run readable, naming the file
@@ -325,6 +334,7 @@ struct Diagnosis {
   std::vector<KeyRow> keys;  // by summed window time, largest first
   std::vector<HostNow> host_now;
   AutoFound auto_found;
+  std::vector<Capture> captures;  // by rank, then step
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".

@@ -125,6 +125,10 @@ std::string dump_text(const RankDump& dump);
 // wait in it").
 void add_dump_evidence(std::vector<Label>* hangs, const std::vector<RankDump>& dumps);
 
+// The anomaly captures a run holds (captures/capture-r<rank>-s<step>.json),
+// by rank then step; other files there are left alone.
+std::vector<Capture> find_captures(const std::string& run_dir);
+
 // What `trainscope run --on-hang` does once a rank hangs: say it and leave
 // the job running (kNone), also ask every rank for its stacks (kDump:
 // trainscope/launch/dump.hpp), or ask, then stop the job (kKill: KILLED with
