@@ -258,3 +258,26 @@ def test_a_steady_job_gives_no_capture(tmp_path):
     assert _anomaly_job(tmp_path, -1) == []
     runs = list((tmp_path / "runs").iterdir())
     assert len(runs) == 1 and not (runs[0] / "captures").exists()
+
+
+AUTO_ANOMALY_JOB = os.path.join(HERE, "hang_jobs", "auto_anomaly.py")
+
+
+@pytest.mark.parametrize("slow_step,captures", [(40, 1), (-1, 0)])
+def test_under_auto_a_slow_step_is_captured_without_code(tmp_path, slow_step, captures):
+    root = tmp_path / "runs"
+    out = subprocess.run([CLI, "run", "--root", str(root), "--no-sample", "--auto", "--",
+                          sys.executable, AUTO_ANOMALY_JOB, "--slow-step", str(slow_step)],
+                         capture_output=True, text=True, timeout=240, check=False,
+                         env=_env("auto-anomaly"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    run_dir = _run_dir(root, 1)
+    found = trainscope.diagnose(run_dir).captures
+    assert len(found) == captures, (found, out.stderr[-2000:])
+    if captures:
+        # BATCH runs from one fetch to the next; the loop's step 40 is the slow one.
+        assert found[0]["rank"] == 0 and found[0]["step"] == 40, found
+        with open(os.path.join(run_dir, found[0]["path"]), encoding="utf-8") as f:
+            trace = json.load(f)
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        assert any(str(e.get("name", "")).startswith("aten::") for e in events)
