@@ -20,6 +20,7 @@ import time
 import pytest
 
 import trainscope
+from run_files import job_processes, kill_job
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = os.environ.get("TRAINSCOPE_CLI")
@@ -47,26 +48,11 @@ def _env(mark):
 
 
 def _job_processes(mark):
-    entry = f"{MARK}={mark}".encode()
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if entry in f.read().split(b"\0"):
-                    pids.append(int(name))
-        except OSError:
-            continue
-    return pids
+    return job_processes(MARK, mark)
 
 
 def _kill_all(mark):
-    for pid in _job_processes(mark):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_job(MARK, mark)
 
 
 def _start(tmp_path, how, on_hang="none"):
