@@ -40,6 +40,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::compare_command},
     {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
      trainscope::cli::report_command},
+    {"dump", "ask a running run's ranks for their stacks (where a hung rank waits)",
+     trainscope::cli::dump_command},
 };
 
 void print_usage(std::FILE* out) {

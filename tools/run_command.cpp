@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/launch/launch.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -83,6 +84,8 @@ struct RunArgs {
   bool wandb = false;
   bool quiet = false;
   bool no_diagnosis = false;
+  diagnosis::OnHang on_hang = diagnosis::OnHang::kNone;
+  diagnosis::Thresholds hang_thresholds;
 };
 
 // The profilers take their NVTX range only as --nsys=RANGE: a separate word
@@ -125,10 +128,11 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                   [out](const std::string& value) {
                     out->launch.kill_after = absl::Seconds(seconds("--kill-after", value));
                   });
-  line->add_flag_with_value("--auto", "layers[=N]",
+  line->add_flag_with_value("--auto", "layers[=N]|memory",
                             "instrument the Python processes without code: PyTorch's loader,\n"
                             "forward, backward, optimizer and collectives, Hugging Face and\n"
-                            "Lightning trainers; layers[=N]: module regions to depth N (2)",
+                            "Lightning trainers; layers[=N]: module regions to depth N (2);\n"
+                            "memory: CUDA allocation history for the OOM snapshot",
                             &out->auto_mode)
       ->each([out](const std::string& value) {
         absl::StatusOr<std::string> mode = parse_auto_mode(value);
@@ -151,6 +155,38 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                  "no summary at the end (the diagnosis tags and the last line,\n"
                  "exit code and run, stay)",
                  &out->quiet);
+  line->add_value("--on-hang", "none|dump|kill",
+                  "when a rank's step has not ended for max(hang_factor x its p99\n"
+                  "step, hang_min_s) (10, 60 s) while it runs: say so and leave it\n"
+                  "(none, the default), also ask the ranks for their stacks (dump:\n"
+                  "dump-<rank>.txt/.json in the run), or ask, then end the job (kill:\n"
+                  "KILLED, tag trainscope.end_reason=hang)",
+                  [out](const std::string& value) {
+                    absl::StatusOr<diagnosis::OnHang> on_hang = diagnosis::parse_on_hang(value);
+                    if (!on_hang.ok()) bad_value(std::string(on_hang.status().message()));
+                    out->on_hang = *on_hang;
+                  });
+  line->add_value("--threshold", "NAME=VALUE",
+                  "a threshold of the hang watch (repeatable): hang_factor, hang_min_s",
+                  [out](const std::string& value) {
+                    if (absl::Status s = out->hang_thresholds.set(value); !s.ok()) {
+                      bad_value("--threshold: " + std::string(s.message()));
+                    }
+                  })
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  line->add_value("--capture-steps", "N",
+                  "--auto: after a step slower than 5x the rolling p99, a torch.profiler\n"
+                  "capture of the next N steps into captures/ (default 3; 0: none)",
+                  [out](const std::string& value) {
+                    out->launch.environment["TRAINSCOPE_CAPTURE_STEPS"] =
+                        std::to_string(count("--capture-steps", value, 0));
+                  });
+  line->add_value("--capture-max", "N",
+                  "--auto: at most N such captures per rank (default 3; 100 MB in all)",
+                  [out](const std::string& value) {
+                    out->launch.environment["TRAINSCOPE_CAPTURE_MAX"] =
+                        std::to_string(count("--capture-max", value, 0));
+                  });
   line->add_flag("--no-diagnosis",
                  "no diagnosis at the end: no summary, no trainscope.diagnosis tags\n"
                  "(`trainscope diagnose RUN` gives it later)",
@@ -289,6 +325,8 @@ int run_command(const std::vector<std::string>& args) {
     }
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
+  parsed->launch.watch = diagnosis::hang_watch(parsed->on_hang, parsed->hang_thresholds);
+  parsed->launch.watch_interval = absl::Seconds(2);
   auto end = std::make_shared<EndOfRun>();
   if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnose_at_end(end);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));

@@ -17,6 +17,7 @@
 
 #include "py_timers.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/launch/dump.hpp"
 #include "trainscope/stats/summary.hpp"
 
 namespace py = pybind11;
@@ -241,6 +242,20 @@ headline() is the labels in one line; to_json() the document
           },
           "What `trainscope run --auto` found: {'mode', 'steps', 'found'} (mode '': no --auto "
           "run).")
+      .def_property_readonly(
+          "captures",
+          [](const Diagnosis& d) {
+            py::list out;
+            for (const diagnosis::Capture& c : d.captures) {
+              py::dict one;
+              one["rank"] = c.rank;
+              one["step"] = c.step;
+              one["path"] = c.path;
+              out.append(std::move(one));
+            }
+            return out;
+          },
+          "The anomaly captures: [{'rank', 'step' (the slow one), 'path' (in the run)}].")
       .def("headline", &Diagnosis::headline,
            "The labels of the run scope (the window's while running) in one line.")
       .def(
@@ -321,10 +336,12 @@ void RegisterDiagnosis(py::module_& core) {
   }
   core.attr("_DIAGNOSIS_PHASES") = py::tuple(phases);
   py::list labels;
-  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {
+  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {  // HANG included
     labels.append(std::string(label_name(static_cast<diagnosis::LabelName>(i))));
   }
   core.attr("_DIAGNOSIS_LABELS") = py::tuple(labels);
+  // The signal `trainscope dump` sends (trainscope/launch/dump.hpp); trainscope._hang waits for it.
+  core.attr("_DUMP_SIGNAL") = dump_signal();
 }
 
 }  // namespace trainscope::python

@@ -193,6 +193,11 @@ Diagnosis from_document(const Field& root) {
     d.auto_found.steps = (*found)["steps"].string();
     d.auto_found.found = (*found)["found"].string();
   }
+  if (const std::optional<Field> captures = root.find("captures")) {
+    for (const Field& c : captures->items()) {
+      d.captures.push_back(Capture{u32_from(c["rank"]), c["step"].integer(0), c["path"].string()});
+    }
+  }
   return d;
 }
 
@@ -276,24 +281,31 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                      {"swap_used_mb", num(h.swap_used_mb)},
                      {"gpus", std::move(gpus)}});
   }
-  const ojson doc = {{"format", kFormat},
-                     {"version", kVersion},
-                     {"run_dir", d.run_dir},
-                     {"run_id", d.run_id},
-                     {"run_name", d.run_name},
-                     {"status", run_status_name(d.status)},
-                     {"start_time_ms", d.start_time_ms},
-                     {"elapsed_ms", d.elapsed_ms},
-                     {"world_size", d.world_size},
-                     {"ranks", std::move(ranks)},
-                     {"hosts", d.hosts},
-                     {"headline", d.headline()},
-                     {"window_steps", d.window_steps},
-                     {"read_share", num(d.read_share)},
-                     {"window", scope_json(d.window)},
-                     {"run", scope_json(d.run)},
-                     {"keys", std::move(keys)},
-                     {"host_now", std::move(hosts)}};
+  ojson doc = {{"format", kFormat},
+               {"version", kVersion},
+               {"run_dir", d.run_dir},
+               {"run_id", d.run_id},
+               {"run_name", d.run_name},
+               {"status", run_status_name(d.status)},
+               {"start_time_ms", d.start_time_ms},
+               {"elapsed_ms", d.elapsed_ms},
+               {"world_size", d.world_size},
+               {"ranks", std::move(ranks)},
+               {"hosts", d.hosts},
+               {"headline", d.headline()},
+               {"window_steps", d.window_steps},
+               {"read_share", num(d.read_share)},
+               {"window", scope_json(d.window)},
+               {"run", scope_json(d.run)},
+               {"keys", std::move(keys)},
+               {"host_now", std::move(hosts)}};
+  if (!d.captures.empty()) {  // anomaly captures (trainscope/diagnosis/hang.hpp)
+    ojson captures = ojson::array();
+    for (const Capture& c : d.captures) {
+      captures.push_back({{"rank", c.rank}, {"step", c.step}, {"path", c.path}});
+    }
+    doc["captures"] = std::move(captures);
+  }
   if (!d.auto_found.mode.empty()) {  // (a copy for --auto runs only)
     ojson with_auto = doc;
     with_auto["auto"] = {
@@ -323,6 +335,12 @@ std::string format_diagnosis(const Diagnosis& d) {
   out += fmt::format("{}\n", d.run_dir);
   if (const std::string found = auto_found_text(d.auto_found); !found.empty()) {
     out += found + "\n";
+  }
+  for (const Capture& c : d.captures) {
+    out += fmt::format(
+        "rank {}: step {} was slow (past 5x the rolling p99): the steps after it "
+        "are captured in {}\n",
+        c.rank, c.step, c.path);
   }
   for (const KeyRow& k : d.keys) {
     if (!k.callers.empty() && k.device == Device::kCPU) {

@@ -19,6 +19,7 @@
 #include "fmt/format.h"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
@@ -229,6 +230,19 @@ Diagnosis Follower::diagnose() const {
     s.run_cache_ms = now;
   }
   d.run = *s.run_cache;
+  // HANG (trainscope/diagnosis/hang.hpp): judged at this poll, first in both scopes.
+  if (in_progress) {
+    std::vector<RankProgress> progress;
+    for (const steps::RankSteps* t : ranks_read) progress.push_back(progress_of(*t));
+    std::vector<Label> hangs;
+    for (const HungRank& h : find_hung(progress, now * 1'000'000, th)) {
+      hangs.push_back(hang_label(h, th));
+    }
+    // Where the hung ranks are, from their dumps (`trainscope dump`); a bad one is a warning.
+    if (!hangs.empty()) add_dump_evidence(&hangs, read_dumps(d.run_dir, &d.warnings));
+    d.window.labels.insert(d.window.labels.begin(), hangs.begin(), hangs.end());
+    d.run.labels.insert(d.run.labels.begin(), hangs.begin(), hangs.end());
+  }
   std::size_t most = 0;
   for (const steps::RankSteps* t : ranks_read) most = std::max<std::size_t>(most, t->steps);
   d.window.warmup = d.run.warmup = std::min<std::size_t>(static_cast<std::size_t>(warmup), most);
@@ -289,6 +303,7 @@ Diagnosis Follower::diagnose() const {
   std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
     return a.share != b.share ? a.share > b.share : a.key < b.key;
   });
+  d.captures = find_captures(d.run_dir);  // trainscope/diagnosis/hang.hpp
   for (const steps::RankSteps* t : ranks_read) {
     std::string warning = steps::impossible_rows_warning(reader.run_dir(), *t, reader.keys());
     if (!warning.empty()) d.warnings.push_back(std::move(warning));

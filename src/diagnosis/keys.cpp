@@ -54,6 +54,9 @@ const std::vector<ThresholdInfo>& threshold_table() {
       {"min_steps", &Thresholds::min_steps, "NO-DATA with fewer steps than this per rank"},
       {"warmup_steps", &Thresholds::warmup_steps,
        "steps dropped at the start of a run before any statistic"},
+      {"hang_factor", &Thresholds::hang_factor,
+       "HANG when a running rank's step has not ended for this many times its p99 step ..."},
+      {"hang_min_s", &Thresholds::hang_min_s, "... and for at least this many seconds"},
   };
   return table;
 }

@@ -466,8 +466,14 @@ void add_rank_lines(const Diagnosis& d, const ViewState& state, std::vector<Line
   std::vector<std::string> cells;
   std::size_t cell_width = 0;
   for (const diagnosis::RankNow& rank : d.ranks) {
+    // A running rank with a HANG label is HUNG (trainscope/diagnosis/hang.hpp).
+    bool hung = false;
+    for (const diagnosis::Label& l : d.window.labels) {
+      hung = hung || (l.name == diagnosis::LabelName::kHang && l.rank == rank.rank);
+    }
     cells.push_back(fmt::format("r{} {} {} {} steps", rank.rank, rank.host,
-                                process_status_name(rank.status), rank.steps));
+                                hung ? std::string_view("HUNG") : process_status_name(rank.status),
+                                rank.steps));
     cell_width = std::max(cell_width, cells.back().size());
   }
   cell_width += 3;

@@ -52,7 +52,7 @@ std::string resolve(const std::string& program) {
 
 absl::StatusOr<std::string> parse_auto_mode(const std::string& value) {
   if (value.empty() || value == "on") return std::string("on");
-  if (value == "layers") return value;
+  if (value == "layers" || value == "memory") return value;  // memory: CUDA allocation history
   if (value.rfind("layers=", 0) == 0) {
     const std::string depth = value.substr(7);
     int n = 0;
@@ -62,7 +62,8 @@ absl::StatusOr<std::string> parse_auto_mode(const std::string& value) {
     }
   }
   return absl::InvalidArgumentError(fmt::format(
-      "--auto takes nothing, layers or layers=N (N >= 1: the module depth), got '{}'", value));
+      "--auto takes nothing, layers, layers=N (N >= 1: the module depth) or memory, got '{}'",
+      value));
 }
 
 namespace {

@@ -33,6 +33,7 @@
 #include "common/shell_quote.hpp"
 #include "fmt/format.h"
 #include "launch/auto_bootstrap.hpp"
+#include "launch/command_watch.hpp"
 #include "launch/pip_freeze.hpp"
 #include "launch/process.hpp"
 #include "trainscope/common/errors.hpp"
@@ -903,6 +904,13 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
     environment = std::thread(record_environment, run.dir(), options.command);
   logs.start_following();
 
+  // LaunchOptions::watch (`--on-hang`): its messages here and in the command's stderr log.
+  launcher::detail::CommandWatch watch(options.watch, options.watch_interval, run.dir(),
+                                       [&logs, &options](const std::string& line) {
+                                         // The log is followed to this terminal with tee.
+                                         if (!options.tee) warn(line);
+                                         detail::write_all(logs.err(), line + "\n");
+                                       });
   job_end.set_group(child);
   int cancelled = 0;
   bool exited = false;
@@ -911,7 +919,9 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
     if (options.cancel && cancelled == 0 && (cancelled = options.cancel->requested()) != 0) {
       ::kill(-child, cancelled);
     }
+    if (cancelled == 0 && (cancelled = watch.requested()) != 0) ::kill(-child, cancelled);
     job_end.stop(cancelled != 0 ? cancelled : forwarding.forwarded());
+    if (job_end.signal() != 0) watch.stop();  // no verdict on a job that ends
     // WNOWAIT: the child stays a zombie (its pid, the group's id, reserved)
     // until forwarding and the job's end are done with it.
     if (!exited) {
@@ -922,6 +932,11 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
     }
     if (job_end.signal() == 0 ? exited : job_end.done(exited)) break;
     std::this_thread::sleep_for(kWaitPoll);
+  }
+  watch.stop();
+  if (!watch.reason().empty()) {
+    warn_if_error(run.set_tag("trainscope.end_reason", watch.reason()),
+                  "tag trainscope.end_reason");
   }
   // Its last sample still finds the exited command's process (a zombie).
   if (sampler) sampler->stop();

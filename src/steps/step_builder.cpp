@@ -160,6 +160,7 @@ void StepBuilder::on_step(std::int64_t start_ns, std::int64_t duration_ns, std::
   current_.step = static_cast<std::int64_t>(out_.steps);
   current_.start_ns = start_ns;
   current_end_ns_ = start_ns + duration_ns;
+  out_.last_step_end_ns = std::max(out_.last_step_end_ns, current_end_ns_);
   current_keys_.clear();
   add_key(&current_keys_, PendingRow{start_ns, current_end_ns_, duration_ns, key, -1});
 }

@@ -3,6 +3,7 @@
 #include "trainscope/launch/launch.hpp"
 
 #include "common/files.hpp"
+#include "trainscope/launch/dump.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 #include <gmock/gmock.h>
@@ -591,6 +592,7 @@ TEST(AutoInstrument, ModesAndTheirErrors) {
   EXPECT_EQ(*parse_auto_mode("on"), "on");
   EXPECT_EQ(*parse_auto_mode("layers"), "layers");
   EXPECT_EQ(*parse_auto_mode("layers=3"), "layers=3");
+  EXPECT_EQ(*parse_auto_mode("memory"), "memory");  // + the CUDA allocation history
   for (const char* bad : {"layers=0", "layers=", "layers=x", "layers=2x", "deep", "1"}) {
     const absl::StatusOr<std::string> mode = parse_auto_mode(bad);
     ASSERT_FALSE(mode.ok()) << bad;
@@ -644,6 +646,85 @@ TEST_F(LaunchTest, AutoPutsTheBootstrapFirstOnPythonPathAndRemovesItAfter) {
   LaunchOptions bad = options({"true"});
   bad.auto_instrument = "layers=0";
   EXPECT_FALSE(launch(std::move(bad)).ok());
+}
+
+}  // namespace
+}  // namespace trainscope
+
+// ---- LaunchOptions::watch (`trainscope run --on-hang`) ------------------------
+
+namespace trainscope {
+namespace {
+
+TEST_F(LaunchTest, AWatchThatAsksToStopEndsTheJobKilledWithItsReason) {
+  LaunchOptions o = options({"/bin/sh", "-c", "echo started; exec sleep 60"});
+  o.watch_interval = absl::Milliseconds(20);
+  o.watch = [this](const std::string& run_dir) {
+    WatchVerdict v;
+    if (read_file(fs::path(run_dir) / "stdout.log").find("started") == std::string::npos) return v;
+    v.action = WatchVerdict::Action::kStop;
+    v.reason = "hang";
+    v.message = "trainscope run: HANG: test";
+    return v;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(50));
+  EXPECT_EQ(result.status, RunStatus::kKilled);
+  EXPECT_EQ(result.term_signal, SIGTERM);
+  absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->info().status, RunStatus::kKilled);
+  EXPECT_EQ(reader->info().tags.at("trainscope.end_reason"), "hang");
+  EXPECT_THAT(read_file(fs::path(result.run_dir) / "stderr.log"),
+              HasSubstr("trainscope run: HANG: test\n"));
+}
+
+TEST_F(LaunchTest, AWatchThatContinuesOrThrowsLeavesTheJobAlone) {
+  for (bool throws : {false, true}) {
+    // The command ends once the watch was called 3 times (or, throwing, once).
+    const fs::path called = root_ / (throws ? "called-throws" : "called");
+    LaunchOptions o = options({"/bin/sh", "-c",
+                               "i=0; while [ ! -e '" + called.string() +
+                                   "' ] && [ $i -lt 3000 ]; do sleep 0.01; "
+                                   "i=$((i+1)); done; exit 3"});
+    o.watch_interval = absl::Milliseconds(10);
+    int calls = 0;
+    o.watch = [&calls, throws, called](const std::string&) -> WatchVerdict {
+      ++calls;
+      if (calls == (throws ? 1 : 3)) std::ofstream(called.string()) << "x";
+      if (throws) throw std::runtime_error("boom");
+      return WatchVerdict{};
+    };
+    testing::CapturedWarnings warnings;
+    const LaunchResult result = launch_ok(std::move(o));
+    EXPECT_EQ(result.exit_code, 3);
+    EXPECT_EQ(result.status, RunStatus::kFailed);
+    absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ(reader->info().tags.count("trainscope.end_reason"), 0u);
+    if (throws) {
+      EXPECT_EQ(calls, 1);  // not called again
+      EXPECT_THAT(warnings.messages(), Contains(HasSubstr("boom")));
+    } else {
+      EXPECT_GE(calls, 3);
+    }
+  }
+}
+
+TEST(DumpSignal, CatchesSignalReadsTheProcessMask) {
+  const int sig = dump_signal();
+  EXPECT_GT(sig, SIGRTMIN);
+  EXPECT_LE(sig, SIGRTMAX);
+  struct sigaction previous = {};
+  ASSERT_EQ(::sigaction(sig, nullptr, &previous), 0);
+  EXPECT_FALSE(catches_signal(::getpid(), sig));
+  struct sigaction handler = {};
+  handler.sa_handler = [](int) {};
+  ASSERT_EQ(::sigaction(sig, &handler, nullptr), 0);
+  EXPECT_TRUE(catches_signal(::getpid(), sig));
+  ASSERT_EQ(::sigaction(sig, &previous, nullptr), 0);
+  EXPECT_FALSE(catches_signal(0, sig));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import signal
 
 import pytest
 
@@ -170,3 +171,32 @@ with trainscope.start_run():
                 time.sleep(0.02)
             time.sleep(0.008)  # the step: a wait, as on a GPU (a spin stretches under load)
 """
+
+
+def job_processes(variable, mark):
+    """The live processes (no zombie) whose environment holds variable=mark: every process
+    of a job started with it in its environment, wherever it went (a new session too)."""
+    entry = f"{variable}={mark}".encode()
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if entry in environ and state not in ("Z", "X"):
+            pids.append(int(name))
+    return pids
+
+
+def kill_job(variable, mark):
+    """SIGKILL to every process of job_processes(variable, mark)."""
+    for pid in job_processes(variable, mark):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -225,3 +225,27 @@ def test_compare_finds_a_known_amount_of_extra_gpu_work(tmp_path, record_propert
     overall = df.attrs["overall"][0]
     record_property("compare_overall", {k: overall[k] for k in ("verdict", "ratio")
                                         if k in overall})
+
+
+@needs_gpu
+def test_an_out_of_memory_error_leaves_a_memory_snapshot_in_the_run(tmp_path):
+    """--auto=memory: the OOM observer (trainscope._oom) pickles torch's memory snapshot,
+    with each block's allocation history, into the run before the error propagates."""
+    if not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):  # pylint: disable=protected-access
+        pytest.skip(f"torch {torch.__version__} has no out-of-memory observer (needs >= 2.1)")
+    import pickle  # pylint: disable=import-outside-toplevel
+    root = tmp_path / "runs"
+    out = subprocess.run([trainscope_cli(), "run", "--root", str(root), "--no-sample",
+                          "--auto=memory", "--", sys.executable,
+                          os.path.join(HERE, "hang_jobs", "oom.py")],
+                         capture_output=True, text=True, timeout=300, env=_env(), check=False)
+    assert out.returncode != 0, out.stderr[-2000:]
+    assert "OutOfMemoryError" in out.stderr or "out of memory" in out.stderr, out.stderr[-2000:]
+    runs = [p for p in root.iterdir() if not p.name.startswith(".")]
+    snapshot = runs[0] / "oom-snapshot-r0.pickle"
+    assert snapshot.exists(), sorted(p.name for p in runs[0].iterdir())
+    with open(snapshot, "rb") as f:
+        data = pickle.load(f)
+    assert data["segments"], "no segment in the snapshot"
+    assert any(block.get("frames") for seg in data["segments"] for block in seg["blocks"]), \
+        "no allocation history (--auto=memory)"

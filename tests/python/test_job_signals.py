@@ -32,6 +32,7 @@ import uuid
 import pytest
 
 import trainscope
+from run_files import job_processes, kill_job
 
 CLI = os.environ.get("TRAINSCOPE_CLI")
 FRAMEWORK_PYTHON = os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON")
@@ -70,21 +71,7 @@ def _default_sighup():
 
 def _job_processes(mark):
     """The live processes (no zombie) whose environment holds MARK=mark."""
-    entry = f"{MARK}={mark}".encode()
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                environ = f.read().split(b"\0")
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if entry in environ and state not in ("Z", "X"):
-            pids.append(int(name))
-    return pids
+    return job_processes(MARK, mark)
 
 
 def _describe(pids):
@@ -106,11 +93,7 @@ def _left_after(mark, timeout):
 
 
 def _kill_all(mark):
-    for pid in _job_processes(mark):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_job(MARK, mark)
 
 
 def _only_run(root):

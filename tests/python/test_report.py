@@ -689,6 +689,28 @@ def test_run_page_opens_with_the_diagnosis_of_trainscope_diagnose(tmp_path):
     assert data_wait and 0.5 < data_wait[0]["share"] < 0.85
 
 
+def test_the_diagnosis_links_each_anomaly_capture_at_its_step(tmp_path):
+    """A run with one slow step (tests/python/hang_jobs/anomaly.py, issue 40): the page links
+    its capture (captures/capture-r0-s40.json) beside the diagnosis."""
+    pytest.importorskip("torch")
+    job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hang_jobs", "anomaly.py")
+    env = dict(os.environ)
+    env.pop("TRAINSCOPE_RUN_DIR", None)
+    done = subprocess.run([sys.executable, job, "--root", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = os.path.dirname(os.path.dirname(json.loads(done.stdout.splitlines()[-1])[0]))
+    out = tmp_path / "captures.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["diagnosis"]["captures"] == [
+        {"rank": 0, "step": 40, "path": "captures/capture-r0-s40.json"}]
+    dom_text, console = browse(out, tmp_path)
+    check_rendered(dom_text, console, run_charts(data))
+    assert 'class="diag-capture" data-rank="0" data-step="40"' in dom_text, dom_text[:2000]
+    assert f'href="{run_dir}/captures/capture-r0-s40.json"' in dom_text
+
+
 def test_a_run_without_steps_says_why_it_has_no_diagnosis(tmp_path):
     run_dir = write_run(str(tmp_path / "run"), keys=(("data", "CPU"),), rows_per_key=50)
     out = tmp_path / "nodata.html"

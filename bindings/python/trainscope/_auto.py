@@ -60,6 +60,8 @@ def auto_mode():
     if value in ("", "0", "off"):
         return None
     layers = 0
+    if value == "memory":  # the CUDA allocator's history, for the OOM snapshot (trainscope._oom)
+        return {"layers": 0, "memory": True}
     if value.startswith("layers"):
         _, _, depth = value.partition("=")
         try:
@@ -104,6 +106,8 @@ class Recorder:
         self.evaluating = False
         # The keys the torch patches record (trainscope.torch.instrument).
         self.patched = set()
+        # The anomaly capture of the timer's run (trainscope._anomaly), called at each BATCH end.
+        self._anomaly = None
         os.register_at_fork(after_in_child=self._after_fork)
 
     @property
@@ -214,6 +218,8 @@ class Recorder:
                     self._gpu_open = set()
                     self._timer = self._build()
                     self._timer_run = _active_run()
+                    self._anomaly = _anomaly_capture(self._timer_run)
+                    _oom_snapshot(self._timer_run)
             if self._timer_run is not None:
                 self._flush_tags()
                 self._flush_params()
@@ -311,6 +317,8 @@ class Recorder:
                 timer.end(key)
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("end", key), f"trainscope: region {key!r} not recorded: {error}")
+        if key == BATCH and self._anomaly is not None:
+            self._anomaly.step()
 
     def cancel(self, key):
         """Closes `key` without recording it (a fetch that found the loader exhausted)."""
@@ -433,6 +441,33 @@ def record_argparse():
 
 
 _runs = None  # trainscope.run, once a timer was built (its _active: the active run)
+
+
+def _anomaly_capture(run):
+    """--auto's anomaly capture of `run` (TRAINSCOPE_CAPTURE_STEPS, default 3; 0: off), or None."""
+    if run is None or auto_mode() is None:
+        return None
+    try:
+        steps = int(os.environ.get("TRAINSCOPE_CAPTURE_STEPS", "3"))
+        most = int(os.environ.get("TRAINSCOPE_CAPTURE_MAX", "3"))
+        if steps <= 0 or most <= 0:
+            return None
+        from trainscope import _anomaly  # pylint: disable=import-outside-toplevel
+        return _anomaly.AnomalyCapture(run.dir, run.rank, steps=steps, max_captures=most)
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _oom_snapshot(run):
+    """--auto: a CUDA memory snapshot into `run` on out-of-memory (trainscope._oom)."""
+    mode = auto_mode()
+    if run is None or mode is None:
+        return
+    try:
+        from trainscope import _oom  # pylint: disable=import-outside-toplevel
+        _oom.install(run.dir, run.rank, history=bool(mode.get("memory")))
+    except Exception:  # pylint: disable=broad-except
+        pass
 
 
 def _active_run():

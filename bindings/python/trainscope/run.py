@@ -255,7 +255,17 @@ def _start(args, implicit):
     if implicit:
         _register_exit_hooks()
     _install_sigterm(core)
+    _install_dump(core)
     return _active
+
+
+def _install_dump(core):
+    """The dump handler of `trainscope dump` (trainscope._hang); never fails the run."""
+    try:
+        from trainscope import _hang  # pylint: disable=import-outside-toplevel
+        _hang.install(core.dir, core.rank)
+    except Exception:  # pylint: disable=broad-except
+        pass
 
 
 def _add_exporters(core, wandb, wandb_dir, experiment_name, perfetto):

@@ -13,5 +13,22 @@ from trainscope import *  # noqa: F401,F403  (re-export: this module replaces ti
 from trainscope._torch_auto import Instrumentation, instrument
 from trainscope._torch_timer import CPUGPUTimer
 
-__all__ = list(trainscope.__all__) + ["Instrumentation", "instrument"]
+__all__ = list(trainscope.__all__) + ["Instrumentation", "instrument", "capture_on_anomaly"]
 __version__ = trainscope.__version__
+
+
+def capture_on_anomaly(factor=5.0, steps=3, max_captures=3, max_bytes=100 * 1000 * 1000,
+                       run=None):
+    """A torch.profiler capture of the `steps` steps after one slower than `factor` x the
+    rolling p99, into the run (captures/capture-r<rank>-s<step>.json, Chrome trace), at most
+    `max_captures` and `max_bytes`; call .step() at the end of every step (`trainscope run
+    --auto` does it by itself). `run`: the active run (start_run(), or the one a timer
+    joined) by default. docs/diagnosis.md, "Anomaly captures"."""
+    # pylint: disable=import-outside-toplevel
+    from trainscope import _anomaly
+    from trainscope import run as _runs
+    active = run if run is not None else _runs._active  # pylint: disable=protected-access
+    if active is None:
+        active = _runs._implicit_run()  # pylint: disable=protected-access
+    return _anomaly.AnomalyCapture(active.dir, active.rank, factor=factor, steps=steps,
+                                   max_captures=max_captures, max_bytes=max_bytes)

@@ -2,7 +2,7 @@
 // wait, host-to-device, forward, backward, optimizer, communication, the rest)
 // on every rank, and labels with their statistical evidence and a next step
 // (INPUT-BOUND, COMPUTE-BOUND, WAIT-HEAVY, BALANCED, STRAGGLER, MEMORY-CREEP,
-// THROUGHPUT-DRIFT, GPU-IDLE, HOST-PRESSURE, NO-DATA), over the last K steps
+// THROUGHPUT-DRIFT, GPU-IDLE, HOST-PRESSURE, HANG, NO-DATA), over the last K steps
 // and over the whole run. docs/diagnosis.md describes the method.
 //
 // The pieces, as every analysis (docs/architecture.md):
@@ -95,6 +95,10 @@ struct Thresholds {
   double min_steps = 8;
   // Steps dropped at the start of the run before any statistic (warm-up).
   double warmup_steps = 5;
+  // HANG: a running rank whose step has not ended for longer than
+  // max(hang_factor x its p99 step, hang_min_s) (trainscope/diagnosis/hang.hpp).
+  double hang_factor = 10;
+  double hang_min_s = 60;
 
   // Sets a threshold by name; InvalidArgument naming an unknown name or a
   // value that is negative or not finite.
@@ -189,10 +193,12 @@ enum class LabelName : std::uint8_t {
   kThroughputDrift,
   kGpuIdle,
   kHostPressure,
+  kHang,
   kNoData,
 };
 // "BALANCED", "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER",
-// "MEMORY-CREEP", "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "NO-DATA".
+// "MEMORY-CREEP", "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "HANG",
+// "NO-DATA".
 std::string_view label_name(LabelName name) noexcept;
 // Its inverse; InvalidArgument naming the text.
 absl::StatusOr<LabelName> parse_label_name(std::string_view name);
@@ -226,7 +232,7 @@ LabelKind label_kind_of(Phase phase) noexcept;
 struct Label {
   LabelName name = LabelName::kNoData;
   LabelKind kind = LabelKind::kNone;
-  std::optional<std::uint32_t> rank;  // STRAGGLER, MEMORY-CREEP
+  std::optional<std::uint32_t> rank;  // STRAGGLER, MEMORY-CREEP, HANG
   std::optional<std::string> host;    // HOST-PRESSURE
   std::string quantity;               // what `value` is ("data-wait share", "lag_s", ...)
   Interval value;                     // the estimate and its 95% interval
@@ -293,6 +299,15 @@ struct RankNow {
   std::uint64_t steps = 0;
 };
 
+// A torch.profiler capture of the steps after one slower than anomaly_factor
+// x the rolling p99 (bindings/python/trainscope/_anomaly.py), as the run holds it:
+// captures/capture-r<rank>-s<step>.json (a Chrome trace).
+struct Capture {
+  std::uint32_t rank = 0;
+  std::int64_t step = 0;  // the slow step, from 0; the capture holds the steps after it
+  std::string path;       // relative to the run directory
+};
+
 struct Diagnosis {
   std::string run_dir;
   // What is wrong with the data but leaves the run readable, naming the file
@@ -319,6 +334,7 @@ struct Diagnosis {
   std::vector<KeyRow> keys;  // by summed window time, largest first
   std::vector<HostNow> host_now;
   AutoFound auto_found;
+  std::vector<Capture> captures;  // by rank, then step
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -68,6 +69,16 @@ struct LaunchResult {
   std::string run_dir;
   // Why the command could not be started (OK otherwise); the run is FAILED.
   absl::Status spawn_error;
+};
+
+// What a watch of the running command (LaunchOptions::watch) asks for.
+struct WatchVerdict {
+  // kStop: end the job as a stop signal does (SIGTERM to the whole job, SIGKILL
+  // kill_after later): the run ends KILLED with the tag trainscope.end_reason.
+  enum class Action : std::uint8_t { kContinue, kStop };
+  Action action = Action::kContinue;
+  std::string reason;   // kStop: trainscope.end_reason ("hang")
+  std::string message;  // said on stderr and in the command's stderr log; empty: nothing
 };
 
 struct LaunchOptions {
@@ -151,6 +162,12 @@ struct LaunchOptions {
   // gets the tag trainscope.auto; a command that is no Python program costs a
   // warning line (the Python processes it starts are still instrumented).
   std::string auto_instrument;
+  // Called with the run directory every watch_interval, on a thread of the
+  // launch, while the command runs and no stop signal was sent (`trainscope
+  // run --on-hang`: trainscope/diagnosis/hang.hpp). A watch that throws is
+  // one warning line and is not called again.
+  std::function<WatchVerdict(const std::string& run_dir)> watch;
+  absl::Duration watch_interval = absl::Seconds(1);
 };
 
 // The value of `--auto[=MODE]`: "" or "on" -> "on"; "layers" (depth 2) or

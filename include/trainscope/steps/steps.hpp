@@ -154,6 +154,9 @@ struct RankSteps {
   std::uint64_t steps = 0;  // finalized steps (after a skipped read: counted on)
   bool open = false;        // a step is open (its period unknown until the next starts)
   std::int64_t last_end_ns = 0;
+  // The end of the last step row read (0: none): a rank whose step has not
+  // ended since long is hung (trainscope/diagnosis/hang.hpp).
+  std::int64_t last_step_end_ns = 0;
   // Per step of `history` the keys' sums (StepOptions::key_sums: history is
   // then never merged), and the rows in no step (before the first, after the
   // last, of a rank without steps; read_steps: of the open step), one each.

@@ -599,6 +599,12 @@
     if (isNum(scope.steps_per_s) && scope.steps_per_s > 0) pairs.push(["steps/s", sig(scope.steps_per_s, 4)]);
     if (pairs.length) kv(parent, pairs);
     (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });
+    // Anomaly captures (docs/auto.md): a link to each Chrome trace, at its step.
+    (d.captures || []).forEach(function (c) {
+      var line = add(parent, el("div", { class: "diag-capture", "data-rank": String(c.rank), "data-step": String(c.step),
+        text: "Rank " + c.rank + ", step " + c.step + " was slow (past 5\u00d7 the rolling p99): the steps after it are captured in " }));
+      add(line, el("a", { href: (d.run_dir ? d.run_dir + "/" : "") + c.path, text: c.path }));
+    });
     if ((d.window && (d.window.phases || []).length) || (d.run && (d.run.phases || []).length)) {
       add(parent, el("h3", { text: "Phases of the step" }));
       phaseTable(parent, d);

@@ -1,0 +1,37 @@
+// Asking a run's live ranks for their evidence (`trainscope dump RUN`, and
+// `trainscope run --on-hang dump|kill`): each rank process of this host that
+// catches the dump signal gets it, and writes into the run directory its
+// threads' stacks (dump-<rank>.txt, Python's faulthandler) and
+// dump-<rank>.json (threads with names, open regions, recent collectives:
+// bindings/python/trainscope/_hang.py). Ranks are only signalled when
+// /proc/<pid>/status says they catch it (its default action ends a process).
+#ifndef TRAINSCOPE_LAUNCH_DUMP_HPP_
+#define TRAINSCOPE_LAUNCH_DUMP_HPP_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace trainscope {
+
+// SIGRTMIN + 7: a real-time signal, so no common handler (SIGUSR1: Slurm's
+// and elastic agents' warnings, SIGUSR2, SIGPROF: profilers) collides with it.
+int dump_signal() noexcept;
+// Whether process `pid` catches `signal` (its SigCgt in /proc/<pid>/status).
+bool catches_signal(pid_t pid, int signal);
+
+struct DumpRequest {
+  bool run_ended = false;            // the run ended: nobody was asked
+  std::vector<std::uint32_t> asked;  // ranks signalled, in rank order
+  std::vector<std::string> notes;    // why a running rank was not asked
+};
+// NotFound / InvalidArgument naming the directory when it is no run.
+absl::StatusOr<DumpRequest> request_dump(const std::string& run_dir);
+
+}  // namespace trainscope
+
+#endif  // TRAINSCOPE_LAUNCH_DUMP_HPP_
