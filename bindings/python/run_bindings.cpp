@@ -32,6 +32,7 @@
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/run/step_work.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace py = pybind11;
@@ -643,6 +644,11 @@ for a file or no path.)doc");
 
 void RegisterRun(py::module_& m) {
   RegisterRunReader(m);
+  // The names of a step's work (trainscope/run/step_work.hpp), for trainscope._work.
+  m.attr("_STEP_SAMPLES_METRIC") = std::string(kStepSamplesMetric);
+  m.attr("_STEP_TOKENS_METRIC") = std::string(kStepTokensMetric);
+  m.attr("_STEP_FLOPS_PARAM") = std::string(kStepFlopsParam);
+  m.attr("_FLOPS_FROM_COUNTER") = std::string(kFlopsFromCounter);
   m.def(
       "_hold", [](py::handle timer) { WithTimer(timer, [](auto& t) { t.attach(HeldRegions()); }); },
       "Keeps a timer's regions until a run adopts them (Run.adopt_held).");
@@ -673,6 +679,20 @@ void RegisterRun(py::module_& m) {
           py::arg("key"), py::arg("value"), py::arg("step") = py::none())
       .def("log_artifact",
            [](Run& r, const std::string& path) { ThrowIfError(r.log_artifact(path)); })
+      .def(
+          "log_step_work",
+          [](Run& r, std::optional<double> samples, std::optional<double> tokens,
+             std::optional<std::int64_t> step) {
+            ThrowIfError(log_step_work(r, StepWork{samples, tokens}, step));
+          },
+          py::arg("samples") = py::none(), py::arg("tokens") = py::none(),
+          py::arg("step") = py::none())
+      .def(
+          "log_step_flops",
+          [](Run& r, double flops, const std::string& source) {
+            ThrowIfError(log_step_flops(r, flops, source));
+          },
+          py::arg("flops"), py::arg("source") = std::string(kFlopsFromUser))
       .def(
           "add_wandb_exporter",
           [](Run& r, std::optional<std::string> wandb_dir, std::optional<std::string> project) {

@@ -31,6 +31,7 @@ from trainscope.diagnosis import diagnose, read_diagnosis
 from trainscope._compare import compare, failing_rows
 from trainscope._stalls import TimedLoader as _TimedLoader
 from trainscope._report import Report, report
+from trainscope._work import log_step_flops, log_step_work
 
 __version__ = _core.__version__
 
@@ -53,6 +54,8 @@ __all__ = [
     "log_metrics",
     "log_param",
     "log_params",
+    "log_step_flops",
+    "log_step_work",
     "read_diagnosis",
     "read_run",
     "report",

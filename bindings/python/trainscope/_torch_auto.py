@@ -50,6 +50,7 @@ import torch
 
 from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
+from trainscope._work import work
 
 __all__ = ["Instrumentation", "instrument"]
 
@@ -181,6 +182,7 @@ class _Steps:
 
 
 _steps = _Steps()
+_step_work = work()  # samples and tokens of each step (trainscope._work)
 # Depth of module calls and backward calls in progress (the outermost records).
 _depth = {"module": 0, "backward": 0, "optimizer": 0}
 
@@ -330,6 +332,7 @@ class Instrumentation:
                     key = FORWARD
                     if training:
                         _steps.forward_started()
+                        _step_work.batch(torch, args if bound is not None else args[1:], kwargs)
                 if not training:
                     _steps.evaluating()
                     key = EVAL_PREFIX + key

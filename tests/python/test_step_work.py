@@ -1,0 +1,109 @@
+"""The work of each step (issue 42, docs/ledger.md): samples and tokens per step
+recorded by `trainscope run --auto` from the batches that enter the model (padding
+excluded by the attention mask), or by the user (trainscope.log_step_work); the
+FLOPs of one step counted with FlopCounterMode (torch >= 2.1: the framework venv)
+against analytic counts, and the reason said where torch cannot count.
+
+Needs torch and TRAINSCOPE_CLI; the FLOP counts need TRAINSCOPE_FRAMEWORK_PYTHON.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import trainscope
+from trainscope import _core
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKENS = os.path.join(HERE, "auto_jobs", "token_train.py")
+FLOPS = os.path.join(HERE, "auto_jobs", "flops_train.py")
+CLI = os.environ.get("TRAINSCOPE_CLI")
+FRAMEWORK = os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON")
+needs_cli = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the trainscope binary")
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="instrumenting PyTorch needs torch")
+needs_framework = pytest.mark.skipif(
+    not FRAMEWORK, reason="counting FLOPs needs torch >= 2.1 (FlopCounterMode): set "
+                          "TRAINSCOPE_FRAMEWORK_PYTHON to the framework venv's python")
+
+
+def run_auto(root, command, extra_env=None):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT",
+                        "TRAINSCOPE_AUTO")}
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(extra_env or {})
+    done = subprocess.run([CLI, "run", "--root", os.fspath(root), "--no-sample", "--quiet",
+                           "--auto", "--"] + command, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    runs = [name for name in os.listdir(root) if not name.startswith(".")]
+    assert len(runs) == 1, runs
+    return os.path.join(root, runs[0]), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def work_of(run_dir):
+    metrics = trainscope.read_run(run_dir).metrics
+    samples = metrics[metrics["key"] == _core._STEP_SAMPLES_METRIC].sort_values("step")
+    tokens = metrics[metrics["key"] == _core._STEP_TOKENS_METRIC].sort_values("step")
+    return samples, tokens
+
+
+@needs_cli
+@needs_torch
+@pytest.mark.parametrize("mask", [True, False])
+def test_auto_counts_samples_and_tokens_per_step_as_the_script_does(tmp_path, mask):
+    run_dir, seen = run_auto(tmp_path, [sys.executable, TOKENS, "-n", "12"] +
+                             ([] if mask else ["--no-mask"]))
+    samples, tokens = work_of(run_dir)
+    # One row per step (12 batches), at steps 0..11, summing to the script's own count:
+    # padding excluded when the mask is given, batch x sequence without it.
+    assert list(samples["step"]) == list(range(seen["steps"]))
+    assert samples["value"].sum() == seen["samples"]
+    assert tokens["value"].sum() == seen["tokens"]
+    if mask:
+        assert seen["tokens"] < seen["samples"] * 32  # the padding is real
+    else:
+        assert seen["tokens"] == seen["samples"] * 32
+    assert abs(tokens["value"].sum() - seen["tokens"]) <= 0.01 * seen["tokens"]
+
+
+@needs_cli
+@needs_torch
+def test_work_the_user_logs_is_the_only_work_recorded(tmp_path):
+    run_dir, seen = run_auto(tmp_path, [sys.executable, TOKENS, "-n", "6",
+                                        "--user"])
+    samples, tokens = work_of(run_dir)
+    # The user's rows alone: the automatic count of the process stopped at the first.
+    assert len(samples) == 6 and len(tokens) == 6
+    assert tokens["value"].sum() == seen["tokens"]
+
+
+def test_log_step_work_refuses_a_bad_figure_naming_it(tmp_path, no_inherited_run):
+    with trainscope.start_run(root=str(tmp_path)) as run:
+        with pytest.raises(ValueError, match="tokens = -5 is not a count"):
+            trainscope.log_step_work(samples=4, tokens=-5)
+        trainscope.log_step_work(samples=4, tokens=100, step=0)
+        trainscope.log_step_flops(3.5e9)
+        run_dir = run.dir
+    samples, tokens = work_of(run_dir)
+    assert list(samples["value"]) == [4.0] and list(tokens["value"]) == [100.0]
+    assert trainscope.read_run(run_dir).params[_core._STEP_FLOPS_PARAM] == "3.5e+09"
+
+
+@needs_cli
+@needs_torch
+def test_where_torch_cannot_count_flops_the_run_says_why(tmp_path):
+    import torch  # pylint: disable=import-outside-toplevel
+    if hasattr(importlib.import_module("torch.utils"), "flop_counter") or \
+            importlib.util.find_spec("torch.utils.flop_counter") is not None:
+        pytest.skip(f"torch {torch.__version__} can count FLOPs")
+    run_dir, _ = run_auto(tmp_path, [sys.executable, TOKENS, "-n", "6"])
+    run = trainscope.read_run(run_dir)
+    assert _core._STEP_FLOPS_PARAM not in run.params
+    assert "has no torch.utils.flop_counter.FlopCounterMode" in \
+        run.tags["trainscope.work.flops"], run.tags
