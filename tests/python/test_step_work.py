@@ -107,3 +107,23 @@ def test_where_torch_cannot_count_flops_the_run_says_why(tmp_path):
     assert _core._STEP_FLOPS_PARAM not in run.params
     assert "has no torch.utils.flop_counter.FlopCounterMode" in \
         run.tags["trainscope.work.flops"], run.tags
+
+
+@needs_cli
+@needs_framework
+@pytest.mark.parametrize("model", ["mlp", "conv", "block"])
+def test_flops_of_one_step_match_the_analytic_count(tmp_path, model):
+    run_dir, seen = run_auto(tmp_path, [FRAMEWORK, FLOPS, "--model", model])
+    run = trainscope.read_run(run_dir)
+    assert "trainscope.work.flops" not in run.tags, run.tags
+    counted = float(run.params[_core._STEP_FLOPS_PARAM])
+    assert run.params["work/flops_source"] == _core._FLOPS_FROM_COUNTER
+    assert abs(counted - seen["flops"]) <= 0.02 * seen["flops"], (counted, seen)
+
+
+@needs_cli
+@needs_framework
+def test_flops_are_not_counted_when_turned_off(tmp_path):
+    run_dir, _ = run_auto(tmp_path, [FRAMEWORK, FLOPS, "--model", "mlp"],
+                          {"TRAINSCOPE_FLOPS": "off"})
+    assert _core._STEP_FLOPS_PARAM not in trainscope.read_run(run_dir).params
