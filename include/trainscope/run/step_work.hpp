@@ -29,6 +29,19 @@ inline constexpr std::string_view kStepFlopsParam = "work/flops_per_step";
 inline constexpr std::string_view kStepFlopsSourceParam = "work/flops_source";
 inline constexpr std::string_view kFlopsFromCounter = "FlopCounterMode";
 inline constexpr std::string_view kFlopsFromUser = "user";
+// The step (index) whose FLOPs were counted: slowed by the counting, the
+// ledger leaves it out of the rates.
+inline constexpr std::string_view kStepFlopsStepParam = "work/flops_step";
+// The device the steps ran on ("NVIDIA H100 80GB HBM3", "cpu") and the data
+// type of their matrix products ("fp32", "tf32", "bf16", "fp16", "fp8"): the
+// ledger's peak for a GPU (trainscope/hardware/gpu/peak_flops.hpp).
+inline constexpr std::string_view kStepDeviceParam = "work/device";
+inline constexpr std::string_view kStepDtypeParam = "work/dtype";
+// A measured peak FLOP/s of the device (the CPU's GEMM probe) and what it is.
+inline constexpr std::string_view kPeakFlopsParam = "work/peak_flops";
+inline constexpr std::string_view kPeakSourceParam = "work/peak_source";
+// Why the FLOPs were not counted (a tag).
+inline constexpr std::string_view kFlopsNoteTag = "trainscope.work.flops";
 
 struct StepWork {
   std::optional<double> samples;
