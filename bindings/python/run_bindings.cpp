@@ -33,6 +33,7 @@
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/run/step_work.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace py = pybind11;
@@ -649,6 +650,54 @@ void RegisterRun(py::module_& m) {
   m.attr("_STEP_TOKENS_METRIC") = std::string(kStepTokensMetric);
   m.attr("_STEP_FLOPS_PARAM") = std::string(kStepFlopsParam);
   m.attr("_FLOPS_FROM_COUNTER") = std::string(kFlopsFromCounter);
+  m.attr("_STEP_FLOPS_STEP_PARAM") = std::string(kStepFlopsStepParam);
+  m.attr("_STEP_DEVICE_PARAM") = std::string(kStepDeviceParam);
+  m.attr("_STEP_DTYPE_PARAM") = std::string(kStepDtypeParam);
+  m.attr("_PEAK_FLOPS_PARAM") = std::string(kPeakFlopsParam);
+  m.attr("_PEAK_SOURCE_PARAM") = std::string(kPeakSourceParam);
+  m.attr("_FLOPS_NOTE_TAG") = std::string(kFlopsNoteTag);
+  m.def(
+      "_read_ledger",
+      [](const std::string& dir, std::optional<double> peak_flops) {
+        absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+        ThrowIfError(reader.status());
+        steps::LedgerOptions options;
+        options.peak_flops = peak_flops;
+        absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options);
+        ThrowIfError(ledger.status());
+        py::list ranks;
+        for (const steps::RankLedger& r : ledger->ranks) {
+          py::dict row;
+          row["rank"] = r.rank;
+          row["steps"] = r.steps;
+          row["seconds"] = r.seconds;
+          row["samples"] = r.samples;
+          row["tokens"] = r.tokens;
+          row["samples_per_s"] = r.samples_per_s;
+          row["tokens_per_s"] = r.tokens_per_s;
+          row["achieved_flops"] = r.achieved_flops;
+          row["mfu"] = r.mfu;
+          ranks.append(row);
+        }
+        py::dict out;
+        out["ranks"] = ranks;
+        out["steps"] = ledger->steps;
+        out["samples_per_s"] = ledger->samples_per_s;
+        out["tokens_per_s"] = ledger->tokens_per_s;
+        out["flops_per_step"] = ledger->flops_per_step;
+        out["flops_source"] = ledger->flops_source;
+        out["achieved_flops"] = ledger->achieved_flops;
+        out["peak_flops"] = ledger->peak_flops;
+        out["peak_source"] = ledger->peak_source;
+        out["device"] = ledger->device;
+        out["dtype"] = ledger->dtype;
+        out["mfu"] = ledger->mfu;
+        out["notes"] = ledger->notes;
+        out["line"] = steps::format_ledger_line(*ledger);
+        return out;
+      },
+      py::arg("dir"), py::arg("peak_flops") = py::none(),
+      "The run's efficiency ledger (steps::read_ledger) as a dict.");
   m.def(
       "_hold", [](py::handle timer) { WithTimer(timer, [](auto& t) { t.attach(HeldRegions()); }); },
       "Keeps a timer's regions until a run adopts them (Run.adopt_held).");

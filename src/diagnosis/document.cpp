@@ -324,6 +324,7 @@ std::string format_diagnosis(const Diagnosis& d) {
   if (const std::string found = auto_found_text(d.auto_found); !found.empty()) {
     out += found + "\n";
   }
+  if (!d.ledger.empty()) out += d.ledger + "\n";
   for (const KeyRow& k : d.keys) {
     if (!k.callers.empty() && k.device == Device::kCPU) {
       out += fmt::format(

@@ -22,6 +22,7 @@
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
 #include "trainscope/stats/numbers.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::diagnosis {
@@ -312,6 +313,13 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   std::vector<std::string> warnings = run_problem_warnings(*problems);
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   out.warnings = std::move(warnings);
+  // The ledger (its own read: rates over every step with work, docs/ledger.md).
+  if (absl::StatusOr<RunReader> reader = RunReader::Open(run_dir); reader.ok()) {
+    steps::LedgerOptions ledger_options;
+    ledger_options.peak_flops = options.peak_flops;
+    absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, ledger_options);
+    if (ledger.ok() && !ledger->ranks.empty()) out.ledger = steps::format_ledger_line(*ledger);
+  }
   return out;
 }
 

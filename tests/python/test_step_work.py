@@ -127,3 +127,42 @@ def test_flops_are_not_counted_when_turned_off(tmp_path):
     run_dir, _ = run_auto(tmp_path, [FRAMEWORK, FLOPS, "--model", "mlp"],
                           {"TRAINSCOPE_FLOPS": "off"})
     assert _core._STEP_FLOPS_PARAM not in trainscope.read_run(run_dir).params
+
+
+@needs_cli
+@needs_torch
+def test_tokens_per_second_match_the_scripts_own_count(tmp_path):
+    # The script times its own steps (first batch to the loader's end) and counts its
+    # own unpadded tokens; the ledger divides the recorded tokens by the steps' periods.
+    run_dir, seen = run_auto(tmp_path, [sys.executable, TOKENS, "-n", "30", "-b", "16",
+                                        "-s", "64", "-w", "64", "-v", "2000"],
+                             {"TRAINSCOPE_FLOPS": "off"})
+    ledger = trainscope.ledger(run_dir)
+    assert ledger["steps"] == 30
+    own = seen["tokens"] / seen["seconds"]
+    assert abs(ledger["tokens_per_s"] - own) <= 0.01 * own, (ledger, seen)
+    assert abs(ledger["samples_per_s"] - seen["samples"] / seen["seconds"]) <= \
+        0.01 * seen["samples"] / seen["seconds"]
+    assert "no work recorded" not in ledger["line"]
+
+
+@needs_cli
+@needs_framework
+@pytest.mark.parametrize("model", ["mlp", "gemm"])
+def test_cpu_mfu_against_the_measured_gemm_peak(tmp_path, model):
+    # A fresh cache: the probe runs in this job, beside the same load.
+    run_dir, seen = run_auto(tmp_path / "runs", [FRAMEWORK, FLOPS, "--model", model, "-n", "8"],
+                             {"TRAINSCOPE_CACHE_DIR": str(tmp_path / "cache")})
+    ledger = trainscope.ledger(run_dir)
+    assert ledger["device"] == "cpu"
+    assert ledger["peak_source"].startswith("cpu GEMM probe (torch.mm fp32 1024")
+    assert ledger["steps"] == 7  # 8 optimizer steps, less the counted one (3)
+    print(model, ledger["line"])
+    assert 0 < ledger["mfu"] <= 1, ledger
+    if model == "gemm":
+        # GEMM-bound at the probe's size: well into the peak (about 0.8 measured idle).
+        assert ledger["mfu"] > 0.25, ledger
+    # --peak-flops wins.
+    given = trainscope.ledger(run_dir, peak_flops=ledger["peak_flops"] * 2)
+    assert given["peak_source"] == "--peak-flops"
+    assert given["mfu"] == pytest.approx(ledger["mfu"] / 2)

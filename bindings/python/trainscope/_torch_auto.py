@@ -332,7 +332,8 @@ class Instrumentation:
                     key = FORWARD
                     if training:
                         _steps.forward_started()
-                        _step_work.batch(torch, args if bound is not None else args[1:], kwargs)
+                        _step_work.batch(torch, module, args if bound is not None else args[1:],
+                                         kwargs)
                 if not training:
                     _steps.evaluating()
                     key = EVAL_PREFIX + key

@@ -25,11 +25,17 @@ automatic count of that process stops (one writer per step).
 """
 
 import atexit
+import hashlib
+import json
 import os
+import socket
+import time
+
+from trainscope import _core
 
 WARMUP_STEPS = 3  # steps before the one whose FLOPs are counted
 _READ_BACK = 64  # steps whose GPU token counts wait to be read at once
-TAG_FLOPS = "trainscope.work.flops"  # why the FLOPs were not counted
+TAG_FLOPS = _core._FLOPS_NOTE_TAG  # why the FLOPs were not counted (a tag)
 _FLOPS_ENV = "TRAINSCOPE_FLOPS"
 
 
@@ -53,6 +59,16 @@ def log_step_flops(flops):
     a param of the run (written once); no count is made then."""
     work().flops_done = True
     _core_run().log_step_flops(float(flops), "user")
+
+
+def ledger(run_dir, peak_flops=None):
+    """The run's efficiency ledger (C++ steps::read_ledger, docs/ledger.md) as a dict:
+    steps, samples_per_s, tokens_per_s, flops_per_step, achieved_flops, peak_flops,
+    peak_source, device, dtype, mfu (NaN where unknown), notes (why), line (as
+    `trainscope diagnose` prints it) and ranks (the same per rank). peak_flops: one
+    device's peak FLOP/s, over the table and the probe."""
+    return _core._read_ledger(os.fspath(run_dir),  # pylint: disable=protected-access
+                              None if peak_flops is None else float(peak_flops))
 
 
 def _first_tensor(torch, value):
@@ -112,10 +128,14 @@ class StepWork:
         self._has_tokens = False
         self._pending = []  # (step, samples, tokens tensor or int or None)
         self._counter = None  # the FlopCounterMode of the step being counted
+        self._counted_step = None
+        self._dtype = None  # of the matrix products in the counted step
         self._exit_hook = False
 
-    def batch(self, torch, args, kwargs):
+    def batch(self, torch, module, args, kwargs):
         """The inputs of a training forward (outermost, a module with parameters)."""
+        if self._counter is not None and self._dtype is None:
+            self._dtype = _dtype_in_use(torch, module)
         if self.user:
             return
         try:
@@ -179,6 +199,7 @@ class StepWork:
             counter = FlopCounterMode(display=False)
             counter.__enter__()
             self._counter = counter
+            self._counted_step = self.step
         except Exception as error:  # pylint: disable=broad-except
             rec.set_tag(TAG_FLOPS, f"not counted: FlopCounterMode failed: {error}")
 
@@ -194,9 +215,110 @@ class StepWork:
             rec.set_tag(TAG_FLOPS, "not counted: FlopCounterMode saw no operation it counts")
             return
         try:
-            _core_run().log_step_flops(flops, "FlopCounterMode")
+            import torch  # pylint: disable=import-outside-toplevel
+            run = _core_run()
+            run.log_step_flops(flops, "FlopCounterMode")
+            params = {_core._STEP_FLOPS_STEP_PARAM: str(self._counted_step)}
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                params[_core._STEP_DEVICE_PARAM] = torch.cuda.get_device_name(
+                    torch.cuda.current_device())
+            else:
+                params[_core._STEP_DEVICE_PARAM] = "cpu"
+                peak, source = cpu_gemm_peak(torch)
+                params[_core._PEAK_FLOPS_PARAM] = f"{peak:.6g}"
+                params[_core._PEAK_SOURCE_PARAM] = source
+            params[_core._STEP_DTYPE_PARAM] = self._dtype or "fp32"
+            rec.log_params(params)
         except Exception as error:  # pylint: disable=broad-except
             rec.set_tag(TAG_FLOPS, f"not recorded: {error}")
+
+
+def _dtype_in_use(torch, module):
+    """The data type of the matrix products of `module`'s call: autocast's when
+    on, else its first floating parameter's; fp32 on a GPU that allows TF32 is
+    tf32 (names of trainscope/hardware/gpu/peak_flops.hpp)."""
+    names = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+    try:
+        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        if cuda and torch.is_autocast_enabled():
+            return names.get(torch.get_autocast_gpu_dtype(), "fp32")
+        if not cuda and getattr(torch, "is_autocast_cpu_enabled", lambda: False)():
+            return names.get(torch.get_autocast_cpu_dtype(), "fp32")
+        dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()),
+                     torch.float32)
+        name = names.get(dtype, str(dtype).replace("torch.", ""))
+        if name == "fp32" and cuda and torch.backends.cuda.matmul.allow_tf32:
+            return "tf32"
+        return name
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _cache_dir():
+    """trainscope's cache (as the pip freeze's: src/launch/pip_freeze.cpp)."""
+    for variable, suffix in (("TRAINSCOPE_CACHE_DIR", ""), ("XDG_CACHE_HOME", "/trainscope"),
+                             ("HOME", "/.cache/trainscope")):
+        value = os.environ.get(variable)
+        if value:
+            return value + suffix
+    return None
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+_PROBE_SIZE = 1024
+
+
+def cpu_gemm_peak(torch, repeats=5):
+    """The CPU's measured GEMM peak FLOP/s with torch (fp32 matmul of two
+    1024 x 1024 matrices at the process's thread count, the best of `repeats`),
+    cached per host, CPU, torch version and thread count in trainscope's cache:
+    (flops, source)."""
+    threads = torch.get_num_threads()
+    signature = f"{socket.gethostname()}|{_cpu_model()}|torch {torch.__version__}|{threads}"
+    source = f"cpu GEMM probe (torch.mm fp32 {_PROBE_SIZE}, {threads} threads)"
+    directory = _cache_dir()
+    path = None
+    if directory:
+        digest = hashlib.sha256(signature.encode()).hexdigest()[:16]
+        path = os.path.join(directory, f"cpu-gemm-peak-{digest}.json")
+        try:
+            with open(path, encoding="utf-8") as cached:
+                entry = json.load(cached)
+            if entry.get("signature") == signature and entry.get("flops", 0) > 0:
+                return float(entry["flops"]), source + ", cached"
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+    with torch.no_grad():
+        a = torch.randn(_PROBE_SIZE, _PROBE_SIZE)
+        b = torch.randn(_PROBE_SIZE, _PROBE_SIZE)
+        out = torch.empty(_PROBE_SIZE, _PROBE_SIZE)
+        torch.mm(a, b, out=out)  # warm-up
+        best = float("inf")
+        for _ in range(repeats):
+            begun = time.perf_counter()
+            torch.mm(a, b, out=out)
+            best = min(best, time.perf_counter() - begun)
+    flops = 2.0 * _PROBE_SIZE ** 3 / best
+    if path:
+        try:
+            os.makedirs(directory, exist_ok=True)
+            temporary = f"{path}.{os.getpid()}.tmp"
+            with open(temporary, "w", encoding="utf-8") as out_file:
+                json.dump({"signature": signature, "flops": flops}, out_file)
+            os.replace(temporary, path)
+        except OSError:
+            pass  # a cache that cannot be written costs the next run a probe
+    return flops, source
 
 
 _work = None

@@ -319,6 +319,9 @@ struct Diagnosis {
   std::vector<KeyRow> keys;  // by summed window time, largest first
   std::vector<HostNow> host_now;
   AutoFound auto_found;
+  // diagnose_run only (not in the JSON document): the run's efficiency ledger
+  // in one line (steps::format_ledger_line), empty when it recorded no work.
+  std::string ledger;
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".
@@ -364,6 +367,9 @@ struct FollowOptions {
   // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when
   // false): `trainscope top` shows the window's and goes without them.
   bool key_run_stats = true;
+  // diagnose_run's ledger line: the peak FLOP/s of one device (`--peak-flops`;
+  // trainscope/steps/ledger.hpp).
+  std::optional<double> peak_flops;
 };
 
 class Follower {

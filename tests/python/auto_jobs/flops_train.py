@@ -2,7 +2,7 @@
 for the FLOPs of one step that `trainscope run --auto` counts
 (tests/python/test_step_work.py, docs/ledger.md):
 
-    python flops_train.py --model mlp|conv|block [-n STEPS]
+    python flops_train.py --model mlp|conv|block|gemm [-n STEPS]
 
 Prints one JSON line with the analytic FLOPs of one training step (forward and
 backward of the matrix products and convolutions, 2 per multiply-add): backward
@@ -27,6 +27,14 @@ def mlp(batch):
     matmuls = [2 * batch * a * b for a, b in zip(widths, widths[1:])]
     flops = 3 * sum(matmuls) - matmuls[0]
     return nn.Sequential(*layers), torch.randn(batch, widths[0]), flops
+
+
+def gemm(_batch):
+    """GEMM-bound: two 1024 x 1024 layers on a batch of 512 (the CPU probe's size)."""
+    width, batch = 1024, 512
+    model = nn.Sequential(nn.Linear(width, width), nn.Linear(width, width))
+    matmul = 2 * batch * width * width
+    return model, torch.randn(batch, width), 3 * 2 * matmul - matmul
 
 
 def conv(batch):
@@ -79,11 +87,11 @@ def block(batch):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=["mlp", "conv", "block"], required=True)
+    parser.add_argument("--model", choices=["mlp", "conv", "block", "gemm"], required=True)
     parser.add_argument("-n", dest="steps", type=int, default=6)
     args = parser.parse_args()
     torch.manual_seed(0)
-    model, inputs, flops = {"mlp": mlp, "conv": conv, "block": block}[args.model](8)
+    model, inputs, flops = {"mlp": mlp, "conv": conv, "block": block, "gemm": gemm}[args.model](8)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for _ in range(args.steps):
         loss = model(inputs).pow(2).mean()

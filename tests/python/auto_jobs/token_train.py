@@ -2,11 +2,13 @@
 attention_mask with a random amount of padding per row), for the step work of
 `trainscope run --auto` (tests/python/test_step_work.py, docs/ledger.md):
 
-    python token_train.py [-n BATCHES] [-b BATCH] [-s SEQ] [--no-mask] [--user]
+    python token_train.py [-n BATCHES] [-b BATCH] [-s SEQ] [-w WIDTH] [-v VOCAB] [--no-mask]
+                          [--user]
 
 The model is called as model(input_ids=..., attention_mask=...). The script counts
 its own samples and tokens (the mask's ones; without --no-mask) and prints them
-as one JSON line, with the seconds its training steps took. --user: it logs each
+as one JSON line, with the seconds its training steps took (from the first batch
+fetched to the loader's end). --user: it logs each
 step's work itself with trainscope.log_step_work.
 """
 
@@ -50,18 +52,22 @@ def main():
     parser.add_argument("-n", dest="batches", type=int, default=12)
     parser.add_argument("-b", dest="batch_size", type=int, default=8)
     parser.add_argument("-s", dest="seq", type=int, default=32)
+    parser.add_argument("-w", dest="width", type=int, default=16)
+    parser.add_argument("-v", dest="vocab", type=int, default=50)
     parser.add_argument("--no-mask", action="store_true")
     parser.add_argument("--user", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
-    vocab = 50
+    vocab = args.vocab
     data = Padded(args.batches * args.batch_size, args.seq, vocab)
     loader = torch.utils.data.DataLoader(data, batch_size=args.batch_size)
-    model = TokenModel(vocab, 16)
+    model = TokenModel(vocab, args.width)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     samples = tokens = 0
-    begun = time.perf_counter()
+    begun = None
     for step, batch in enumerate(loader):
+        if begun is None:
+            begun = time.perf_counter()  # the steps: from the first batch on
         mask = None if args.no_mask else batch["attention_mask"]
         logits = model(input_ids=batch["input_ids"], attention_mask=mask)
         loss = nn.functional.cross_entropy(logits.reshape(-1, vocab),
