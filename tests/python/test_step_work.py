@@ -144,6 +144,12 @@ def test_tokens_per_second_match_the_scripts_own_count(tmp_path):
     assert abs(ledger["samples_per_s"] - seen["samples"] / seen["seconds"]) <= \
         0.01 * seen["samples"] / seen["seconds"]
     assert "no work recorded" not in ledger["line"]
+    # `trainscope diagnose` prints the same line, and why the FLOPs are missing.
+    done = subprocess.run([CLI, "diagnose", run_dir], capture_output=True, text=True,
+                          timeout=120, check=True)
+    line = next(text for text in done.stdout.splitlines() if text.startswith("ledger: "))
+    assert line == ledger["line"]
+    assert "tokens/s" in line and "FLOPs" in line, line
 
 
 @needs_cli

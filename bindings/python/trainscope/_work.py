@@ -185,6 +185,7 @@ class StepWork:
     def _count_next_step(self, rec):
         if os.environ.get(_FLOPS_ENV, "").lower() in ("0", "off", "no"):
             self.flops_done = True
+            rec.set_tag(TAG_FLOPS, f"not counted: {_FLOPS_ENV}=off")
             return
         self.flops_done = True  # one try per process
         try:
