@@ -64,15 +64,15 @@ std::pair<double, std::string> peak_of(const RunInfo& info, const LedgerOptions&
     const nvml::GpuPeak* row = nvml::find_gpu_peak(device);
     const std::optional<nvml::PeakDtype> dtype = nvml::parse_peak_dtype(dtype_name);
     if (row == nullptr) {
-      notes.push_back(absl::StrCat("no peak for ", device,
-                                   ": not in the GPU table (give --peak-flops)"));
+      notes.push_back(
+          absl::StrCat("no peak for ", device, ": not in the GPU table (give --peak-flops)"));
     } else if (!dtype) {
-      notes.push_back(absl::StrCat("no peak: data type '", dtype_name,
-                                   "' unknown (give --peak-flops)"));
+      notes.push_back(
+          absl::StrCat("no peak: data type '", dtype_name, "' unknown (give --peak-flops)"));
     } else if (std::optional<double> peak = nvml::gpu_peak_flops(device, *dtype)) {
-      return {*peak, absl::StrCat(std::string(row->model), " ",
-                                  std::string(nvml::peak_dtype_name(*dtype)), " dense, ",
-                                  std::string(row->source))};
+      return {*peak,
+              absl::StrCat(std::string(row->model), " ", std::string(nvml::peak_dtype_name(*dtype)),
+                           " dense, ", std::string(row->source))};
     } else {
       notes.push_back(absl::StrCat("no peak: ", std::string(row->model), " has no ",
                                    std::string(nvml::peak_dtype_name(*dtype)),

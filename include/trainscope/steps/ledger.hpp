@@ -52,12 +52,12 @@ struct Ledger {
   double samples_per_s = kNoRate;
   double tokens_per_s = kNoRate;
   double flops_per_step = kNoRate;  // per rank
-  std::string flops_source;           // "FlopCounterMode", "user"
+  std::string flops_source;         // "FlopCounterMode", "user"
   double achieved_flops = kNoRate;  // FLOP/s, all ranks
   double peak_flops = kNoRate;      // one device's
-  std::string peak_source;            // "--peak-flops", the table's row, the probe
-  std::string device;                 // kStepDeviceParam
-  std::string dtype;                  // kStepDtypeParam
+  std::string peak_source;          // "--peak-flops", the table's row, the probe
+  std::string device;               // kStepDeviceParam
+  std::string dtype;                // kStepDtypeParam
   double mfu = kNoRate;
   // Why a figure is missing ("no work recorded: ...", "FLOPs not counted: ...").
   std::vector<std::string> notes;

@@ -73,9 +73,9 @@ absl::StatusOr<RaplReader> RaplReader::Open(std::string root) {
   }
   std::error_code error;
   if (!fs::is_directory(root, error)) {
-    return absl::NotFoundError(absl::StrCat(
-        "no RAPL energy: ", root,
-        " does not exist (no powercap driver, or a container without it)"));
+    return absl::NotFoundError(
+        absl::StrCat("no RAPL energy: ", root,
+                     " does not exist (no powercap driver, or a container without it)"));
   }
   std::vector<std::string> ids;
   for (fs::directory_iterator it(root, error), end; !error && it != end; it.increment(error)) {
@@ -125,8 +125,8 @@ std::vector<double> RaplReader::read_joules(std::size_t* unread) {
       ++missed;
       continue;
     }
-    total_j_[i] += static_cast<double>(energy_delta_uj(last_uj_[i], *now, zones_[i].max_range_uj)) *
-                   1e-6;
+    total_j_[i] +=
+        static_cast<double>(energy_delta_uj(last_uj_[i], *now, zones_[i].max_range_uj)) * 1e-6;
     last_uj_[i] = *now;
   }
   if (unread != nullptr) *unread = missed;

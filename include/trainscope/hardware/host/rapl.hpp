@@ -59,8 +59,7 @@ class RaplReader {
   // `unread`, when given).
   std::vector<double> read_joules(std::size_t* unread = nullptr);
   // The sum over the zones in_total of read_joules()'s figures.
-  static double total_joules(const std::vector<RaplZone>& zones,
-                             const std::vector<double>& joules);
+  static double total_joules(const std::vector<RaplZone>& zones, const std::vector<double>& joules);
 
  private:
   std::string root_;
