@@ -658,11 +658,16 @@ void RegisterRun(py::module_& m) {
   m.attr("_FLOPS_NOTE_TAG") = std::string(kFlopsNoteTag);
   m.def(
       "_read_ledger",
-      [](const std::string& dir, std::optional<double> peak_flops) {
+      [](const std::string& dir, std::optional<double> peak_flops,
+         std::optional<double> price_per_kwh, std::optional<double> price_per_hour,
+         std::optional<double> grams_co2_per_kwh) {
         absl::StatusOr<RunReader> reader = RunReader::Open(dir);
         ThrowIfError(reader.status());
         steps::LedgerOptions options;
         options.peak_flops = peak_flops;
+        options.price_per_kwh = price_per_kwh;
+        options.price_per_hour = price_per_hour;
+        options.grams_co2_per_kwh = grams_co2_per_kwh;
         absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options);
         ThrowIfError(ledger.status());
         py::list ranks;
@@ -692,11 +697,18 @@ void RegisterRun(py::module_& m) {
         out["device"] = ledger->device;
         out["dtype"] = ledger->dtype;
         out["mfu"] = ledger->mfu;
+        out["seconds"] = ledger->seconds;
+        out["energy_j"] = ledger->energy_j;
+        out["energy_per_step_j"] = ledger->energy_per_step_j;
+        out["energy_per_1k_tokens_j"] = ledger->energy_per_1k_tokens_j;
+        out["cost"] = ledger->cost;
+        out["co2_g"] = ledger->co2_g;
         out["notes"] = ledger->notes;
         out["line"] = steps::format_ledger_line(*ledger);
         return out;
       },
-      py::arg("dir"), py::arg("peak_flops") = py::none(),
+      py::arg("dir"), py::arg("peak_flops") = py::none(), py::arg("price_per_kwh") = py::none(),
+      py::arg("price_per_hour") = py::none(), py::arg("grams_co2_per_kwh") = py::none(),
       "The run's efficiency ledger (steps::read_ledger) as a dict.");
   m.def(
       "_hold", [](py::handle timer) { WithTimer(timer, [](auto& t) { t.attach(HeldRegions()); }); },

@@ -315,9 +315,7 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   out.warnings = std::move(warnings);
   // The ledger (its own read: rates over every step with work, docs/ledger.md).
   if (absl::StatusOr<RunReader> reader = RunReader::Open(run_dir); reader.ok()) {
-    steps::LedgerOptions ledger_options;
-    ledger_options.peak_flops = options.peak_flops;
-    absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, ledger_options);
+    absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options.ledger);
     if (ledger.ok() && !ledger->ranks.empty()) out.ledger = steps::format_ledger_line(*ledger);
   }
   return out;

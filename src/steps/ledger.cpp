@@ -1,9 +1,12 @@
 // The efficiency ledger (trainscope/steps/ledger.hpp, docs/ledger.md).
 #include "trainscope/steps/ledger.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "trainscope/hardware/gpu/peak_flops.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
+#include "trainscope/hardware/host/rapl.hpp"
 #include "trainscope/run/step_work.hpp"
 #include "trainscope/stats/format_numbers.hpp"
 
@@ -98,10 +103,63 @@ std::string si(double value) {
   return absl::StrFormat("%.3g ", value);
 }
 
+// The cumulative reading at `ms`, linear between readings; nullopt outside them.
+std::optional<double> energy_at(const EnergySeries& series, double ms) {
+  if (series.empty() || ms < static_cast<double>(series.front().first) ||
+      ms > static_cast<double>(series.back().first)) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 1; i < series.size(); ++i) {
+    const double t0 = static_cast<double>(series[i - 1].first);
+    const double t1 = static_cast<double>(series[i].first);
+    if (ms > t1) continue;
+    if (t1 <= t0) return series[i].second;
+    return series[i - 1].second + (series[i].second - series[i - 1].second) * (ms - t0) / (t1 - t0);
+  }
+  return series.back().second;
+}
+
+void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::int64_t start_ns,
+                     std::int64_t end_ns, std::uint64_t most_steps, double tokens,
+                     const RunInfo& info, const LedgerOptions& options) {
+  double joules = 0;
+  bool any = false, covered = true;
+  for (const EnergySeries& series : energy) {
+    if (series.empty()) continue;
+    std::optional<double> first = energy_at(series, static_cast<double>(start_ns) * 1e-6);
+    std::optional<double> last = energy_at(series, static_cast<double>(end_ns) * 1e-6);
+    if (!first || !last) {
+      covered = false;
+      continue;
+    }
+    joules += *last - *first;
+    any = true;
+  }
+  const double hours = out.seconds / 3600;
+  if (options.price_per_hour) out.cost = *options.price_per_hour * hours;
+  if (!any) {
+    auto tag = info.tags.find(std::string(host::kEnergyNoteTag));
+    out.notes.push_back(tag != info.tags.end()
+                            ? absl::StrCat("energy: ", tag->second)
+                            : std::string(covered ? "energy: not recorded (no RAPL or GPU energy "
+                                                    "readings in the run)"
+                                                  : "energy: the readings do not cover the steps"));
+    return;
+  }
+  out.energy_j = joules;
+  if (most_steps > 0) out.energy_per_step_j = joules / static_cast<double>(most_steps);
+  if (std::isfinite(tokens) && tokens > 0) out.energy_per_1k_tokens_j = joules / (tokens / 1000);
+  const double kwh = joules / 3.6e6;
+  if (options.price_per_kwh) {
+    out.cost = (std::isfinite(out.cost) ? out.cost : 0) + *options.price_per_kwh * kwh;
+  }
+  if (options.grams_co2_per_kwh) out.co2_g = *options.grams_co2_per_kwh * kwh;
+}
+
 }  // namespace
 
 Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
-                       const LedgerOptions& options) {
+                       const LedgerOptions& options, const std::vector<EnergySeries>& energy) {
   Ledger out;
   const RunInfo& info = steps.info;
   out.device = text_param(info.params, kStepDeviceParam);
@@ -118,8 +176,11 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
   const std::optional<double> counted_step = number_param(info.params, kStepFlopsStepParam);
   std::tie(out.peak_flops, out.peak_source) = peak_of(info, options, out.notes);
 
-  double samples_per_s = 0, tokens_per_s = 0, achieved = 0, mfu_sum = 0;
+  double samples_per_s = 0, tokens_per_s = 0, achieved = 0, mfu_sum = 0, all_tokens = 0;
   std::size_t with_tokens = 0, with_mfu = 0;
+  std::uint64_t most_steps = 0;
+  std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
+  std::int64_t window_end_ns = std::numeric_limits<std::int64_t>::min();
   for (std::size_t i = 0; i < steps.ranks.size(); ++i) {
     const RankSteps& rank = steps.ranks[i];
     if (i >= metrics.size()) break;
@@ -142,7 +203,12 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
         step_tokens += it->second.tokens;
         has_tokens = has_tokens || it->second.has_tokens;
       }
-      if (!found || counted) continue;
+      if (!found) continue;
+      window_start_ns = std::min(window_start_ns, step.start_ns);
+      window_end_ns =
+          std::max(window_end_ns,
+                   step.start_ns + static_cast<std::int64_t>(std::llround(step.period_s * 1e9)));
+      if (counted) continue;
       row.steps += step.steps;
       row.seconds += step.period_s;
       row.samples += step_samples;
@@ -150,7 +216,9 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
     }
     if (row.steps == 0 || row.seconds <= 0) continue;
     row.samples_per_s = row.samples / row.seconds;
+    most_steps = std::max(most_steps, row.steps);
     if (has_tokens) {
+      all_tokens += tokens;
       row.tokens = tokens;
       row.tokens_per_s = tokens / row.seconds;
       tokens_per_s += row.tokens_per_s;
@@ -179,6 +247,11 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
   if (with_tokens > 0) out.tokens_per_s = tokens_per_s;
   if (std::isfinite(out.flops_per_step)) out.achieved_flops = achieved;
   if (with_mfu > 0) out.mfu = mfu_sum / static_cast<double>(with_mfu);
+  if (window_end_ns > window_start_ns) {
+    out.seconds = static_cast<double>(window_end_ns - window_start_ns) * 1e-9;
+    conclude_energy(out, energy, window_start_ns, window_end_ns, most_steps,
+                    with_tokens > 0 ? all_tokens : kNoRate, steps.info, options);
+  }
   return out;
 }
 
@@ -202,7 +275,18 @@ absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions&
     }
     metrics.push_back(std::move(work));
   }
-  return conclude_ledger(*steps, metrics, options);
+  std::vector<EnergySeries> energy;
+  for (const std::string& host_name : reader.hosts()) {
+    absl::StatusOr<Chunk<MetricPoint>> chunk = reader.read_host_metrics(host_name);
+    if (!chunk.ok()) return chunk.status();
+    EnergySeries series;
+    for (const MetricPoint& point : chunk->rows) {
+      if (point.key == host::kRaplEnergyMetric)
+        series.emplace_back(point.timestamp_ms, point.value);
+    }
+    if (!series.empty()) energy.push_back(std::move(series));
+  }
+  return conclude_ledger(*steps, metrics, options, energy);
 }
 
 std::string format_ledger_line(const Ledger& ledger) {
@@ -218,6 +302,18 @@ std::string format_ledger_line(const Ledger& ledger) {
     parts.push_back(absl::StrCat("MFU ", stats::format_share(ledger.mfu), " of ",
                                  si(ledger.peak_flops), "FLOP/s (", ledger.peak_source, ")"));
   }
+  if (std::isfinite(ledger.energy_j)) {
+    std::string energy = absl::StrCat(si(ledger.energy_j), "J CPU energy");
+    if (std::isfinite(ledger.energy_per_step_j)) {
+      absl::StrAppend(&energy, ", ", si(ledger.energy_per_step_j), "J/step");
+    }
+    if (std::isfinite(ledger.energy_per_1k_tokens_j)) {
+      absl::StrAppend(&energy, ", ", si(ledger.energy_per_1k_tokens_j), "J/1k tokens");
+    }
+    parts.push_back(std::move(energy));
+  }
+  if (std::isfinite(ledger.cost)) parts.push_back(absl::StrFormat("cost %.4g", ledger.cost));
+  if (std::isfinite(ledger.co2_g)) parts.push_back(absl::StrFormat("%.3g g CO2", ledger.co2_g));
   std::string line = absl::StrCat("ledger: ", parts.empty() ? "-" : absl::StrJoin(parts, ", "));
   if (!ledger.notes.empty()) absl::StrAppend(&line, "; ", absl::StrJoin(ledger.notes, "; "));
   return line;

@@ -5,12 +5,14 @@
 #include "trainscope/hardware/host/rapl.hpp"
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/temp_dir.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 
 namespace trainscope::host {
 namespace {
@@ -76,6 +78,23 @@ TEST(RaplTest, ReadsPackagesAndDramAcrossAWrapFromAFakeTree) {
   joules = reader->read_joules(&unread);
   EXPECT_EQ(unread, 1u);
   EXPECT_NEAR(joules[3], 3.0, 1e-9);
+}
+
+TEST(RaplTest, TheSourceRecordsTheCpusEnergySinceItOpened) {
+  trainscope::testing::TempDir tmp("rapl-source");
+  zone(tmp, "intel-rapl:0", "package-0", "1000000\n");
+  zone(tmp, "intel-rapl:0:0", "dram", "0\n");
+  std::unique_ptr<HardwareSource> source = make_rapl_source(tmp.path().string());
+  ASSERT_TRUE(source->open({}).ok());
+  tmp.write("intel-rapl:0/energy_uj", "4000000\n");
+  tmp.write("intel-rapl:0:0/energy_uj", "500000\n");
+  std::vector<HardwareReading> out;
+  ASSERT_TRUE(source->sample(&out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].name, kRaplEnergyMetric);
+  EXPECT_NEAR(out[0].value, 3.5, 1e-9);
+  std::unique_ptr<HardwareSource> none = make_rapl_source((tmp.path() / "absent").string());
+  EXPECT_FALSE(none->open({}).ok());
 }
 
 TEST(RaplTest, NothingReadableSaysWhyInOneLine) {

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainscope/hardware/gpu/peak_flops.hpp"
+#include "trainscope/hardware/host/rapl.hpp"
 #include "trainscope/run/step_work.hpp"
 
 namespace trainscope::steps {
@@ -63,7 +64,8 @@ TEST(LedgerTest, RatesAreTheWorkOverTheSummedPeriodsAndSumOverRanks) {
   EXPECT_DOUBLE_EQ(ledger.peak_flops, 312e12);
   EXPECT_THAT(ledger.peak_source, HasSubstr("A100 bf16 dense"));
   EXPECT_DOUBLE_EQ(ledger.mfu, (1e10 / 312e12 + 5e9 / 312e12) / 2);
-  EXPECT_TRUE(ledger.notes.empty()) << ledger.notes[0];
+  ASSERT_EQ(ledger.notes.size(), 1u);  // no energy readings: said so
+  EXPECT_THAT(ledger.notes[0], HasSubstr("energy: not recorded"));
 }
 
 TEST(LedgerTest, TheCountedStepAndStepsWithoutWorkAreLeftOut) {
@@ -96,7 +98,7 @@ TEST(LedgerTest, PeakFlopsGivenWinsAndMissingFiguresSayWhy) {
   EXPECT_TRUE(std::isnan(ledger.tokens_per_s));
   EXPECT_TRUE(std::isnan(ledger.mfu));
   EXPECT_EQ(ledger.peak_source, "--peak-flops");
-  ASSERT_EQ(ledger.notes.size(), 1u);
+  ASSERT_EQ(ledger.notes.size(), 2u);
   EXPECT_THAT(ledger.notes[0], HasSubstr("torch 1.13 has no FlopCounterMode"));
   EXPECT_THAT(format_ledger_line(ledger), HasSubstr("ledger: 4 samples/s; FLOPs not counted"));
 
@@ -118,6 +120,37 @@ TEST(LedgerTest, AnUnknownGpuOrTypeHasNoPeakAndSaysSo) {
   steps.info.params[std::string(kStepDtypeParam)] = "fp8";
   ledger = conclude_ledger(steps, {work(1, 1, 1)});
   EXPECT_THAT(ledger.notes.at(0), HasSubstr("A100 has no fp8 unit"));
+}
+
+TEST(LedgerTest, EnergyOverTheStepsTimeGivesPerStepPerTokensCostAndCo2) {
+  RunSteps steps;
+  RankSteps rank = rank_with(0, {1.0, 1.0, 1.0, 1.0});
+  const std::int64_t t0 = 1'700'000'000'000'000'000;  // Unix ns
+  for (std::size_t i = 0; i < rank.history.size(); ++i) {
+    rank.history[i].start_ns = t0 + static_cast<std::int64_t>(i) * 1'000'000'000;
+  }
+  steps.ranks = {rank};
+  // 100 W from 1 s before the steps to 1 s after: 4 s of steps, 400 J (readings every 2 s).
+  const std::int64_t ms0 = t0 / 1'000'000;
+  EnergySeries host = {{ms0 - 1000, 0}, {ms0 + 1000, 200}, {ms0 + 3000, 400}, {ms0 + 5000, 600}};
+  LedgerOptions options;
+  options.price_per_kwh = 0.36;     // per 3.6e6 J
+  options.grams_co2_per_kwh = 360;  // likewise
+  const Ledger ledger = conclude_ledger(steps, {work(4, 2, 500)}, options, {host});
+  EXPECT_DOUBLE_EQ(ledger.seconds, 4.0);
+  EXPECT_NEAR(ledger.energy_j, 400.0, 1e-9);
+  EXPECT_NEAR(ledger.energy_per_step_j, 100.0, 1e-9);
+  EXPECT_NEAR(ledger.energy_per_1k_tokens_j, 400.0 / 2.0, 1e-9);
+  EXPECT_NEAR(ledger.cost, 0.36 * 400 / 3.6e6, 1e-15);
+  EXPECT_NEAR(ledger.co2_g, 360 * 400 / 3.6e6, 1e-12);
+  EXPECT_THAT(format_ledger_line(ledger), HasSubstr("400 J CPU energy, 100 J/step"));
+
+  // No readings: the run's tag says why, once, in the notes.
+  steps.info.tags[std::string(host::kEnergyNoteTag)] =
+      "no RAPL energy: /sys/class/powercap does not exist";
+  const Ledger none = conclude_ledger(steps, {work(4, 2, 500)}, options);
+  EXPECT_TRUE(std::isnan(none.energy_j));
+  EXPECT_THAT(format_ledger_line(none), HasSubstr("energy: no RAPL energy: /sys/class/powercap"));
 }
 
 TEST(PeakFlopsTest, NamesFindTheirRowAndNoNeighboursOne) {

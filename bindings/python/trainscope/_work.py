@@ -61,14 +61,20 @@ def log_step_flops(flops):
     _core_run().log_step_flops(float(flops), "user")
 
 
-def ledger(run_dir, peak_flops=None):
+def ledger(run_dir, peak_flops=None, price_per_kwh=None, price_per_hour=None,
+           grams_co2_per_kwh=None):
     """The run's efficiency ledger (C++ steps::read_ledger, docs/ledger.md) as a dict:
     steps, samples_per_s, tokens_per_s, flops_per_step, achieved_flops, peak_flops,
-    peak_source, device, dtype, mfu (NaN where unknown), notes (why), line (as
-    `trainscope diagnose` prints it) and ranks (the same per rank). peak_flops: one
-    device's peak FLOP/s, over the table and the probe."""
-    return _core._read_ledger(os.fspath(run_dir),  # pylint: disable=protected-access
-                              None if peak_flops is None else float(peak_flops))
+    peak_source, device, dtype, mfu, seconds, energy_j, energy_per_step_j,
+    energy_per_1k_tokens_j, cost, co2_g (NaN where unknown), notes (why), line (as
+    `trainscope diagnose` prints it) and ranks (the rates per rank). peak_flops: one
+    device's peak FLOP/s, over the table and the probe; the prices and the CO2 per
+    kWh give the derived figures (never defaults)."""
+    def number(value):
+        return None if value is None else float(value)
+    return _core._read_ledger(  # pylint: disable=protected-access
+        os.fspath(run_dir), number(peak_flops), number(price_per_kwh), number(price_per_hour),
+        number(grams_co2_per_kwh))
 
 
 def _first_tensor(torch, value):

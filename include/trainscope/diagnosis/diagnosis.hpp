@@ -34,6 +34,7 @@
 #include "trainscope/run/run_status.hpp"
 #include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::diagnosis {
@@ -367,9 +368,9 @@ struct FollowOptions {
   // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when
   // false): `trainscope top` shows the window's and goes without them.
   bool key_run_stats = true;
-  // diagnose_run's ledger line: the peak FLOP/s of one device (`--peak-flops`;
-  // trainscope/steps/ledger.hpp).
-  std::optional<double> peak_flops;
+  // diagnose_run's ledger line (trainscope/steps/ledger.hpp): the peak FLOP/s
+  // of one device (`--peak-flops`), the prices and CO2 per kWh.
+  steps::LedgerOptions ledger;
 };
 
 class Follower {

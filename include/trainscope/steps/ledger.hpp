@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,7 +29,15 @@ inline constexpr double kNoRate = std::numeric_limits<double>::quiet_NaN();
 struct LedgerOptions {
   // The peak FLOP/s of one device (`--peak-flops`): wins over the table and the probe.
   std::optional<double> peak_flops;
+  // Derived figures from the energy, never defaults: cost (per kWh of the
+  // measured energy, per hour of the steps' time) and CO2 (grams per kWh).
+  std::optional<double> price_per_kwh;
+  std::optional<double> price_per_hour;
+  std::optional<double> grams_co2_per_kwh;
 };
+
+// A host's cumulative energy readings (kRaplEnergyMetric): (Unix ms, joules).
+using EnergySeries = std::vector<std::pair<std::int64_t, double>>;
 
 // One rank over its steps with work (a metric of kStepSamplesMetric or
 // kStepTokensMetric at the step's index), less the step whose FLOPs were counted.
@@ -59,15 +68,24 @@ struct Ledger {
   std::string device;               // kStepDeviceParam
   std::string dtype;                // kStepDtypeParam
   double mfu = kNoRate;
+  // Energy over the steps' time (from the first step with work to the end of
+  // the last, all ranks): the CPU's (RAPL) of every host that recorded it.
+  double seconds = kNoRate;  // that time
+  double energy_j = kNoRate;
+  double energy_per_step_j = kNoRate;       // over the most steps a rank took
+  double energy_per_1k_tokens_j = kNoRate;  // over every rank's tokens
+  double cost = kNoRate;                    // price_per_kwh x kWh + price_per_hour x hours
+  double co2_g = kNoRate;
   // Why a figure is missing ("no work recorded: ...", "FLOPs not counted: ...").
   std::vector<std::string> notes;
 };
 
 // The pure step: the ledger of `steps` given each rank's work metrics (any
-// metrics: those of the work's names are used) and the run's params and tags
-// (steps.info).
+// metrics: those of the work's names are used), the run's params and tags
+// (steps.info) and each host's energy readings.
 Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
-                       const LedgerOptions& options = {});
+                       const LedgerOptions& options = {},
+                       const std::vector<EnergySeries>& energy = {});
 
 // Reads the run (read_steps, each rank's metrics) and concludes its ledger.
 absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options = {});

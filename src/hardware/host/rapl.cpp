@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 
 namespace trainscope::host {
 namespace {
@@ -140,6 +141,43 @@ double RaplReader::total_joules(const std::vector<RaplZone>& zones,
     if (zones[i].in_total) sum += joules[i];
   }
   return sum;
+}
+
+namespace {
+
+class RaplSource : public HardwareSource {
+ public:
+  explicit RaplSource(std::string root) : root_(std::move(root)) {}
+  std::string name() const override { return "host.rapl"; }
+
+  absl::Status open(const HardwareContext&) override {
+    absl::StatusOr<RaplReader> reader = RaplReader::Open(root_);
+    if (!reader.ok()) return reader.status();
+    reader_ = std::move(reader).value();
+    return absl::OkStatus();
+  }
+
+  absl::Status sample(std::vector<HardwareReading>* out) override {
+    if (!reader_) return absl::FailedPreconditionError("host.rapl: not open");
+    std::size_t unread = 0;
+    const std::vector<double> joules = reader_->read_joules(&unread);
+    if (unread == reader_->zones().size()) {
+      return absl::UnavailableError(
+          absl::StrCat("no RAPL zone of ", reader_->root(), " could be read"));
+    }
+    out->push_back({kRaplEnergyMetric, RaplReader::total_joules(reader_->zones(), joules)});
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string root_;
+  std::optional<RaplReader> reader_;
+};
+
+}  // namespace
+
+std::unique_ptr<HardwareSource> make_rapl_source(std::string root) {
+  return std::make_unique<RaplSource>(std::move(root));
 }
 
 }  // namespace trainscope::host

@@ -9,6 +9,7 @@
 #define TRAINSCOPE_HARDWARE_HOST_RAPL_HPP_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainscope/hardware/hardware_source.hpp"
 
 namespace trainscope::host {
 
@@ -67,6 +69,13 @@ class RaplReader {
   std::vector<std::uint64_t> last_uj_;
   std::vector<double> total_j_;
 };
+
+// A hardware source of kRaplEnergyMetric (host_metrics.hpp) reading `root`
+// (as Open): its open() fails with Open's one line when nothing is readable.
+std::unique_ptr<HardwareSource> make_rapl_source(std::string root = {});
+
+// The run's tag that says, once, why the CPU's energy is not recorded.
+inline constexpr std::string_view kEnergyNoteTag = "trainscope.energy.cpu";
 
 }  // namespace trainscope::host
 
