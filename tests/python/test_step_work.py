@@ -172,3 +172,19 @@ def test_cpu_mfu_against_the_measured_gemm_peak(tmp_path, model):
     given = trainscope.ledger(run_dir, peak_flops=ledger["peak_flops"] * 2)
     assert given["peak_source"] == "--peak-flops"
     assert given["mfu"] == pytest.approx(ledger["mfu"] / 2)
+
+
+@needs_cli
+@needs_torch
+def test_compare_has_a_tokens_per_second_row(tmp_path):
+    # Two runs of one job, the second with twice the sequence: more tokens a step.
+    a, _ = run_auto(tmp_path / "a", [sys.executable, TOKENS, "-n", "20", "-s", "32", "--no-mask"],
+                    {"TRAINSCOPE_FLOPS": "off"})
+    b, _ = run_auto(tmp_path / "b", [sys.executable, TOKENS, "-n", "20", "-s", "64", "--no-mask"],
+                    {"TRAINSCOPE_FLOPS": "off"})
+    done = subprocess.run([CLI, "compare", a, b, "--json"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = [row for pair in json.loads(done.stdout)["pairs"] for row in pair["rows"]]
+    names = [row["name"] for row in rows]
+    assert "tokens/s" in names, names
