@@ -50,7 +50,7 @@ import torch
 
 from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
-from trainscope._work import work
+from trainscope._work import first_tensor, work
 
 __all__ = ["Instrumentation", "instrument"]
 
@@ -723,19 +723,7 @@ def _layers_backward_done():
 
 
 def _first_tensor(value):
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    if isinstance(value, dict):
-        for item in value.values():
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
+    return first_tensor(torch, value)
 
 
 def instrument(model=None, optimizer=None, loader=None, *, layers=0):

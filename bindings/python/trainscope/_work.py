@@ -77,17 +77,18 @@ def ledger(run_dir, peak_flops=None, price_per_kwh=None, price_per_hour=None,
         number(grams_co2_per_kwh))
 
 
-def _first_tensor(torch, value):
+def first_tensor(torch, value):
+    """The first tensor in `value` (a tensor, or nested tuples, lists and dicts), or None."""
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, (tuple, list)):
         for item in value:
-            found = _first_tensor(torch, item)
+            found = first_tensor(torch, item)
             if found is not None:
                 return found
     elif isinstance(value, dict):
         for item in value.values():
-            found = _first_tensor(torch, item)
+            found = first_tensor(torch, item)
             if found is not None:
                 return found
     return None
@@ -106,9 +107,9 @@ def _mask_of(torch, args, kwargs):
 def batch_work(torch, args, kwargs):
     """(samples, tokens) of a model's inputs: tokens None for non-integer
     inputs, a 0-d tensor when summed from a mask (not read back)."""
-    first = _first_tensor(torch, args)
+    first = first_tensor(torch, args)
     if first is None:
-        first = _first_tensor(torch, kwargs)
+        first = first_tensor(torch, kwargs)
     if first is None or first.dim() == 0:
         return None, None
     samples = int(first.shape[0])

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <string>
 
+#include "absl/strings/ascii.h"
+
 namespace trainscope::nvml {
 namespace {
 
@@ -75,13 +77,6 @@ const std::vector<Row>& rows() {
   return table;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // `word` in `name` as a whole token (bounded by non-alphanumerics): "l4" is
 // not in "l40s", "a10" not in "a100".
 bool has_word(const std::string& name, std::string_view word) {
@@ -113,7 +108,7 @@ std::string_view peak_dtype_name(PeakDtype dtype) noexcept {
 }
 
 std::optional<PeakDtype> parse_peak_dtype(std::string_view name) {
-  const std::string text = lower(name);
+  const std::string text = absl::AsciiStrToLower(std::string(name));
   if (text == "fp32" || text == "float32" || text == "float") return PeakDtype::kFp32;
   if (text == "tf32") return PeakDtype::kTf32;
   if (text == "bf16" || text == "bfloat16") return PeakDtype::kBf16;
@@ -132,7 +127,7 @@ const std::vector<GpuPeak>& gpu_peaks() {
 }
 
 const GpuPeak* find_gpu_peak(std::string_view device_name) {
-  const std::string name = lower(device_name);
+  const std::string name = absl::AsciiStrToLower(std::string(device_name));
   for (const Row& row : rows()) {
     if (std::all_of(row.words.begin(), row.words.end(),
                     [&](std::string_view word) { return has_word(name, word); })) {
