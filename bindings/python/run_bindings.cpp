@@ -32,6 +32,8 @@
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/run/step_work.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace py = pybind11;
@@ -643,6 +645,71 @@ for a file or no path.)doc");
 
 void RegisterRun(py::module_& m) {
   RegisterRunReader(m);
+  // The names of a step's work (trainscope/run/step_work.hpp), for trainscope._work.
+  m.attr("_STEP_SAMPLES_METRIC") = std::string(kStepSamplesMetric);
+  m.attr("_STEP_TOKENS_METRIC") = std::string(kStepTokensMetric);
+  m.attr("_STEP_FLOPS_PARAM") = std::string(kStepFlopsParam);
+  m.attr("_FLOPS_FROM_COUNTER") = std::string(kFlopsFromCounter);
+  m.attr("_STEP_FLOPS_STEP_PARAM") = std::string(kStepFlopsStepParam);
+  m.attr("_STEP_DEVICE_PARAM") = std::string(kStepDeviceParam);
+  m.attr("_STEP_DTYPE_PARAM") = std::string(kStepDtypeParam);
+  m.attr("_PEAK_FLOPS_PARAM") = std::string(kPeakFlopsParam);
+  m.attr("_PEAK_SOURCE_PARAM") = std::string(kPeakSourceParam);
+  m.attr("_FLOPS_NOTE_TAG") = std::string(kFlopsNoteTag);
+  m.def(
+      "_read_ledger",
+      [](const std::string& dir, std::optional<double> peak_flops,
+         std::optional<double> price_per_kwh, std::optional<double> price_per_hour,
+         std::optional<double> grams_co2_per_kwh) {
+        absl::StatusOr<RunReader> reader = RunReader::Open(dir);
+        ThrowIfError(reader.status());
+        steps::LedgerOptions options;
+        options.peak_flops = peak_flops;
+        options.price_per_kwh = price_per_kwh;
+        options.price_per_hour = price_per_hour;
+        options.grams_co2_per_kwh = grams_co2_per_kwh;
+        absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options);
+        ThrowIfError(ledger.status());
+        py::list ranks;
+        for (const steps::RankLedger& r : ledger->ranks) {
+          py::dict row;
+          row["rank"] = r.rank;
+          row["steps"] = r.steps;
+          row["seconds"] = r.seconds;
+          row["samples"] = r.samples;
+          row["tokens"] = r.tokens;
+          row["samples_per_s"] = r.samples_per_s;
+          row["tokens_per_s"] = r.tokens_per_s;
+          row["achieved_flops"] = r.achieved_flops;
+          row["mfu"] = r.mfu;
+          ranks.append(row);
+        }
+        py::dict out;
+        out["ranks"] = ranks;
+        out["steps"] = ledger->steps;
+        out["samples_per_s"] = ledger->samples_per_s;
+        out["tokens_per_s"] = ledger->tokens_per_s;
+        out["flops_per_step"] = ledger->flops_per_step;
+        out["flops_source"] = ledger->flops_source;
+        out["achieved_flops"] = ledger->achieved_flops;
+        out["peak_flops"] = ledger->peak_flops;
+        out["peak_source"] = ledger->peak_source;
+        out["device"] = ledger->device;
+        out["dtype"] = ledger->dtype;
+        out["mfu"] = ledger->mfu;
+        out["seconds"] = ledger->seconds;
+        out["energy_j"] = ledger->energy_j;
+        out["energy_per_step_j"] = ledger->energy_per_step_j;
+        out["energy_per_1k_tokens_j"] = ledger->energy_per_1k_tokens_j;
+        out["cost"] = ledger->cost;
+        out["co2_g"] = ledger->co2_g;
+        out["notes"] = ledger->notes;
+        out["line"] = steps::format_ledger_line(*ledger);
+        return out;
+      },
+      py::arg("dir"), py::arg("peak_flops") = py::none(), py::arg("price_per_kwh") = py::none(),
+      py::arg("price_per_hour") = py::none(), py::arg("grams_co2_per_kwh") = py::none(),
+      "The run's efficiency ledger (steps::read_ledger) as a dict.");
   m.def(
       "_hold", [](py::handle timer) { WithTimer(timer, [](auto& t) { t.attach(HeldRegions()); }); },
       "Keeps a timer's regions until a run adopts them (Run.adopt_held).");
@@ -673,6 +740,20 @@ void RegisterRun(py::module_& m) {
           py::arg("key"), py::arg("value"), py::arg("step") = py::none())
       .def("log_artifact",
            [](Run& r, const std::string& path) { ThrowIfError(r.log_artifact(path)); })
+      .def(
+          "log_step_work",
+          [](Run& r, std::optional<double> samples, std::optional<double> tokens,
+             std::optional<std::int64_t> step) {
+            ThrowIfError(log_step_work(r, StepWork{samples, tokens}, step));
+          },
+          py::arg("samples") = py::none(), py::arg("tokens") = py::none(),
+          py::arg("step") = py::none())
+      .def(
+          "log_step_flops",
+          [](Run& r, double flops, const std::string& source) {
+            ThrowIfError(log_step_flops(r, flops, source));
+          },
+          py::arg("flops"), py::arg("source") = std::string(kFlopsFromUser))
       .def(
           "add_wandb_exporter",
           [](Run& r, std::optional<std::string> wandb_dir, std::optional<std::string> project) {

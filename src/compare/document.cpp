@@ -214,7 +214,7 @@ Comparison from_document(const Field& root) {
 std::string value(double v, SeriesKind kind, const std::string& name) {
   if (!std::isfinite(v)) return "-";
   if (kind == SeriesKind::kMetric) {
-    if (name == kThroughput) return fmt::format("{:.4g}/s", v);
+    if (name == kThroughput || name == kTokensPerSecond) return fmt::format("{:.4g}/s", v);
     if (name == kDataWait) return stats::format_share(v);
     return fmt::format("{:.4g}", v);
   }

@@ -29,6 +29,7 @@
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/run/step_work.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::compare {
@@ -190,12 +191,31 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     data.series[SeriesId{SeriesKind::kMetric, kThroughput, ""}] = std::move(rate);
   if (std::vector<double> wait = combine_ranks(wait_shares, options.rank); !wait.empty())
     data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
+  // Tokens per second of each step with work (the ledger's work/tokens, docs/ledger.md).
+  std::map<std::uint32_t, std::vector<double>> token_rates;
+  for (const steps::RankSteps& r : stepped->ranks) {
+    if (r.history.empty()) continue;
+    absl::StatusOr<Chunk<MetricPoint>> points = reader.read_metrics(r.rank);
+    if (!points.ok()) continue;
+    std::map<std::int64_t, double> tokens;
+    for (const MetricPoint& p : points->rows)
+      if (p.key == kStepTokensMetric) tokens[p.step] += p.value;
+    if (tokens.empty()) continue;
+    for (const steps::Step& s : r.history) {
+      auto it = tokens.find(s.step);
+      if (it != tokens.end() && s.steps == 1 && s.period_s > 0)
+        token_rates[r.rank].push_back(it->second / s.period_s);
+    }
+  }
+  if (std::vector<double> rate = combine_ranks(token_rates, options.rank); !rate.empty())
+    data.series[SeriesId{SeriesKind::kMetric, kTokensPerSecond, ""}] = std::move(rate);
 
   // Metrics the user asked for: the ranks' own (the chosen rank's, else the
   // lowest rank's that has it), else the hosts'.
   std::set<std::string> wanted(options.metrics.begin(), options.metrics.end());
   wanted.erase(kThroughput);
   wanted.erase(kDataWait);
+  wanted.erase(kTokensPerSecond);
   std::map<std::string, std::map<std::uint32_t, std::vector<MetricPoint>>> rank_points;
   if (!wanted.empty()) {
     for (const RankState& state : reader.ranks()) {

@@ -342,6 +342,7 @@ std::string format_diagnosis(const Diagnosis& d) {
         "are captured in {}\n",
         c.rank, c.step, c.path);
   }
+  if (!d.ledger.empty()) out += d.ledger + "\n";
   for (const KeyRow& k : d.keys) {
     if (!k.callers.empty() && k.device == Device::kCPU) {
       out += fmt::format(

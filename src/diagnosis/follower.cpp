@@ -24,6 +24,7 @@
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
 #include "trainscope/stats/numbers.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::diagnosis {
@@ -323,6 +324,11 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   std::vector<std::string> warnings = run_problem_warnings(*problems);
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   out.warnings = std::move(warnings);
+  // The ledger (its own read: rates over every step with work, docs/ledger.md).
+  if (absl::StatusOr<RunReader> reader = RunReader::Open(run_dir); reader.ok()) {
+    absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options.ledger);
+    if (ledger.ok() && !ledger->ranks.empty()) out.ledger = steps::format_ledger_line(*ledger);
+  }
   return out;
 }
 

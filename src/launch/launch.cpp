@@ -41,6 +41,7 @@
 #include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/host/process_tree.hpp"
+#include "trainscope/hardware/host/rapl.hpp"
 #include "trainscope/hardware/sampler.hpp"
 #include "trainscope/launch/run_tool.hpp"
 #include "trainscope/run/environment_record.hpp"
@@ -581,8 +582,18 @@ std::unique_ptr<Sampler> start_sampler(const LaunchOptions& options, Run& run, p
   sampler_options.context.root_pid = child;
   sampler_options.context.gpu_devices = options.devices;
   sampler_options.process_rank = RankUnderLauncher(run.dir(), launcher_id());
-  auto sampler = std::make_unique<Sampler>(std::move(sampler_options), sources_for(options, run),
-                                           &run.pipeline());
+  std::vector<std::unique_ptr<HardwareSource>> sources = sources_for(options, run);
+  if (run.owns_host() && !options.make_sources) {
+    // The CPU's energy (docs/ledger.md): recorded where RAPL is readable, else why, once.
+    if (absl::StatusOr<host::RaplReader> rapl = host::RaplReader::Open(); rapl.ok()) {
+      sources.push_back(host::make_rapl_source());
+    } else {
+      warn_if_error(run.set_tag(host::kEnergyNoteTag, std::string(rapl.status().message())),
+                    "tag trainscope.energy.cpu");
+    }
+  }
+  auto sampler =
+      std::make_unique<Sampler>(std::move(sampler_options), std::move(sources), &run.pipeline());
   sampler->start();
   return sampler;
 }

@@ -31,6 +31,7 @@ from trainscope.diagnosis import diagnose, read_diagnosis
 from trainscope._compare import compare, failing_rows
 from trainscope._stalls import TimedLoader as _TimedLoader
 from trainscope._report import Report, report
+from trainscope._work import ledger, log_step_flops, log_step_work
 
 __version__ = _core.__version__
 
@@ -47,12 +48,15 @@ __all__ = [
     "compare",
     "diagnose",
     "failing_rows",
+    "ledger",
     "end_run",
     "log_artifact",
     "log_metric",
     "log_metrics",
     "log_param",
     "log_params",
+    "log_step_flops",
+    "log_step_work",
     "read_diagnosis",
     "read_run",
     "report",

@@ -317,8 +317,18 @@ class Recorder:
                 timer.end(key)
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("end", key), f"trainscope: region {key!r} not recorded: {error}")
-        if key == BATCH and self._anomaly is not None:
-            self._anomaly.step()
+        if key == BATCH:
+            if self._anomaly is not None:
+                self._anomaly.step()
+            self._step_ended()
+
+    def _step_ended(self):
+        # The step's work (samples, tokens; the FLOPs of one step): trainscope._work.
+        try:
+            from trainscope._work import work  # pylint: disable=import-outside-toplevel
+            work().step_ended(self)
+        except Exception as error:  # pylint: disable=broad-except
+            self.warn("step-work", f"trainscope: the work of a step not recorded: {error}")
 
     def cancel(self, key):
         """Closes `key` without recording it (a fetch that found the loader exhausted)."""

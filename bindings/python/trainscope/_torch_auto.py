@@ -50,6 +50,7 @@ import torch
 
 from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
+from trainscope._work import first_tensor, work
 
 __all__ = ["Instrumentation", "instrument"]
 
@@ -181,6 +182,7 @@ class _Steps:
 
 
 _steps = _Steps()
+_step_work = work()  # samples and tokens of each step (trainscope._work)
 # Depth of module calls and backward calls in progress (the outermost records).
 _depth = {"module": 0, "backward": 0, "optimizer": 0}
 
@@ -330,6 +332,8 @@ class Instrumentation:
                     key = FORWARD
                     if training:
                         _steps.forward_started()
+                        _step_work.batch(torch, module, args if bound is not None else args[1:],
+                                         kwargs)
                 if not training:
                     _steps.evaluating()
                     key = EVAL_PREFIX + key
@@ -719,19 +723,7 @@ def _layers_backward_done():
 
 
 def _first_tensor(value):
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    if isinstance(value, dict):
-        for item in value.values():
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
+    return first_tensor(torch, value)
 
 
 def instrument(model=None, optimizer=None, loader=None, *, layers=0):

@@ -36,6 +36,8 @@ using stats::kNaN;
 // The derived metrics every comparison has where the data allows, and the kinds of row.
 inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of the step time
 inline constexpr char kDataWait[] = "data-wait";     // data wait (IO) over the step, per step
+// Tokens per second of each step with work (docs/ledger.md: work/tokens over the period).
+inline constexpr char kTokensPerSecond[] = "tokens/s";
 
 // What a series (and its row) measures: a region key's durations, or a metric's
 // values (kThroughput, kDataWait, a logged or sampled metric).

@@ -34,6 +34,7 @@
 #include "trainscope/run/run_status.hpp"
 #include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::diagnosis {
@@ -335,6 +336,9 @@ struct Diagnosis {
   std::vector<HostNow> host_now;
   AutoFound auto_found;
   std::vector<Capture> captures;  // by rank, then step
+  // diagnose_run only (not in the JSON document): the run's efficiency ledger
+  // in one line (steps::format_ledger_line), empty when it recorded no work.
+  std::string ledger;
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".
@@ -380,6 +384,9 @@ struct FollowOptions {
   // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when
   // false): `trainscope top` shows the window's and goes without them.
   bool key_run_stats = true;
+  // diagnose_run's ledger line (trainscope/steps/ledger.hpp): the peak FLOP/s
+  // of one device (`--peak-flops`), the prices and CO2 per kWh.
+  steps::LedgerOptions ledger;
 };
 
 class Follower {

@@ -24,6 +24,9 @@ inline constexpr char kSwapUsedMbMetric[] = "system/swap.used_mb";
 // core, resident memory.
 inline constexpr char kProcCpuMetric[] = "system/proc.cpu_pct";
 inline constexpr char kProcRssMbMetric[] = "system/proc.rss_mb";
+// The CPU's energy from RAPL (packages and DRAM, hardware/host/rapl.hpp), in
+// joules since the sampler started (cumulative): the ledger's energy.
+inline constexpr char kRaplEnergyMetric[] = "system/rapl.energy_j";
 // A GPU's: "system/gpu.<index>.<quantity>".
 inline constexpr char kGpuMetricPrefix[] = "system/gpu.";
 inline constexpr char kGpuUtilQuantity[] = "util_pct";

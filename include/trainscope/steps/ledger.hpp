@@ -1,0 +1,99 @@
+// The efficiency ledger of a run (docs/ledger.md): from its steps (periods,
+// read_steps) and the work of each step (trainscope/run/step_work.hpp: samples
+// and tokens per step as metrics, the FLOPs of one step, the device and the
+// data type as params) the rates every view shows: samples/s, tokens/s,
+// achieved FLOP/s and MFU against the device's peak (a GPU's from the table
+// of trainscope/hardware/gpu/peak_flops.hpp, the CPU's measured GEMM peak, or
+// LedgerOptions::peak_flops). Derived here once; a figure that cannot be
+// derived is NaN and `notes` says why.
+#ifndef TRAINSCOPE_STEPS_LEDGER_HPP_
+#define TRAINSCOPE_STEPS_LEDGER_HPP_
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainscope/export/run_record.hpp"
+#include "trainscope/run/run_reader.hpp"
+#include "trainscope/steps/steps.hpp"
+
+namespace trainscope::steps {
+
+// A figure of the ledger that cannot be derived.
+inline constexpr double kNoRate = std::numeric_limits<double>::quiet_NaN();
+
+struct LedgerOptions {
+  // The peak FLOP/s of one device (`--peak-flops`): wins over the table and the probe.
+  std::optional<double> peak_flops;
+  // Derived figures from the energy, never defaults: cost (per kWh of the
+  // measured energy, per hour of the steps' time) and CO2 (grams per kWh).
+  std::optional<double> price_per_kwh;
+  std::optional<double> price_per_hour;
+  std::optional<double> grams_co2_per_kwh;
+};
+
+// A host's cumulative energy readings (kRaplEnergyMetric): (Unix ms, joules).
+using EnergySeries = std::vector<std::pair<std::int64_t, double>>;
+
+// One rank over its steps with work (a metric of kStepSamplesMetric or
+// kStepTokensMetric at the step's index), less the step whose FLOPs were counted.
+struct RankLedger {
+  std::uint32_t rank = 0;
+  std::uint64_t steps = 0;
+  double seconds = 0;  // their summed periods
+  double samples = 0;
+  double tokens = kNoRate;  // NaN: no step gave tokens
+  double samples_per_s = kNoRate;
+  double tokens_per_s = kNoRate;
+  double achieved_flops = kNoRate;  // FLOP/s: FLOPs per step x steps / seconds
+  double mfu = kNoRate;             // achieved over the peak, 0..1 (more: a wrong peak)
+};
+
+struct Ledger {
+  std::vector<RankLedger> ranks;  // ranks with work, in rank order
+  // The job: rates summed over ranks (each rank its own batches); MFU the
+  // ranks' mean.
+  std::uint64_t steps = 0;
+  double samples_per_s = kNoRate;
+  double tokens_per_s = kNoRate;
+  double flops_per_step = kNoRate;  // per rank
+  std::string flops_source;         // "FlopCounterMode", "user"
+  double achieved_flops = kNoRate;  // FLOP/s, all ranks
+  double peak_flops = kNoRate;      // one device's
+  std::string peak_source;          // "--peak-flops", the table's row, the probe
+  std::string device;               // kStepDeviceParam
+  std::string dtype;                // kStepDtypeParam
+  double mfu = kNoRate;
+  // Energy over the steps' time (from the first step with work to the end of
+  // the last, all ranks): the CPU's (RAPL) of every host that recorded it.
+  double seconds = kNoRate;  // that time
+  double energy_j = kNoRate;
+  double energy_per_step_j = kNoRate;       // over the most steps a rank took
+  double energy_per_1k_tokens_j = kNoRate;  // over every rank's tokens
+  double cost = kNoRate;                    // price_per_kwh x kWh + price_per_hour x hours
+  double co2_g = kNoRate;
+  // Why a figure is missing ("no work recorded: ...", "FLOPs not counted: ...").
+  std::vector<std::string> notes;
+};
+
+// The pure step: the ledger of `steps` given each rank's work metrics (any
+// metrics: those of the work's names are used), the run's params and tags
+// (steps.info) and each host's energy readings.
+Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
+                       const LedgerOptions& options = {},
+                       const std::vector<EnergySeries>& energy = {});
+
+// Reads the run (read_steps, each rank's metrics) and concludes its ledger.
+absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options = {});
+
+// One line: "ledger: 12,345 tokens/s, 256 samples/s, 1.2 TFLOP/s achieved, MFU 41.3% of
+// 2.9 TFLOP/s (cpu GEMM probe)"; with what is missing and why.
+std::string format_ledger_line(const Ledger& ledger);
+
+}  // namespace trainscope::steps
+
+#endif  // TRAINSCOPE_STEPS_LEDGER_HPP_

@@ -1,0 +1,322 @@
+// The efficiency ledger (trainscope/steps/ledger.hpp, docs/ledger.md).
+#include "trainscope/steps/ledger.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "trainscope/hardware/gpu/peak_flops.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
+#include "trainscope/hardware/host/rapl.hpp"
+#include "trainscope/run/step_work.hpp"
+#include "trainscope/stats/format_numbers.hpp"
+
+namespace trainscope::steps {
+namespace {
+
+std::optional<double> number_param(const std::map<std::string, std::string>& params,
+                                   std::string_view key) {
+  auto it = params.find(std::string(key));
+  if (it == params.end()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str() || *end != '\0' || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+std::string text_param(const std::map<std::string, std::string>& params, std::string_view key) {
+  auto it = params.find(std::string(key));
+  return it == params.end() ? std::string() : it->second;
+}
+
+// Per step index: samples and tokens (summed when logged twice).
+struct StepFigures {
+  double samples = 0;
+  double tokens = 0;
+  bool has_tokens = false;
+};
+
+std::map<std::int64_t, StepFigures> work_by_step(const std::vector<MetricPoint>& metrics) {
+  std::map<std::int64_t, StepFigures> out;
+  for (const MetricPoint& point : metrics) {
+    if (point.key == kStepSamplesMetric) {
+      out[point.step].samples += point.value;
+    } else if (point.key == kStepTokensMetric) {
+      StepFigures& figures = out[point.step];
+      figures.tokens += point.value;
+      figures.has_tokens = true;
+    }
+  }
+  return out;
+}
+
+// The peak of one device and where it comes from; notes why there is none.
+std::pair<double, std::string> peak_of(const RunInfo& info, const LedgerOptions& options,
+                                       std::vector<std::string>& notes) {
+  if (options.peak_flops) return {*options.peak_flops, "--peak-flops"};
+  const std::string device = text_param(info.params, kStepDeviceParam);
+  const std::string dtype_name = text_param(info.params, kStepDtypeParam);
+  if (!device.empty() && device != "cpu") {
+    const nvml::GpuPeak* row = nvml::find_gpu_peak(device);
+    const std::optional<nvml::PeakDtype> dtype = nvml::parse_peak_dtype(dtype_name);
+    if (row == nullptr) {
+      notes.push_back(
+          absl::StrCat("no peak for ", device, ": not in the GPU table (give --peak-flops)"));
+    } else if (!dtype) {
+      notes.push_back(
+          absl::StrCat("no peak: data type '", dtype_name, "' unknown (give --peak-flops)"));
+    } else if (std::optional<double> peak = nvml::gpu_peak_flops(device, *dtype)) {
+      return {*peak,
+              absl::StrCat(std::string(row->model), " ", std::string(nvml::peak_dtype_name(*dtype)),
+                           " dense, ", std::string(row->source))};
+    } else {
+      notes.push_back(absl::StrCat("no peak: ", std::string(row->model), " has no ",
+                                   std::string(nvml::peak_dtype_name(*dtype)),
+                                   " unit in the table"));
+    }
+    return {kNoRate, ""};
+  }
+  if (std::optional<double> peak = number_param(info.params, kPeakFlopsParam); peak && *peak > 0) {
+    return {*peak, text_param(info.params, kPeakSourceParam)};
+  }
+  notes.push_back("no peak FLOP/s: no device recorded and no measured peak (give --peak-flops)");
+  return {kNoRate, ""};
+}
+
+// "1.23 T" for 1.23e12: three significant digits and an SI prefix.
+std::string si(double value) {
+  if (!std::isfinite(value)) return std::string(stats::kNotAvailable);
+  static constexpr std::pair<double, const char*> kPrefixes[] = {
+      {1e15, " P"}, {1e12, " T"}, {1e9, " G"}, {1e6, " M"}, {1e3, " k"}};
+  for (const auto& [scale, prefix] : kPrefixes) {
+    if (std::abs(value) >= scale) return absl::StrFormat("%.3g%s", value / scale, prefix);
+  }
+  return absl::StrFormat("%.3g ", value);
+}
+
+// The cumulative reading at `ms`, linear between readings; nullopt outside them.
+std::optional<double> energy_at(const EnergySeries& series, double ms) {
+  if (series.empty() || ms < static_cast<double>(series.front().first) ||
+      ms > static_cast<double>(series.back().first)) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 1; i < series.size(); ++i) {
+    const double t0 = static_cast<double>(series[i - 1].first);
+    const double t1 = static_cast<double>(series[i].first);
+    if (ms > t1) continue;
+    if (t1 <= t0) return series[i].second;
+    return series[i - 1].second + (series[i].second - series[i - 1].second) * (ms - t0) / (t1 - t0);
+  }
+  return series.back().second;
+}
+
+void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::int64_t start_ns,
+                     std::int64_t end_ns, std::uint64_t most_steps, double tokens,
+                     const RunInfo& info, const LedgerOptions& options) {
+  double joules = 0;
+  bool any = false, covered = true;
+  for (const EnergySeries& series : energy) {
+    if (series.empty()) continue;
+    std::optional<double> first = energy_at(series, static_cast<double>(start_ns) * 1e-6);
+    std::optional<double> last = energy_at(series, static_cast<double>(end_ns) * 1e-6);
+    if (!first || !last) {
+      covered = false;
+      continue;
+    }
+    joules += *last - *first;
+    any = true;
+  }
+  const double hours = out.seconds / 3600;
+  if (options.price_per_hour) out.cost = *options.price_per_hour * hours;
+  if (!any) {
+    auto tag = info.tags.find(std::string(host::kEnergyNoteTag));
+    out.notes.push_back(tag != info.tags.end()
+                            ? absl::StrCat("energy: ", tag->second)
+                            : std::string(covered ? "energy: not recorded (no RAPL or GPU energy "
+                                                    "readings in the run)"
+                                                  : "energy: the readings do not cover the steps"));
+    return;
+  }
+  out.energy_j = joules;
+  if (most_steps > 0) out.energy_per_step_j = joules / static_cast<double>(most_steps);
+  if (std::isfinite(tokens) && tokens > 0) out.energy_per_1k_tokens_j = joules / (tokens / 1000);
+  const double kwh = joules / 3.6e6;
+  if (options.price_per_kwh) {
+    out.cost = (std::isfinite(out.cost) ? out.cost : 0) + *options.price_per_kwh * kwh;
+  }
+  if (options.grams_co2_per_kwh) out.co2_g = *options.grams_co2_per_kwh * kwh;
+}
+
+}  // namespace
+
+Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
+                       const LedgerOptions& options, const std::vector<EnergySeries>& energy) {
+  Ledger out;
+  const RunInfo& info = steps.info;
+  out.device = text_param(info.params, kStepDeviceParam);
+  out.dtype = text_param(info.params, kStepDtypeParam);
+  if (std::optional<double> flops = number_param(info.params, kStepFlopsParam);
+      flops && *flops > 0) {
+    out.flops_per_step = *flops;
+    out.flops_source = text_param(info.params, kStepFlopsSourceParam);
+  } else if (auto tag = info.tags.find(std::string(kFlopsNoteTag)); tag != info.tags.end()) {
+    out.notes.push_back(absl::StrCat("FLOPs ", tag->second));
+  } else {
+    out.notes.push_back("FLOPs not counted (no FLOP count recorded)");
+  }
+  const std::optional<double> counted_step = number_param(info.params, kStepFlopsStepParam);
+  std::tie(out.peak_flops, out.peak_source) = peak_of(info, options, out.notes);
+
+  double samples_per_s = 0, tokens_per_s = 0, achieved = 0, mfu_sum = 0, all_tokens = 0;
+  std::size_t with_tokens = 0, with_mfu = 0;
+  std::uint64_t most_steps = 0;
+  std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
+  std::int64_t window_end_ns = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t i = 0; i < steps.ranks.size(); ++i) {
+    const RankSteps& rank = steps.ranks[i];
+    if (i >= metrics.size()) break;
+    const std::map<std::int64_t, StepFigures> work = work_by_step(metrics[i]);
+    if (work.empty()) continue;
+    RankLedger row;
+    row.rank = rank.rank;
+    double tokens = 0;
+    bool has_tokens = false;
+    for (const Step& step : rank.history) {
+      double step_samples = 0, step_tokens = 0;
+      bool found = false;
+      bool counted = false;
+      for (std::int64_t index = step.step; index < step.step + step.steps; ++index) {
+        if (counted_step && static_cast<double>(index) == *counted_step) counted = true;
+        auto it = work.find(index);
+        if (it == work.end()) continue;
+        found = true;
+        step_samples += it->second.samples;
+        step_tokens += it->second.tokens;
+        has_tokens = has_tokens || it->second.has_tokens;
+      }
+      if (!found) continue;
+      window_start_ns = std::min(window_start_ns, step.start_ns);
+      window_end_ns =
+          std::max(window_end_ns,
+                   step.start_ns + static_cast<std::int64_t>(std::llround(step.period_s * 1e9)));
+      if (counted) continue;
+      row.steps += step.steps;
+      row.seconds += step.period_s;
+      row.samples += step_samples;
+      tokens += step_tokens;
+    }
+    if (row.steps == 0 || row.seconds <= 0) continue;
+    row.samples_per_s = row.samples / row.seconds;
+    most_steps = std::max(most_steps, row.steps);
+    if (has_tokens) {
+      all_tokens += tokens;
+      row.tokens = tokens;
+      row.tokens_per_s = tokens / row.seconds;
+      tokens_per_s += row.tokens_per_s;
+      ++with_tokens;
+    }
+    if (std::isfinite(out.flops_per_step)) {
+      row.achieved_flops = out.flops_per_step * static_cast<double>(row.steps) / row.seconds;
+      achieved += row.achieved_flops;
+      if (std::isfinite(out.peak_flops) && out.peak_flops > 0) {
+        row.mfu = row.achieved_flops / out.peak_flops;
+        mfu_sum += row.mfu;
+        ++with_mfu;
+      }
+    }
+    samples_per_s += row.samples_per_s;
+    out.steps += row.steps;
+    out.ranks.push_back(row);
+  }
+  if (out.ranks.empty()) {
+    out.notes.insert(out.notes.begin(),
+                     "no work recorded: no step has samples or tokens (trainscope run --auto, "
+                     "or trainscope.log_step_work)");
+    return out;
+  }
+  out.samples_per_s = samples_per_s;
+  if (with_tokens > 0) out.tokens_per_s = tokens_per_s;
+  if (std::isfinite(out.flops_per_step)) out.achieved_flops = achieved;
+  if (with_mfu > 0) out.mfu = mfu_sum / static_cast<double>(with_mfu);
+  if (window_end_ns > window_start_ns) {
+    out.seconds = static_cast<double>(window_end_ns - window_start_ns) * 1e-9;
+    conclude_energy(out, energy, window_start_ns, window_end_ns, most_steps,
+                    with_tokens > 0 ? all_tokens : kNoRate, steps.info, options);
+  }
+  return out;
+}
+
+absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options) {
+  absl::StatusOr<RunSteps> steps = read_steps(reader);
+  if (!steps.ok()) return steps.status();
+  std::vector<std::vector<MetricPoint>> metrics;
+  for (const RankSteps& rank : steps->ranks) {
+    std::vector<MetricPoint> work;
+    std::uint64_t offset = 0;
+    for (;;) {
+      absl::StatusOr<Chunk<MetricPoint>> chunk = reader.read_metrics(rank.rank, offset);
+      if (!chunk.ok()) return chunk.status();
+      for (MetricPoint& point : chunk->rows) {
+        if (point.key == kStepSamplesMetric || point.key == kStepTokensMetric) {
+          work.push_back(std::move(point));
+        }
+      }
+      if (chunk->next_offset == offset || chunk->rows.empty()) break;
+      offset = chunk->next_offset;
+    }
+    metrics.push_back(std::move(work));
+  }
+  std::vector<EnergySeries> energy;
+  for (const std::string& host_name : reader.hosts()) {
+    absl::StatusOr<Chunk<MetricPoint>> chunk = reader.read_host_metrics(host_name);
+    if (!chunk.ok()) return chunk.status();
+    EnergySeries series;
+    for (const MetricPoint& point : chunk->rows) {
+      if (point.key == host::kRaplEnergyMetric)
+        series.emplace_back(point.timestamp_ms, point.value);
+    }
+    if (!series.empty()) energy.push_back(std::move(series));
+  }
+  return conclude_ledger(*steps, metrics, options, energy);
+}
+
+std::string format_ledger_line(const Ledger& ledger) {
+  std::vector<std::string> parts;
+  if (std::isfinite(ledger.tokens_per_s)) parts.push_back(si(ledger.tokens_per_s) + "tokens/s");
+  if (std::isfinite(ledger.samples_per_s)) {
+    parts.push_back(si(ledger.samples_per_s) + "samples/s");
+  }
+  if (std::isfinite(ledger.achieved_flops)) {
+    parts.push_back(si(ledger.achieved_flops) + "FLOP/s achieved");
+  }
+  if (std::isfinite(ledger.mfu)) {
+    parts.push_back(absl::StrCat("MFU ", stats::format_share(ledger.mfu), " of ",
+                                 si(ledger.peak_flops), "FLOP/s (", ledger.peak_source, ")"));
+  }
+  if (std::isfinite(ledger.energy_j)) {
+    std::string energy = absl::StrCat(si(ledger.energy_j), "J CPU energy");
+    if (std::isfinite(ledger.energy_per_step_j)) {
+      absl::StrAppend(&energy, ", ", si(ledger.energy_per_step_j), "J/step");
+    }
+    if (std::isfinite(ledger.energy_per_1k_tokens_j)) {
+      absl::StrAppend(&energy, ", ", si(ledger.energy_per_1k_tokens_j), "J/1k tokens");
+    }
+    parts.push_back(std::move(energy));
+  }
+  if (std::isfinite(ledger.cost)) parts.push_back(absl::StrFormat("cost %.4g", ledger.cost));
+  if (std::isfinite(ledger.co2_g)) parts.push_back(absl::StrFormat("%.3g g CO2", ledger.co2_g));
+  std::string line = absl::StrCat("ledger: ", parts.empty() ? "-" : absl::StrJoin(parts, ", "));
+  if (!ledger.notes.empty()) absl::StrAppend(&line, "; ", absl::StrJoin(ledger.notes, "; "));
+  return line;
+}
+
+}  // namespace trainscope::steps
