@@ -358,7 +358,7 @@ struct FollowOptions {
   // The window stays exact; the run scope and the keys' run statistics then
   // rest on the rows read (Diagnosis::read_share), and a rank's step numbers
   // after a skip on its BATCH rows' own numbers (else on the bytes skipped).
-  // `trainscope top` uses kLiveReadBudget (live_options()); `trainscope
+  // `trainscope top` uses top::kLiveReadBudget (top::live_options()); `trainscope
   // diagnose` and the end of `trainscope run` read everything.
   double read_budget_bytes_per_s = 0;
   // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when
