@@ -35,6 +35,7 @@
 #include "trainscope/stats/numbers.hpp"
 #include "trainscope/stats/summary.hpp"
 #include "trainscope/steps/steps.hpp"
+#include "trainscope/steps/warmup.hpp"
 
 namespace trainscope::diagnosis {
 
@@ -93,8 +94,9 @@ struct Thresholds {
   double host_pressure_swap_growth_mb = 64.0;
   // Fewer steps than this (per rank, after warm-up) is NO-DATA.
   double min_steps = 8;
-  // Steps dropped at the start of the run before any statistic (warm-up).
-  double warmup_steps = 5;
+  // Steps dropped at the start of the run before any statistic (warm-up:
+  // steps::kWarmupSteps, the rule of every view, docs/steps.md).
+  double warmup_steps = steps::kWarmupSteps;
 
   // Sets a threshold by name; InvalidArgument naming an unknown name or a
   // value that is negative or not finite.
