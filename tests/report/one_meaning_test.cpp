@@ -95,6 +95,38 @@ const diagnosis::PhaseRow* phase(const diagnosis::Scope& scope, diagnosis::Phase
   return nullptr;
 }
 
+// `trainscope stalls`' analysis of `dir`: the run's and each rank's share is
+// kShare; its step series keeps every step.
+void expect_stalls_show(const std::string& dir) {
+  absl::StatusOr<stalls::RunStalls> st = stalls::analyze_run(dir);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_NEAR(st->total.share, kShare, 1e-6);
+  EXPECT_EQ(st->step_period_s.size(), std::size_t{kSteps});
+  ASSERT_EQ(st->ranks.size(), 2u);
+  for (const stalls::RankStalls& r : st->ranks) EXPECT_NEAR(r.total.share, kShare, 1e-6);
+}
+
+// The report's run page of `dir`: its diagnosis section (every rank's
+// kSteps steps, the data-wait share) and its data-stalls section show kShare.
+void expect_report_shows(const std::string& dir) {
+  const nlohmann::json diagnosed = report::detail::run_diagnosis_json(dir);
+  ASSERT_FALSE(diagnosed.contains("error")) << diagnosed.dump();
+  bool shown = false;
+  for (const nlohmann::json& p : diagnosed["run"]["phases"]) {
+    if (p["phase"] == "data_wait" && p["device"] == "CPU") {
+      shown = true;
+      EXPECT_NEAR(p["share"].get<double>(), kShare, 1e-6);
+    }
+  }
+  EXPECT_TRUE(shown) << diagnosed["run"].dump();
+  for (const nlohmann::json& r : diagnosed["ranks"]) EXPECT_EQ(r["steps"], kSteps);
+  absl::StatusOr<report::detail::RunData> run = report::detail::read_run_data(dir, {}, nullptr);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const nlohmann::json stalls_shown = report::detail::run_stalls_json(*run, 16);
+  ASSERT_FALSE(stalls_shown.contains("error")) << stalls_shown.dump();
+  EXPECT_NEAR(stalls_shown["run"]["data_wait_share"].get<double>(), kShare, 1e-6);
+}
+
 TEST(OneMeaning, EveryViewShowsTheSameDataWaitJobCpuAndSteps) {
   testing::TempDir tmp;
   const std::string dir = write_run(tmp.path() / "run").string();
@@ -144,31 +176,11 @@ TEST(OneMeaning, EveryViewShowsTheSameDataWaitJobCpuAndSteps) {
   EXPECT_TRUE(saw_rate);
 
   // Stalls: the run is one pass of every step, on each rank.
-  absl::StatusOr<stalls::RunStalls> st = stalls::analyze_run(dir);
-  ASSERT_TRUE(st.ok()) << st.status();
-  EXPECT_NEAR(st->total.share, kShare, 1e-6);
-  EXPECT_EQ(st->step_period_s.size(), std::size_t{kSteps});
-  ASSERT_EQ(st->ranks.size(), 2u);
-  for (const stalls::RankStalls& r : st->ranks) EXPECT_NEAR(r.total.share, kShare, 1e-6);
+  expect_stalls_show(dir);
 
-  // The report's sections of the run page (its default diagnosis drops 5
+  // The report's sections of the run page (its default diagnosis drops the
   // warm-up steps: every step here waits the same share).
-  const nlohmann::json diagnosed = report::detail::run_diagnosis_json(dir);
-  ASSERT_FALSE(diagnosed.contains("error")) << diagnosed.dump();
-  bool shown = false;
-  for (const nlohmann::json& p : diagnosed["run"]["phases"]) {
-    if (p["phase"] == "data_wait" && p["device"] == "CPU") {
-      shown = true;
-      EXPECT_NEAR(p["share"].get<double>(), kShare, 1e-6);
-    }
-  }
-  EXPECT_TRUE(shown) << diagnosed["run"].dump();
-  for (const nlohmann::json& r : diagnosed["ranks"]) EXPECT_EQ(r["steps"], kSteps);
-  absl::StatusOr<report::detail::RunData> run = report::detail::read_run_data(dir, {}, nullptr);
-  ASSERT_TRUE(run.ok()) << run.status();
-  const nlohmann::json stalls_shown = report::detail::run_stalls_json(*run, 16);
-  ASSERT_FALSE(stalls_shown.contains("error")) << stalls_shown.dump();
-  EXPECT_NEAR(stalls_shown["run"]["data_wait_share"].get<double>(), kShare, 1e-6);
+  expect_report_shows(dir);
 }
 
 // Issue 38: the diagnosis dropped its warm-up steps and stalls did not, so a
@@ -205,12 +217,7 @@ TEST(OneMeaning, ARunWhoseWarmUpWaitsLongerShowsOneDataWaitShare) {
   EXPECT_NEAR(wait->share, kShare, 1e-6);
 
   // Stalls: the run and each rank, the same share; its step series keeps every step.
-  absl::StatusOr<stalls::RunStalls> st = stalls::analyze_run(dir);
-  ASSERT_TRUE(st.ok()) << st.status();
-  EXPECT_NEAR(st->total.share, kShare, 1e-6);
-  EXPECT_EQ(st->step_period_s.size(), std::size_t{kSteps});
-  ASSERT_EQ(st->ranks.size(), 2u);
-  for (const stalls::RankStalls& r : st->ranks) EXPECT_NEAR(r.total.share, kShare, 1e-6);
+  expect_stalls_show(dir);
 
   // Compare's per-step rows keep every step (its statistics drop their own
   // warm-up): past the warm-up each is the share.
@@ -227,21 +234,7 @@ TEST(OneMeaning, ARunWhoseWarmUpWaitsLongerShowsOneDataWaitShare) {
   EXPECT_TRUE(saw_wait);
 
   // The report's run page: its diagnosis section and its data-stalls section.
-  const nlohmann::json diagnosed = report::detail::run_diagnosis_json(dir);
-  ASSERT_FALSE(diagnosed.contains("error")) << diagnosed.dump();
-  bool shown = false;
-  for (const nlohmann::json& p : diagnosed["run"]["phases"]) {
-    if (p["phase"] == "data_wait" && p["device"] == "CPU") {
-      shown = true;
-      EXPECT_NEAR(p["share"].get<double>(), kShare, 1e-6);
-    }
-  }
-  EXPECT_TRUE(shown) << diagnosed["run"].dump();
-  absl::StatusOr<report::detail::RunData> run = report::detail::read_run_data(dir, {}, nullptr);
-  ASSERT_TRUE(run.ok()) << run.status();
-  const nlohmann::json stalls_shown = report::detail::run_stalls_json(*run, 16);
-  ASSERT_FALSE(stalls_shown.contains("error")) << stalls_shown.dump();
-  EXPECT_NEAR(stalls_shown["run"]["data_wait_share"].get<double>(), kShare, 1e-6);
+  expect_report_shows(dir);
 }
 
 }  // namespace
