@@ -111,6 +111,12 @@ foreach(layer IN LISTS TRAINSCOPE_LAYERS)
   add_library(${target} OBJECT ${sources})
   list(APPEND TRAINSCOPE_LAYER_TARGETS ${target})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(TRAINSCOPE_UNITY_BUILD)
+    # One unit per room (CMakeLists.txt, TRAINSCOPE_UNITY_BUILD): a room's files share no
+    # file-local name (anonymous namespaces included), and a room's namespace has no
+    # `detail` of its own where a unit names trainscope::detail unqualified.
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+  endif()
   target_compile_features(${target} PRIVATE cxx_std_17)
   target_include_directories(${target} PRIVATE "${tree}/include" "${tree}/src")
   target_compile_options(${target} PRIVATE

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "diagnosis/statistics.hpp"
+#include "diagnosis/text.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/stats/format_numbers.hpp"
@@ -28,9 +29,9 @@ using stats::median;
 using stats::quantile;
 constexpr std::size_t kIndex(Phase p) { return static_cast<std::size_t>(p); }
 
-// The labels' sentences: stats/format_numbers.hpp, "n/a" for no figure.
-std::string secs(double s) { return stats::format_seconds(s, 3, stats::kNotAvailable); }
-std::string pct(double share) { return stats::format_share(share, 1, stats::kNotAvailable); }
+// The labels' sentences (diagnosis/text.hpp).
+using text::pct;
+using text::secs;
 std::string pct_interval(const Interval& i) {
   if (!std::isfinite(i.low)) return pct(i.value) + " (no interval: too few steps)";
   return stats::format_share_interval(i.value, i.low, i.high, stats::kNotAvailable);

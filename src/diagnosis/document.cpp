@@ -10,6 +10,7 @@
 
 #include "common/files.hpp"
 #include "common/json_field.hpp"
+#include "diagnosis/text.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
@@ -195,9 +196,8 @@ Diagnosis from_document(const Field& root) {
   return d;
 }
 
-// stats/format_numbers.hpp, "n/a" for no figure.
-std::string pct(double share) { return stats::format_share(share, 1, stats::kNotAvailable); }
-std::string secs(double s) { return stats::format_seconds(s, 3, stats::kNotAvailable); }
+using text::pct;  // diagnosis/text.hpp
+using text::secs;
 std::string duration(std::int64_t ms) {
   const std::int64_t s = ms / 1000;
   if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60);

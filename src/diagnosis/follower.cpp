@@ -17,6 +17,7 @@
 
 #include "diagnosis/statistics.hpp"
 #include "fmt/format.h"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -30,12 +31,6 @@ namespace {
 using stats::kNaN;
 constexpr std::size_t kRecentPerKey = 8192;
 constexpr std::size_t kExactPerKey = 65536;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // One region key's statistics (by the step reader's key index).
 struct KeyTrack {
@@ -129,9 +124,10 @@ Diagnosis Follower::diagnose() const {
   d.run_name = info.name;
   d.status = info.status;
   d.start_time_ms = info.start_time_ms;
-  const std::int64_t end_ms = in_progress || info.end_time_ms == 0
-                                  ? (last_poll_ms ? last_poll_ms : now_ms())
-                                  : info.end_time_ms;
+  const std::int64_t end_ms =
+      in_progress || info.end_time_ms == 0
+          ? (last_poll_ms ? last_poll_ms : trainscope::detail::unix_now_ms())
+          : info.end_time_ms;
   d.elapsed_ms = std::max<std::int64_t>(0, end_ms - info.start_time_ms);
   d.world_size = reader.world_size();
   d.hosts = reader.host_names();
@@ -150,7 +146,7 @@ Diagnosis Follower::diagnose() const {
   // The run scope costs what the history holds: while the run goes on it is
   // concluded again only once the history grew by a twentieth (or ended), so
   // following a run costs what it appends.
-  const std::int64_t now = last_poll_ms ? last_poll_ms : now_ms();
+  const std::int64_t now = last_poll_ms ? last_poll_ms : trainscope::detail::unix_now_ms();
   const bool need_run =
       !s.run_cache || !in_progress ||
       (static_cast<double>(history_steps) >= 1.05 * static_cast<double>(s.run_cache_steps) + 1 &&

@@ -97,7 +97,7 @@ absl::StatusOr<std::string> create_run_directory(const std::string& root, std::s
   return absl::InternalError(fmt::format("no unused run id under {}", quote(*parent)));
 }
 
-absl::StatusOr<RunInfo> read_run_file(const std::string& dir) {
+absl::StatusOr<RunInfo> read_run_info_file(const std::string& dir) {
   const std::string path = fmt::format("{}/{}", dir, run::detail::kRunFileName);
   absl::StatusOr<std::string> text = detail::read_whole_file(path);
   if (!text.ok()) return text.status();
@@ -471,7 +471,7 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
     status = run::detail::merge_into_run_file(state->dir, wanted);
   }
   if (!status.ok()) return status;
-  absl::StatusOr<RunInfo> info = read_run_file(state->dir);
+  absl::StatusOr<RunInfo> info = read_run_info_file(state->dir);
   if (!info.ok()) return info.status();
   state->info = *std::move(info);
 

@@ -9,14 +9,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "scaling/number_text.hpp"
 
 namespace trainscope::scaling {
 namespace {
 
-// Coordinates read from different files may differ in the last bits.
-bool same_value(double a, double b) {
-  return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
-}
+using detail::same_value;  // scaling/number_text.hpp
 
 std::vector<ScalingView> views(std::vector<ScalingView> rows) {
   const double r0 = rows.front().resource;

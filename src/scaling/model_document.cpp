@@ -118,7 +118,7 @@ std::string shown(std::string_view text) {
   return out;
 }
 
-std::string in_quotes(std::string_view text) { return "\"" + shown(text) + "\""; }
+std::string quoted_text(std::string_view text) { return "\"" + shown(text) + "\""; }
 
 const char* type_name(const Json& j) {
   switch (j.type()) {
@@ -190,7 +190,7 @@ class Reader {
       std::string parameter = p.get<std::string>();
       if (parameter.empty()) return error(path, "an empty parameter name");
       if (!seen.insert(parameter).second) {
-        return error(path, fmt::format("{} is given twice", in_quotes(parameter)));
+        return error(path, fmt::format("{} is given twice", quoted_text(parameter)));
       }
       out.parameters.push_back(std::move(parameter));
     }
@@ -204,7 +204,7 @@ class Reader {
       out.modeler = Modeler::kExtrap;
     } else {
       return error("modeler", fmt::format("{}: expected \"trainscope\" or \"extrap\"",
-                                          in_quotes(modeler_text)));
+                                          quoted_text(modeler_text)));
     }
     const Json* models = field(doc, "", "models", Json::value_t::array, "an array");
     if (models == nullptr) return status_;
@@ -300,7 +300,7 @@ class Reader {
     if (!exponent_text_matches(out->text, out->value)) {
       fail(join(parent, key),
            fmt::format("{} is not the exponent {} (\"n\", reduced \"n/d\" or the value's repr)",
-                       in_quotes(out->text), Exponent::Number(out->value).text));
+                       quoted_text(out->text), Exponent::Number(out->value).text));
       return false;
     }
     return true;
@@ -328,14 +328,15 @@ class Reader {
       }
       if (factor.parameter < 0) {
         std::string names;
-        for (const std::string& p : parameters) names += (names.empty() ? "" : ", ") + in_quotes(p);
+        for (const std::string& p : parameters)
+          names += (names.empty() ? "" : ", ") + quoted_text(p);
         fail(join(at, "parameter"),
-             fmt::format("{} is not one of the parameters ({})", in_quotes(parameter), names));
+             fmt::format("{} is not one of the parameters ({})", quoted_text(parameter), names));
         return false;
       }
       if (!used.insert(factor.parameter).second) {
         fail(join(at, "parameter"),
-             fmt::format("{} has a factor of this term already", in_quotes(parameter)));
+             fmt::format("{} has a factor of this term already", quoted_text(parameter)));
         return false;
       }
       if (!read_exponent(f, at, "poly", &factor.poly) ||
@@ -377,7 +378,7 @@ class Reader {
       bool known = false;
       for (const std::string& p : parameters) known = known || p == item.key();
       if (!known) {
-        fail(point_path, fmt::format("{} is not a parameter", in_quotes(item.key())));
+        fail(point_path, fmt::format("{} is not a parameter", quoted_text(item.key())));
         return false;
       }
     }
@@ -512,7 +513,7 @@ absl::StatusOr<ModelDocument> parse_model_document(std::string_view text, std::s
 }
 
 absl::StatusOr<ModelDocument> read_model_document(const std::string& path) {
-  absl::StatusOr<std::string> text = detail::read_whole_file(path);
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
   if (!text.ok()) return text.status();
   return parse_model_document(*text, path);
 }

@@ -356,7 +356,8 @@ absl::StatusOr<ModelStudy> model_study(const ModelStudyOptions& options,
   absl::StatusOr<ModelStudy> study = study_measurements(*set, options);
   if (!study.ok()) return study.status();
   for (const StudyPlot& plot : study->plots) {
-    if (absl::Status written = detail::write_file_atomically(plot.path, plot.svg); !written.ok()) {
+    if (absl::Status written = trainscope::detail::write_file_atomically(plot.path, plot.svg);
+        !written.ok()) {
       study->failures.push_back(
           fmt::format("plot {}: {}", plot.path, std::string(written.message())));
     }

@@ -3,6 +3,7 @@
 #ifndef TRAINSCOPE_SRC_SCALING_NUMBER_TEXT_HPP_
 #define TRAINSCOPE_SRC_SCALING_NUMBER_TEXT_HPP_
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -22,6 +23,11 @@ inline std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
+}
+
+// Coordinates read from different files may differ in the last bits.
+inline bool same_value(double a, double b) {
+  return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
 }
 
 enum class NumberResult { kOk, kNotANumber, kNotFinite };

@@ -57,13 +57,13 @@ std::string list_names(const std::set<std::string>& names) {
   return out;
 }
 
-struct Selection {
+struct MeasuredSelection {
   bool metric = false;  // "metric:<name>"
   std::string name;     // the region key or metric name
   Device device = Device::kCPU;
 };
 
-absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
+absl::StatusOr<MeasuredSelection> check_selection(const RunSelection& selection) {
   if (selection.parameters.empty()) {
     return absl::InvalidArgumentError("no run parameters selected: name at least one (e.g. \"p\")");
   }
@@ -101,7 +101,7 @@ absl::StatusOr<Selection> check_selection(const RunSelection& selection) {
           fmt::format("param \"{}\" is both in by and in repetitions", name));
     }
   }
-  Selection out;
+  MeasuredSelection out;
   std::string_view what = selection.what;
   if (what.substr(0, kMetricPrefix.size()) == kMetricPrefix) {
     out.metric = true;
@@ -176,7 +176,7 @@ double aggregate(const std::vector<double>& per_rank, RankAggregation how) {
 }
 
 // One run's value, or an error naming the run and what is missing.
-absl::StatusOr<double> run_value(const RunReader& reader, const Selection& selected,
+absl::StatusOr<double> run_value(const RunReader& reader, const MeasuredSelection& selected,
                                  const RunSelection& selection) {
   std::vector<double> per_rank;
   std::set<std::string> available;
@@ -353,7 +353,7 @@ absl::Status check_repetitions(const std::vector<std::string>& paths, const RunS
 absl::StatusOr<MeasurementSet> read_runs(const std::vector<std::string>& paths,
                                          const RunSelection& selection,
                                          std::vector<std::string>* warnings) {
-  absl::StatusOr<Selection> selected = check_selection(selection);
+  absl::StatusOr<MeasuredSelection> selected = check_selection(selection);
   if (!selected.ok()) return selected.status();
   absl::StatusOr<std::vector<std::string>> runs = find_run_dirs(paths);
   if (!runs.ok()) return runs.status();

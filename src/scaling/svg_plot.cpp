@@ -1,5 +1,6 @@
 #include "trainscope/scaling/svg_plot.hpp"
 #include "common/markup.hpp"
+#include "scaling/number_text.hpp"
 
 #include <fmt/format.h>
 
@@ -31,9 +32,7 @@ constexpr const char* kPointColor = "#c2410c";
 
 std::string escape(std::string_view text) { return ::trainscope::detail::escape_markup(text); }
 
-bool same_value(double a, double b) {
-  return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
-}
+using detail::same_value;  // scaling/number_text.hpp
 
 // Tick labels: integers as integers (2^20 is "1048576", not "1.049e+06").
 std::string tick_label(double v) {

@@ -267,7 +267,7 @@ json residency_json(const Residency& r) {
           {"resident_share", r.share()}};
 }
 
-Residency residency_from(const detail::Field& f) {
+Residency residency_from(const trainscope::detail::Field& f) {
   Residency r;
   r.files = f["files"].unsigned_integer();
   r.bytes = f["bytes"].unsigned_integer();
@@ -294,7 +294,7 @@ json leg_json(const LegResult& leg) {
   return out;
 }
 
-LegResult leg_from(const detail::Field& f, int iterations) {
+LegResult leg_from(const trainscope::detail::Field& f, int iterations) {
   LegResult leg;
   leg.run_dir = f["run_dir"].string();
   leg.timing.total_s = f["time_s"].number();
@@ -303,13 +303,14 @@ LegResult leg_from(const detail::Field& f, int iterations) {
   leg.live_wait_share = f["live_wait_share"].number();
   leg.disk_read_mb_s = f["disk_read_mb_s"].number();
   leg.disk_rate_from = f["disk_rate_from"].string();
-  const detail::Field disk = f["disk"];
+  const trainscope::detail::Field disk = f["disk"];
   leg.disk.device = disk["device"].string();
   leg.disk.bytes = disk["bytes_read"].unsigned_integer();
   leg.disk.busy_ms = disk["busy_ms"].unsigned_integer();
   leg.read_mb = f["read_mb"].number();
   leg.cpu_pct = f["cpu_pct"].number();
-  if (std::optional<detail::Field> r = f.find("residency")) leg.residency = residency_from(*r);
+  if (std::optional<trainscope::detail::Field> r = f.find("residency"))
+    leg.residency = residency_from(*r);
   leg.stalls = detail::run_stalls_from_json(f["analysis"]);
   return leg;
 }
@@ -321,9 +322,10 @@ json rate_points(const std::vector<std::pair<int, double>>& points, const char* 
   return out;
 }
 
-std::vector<std::pair<int, double>> rate_points_from(const detail::Field& f, const char* what) {
+std::vector<std::pair<int, double>> rate_points_from(const trainscope::detail::Field& f,
+                                                     const char* what) {
   std::vector<std::pair<int, double>> out;
-  for (const detail::Field& p : f.items()) {
+  for (const trainscope::detail::Field& p : f.items()) {
     out.emplace_back(p[what].int_at_least(0), p["samples_per_s"].number());
   }
   return out;
@@ -405,21 +407,21 @@ std::optional<int> varied_value(const std::string& name, const std::string& key)
   return value;
 }
 
-DifferentialAnalysis from_document(const detail::Field& root) {
+DifferentialAnalysis from_document(const trainscope::detail::Field& root) {
   DifferentialAnalysis a;
   a.iterations = root["iterations"].int_at_least(1);
   a.warmup = root["warmup"].int_at_least(0);
   a.batch_size = root["batch_size"].int_at_least(1);
-  const detail::Field dataset = root["dataset"];
+  const trainscope::detail::Field dataset = root["dataset"];
   a.dataset.path = dataset["path"].string();
   a.dataset.residency_before = residency_from(dataset["residency_before"]);
   a.dataset.available_memory_bytes = dataset["available_memory_bytes"].unsigned_integer();
 
-  const detail::Field what_if = root["what_if"];
-  if (std::optional<detail::Field> workers = what_if.find("workers")) {
+  const trainscope::detail::Field what_if = root["what_if"];
+  if (std::optional<trainscope::detail::Field> workers = what_if.find("workers")) {
     WorkersWhatIf w;
     w.key = (*workers)["key"].string();
-    if (std::optional<detail::Field> note = workers->find("note")) {
+    if (std::optional<trainscope::detail::Field> note = workers->find("note")) {
       w.note = note->string();
     } else {
       WorkerFit fit;
@@ -433,7 +435,7 @@ DifferentialAnalysis from_document(const detail::Field& root) {
     a.workers = std::move(w);
   }
 
-  const detail::Field runs = root["runs"];
+  const trainscope::detail::Field runs = root["runs"];
   const std::map<std::string, LegResult*> named = {{"synthetic", &a.runs.synthetic},
                                                    {"cold", &a.runs.cold},
                                                    {"warm", &a.runs.warm},
@@ -456,7 +458,7 @@ DifferentialAnalysis from_document(const detail::Field& root) {
   std::stable_sort(a.runs.varied.begin(), a.runs.varied.end(),
                    [](const VariedLeg& x, const VariedLeg& y) { return x.value < y.value; });
 
-  const detail::Field diff = root["differential"];
+  const trainscope::detail::Field diff = root["differential"];
   Differential& d = a.differential;
   d.synthetic = a.runs.synthetic.timing;
   d.cold = a.runs.cold.timing;
@@ -475,7 +477,7 @@ DifferentialAnalysis from_document(const detail::Field& root) {
   d.agree = diff["methods_agree"].boolean();
   d.reconcile = diff["reconcile"].string();
 
-  const detail::Field cache = what_if["cache"];
+  const trainscope::detail::Field cache = what_if["cache"];
   a.cache.disk_read_mb_s = cache["disk_read_mb_s"].number();
   a.cache.disk_rate_from = cache["disk_rate_from"].string();
   a.cache.memory_mb_s = cache["memory_mb_s"].number();
@@ -487,12 +489,12 @@ DifferentialAnalysis from_document(const detail::Field& root) {
   m.overlap_k = cache["overlap_k"].number();
   if (std::isnan(m.overlap_k)) m.overlap_k = std::numeric_limits<double>::infinity();
   m.basis = cache["basis"].string();
-  for (const detail::Field& p : cache["points"].items()) {
+  for (const trainscope::detail::Field& p : cache["points"].items()) {
     m.points.push_back({p["cached_share"].number(), p["samples_per_s"].number()});
   }
 
   (void)what_if["gpus_until_data_bound"].number();  // what_if.gpus.until_data_bound again
-  const detail::Field gpus = what_if["gpus"];
+  const trainscope::detail::Field gpus = what_if["gpus"];
   GpuWhatIf& g = a.gpus;
   g.loader_rate = gpus["loader_samples_per_s"].number();
   g.loader_rate_cold = gpus["loader_samples_per_s_cold"].number();

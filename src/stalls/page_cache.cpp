@@ -129,7 +129,7 @@ Residency warm(const std::vector<std::string>& files, std::uint64_t max_bytes) {
 }
 
 std::uint64_t available_memory_bytes() {
-  absl::StatusOr<std::string> text = detail::read_whole_file("/proc/meminfo");
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file("/proc/meminfo");
   if (!text.ok()) return 0;
   host::MemInfo info;
   if (!host::parse_meminfo(*text, &info)) return 0;
@@ -155,7 +155,7 @@ double memory_bandwidth_mb_s() {
 
 std::vector<DiskReadCounter::Counters> DiskReadCounter::now() {
   std::vector<Counters> out;
-  absl::StatusOr<std::string> text = detail::read_whole_file("/proc/diskstats");
+  absl::StatusOr<std::string> text = trainscope::detail::read_whole_file("/proc/diskstats");
   if (!text.ok()) return out;
   std::vector<host::DiskCounters> disks;
   host::parse_diskstats(*text, &disks);

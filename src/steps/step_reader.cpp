@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "fmt/format.h"
 #include "steps/step_builder.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/stats/numbers.hpp"
 #include "trainscope/steps/steps.hpp"
@@ -25,12 +26,6 @@ namespace {
 
 using stats::kNaN;
 constexpr std::uint64_t kReadBytes = std::uint64_t{4} << 20;  // per read call
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool consume_prefix(std::string_view* s, std::string_view prefix) {
   if (s->substr(0, prefix.size()) != prefix) return false;
@@ -409,7 +404,7 @@ absl::Status StepReader::poll(const RunReader& reader) {
   s.hosts = reader.hosts();
   s.in_progress = reader.in_progress();
   const std::int64_t previous_poll_ms = s.last_poll_ms;
-  s.last_poll_ms = now_ms();
+  s.last_poll_ms = trainscope::detail::unix_now_ms();
   // The read budget of this poll: its share of the seconds since the last one,
   // shared by the ranks after what each has unread (budget_shares).
   std::map<std::uint32_t, double> shares;

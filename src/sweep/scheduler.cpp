@@ -28,6 +28,7 @@
 #include "sweep/input_watch.hpp"
 #include "sweep/job_launch.hpp"
 #include "sweep/state_file.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -41,8 +42,6 @@ namespace fs = std::filesystem;
 // A job's exit wakes it at once.
 constexpr auto kStopCheck = std::chrono::milliseconds(100);
 constexpr int kNoJob = -1;
-
-std::int64_t now_ms() { return absl::ToUnixMillis(absl::Now()); }
 
 // A fresh run id under `runs_dir`. Straight from the kernel's entropy on every
 // call: a generator's state would be copied into a forked scheduler, and the
@@ -452,7 +451,7 @@ struct Scheduler::State {
     record.exit_code = -1;
     record.timed_out = false;
     record.error.clear();
-    record.start_ms = now_ms();
+    record.start_ms = trainscope::detail::unix_now_ms();
     record.end_ms = 0;
     record.devices = record.job.devices;
     if (record.devices.empty()) {
@@ -521,7 +520,7 @@ struct Scheduler::State {
     running.erase(it);
     if (index == kNoJob) return;  // cannot happen: running jobs are never dropped
     JobRecord& record = sweep.jobs[static_cast<std::size_t>(index)];
-    record.end_ms = now_ms();
+    record.end_ms = trainscope::detail::unix_now_ms();
     record.timed_out = timed_out;
     record.batch_mean_s = measured.batch_mean_s;
     record.epoch_mean_s = measured.epoch_mean_s;

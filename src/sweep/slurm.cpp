@@ -21,6 +21,7 @@
 #include "sweep/job_launch.hpp"
 #include "sweep/slurm_parsers.hpp"
 #include "sweep/state_file.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/launch/run_tool.hpp"
 #include "trainscope/run/run.hpp"
@@ -34,12 +35,10 @@ using nlohmann::json;
 
 constexpr char kSlurmDirName[] = "slurm";
 constexpr int kSubmitFileVersion = 1;
-constexpr auto kStopCheck = std::chrono::milliseconds(100);
+constexpr auto kSlurmStopCheck = std::chrono::milliseconds(100);
 // squeue failing this many polls in a row ends the sweep (it stays resumable).
 constexpr int kMaxQueueErrors = 30;
-constexpr absl::Duration kToolTimeout = absl::Seconds(60);
-
-std::int64_t now_ms() { return absl::ToUnixMillis(absl::Now()); }
+constexpr absl::Duration kSlurmToolTimeout = absl::Seconds(60);
 
 // Slurm's job states, as squeue and scontrol print them.
 bool pending_state(std::string_view state) {
@@ -140,7 +139,7 @@ class SlurmCommands : public SlurmApi {
     std::string line;
     for (const std::string& word : argv) line += (line.empty() ? "" : " ") + word;
     absl::StatusOr<trainscope::ToolOutput> done =
-        trainscope::run_tool(std::move(argv), kToolTimeout, /*own_group=*/true);
+        trainscope::run_tool(std::move(argv), kSlurmToolTimeout, /*own_group=*/true);
     if (!done.ok()) {
       return absl::Status(done.status().code(),
                           fmt::format("{} (is Slurm's client installed and SLURM_CONF set?)",
@@ -292,7 +291,7 @@ struct SlurmSweep::State {
     record->run_id = detail::slurm_task_run_id(record->slurm_job_id, record->slurm_index,
                                                task ? task->restarts : 0);
     record->run_dir = fmt::format("{}/{}", runs_dir, record->run_id);
-    if (record->end_ms == 0) record->end_ms = now_ms();
+    if (record->end_ms == 0) record->end_ms = trainscope::detail::unix_now_ms();
     absl::StatusOr<RunReader> reader = RunReader::Open(record->run_dir);
     const std::string output = fmt::format("{}/{}.out", slurm_dir, name);
     if (reader.ok()) {
@@ -359,7 +358,7 @@ struct SlurmSweep::State {
         any_tracked = true;
         if (record.status != JobStatus::kRunning) {
           record.status = JobStatus::kRunning;
-          record.start_ms = now_ms();
+          record.start_ms = trainscope::detail::unix_now_ms();
           report(fmt::format("started {} (Slurm task {})", record.job.id, task_name(record)));
         }
       } else if (pending_state(state)) {
@@ -492,7 +491,7 @@ struct SlurmSweep::State {
     while (std::chrono::steady_clock::now() < until) {
       if (!stopping && options.stop && options.stop->requested() != 0) return;
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          kStopCheck, until - std::chrono::steady_clock::now()));
+          kSlurmStopCheck, until - std::chrono::steady_clock::now()));
     }
   }
 };

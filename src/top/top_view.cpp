@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
@@ -182,12 +183,6 @@ std::string job_params(const sweep::StoredJob& job) {
   return out;
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Reads sweep.json (small) every refresh; a run's start and end are read once
 // per job (cached) for durations and the ETA.
 class SweepWatcher {
@@ -205,7 +200,7 @@ class SweepWatcher {
     view.dir = view_.dir;
     view.name = state->name;
     std::vector<double> finished;
-    const std::int64_t now = now_ms();
+    const std::int64_t now = trainscope::detail::unix_now_ms();
     for (const sweep::StoredJob& job : state->jobs) {
       JobLine line{job.id, job.status, job_params(job), job.run_dir, -1};
       const Times times = run_times(job);
@@ -553,7 +548,7 @@ void add_host_lines(const Diagnosis& d, std::vector<Line>* out) {
   if (d.host_now.empty()) {
     out->push_back({"  no hardware readings (sampled by `trainscope run`)", Style::kDim});
   }
-  const std::int64_t now = now_ms();
+  const std::int64_t now = trainscope::detail::unix_now_ms();
   for (const diagnosis::HostNow& host : d.host_now) {
     std::string line = fmt::format(
         "  {}  cpu {}  mem {}  swap {}", host.host, stats::format_percent(host.cpu_util_pct),
@@ -712,7 +707,7 @@ class Session {
     // one is diagnosed again every kRediagnoseMs, for its ranks' states).
     const std::uint64_t bytes = follower_->bytes_read();
     const bool in_progress = follower_->in_progress();
-    const std::int64_t now = now_ms();
+    const std::int64_t now = trainscope::detail::unix_now_ms();
     if (diagnosis_ && bytes == diagnosed_bytes_ && in_progress == diagnosed_in_progress_ &&
         (!in_progress || now - diagnosed_at_ms_ < kRediagnoseMs)) {
       if (in_progress) diagnosis_->elapsed_ms = now - diagnosis_->start_time_ms;
