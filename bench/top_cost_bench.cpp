@@ -40,8 +40,8 @@
 
 #include "run/run_store_exporter.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
-#include "trainscope/diagnosis/top_view.hpp"
 #include "trainscope/timing/time_type.hpp"
+#include "trainscope/top/top_view.hpp"
 
 namespace trainscope {
 namespace {
@@ -234,7 +234,7 @@ void print_figure(const char* name, const Figure& f, double writer_us_per_1k) {
 // Phase 1: the follower in this process, its thread's CPU time.
 Figure follow_in_process(const Options& options, const std::string& dir, Writers* writers) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  diagnosis::FollowOptions follow = diagnosis::live_options();  // as trainscope top
+  diagnosis::FollowOptions follow = top::live_options();  // as trainscope top
   if (options.read_all) follow.read_budget_bytes_per_s = 0;
   auto opened = diagnosis::Follower::Open(dir, follow);
   if (!opened.ok()) die(opened.status().ToString());

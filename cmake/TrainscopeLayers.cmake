@@ -30,7 +30,8 @@ set(TRAINSCOPE_LAYERS
   scaling         # scaling models (Extra-P inputs, modelers, bands, views, plots)
   sweep           # trainscope sweep: plans (radT CSV/YAML, Furcate JSON, grids), scheduler
   stalls          # trainscope stalls: data-wait shares, page cache, differential analysis, what-ifs
-  diagnosis       # trainscope diagnose / top: a run's step phases and labels, live (the follower)
+  diagnosis       # trainscope diagnose: a run's step phases and labels, live (the follower)
+  top             # trainscope top: what to follow, a sweep's jobs, the lines drawn (TopSession)
   compare         # trainscope compare: is B faster than A (runs, sweeps, baselines; stats/compare for the method)
   report          # trainscope report: one self-contained HTML page for runs, sweeps, scaling
 )

@@ -274,34 +274,3 @@ std::vector<int> index_list(const std::string& flag, const std::string& value) {
 }
 
 }  // namespace trainscope::cli
-
-namespace trainscope::cli {
-
-void add_diagnosis_options(CommandLine* line, diagnosis::FollowOptions* options) {
-  line->add_value(
-      "--window", "K",
-      fmt::format("the window: the last K steps of each rank (default {})", options->window_steps),
-      [options](const std::string& v) {
-        options->window_steps = static_cast<std::size_t>(count("--window", v, 1));
-      });
-  line->add_value("--phase", "PHASE=KEY",
-                  "a key that means a phase (repeatable): data_wait, h2d, forward,\n"
-                  "backward, optimizer, comm, or step (e.g. --phase optimizer=opt_step)",
-                  [options](const std::string& v) {
-                    if (absl::Status s = options->keys.map(v); !s.ok()) {
-                      bad_value("--phase: " + std::string(s.message()));
-                    }
-                  })
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  line->add_value("--threshold", "NAME=VALUE",
-                  "override a threshold of the labels (repeatable; docs/diagnosis.md\n"
-                  "lists them, e.g. --threshold input_bound_share=0.3)",
-                  [options](const std::string& v) {
-                    if (absl::Status s = options->thresholds.set(v); !s.ok()) {
-                      bad_value("--threshold: " + std::string(s.message()));
-                    }
-                  })
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-}
-
-}  // namespace trainscope::cli

@@ -1,12 +1,7 @@
 // `trainscope run [options] -- command...`: runs a command as a trainscope
 // run (trainscope::launch, include/trainscope/launch.hpp).
-#include <string.h>  // strsignal (POSIX)
-
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,12 +11,11 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "fmt/format.h"
-#include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/end_of_run.hpp"
 #include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/launch/launch.hpp"
-#include "trainscope/run/run_reader.hpp"
+#include "trainscope/launch/outcome.hpp"
 
 namespace trainscope::cli {
 namespace {
@@ -218,97 +212,6 @@ std::optional<RunArgs> parse(const std::vector<std::string>& args, int* exit_cod
   return out;
 }
 
-// ---- The diagnosis at the end of the run ------------------------------------
-
-// What the end-of-run hook leaves for the summary: the diagnosis, or why there is none.
-struct EndOfRun {
-  std::optional<diagnosis::Diagnosis> diagnosis;
-  std::string error;
-};
-
-// The run's status once this launcher has ended. While the hook runs the run
-// directory still counts this launcher RUNNING, so the status is the worst of
-// the command's outcome and the ranks' (RUNNING while another launcher's ranks
-// still run), as RunReader combines them once the launcher file is final: the
-// one order of trainscope/run/run_status.hpp, a crashed rank FAILED (the
-// summary then says CRASHED).
-RunStatus final_status(const diagnosis::Diagnosis& d, const LaunchResult& result) {
-  RunStatus status = result.status;
-  for (const diagnosis::RankNow& rank : d.ranks) {
-    status = worse_status(status, run_status_of(rank.status));
-  }
-  return status;
-}
-
-// The hook LaunchOptions::end_tags calls: diagnoses the ended run, keeps the
-// diagnosis for the summary and returns its tags. Never throws.
-std::function<std::map<std::string, std::string>(const LaunchResult&)> diagnose_at_end(
-    std::shared_ptr<EndOfRun> end) {
-  return [end](const LaunchResult& result) -> std::map<std::string, std::string> {
-    try {
-      // Reading costs about a second per 60 MB of region rows: past the cap the
-      // user would wait, uninterruptibly, after the training ended.
-      constexpr std::uint64_t kMaxRegionBytes = std::uint64_t{1} << 30;
-      std::uint64_t region_bytes = 0;
-      if (absl::StatusOr<RunReader> reader = RunReader::Open(result.run_dir); reader.ok()) {
-        for (const RunFile& file : reader->files()) {
-          if (file.kind == RunFileKind::kRegions) region_bytes += file.size_bytes;
-        }
-      }
-      if (region_bytes > kMaxRegionBytes) {
-        end->error = fmt::format(
-            "its region rows are {} MB, past the 1 GiB the end of a run reads; `trainscope "
-            "diagnose {}` gives it",
-            region_bytes / 1000000, result.run_dir);
-        return {};
-      }
-      absl::StatusOr<diagnosis::Diagnosis> d = diagnosis::diagnose_run(result.run_dir);
-      if (!d.ok()) {
-        end->error = std::string(d.status().message());
-        return {};
-      }
-      d->status = final_status(*d, result);
-      end->diagnosis = *std::move(d);
-      return diagnosis::diagnosis_tags(*end->diagnosis);
-    } catch (const std::exception& error) {
-      end->error = error.what();
-    } catch (...) {
-      end->error = "an unknown exception";
-    }
-    end->diagnosis.reset();
-    return {};
-  };
-}
-
-// The summary on stderr, or the one line that says why there is none.
-void print_summary(const EndOfRun& end, const LaunchResult& result, bool quiet) {
-  if (!end.diagnosis) {
-    if (!end.error.empty()) {
-      std::fprintf(stderr, "trainscope run: warning: no diagnosis of %s: %s\n",
-                   result.run_dir.c_str(), end.error.c_str());
-    }
-    return;
-  }
-  if (quiet) return;
-  std::string text = diagnosis::format_run_summary(*end.diagnosis);
-  if (!text.empty() && text.back() != '\n') text += '\n';
-  std::fputs(text.c_str(), stderr);
-}
-
-// "trainscope run: exit code 0, run DIR FINISHED" (or how the command died).
-int report(const LaunchResult& result) {
-  if (!result.spawn_error.ok()) {
-    std::fprintf(stderr, "trainscope run: %s\n", std::string(result.spawn_error.message()).c_str());
-  }
-  const std::string how = result.term_signal != 0
-                              ? fmt::format("killed by signal {} ({})", result.term_signal,
-                                            ::strsignal(result.term_signal))
-                              : fmt::format("exit code {}", result.exit_code);
-  std::fprintf(stderr, "trainscope run: %s, run %s %s\n", how.c_str(), result.run_dir.c_str(),
-               std::string(run_status_name(result.status)).c_str());
-  return result.exit_code;
-}
-
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
@@ -327,8 +230,8 @@ int run_command(const std::vector<std::string>& args) {
   }
   parsed->launch.watch = diagnosis::hang_watch(parsed->on_hang, parsed->hang_thresholds);
   parsed->launch.watch_interval = absl::Seconds(2);
-  auto end = std::make_shared<EndOfRun>();
-  if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnose_at_end(end);
+  auto end = std::make_shared<diagnosis::EndOfRun>();
+  if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnosis::end_of_run_hook(end);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());
@@ -336,8 +239,9 @@ int run_command(const std::vector<std::string>& args) {
         absl::IsInvalidArgument(result.status()) || absl::IsFailedPrecondition(result.status());
     return usage ? kExitUsage : kExitFailed;
   }
-  print_summary(*end, *result, parsed->quiet);
-  return report(*result);
+  std::fputs(diagnosis::end_of_run_text(*end, result->run_dir, parsed->quiet).c_str(), stderr);
+  std::fputs(launch_outcome(*result, "trainscope run: ").c_str(), stderr);
+  return result->exit_code;
 }
 
 }  // namespace trainscope::cli

@@ -26,7 +26,7 @@
 #include "commands.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
-#include "trainscope/diagnosis/top_view.hpp"
+#include "trainscope/top/top_view.hpp"
 
 // Last: curses defines OK, ERR, TRUE, FALSE (its function-like macros are off).
 #define NCURSES_NOMACROS 1
@@ -36,10 +36,10 @@
 namespace trainscope::cli {
 namespace {
 
-using diagnosis::TopLine;
-using diagnosis::TopSession;
-using diagnosis::TopSort;
-using diagnosis::TopStyle;
+using top::TopLine;
+using top::TopSession;
+using top::TopSort;
+using top::TopStyle;
 
 constexpr char kDescription[] =
     "A live view of a run, refreshed every --interval seconds: status, ranks (host,\n"
@@ -71,7 +71,7 @@ constexpr char kFooter[] =
 struct Args {
   std::vector<std::string> targets;
   double interval_s = 1.0;
-  diagnosis::TopSettings top;
+  top::TopSettings top;
   bool once = false;
   bool json = false;
 };
@@ -90,8 +90,8 @@ std::optional<Args> parse(const std::vector<std::string>& raw, int* exit_code) {
   line.add_flag("--json", "print one JSON snapshot (the diagnosis document) and exit", &args.json);
   line.add_value("--sort", "BY", "the per-key table's order: share, p95, count, name",
                  [&](const std::string& v) {
-                   for (TopSort order : diagnosis::kTopSorts) {
-                     if (diagnosis::top_sort_name(order) == v) {
+                   for (TopSort order : top::kTopSorts) {
+                     if (top::top_sort_name(order) == v) {
                        args.top.sort = order;
                        return;
                      }
@@ -174,12 +174,12 @@ class Screen {
     for (const TopLine& line : lines) {
       if (y >= body) break;
       attrset(attribute(line.style));
-      mvaddstr(y++, 0, diagnosis::fit_columns(line.text, columns).c_str());
+      mvaddstr(y++, 0, top::fit_columns(line.text, columns).c_str());
     }
     if (rows > 0) {
       attrset(A_REVERSE);
       // Never the bottom-right cell: writing it would scroll.
-      mvaddstr(rows - 1, 0, diagnosis::fit_columns(footer, std::max(0, columns - 1)).c_str());
+      mvaddstr(rows - 1, 0, top::fit_columns(footer, std::max(0, columns - 1)).c_str());
     }
     attrset(A_NORMAL);
     refresh();
@@ -273,7 +273,7 @@ int top_command(const std::vector<std::string>& raw_args) {
   std::optional<Args> args = parse(raw_args, &exit_code);
   if (!args) return exit_code;
   std::setlocale(LC_ALL, "");
-  absl::StatusOr<diagnosis::TopTarget> target = diagnosis::resolve_top_target(args->targets);
+  absl::StatusOr<top::TopTarget> target = top::resolve_top_target(args->targets);
   if (!target.ok()) {
     std::fprintf(stderr, "trainscope top: %s\n", std::string(target.status().message()).c_str());
     return kExitFailed;

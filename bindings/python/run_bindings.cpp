@@ -35,6 +35,7 @@
 #include "trainscope/run/step_work.hpp"
 #include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
+#include "trainscope/steps/warmup.hpp"
 
 namespace py = pybind11;
 
@@ -562,15 +563,19 @@ for a file or no path.)doc");
               std::size_t i = 0;
               for (const auto& item : d) item.second.cast<py::list>().append(row[i++]);
             };
-            std::vector<std::string> names = {"rank", "step", "start_unix_ns", "period_s",
-                                              "data_wait_s"};
+            std::vector<std::string> names = {"rank",          "step",     "warmup",
+                                              "start_unix_ns", "period_s", "data_wait_s"};
             for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
               names.push_back(std::string(steps::phase_name(static_cast<steps::Phase>(p))) + "_s");
             const py::dict columns = table(names);
             for (const steps::RankSteps& t : s.ranks) {
+              const std::int64_t warmup = steps::warmup_steps(t);  // docs/steps.md, "Warm-up"
               for (const steps::Step& x : t.history) {
-                std::vector<py::object> row = {py::int_(t.rank), py::int_(x.step),
-                                               py::int_(x.start_ns), py::float_(x.period_s),
+                std::vector<py::object> row = {py::int_(t.rank),
+                                               py::int_(x.step),
+                                               py::bool_(steps::is_warmup(x, warmup)),
+                                               py::int_(x.start_ns),
+                                               py::float_(x.period_s),
                                                py::float_(x.data_wait_s())};
                 const steps::Step full = steps::with_rest(x);
                 for (std::size_t p = 1; p < steps::kPhaseCount; ++p)

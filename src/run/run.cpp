@@ -42,7 +42,6 @@ namespace fs = std::filesystem;
 
 using mlflow::kMaxParamValueLength;
 using mlflow::kMaxTagValueLength;
-constexpr std::string_view kDefaultRoot = "trainscope-runs";
 constexpr std::string_view kDefaultExperiment = "Default";
 // The byte that tells the heartbeat thread to stop; signals send their number.
 constexpr unsigned char kStopByte = 0;
@@ -429,7 +428,7 @@ absl::StatusOr<std::unique_ptr<Run>> Run::Start(RunOptions options) {
   absl::StatusOr<RankInfo> rank =
       options.role == RunRole::kLauncher ? RankInfo{} : rank_from_environment();
   if (!rank.ok()) return rank.status();
-  if (options.root == kDefaultRoot) options.root = env_or("TRAINSCOPE_RUNS_ROOT", kDefaultRoot);
+  if (options.root == kDefaultRunsRoot) options.root = default_runs_root();
   if (options.experiment == kDefaultExperiment) {
     options.experiment = env_or("MLFLOW_EXPERIMENT_NAME", kDefaultExperiment);
   }

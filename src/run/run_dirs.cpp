@@ -1,6 +1,7 @@
 #include "trainscope/run/run_dirs.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -36,6 +37,11 @@ absl::StatusOr<std::vector<std::string>> runs_in(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string default_runs_root() {
+  const char* value = std::getenv(kRunsRootEnv.data());
+  return value != nullptr && *value != '\0' ? std::string(value) : std::string(kDefaultRunsRoot);
+}
 
 absl::StatusOr<std::vector<std::string>> find_run_dirs(const std::vector<std::string>& paths) {
   if (paths.empty()) return absl::InvalidArgumentError("no run directories given");

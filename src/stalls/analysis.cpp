@@ -17,6 +17,7 @@
 #include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/stats/time_stats.hpp"
 #include "trainscope/steps/steps.hpp"
+#include "trainscope/steps/warmup.hpp"
 
 namespace trainscope::stalls {
 namespace {
@@ -78,7 +79,7 @@ PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s) {
 }
 
 std::vector<std::pair<std::string, double>> pass_metrics(const PassStalls& p) {
-  return {{kDataWaitShareMetric, p.share},
+  return {{kLoaderWaitShareMetric, p.share},
           {kInputBoundClassMetric, input_bound_class_index(p.share)},
           {kWaitP50Metric, p.wait_p50_s * 1e3},
           {kWaitP95Metric, p.wait_p95_s * 1e3},
@@ -168,6 +169,8 @@ absl::Status analyze_rank(const RunReader& reader, const steps::RankSteps* stepp
     out.iteration_s.push_back(it.second);
   }
   const bool has_steps = stepped != nullptr && !stepped->history.empty();
+  // One warm-up rule for every view (docs/steps.md): a pass's share leaves it out.
+  const std::int64_t warmup = has_steps ? steps::warmup_steps(*stepped) : 0;
   if (has_steps) {
     for (const steps::Step& s : stepped->history) {
       out.step_start_ns.push_back(s.start_ns);
@@ -200,16 +203,13 @@ absl::Status analyze_rank(const RunReader& reader, const steps::RankSteps* stepp
     PassStalls p =
         pass_stalls(in_pass, static_cast<double>(window.end_ns - window.start_ns) * 1e-9);
     if (has_steps) {
-      // The pass's steps: their periods and data waits.
-      double pass_wall = 0, pass_wait = 0;
-      for (std::size_t k = 0; k < out.step_start_ns.size(); ++k) {
-        if (out.step_start_ns[k] < window.start_ns || out.step_start_ns[k] >= window.end_ns) {
-          continue;
-        }
-        pass_wall += out.step_period_s[k];
-        pass_wait += out.step_wait_s[k];
+      // The pass's steps past the rank's warm-up: their periods and data waits.
+      steps::DataWait pass;
+      for (const steps::Step& step : stepped->history) {
+        if (step.start_ns < window.start_ns || step.start_ns >= window.end_ns) continue;
+        if (!steps::is_warmup(step, warmup)) pass.add(step);
       }
-      with_step_shares(&p, pass_wait, pass_wall, in_pass.size());
+      with_step_shares(&p, pass.wait_s, pass.period_s, in_pass.size());
     }
     p.index = static_cast<int>(i + 1);
     wall += p.wall_s;

@@ -65,14 +65,14 @@ def test_any_iterable_and_a_timed_copy(no_inherited_run):
     assert len(tmr.timed(_loader(0))) == 5
 
 
-def test_each_pass_logs_its_data_wait_share(tmp_path, no_inherited_run):
+def test_each_pass_logs_its_loader_wait_share(tmp_path, no_inherited_run):
     with trainscope.start_run(root=str(tmp_path)) as run:
         tmr = trainscope.Timer()
         for _ in range(3):
             for _batch in tmr.timed(_loader(1)):
                 pass
     metrics = rows(os.path.join(run.dir, "metrics-0.csv"))
-    shares = [m for m in metrics if m["key"] == "stalls/data_wait_share"]
+    shares = [m for m in metrics if m["key"] == "stalls/loader_wait_share"]
     assert [int(m["step"]) for m in shares] == [1, 2, 3]
     assert all(0 <= float(m["value"]) <= 1 for m in shares)
     keys = {m["key"] for m in metrics}
@@ -343,9 +343,9 @@ def test_a_run_dir_shows_its_live_breakdown(dataset, tmp_path):
     assert [p["pass"] for p in as_json["passes"]] == [1, 2]
     assert as_json["passes"][0]["batches"] == 256 // BATCH
     # A pass's share is its steps' (read_run's steps: the steps room's, as the diagnosis and
-    # compare have them), summed over the steps that start in the pass.
+    # compare have them), summed over the steps past the warm-up that start in the pass.
     run = trainscope.read_run(str(run_dir))
-    steps = run.steps[run.steps["rank"] == 0]
+    steps = run.steps[(run.steps["rank"] == 0) & ~run.steps["warmup"]]
     passes = run.regions[run.regions["key"] == "loader_epoch"].sort_values("start_unix_ns")
     for (start, ns), analysed in zip(zip(passes["start_unix_ns"], passes["duration_ns"]),
                                      as_json["passes"]):
@@ -354,7 +354,7 @@ def test_a_run_dir_shows_its_live_breakdown(dataset, tmp_path):
             inside["data_wait_s"].sum() / inside["period_s"].sum(), abs=1e-9)
     # The loader's own live metric of each pass (its waits, the first batch's too, over the
     # pass's time: docs/stalls.md) is logged per pass.
-    metrics = [m for m in rows(run_dir / "metrics-0.csv") if m["key"] == "stalls/data_wait_share"]
+    metrics = [m for m in rows(run_dir / "metrics-0.csv") if m["key"] == "stalls/loader_wait_share"]
     assert len(metrics) == 2
 
 

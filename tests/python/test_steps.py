@@ -21,7 +21,12 @@ SHARE = 1 / 6  # every step waits a sixth of its period
 OTHER = 55.0  # % of the host's 4 cores: 95% busy, the job 100% + 60% of one core
 
 
-def write_run(path):
+WARMUP = 5  # steps::kWarmupSteps: every run-wide figure leaves a rank's first 5 steps out
+
+
+def write_run(path, warmup_wait_ms=2):
+    """Each step waits 2 ms for its next batch (a sixth of its period), the first WARMUP
+    steps warmup_wait_ms."""
     os.makedirs(path)
     with open(os.path.join(path, "run.json"), "w", encoding="utf-8") as f:
         json.dump({"format": "trainscope.run", "version": 1, "id": "0123456789abcdef" * 2,
@@ -33,14 +38,16 @@ def write_run(path):
                        "status": "FINISHED", "start_time_ms": 1, "end_time_ms": 2,
                        "heartbeat_ms": 2, "flush_interval_ms": 1000}, f)
         rows = ["key,device,rank,thread,start_unix_ns,duration_ns,step,epoch"]
+        start = T0
         for i in range(STEPS):
-            start = T0 + i * 12 * MS
+            wait = (warmup_wait_ms if i < WARMUP else 2) * MS
             if i + 1 < STEPS:
                 rows.append(f"BATCH,CPU,{rank},0,{start},{10 * MS},0,0")
-                rows.append(f"IO,CPU,{rank},0,{start + 10 * MS},{2 * MS},0,0")
+                rows.append(f"IO,CPU,{rank},0,{start + 10 * MS},{wait},0,0")
             else:
                 rows.append(f"IO,CPU,{rank},0,{start + MS},{10 * MS // 6},0,0")
                 rows.append(f"BATCH,CPU,{rank},0,{start},{10 * MS},0,0")
+            start += 10 * MS + wait
         with open(os.path.join(path, f"regions-{rank}.csv"), "w", encoding="utf-8") as f:
             f.write("\n".join(rows) + "\n")
     host = ["key,value,step,timestamp_ms,rank"]
@@ -79,6 +86,27 @@ def test_read_run_shows_what_every_view_shows(tmp_path):
     pressure = d.run.find("HOST-PRESSURE")
     assert pressure is not None and pressure.value.value == pytest.approx(OTHER / 100)
 
+    stalls = cli("stalls", run.dir, "--json")
+    assert stalls["run"]["data_wait_share"] == pytest.approx(SHARE, abs=1e-6)
+    assert [r["data_wait_share"] for r in stalls["ranks"]] == pytest.approx([SHARE] * 2, abs=1e-6)
+
+
+def test_a_run_whose_warm_up_waits_longer_shows_one_data_wait_share(tmp_path):
+    # Issue 38: the diagnosis left out its warm-up and stalls did not (the report showed 0.098%
+    # and 0.356% for one run). One rule, the steps room's: Run.steps marks the warm-up steps.
+    run = trainscope.read_run(write_run(str(tmp_path / "run"), warmup_wait_ms=30))
+    steps = run.steps
+    assert steps.groupby("rank")["warmup"].sum().to_dict() == {0: WARMUP, 1: WARMUP}
+    assert steps[steps["warmup"]]["step"].max() == WARMUP - 1
+    past = steps[~steps["warmup"]]
+    shares = past.groupby("rank")["data_wait_s"].sum() / past.groupby("rank")["period_s"].sum()
+    assert shares.tolist() == pytest.approx([SHARE] * 2, abs=1e-6)
+    every = steps["data_wait_s"].sum() / steps["period_s"].sum()
+    assert every > SHARE + 0.1  # the warm-up's waits would change the figure
+
+    d = trainscope.diagnose(run.dir)  # its default warm-up
+    (wait,) = [p for p in d.run.phases if p.phase == "data_wait" and p.device == "CPU"]
+    assert wait.share == pytest.approx(SHARE, abs=1e-6)
     stalls = cli("stalls", run.dir, "--json")
     assert stalls["run"]["data_wait_share"] == pytest.approx(SHARE, abs=1e-6)
     assert [r["data_wait_share"] for r in stalls["ranks"]] == pytest.approx([SHARE] * 2, abs=1e-6)

@@ -5,12 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "support/run_dir_test.hpp"
 #include "support/temp_dir.hpp"
+#include "trainscope/run/run.hpp"
 
 namespace trainscope {
 namespace {
@@ -91,6 +93,25 @@ TEST_F(RunDirsTest, APathThatHoldsNoRunSaysWhy) {
   EXPECT_EQ(error_of(find_run_dirs({(root_ / "file.txt").string()})),
             (root_ / "file.txt").string() + ": not a directory");
   EXPECT_EQ(error_of(find_run_dirs({})), "no run directories given");
+}
+
+// The one rule for where runs are when no directory is named (Run's root,
+// `trainscope top` without an argument): TRAINSCOPE_RUNS_ROOT, else ./trainscope-runs.
+TEST(DefaultRunsRoot, TheVariableWhenSetElseTrainscopeRuns) {
+  const char* before = std::getenv("TRAINSCOPE_RUNS_ROOT");
+  const std::string saved = before != nullptr ? before : "";
+  ::unsetenv("TRAINSCOPE_RUNS_ROOT");
+  EXPECT_EQ(default_runs_root(), "trainscope-runs");
+  ::setenv("TRAINSCOPE_RUNS_ROOT", "", 1);
+  EXPECT_EQ(default_runs_root(), "trainscope-runs");
+  ::setenv("TRAINSCOPE_RUNS_ROOT", "/data/runs", 1);
+  EXPECT_EQ(default_runs_root(), "/data/runs");
+  EXPECT_EQ(RunOptions{}.root, kDefaultRunsRoot);  // Run::Start replaces it by the rule
+  if (before != nullptr) {
+    ::setenv("TRAINSCOPE_RUNS_ROOT", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TRAINSCOPE_RUNS_ROOT");
+  }
 }
 
 }  // namespace

@@ -114,9 +114,9 @@ TEST_F(TimedLoaderTest, EachPassLogsTheMetricsPythonLogs) {
     ASSERT_TRUE(run->end().ok());
   }
   const auto m = metrics(dir);
-  ASSERT_EQ(m.count("stalls/data_wait_share"), 1u);
+  ASSERT_EQ(m.count("stalls/loader_wait_share"), 1u);
   std::vector<std::int64_t> steps;
-  for (const MetricPoint& p : m.at("stalls/data_wait_share")) {
+  for (const MetricPoint& p : m.at("stalls/loader_wait_share")) {
     steps.push_back(p.step);
     EXPECT_GE(p.value, 0.0);
     EXPECT_LE(p.value, 1.0);

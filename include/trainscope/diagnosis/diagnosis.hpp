@@ -36,6 +36,7 @@
 #include "trainscope/stats/summary.hpp"
 #include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
+#include "trainscope/steps/warmup.hpp"
 
 namespace trainscope::diagnosis {
 
@@ -94,8 +95,9 @@ struct Thresholds {
   double host_pressure_swap_growth_mb = 64.0;
   // Fewer steps than this (per rank, after warm-up) is NO-DATA.
   double min_steps = 8;
-  // Steps dropped at the start of the run before any statistic (warm-up).
-  double warmup_steps = 5;
+  // Steps dropped at the start of the run before any statistic (warm-up:
+  // steps::kWarmupSteps, the rule of every view, docs/steps.md).
+  double warmup_steps = steps::kWarmupSteps;
   // HANG: a running rank whose step has not ended for longer than
   // max(hang_factor x its p99 step, hang_min_s) (trainscope/diagnosis/hang.hpp).
   double hang_factor = 10;
@@ -378,7 +380,7 @@ struct FollowOptions {
   // The window stays exact; the run scope and the keys' run statistics then
   // rest on the rows read (Diagnosis::read_share), and a rank's step numbers
   // after a skip on its BATCH rows' own numbers (else on the bytes skipped).
-  // `trainscope top` uses kLiveReadBudget (live_options()); `trainscope
+  // `trainscope top` uses top::kLiveReadBudget (top::live_options()); `trainscope
   // diagnose` and the end of `trainscope run` read everything.
   double read_budget_bytes_per_s = 0;
   // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when

@@ -37,8 +37,14 @@ absl::StatusOr<RankInfo> rank_from_environment();
 // metric, or the process tree of a launcher that runs several ranks.
 inline constexpr std::uint32_t kNoRank = 0xFFFFFFFFu;
 
+// Every hardware reading's key starts so (MLflow's system metrics' prefix):
+// the hardware sources write it (hardware/host/host_metrics.hpp names the
+// readings), the MLflow exporter, the run filter, the sweep and the report
+// tell readings from the user's metrics by it.
+inline constexpr char kSystemMetricPrefix[] = "system/";
+
 // A scalar the user logs (loss, accuracy), as MLflow's metric, or a hardware
-// reading (system/...).
+// reading (kSystemMetricPrefix...).
 struct MetricPoint {
   std::string key;
   double value = 0.0;

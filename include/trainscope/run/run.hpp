@@ -22,6 +22,7 @@
 #include "trainscope/export/exporter.hpp"
 #include "trainscope/export/holding_sink.hpp"
 #include "trainscope/export/run_record.hpp"
+#include "trainscope/run/run_dirs.hpp"
 
 namespace trainscope {
 
@@ -40,8 +41,9 @@ inline constexpr std::string_view kLauncherEnv = "TRAINSCOPE_LAUNCHER";
 enum class RunRole { kRank, kLauncher };
 
 struct RunOptions {
-  // Parent directory of new runs; TRAINSCOPE_RUNS_ROOT overrides the default.
-  std::string root = "trainscope-runs";
+  // Parent directory of new runs; TRAINSCOPE_RUNS_ROOT overrides the default
+  // (default_runs_root()).
+  std::string root = std::string(kDefaultRunsRoot);
   std::string name;                    // default: the run id
   std::string experiment = "Default";  // MLFLOW_EXPERIMENT_NAME overrides the default
   std::map<std::string, std::string> params;

@@ -6,11 +6,21 @@
 #define TRAINSCOPE_RUN_RUN_DIRS_HPP_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace trainscope {
+
+// The parent directory of runs when none is named: RunOptions::root's default
+// (new runs go there) and where `trainscope top` without an argument looks.
+inline constexpr std::string_view kDefaultRunsRoot = "trainscope-runs";
+// The environment variable that overrides it.
+inline constexpr std::string_view kRunsRootEnv = "TRAINSCOPE_RUNS_ROOT";
+// TRAINSCOPE_RUNS_ROOT when set and not empty, else kDefaultRunsRoot (relative
+// to the working directory). The one place this rule is decided.
+std::string default_runs_root();
 
 // The run directories `paths` name, in order. Each path is
 //   - a run (holds_run_files: its run.json, or what is left of a run without

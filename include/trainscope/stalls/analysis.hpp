@@ -53,8 +53,11 @@ std::size_t startup_batches(std::size_t batches);
 PassStalls pass_stalls(const std::vector<double>& waits_s, double wall_s);
 
 // The metrics of a pass the timed loaders (C++ and Python) log into the run,
-// step = pass number; and, at the W + N limit, the batches handed out.
-inline constexpr char kDataWaitShareMetric[] = "stalls/data_wait_share";
+// step = pass number; and, at the W + N limit, the batches handed out. The
+// loader's wait share is its waits (the pass's first included) over the
+// pass's own time, measured without steps: another quantity than the
+// data-wait share of the steps (docs/steps.md), hence another name.
+inline constexpr char kLoaderWaitShareMetric[] = "stalls/loader_wait_share";
 inline constexpr char kInputBoundClassMetric[] = "stalls/input_bound_class";
 inline constexpr char kWaitP50Metric[] = "stalls/wait_p50_ms";
 inline constexpr char kWaitP95Metric[] = "stalls/wait_p95_ms";
@@ -96,13 +99,13 @@ struct RunStalls {
 };
 
 // The live analysis of a run directory: passes and series of the lowest
-// rank, and every rank's run-wide figures (`ranks`). Passes
-// come from the timed loader's loader_epoch rows, else EPOCH rows, else the
-// run is one pass. A pass's wall time and wait are its steps' periods and
-// data waits (the steps that start in it; docs/steps.md), so its share is the
-// diagnosis' and compare's; a rank without steps: its IO rows over the pass's
-// time. The waits' percentiles and start-up share are the IO rows'.
-// NotFound when the run has no IO rows at all.
+// rank, and every rank's run-wide figures (`ranks`). Passes come from the
+// timed loader's loader_epoch rows, else EPOCH rows, else the run is one
+// pass. A pass's wall time and wait are its steps' periods and data waits
+// (the steps that start in it, past the rank's warm-up: steps/warmup.hpp;
+// docs/steps.md), so its share is the diagnosis' and compare's; a rank
+// without steps: its IO rows over the pass's time. The waits' percentiles
+// and start-up share are the IO rows'. NotFound when the run has no IO rows.
 absl::StatusOr<RunStalls> analyze_run(const std::string& run_dir);
 
 // The live analysis as a JSON object's text: run_dir, status, passes (pass,

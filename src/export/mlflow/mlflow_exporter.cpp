@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/export/run_record.hpp"
 
 namespace trainscope {
 namespace {
@@ -168,9 +170,10 @@ mlflow::Metric user_metric(const MetricPoint& point) {
 // with several hosts "system/<host>/..."; a rank's process tree (other than
 // rank 0's) under "rank<r>/".
 mlflow::Metric host_metric(const MetricPoint& point, const std::string& host, bool several_hosts) {
+  constexpr std::string_view kPrefix = kSystemMetricPrefix;
   std::string key = point.key;
-  if (several_hosts && key.rfind("system/", 0) == 0) {
-    key = fmt::format("system/{}/{}", host, key.substr(7));
+  if (several_hosts && key.rfind(kPrefix, 0) == 0) {
+    key = fmt::format("{}{}/{}", kPrefix, host, key.substr(kPrefix.size()));
   }
   if (point.rank != kNoRank) key = rank_prefix(point.rank) + key;
   return {std::move(key), point.value, point.timestamp_ms, point.step};

@@ -5,10 +5,13 @@
 #ifndef TRAINSCOPE_HARDWARE_HOST_HOST_METRICS_HPP_
 #define TRAINSCOPE_HARDWARE_HOST_HOST_METRICS_HPP_
 
+#include "trainscope/export/run_record.hpp"
+
 namespace trainscope::host {
 
-// Every hardware reading's key starts so (MLflow's system metrics' prefix).
-inline constexpr char kSystemMetricPrefix[] = "system/";
+// Every hardware reading's key starts so: the run record's prefix (defined in
+// the export room, the lowest that needs it: the MLflow exporter).
+using ::trainscope::kSystemMetricPrefix;
 // The bytes the rank's process tree read from storage, in MB (cumulative).
 inline constexpr char kProcReadMbMetric[] = "system/proc.read_mb";
 

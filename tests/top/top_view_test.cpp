@@ -2,6 +2,7 @@
 // vanished run as an alert naming it, and targets that are no run.
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -10,9 +11,9 @@
 #include "support/damaged_run.hpp"
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
-#include "trainscope/diagnosis/top_view.hpp"
+#include "trainscope/top/top_view.hpp"
 
-namespace trainscope::diagnosis {
+namespace trainscope::top {
 namespace {
 
 using ::testing::HasSubstr;
@@ -83,7 +84,7 @@ TEST(TopView, LostRegionRowsAreTheAlertAndNoSnapshot) {
   spec.rows = 800;
   const auto dir = testing::write_finished_run(tmp.file("run"), spec);
   std::filesystem::remove(dir / "regions-0.csv");
-  const absl::StatusOr<Diagnosis> diagnosed = diagnose_run(dir.string());
+  const absl::StatusOr<diagnosis::Diagnosis> diagnosed = diagnosis::diagnose_run(dir.string());
   ASSERT_FALSE(diagnosed.ok());
 
   TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
@@ -191,6 +192,43 @@ TEST(TopView, FitColumnsCountsCodePointsNotBytes) {
   EXPECT_EQ(fit_columns("\xe2\x86", 5), "\xe2\x86");  // a cut code point is kept whole
 }
 
+// No argument: the newest run under default_runs_root(), listed by
+// find_run_dirs, so a directory whose runs/ holds the runs (a sweep copied
+// without its sweep.json) is followed too; top listed only one level down and
+// said it held no run.
+TEST(TopView, NoArgumentFollowsTheNewestRunUnderTheRunsRoot) {
+  testing::TempDir tmp;
+  testing::FinishedRun older;
+  older.id = "0123456789abcdef0123456789abcde0";
+  testing::write_finished_run(tmp.file("copied-sweep/runs/a"), older);
+  testing::FinishedRun newer;
+  newer.id = "0123456789abcdef0123456789abcde1";
+  const auto b = testing::write_finished_run(tmp.file("copied-sweep/runs/b"), newer);
+  const char* run_dir = std::getenv("TRAINSCOPE_RUN_DIR");
+  const char* root = std::getenv("TRAINSCOPE_RUNS_ROOT");
+  const std::string saved_run_dir = run_dir != nullptr ? run_dir : "";
+  const std::string saved_root = root != nullptr ? root : "";
+  ::unsetenv("TRAINSCOPE_RUN_DIR");
+  ::setenv("TRAINSCOPE_RUNS_ROOT", tmp.file("copied-sweep").c_str(), 1);
+  const absl::StatusOr<TopTarget> target = resolve_top_target({});
+  ::setenv("TRAINSCOPE_RUNS_ROOT", tmp.file("nowhere").c_str(), 1);
+  const absl::StatusOr<TopTarget> none = resolve_top_target({});
+  if (run_dir != nullptr) ::setenv("TRAINSCOPE_RUN_DIR", saved_run_dir.c_str(), 1);
+  if (root != nullptr) {
+    ::setenv("TRAINSCOPE_RUNS_ROOT", saved_root.c_str(), 1);
+  } else {
+    ::unsetenv("TRAINSCOPE_RUNS_ROOT");
+  }
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_FALSE(target->sweep);
+  // Both started at the same time: the later name wins the tie.
+  EXPECT_EQ(target->path, b.string());
+  EXPECT_THAT(target->note, HasSubstr("the newest run under " + tmp.file("copied-sweep")));
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr(tmp.file("nowhere")));
+  EXPECT_THAT(none.status().message(), HasSubstr("TRAINSCOPE_RUNS_ROOT"));
+}
+
 TEST(TopView, TargetsThatAreNoRunAreErrorsNamingThem) {
   testing::TempDir tmp;
   const absl::StatusOr<TopTarget> missing = resolve_top_target({tmp.file("nope")});
@@ -201,4 +239,4 @@ TEST(TopView, TargetsThatAreNoRunAreErrorsNamingThem) {
 }
 
 }  // namespace
-}  // namespace trainscope::diagnosis
+}  // namespace trainscope::top

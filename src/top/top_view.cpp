@@ -1,6 +1,6 @@
-// trainscope top's view (include/trainscope/diagnosis/top_view.hpp): what to
+// trainscope top's view (include/trainscope/top/top_view.hpp): what to
 // follow, a sweep's jobs, the followed run's Follower and the lines drawn.
-#include "trainscope/diagnosis/top_view.hpp"
+#include "trainscope/top/top_view.hpp"
 
 #include <sys/stat.h>
 
@@ -22,12 +22,15 @@
 
 #include "fmt/format.h"
 #include "trainscope/common/clock.hpp"
+#include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/sweep/sweep_state.hpp"
 
-namespace trainscope::diagnosis {
+namespace trainscope::top {
+
+using namespace diagnosis;  // NOLINT: top draws the diagnosis' types throughout
 
 std::string_view top_sort_name(TopSort order) {
   switch (order) {
@@ -82,24 +85,19 @@ std::string env_or(const char* name, std::string fallback) {
   return value != nullptr && *value != '\0' ? std::string(value) : std::move(fallback);
 }
 
-// The newest running run under `root`, else the newest (by start time);
-// NotFound naming the root when it holds none.
+// The newest running run of the set of runs `root` names (find_run_dirs: its
+// runs, or those of its runs/), else the newest (by start time); NotFound
+// naming the root when it holds none.
 absl::StatusOr<Target> newest_run_in(const std::string& root) {
-  std::error_code ec;
-  fs::directory_iterator it(root, ec);
-  if (ec) {
-    return absl::NotFoundError(fmt::format("{}: {}", root, ec.message()));
-  }
+  absl::StatusOr<std::vector<std::string>> dirs = find_run_dirs({root});
+  if (!dirs.ok() && !absl::IsNotFound(dirs.status())) return dirs.status();
   struct Candidate {
     std::string dir;
     std::int64_t start_ms = 0;
     bool running = false;
   };
   std::optional<Candidate> newest, newest_running;
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    const std::string dir = it->path().string();
-    if (!is_run_directory(dir)) continue;
+  for (const std::string& dir : dirs.ok() ? *dirs : std::vector<std::string>{}) {
     absl::StatusOr<RunReader> reader = RunReader::Open(dir);
     if (!reader.ok()) continue;  // a damaged run is never the one to follow
     const Candidate candidate{dir, reader->info().start_time_ms, reader->in_progress()};
@@ -132,7 +130,7 @@ absl::StatusOr<Target> resolve_target(const std::vector<std::string>& targets) {
     if (!run_dir.empty() && is_run_directory(run_dir)) {
       return Target{false, run_dir, "TRAINSCOPE_RUN_DIR"};
     }
-    const std::string root = env_or("TRAINSCOPE_RUNS_ROOT", "trainscope-runs");
+    const std::string root = default_runs_root();
     if (!fs::is_directory(root)) {
       return absl::NotFoundError(fmt::format(
           "no run to follow: {} is no directory (give a run, a directory of runs or a sweep "
@@ -910,4 +908,4 @@ absl::StatusOr<TopTarget> resolve_top_target(const std::vector<std::string>& tar
 
 std::string format_bytes(std::uint64_t bytes) { return fmt_bytes(bytes); }
 
-}  // namespace trainscope::diagnosis
+}  // namespace trainscope::top

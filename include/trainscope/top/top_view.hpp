@@ -4,8 +4,8 @@
 // jobs with their ETA, and the lines drawn (the same for the live terminal
 // and the plain snapshot). tools/top_command.cpp parses flags, drives the
 // terminal (ncurses) and its keys over a TopSession. docs/top.md.
-#ifndef TRAINSCOPE_DIAGNOSIS_TOP_VIEW_HPP_
-#define TRAINSCOPE_DIAGNOSIS_TOP_VIEW_HPP_
+#ifndef TRAINSCOPE_TOP_TOP_VIEW_HPP_
+#define TRAINSCOPE_TOP_TOP_VIEW_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
 
-namespace trainscope::diagnosis {
+namespace trainscope::top {
 
 // The per-key table's order.
 enum class TopSort { kShare, kP95, kCount, kName };
@@ -38,9 +38,9 @@ inline constexpr double kLiveReadBudget = 4.0 * 1024 * 1024;
 // the keys' run statistics are left out (FollowOptions::key_run_stats: top
 // shows the window's).
 inline constexpr std::size_t kLiveHistorySteps = 2048;
-FollowOptions live_options();
+diagnosis::FollowOptions live_options();
 // "<name> (<id>)", or the id alone when the run has no name of its own.
-std::string name_and_id(const Diagnosis& d);
+std::string name_and_id(const diagnosis::Diagnosis& d);
 
 // What `trainscope top [RUN | ROOT | SWEEP_DIR]` follows.
 struct TopTarget {
@@ -60,7 +60,7 @@ struct TopLine {
 };
 
 struct TopSettings {
-  FollowOptions follow = live_options();
+  diagnosis::FollowOptions follow = live_options();
   TopSort sort = TopSort::kShare;
 };
 
@@ -91,7 +91,7 @@ class TopSession {
   std::string footer(double interval_s);
 
   TopSettings& settings();
-  const std::optional<Diagnosis>& diagnosis() const;
+  const std::optional<diagnosis::Diagnosis>& diagnosis() const;
   std::string alert() const;
   std::uint64_t bytes_read() const;
 
@@ -106,6 +106,6 @@ std::string format_bytes(std::uint64_t bytes);
 // every code point one cell; the view writes no wide characters).
 std::string fit_columns(const std::string& text, int columns);
 
-}  // namespace trainscope::diagnosis
+}  // namespace trainscope::top
 
-#endif  // TRAINSCOPE_DIAGNOSIS_TOP_VIEW_HPP_
+#endif  // TRAINSCOPE_TOP_TOP_VIEW_HPP_
