@@ -1,0 +1,436 @@
+// trainscope._core._LayerClock: the layer regions of trainscope.torch's layers=N
+// (bindings/python/trainscope/_torch_auto.py) started and ended from C.
+//
+// Why: a layer costs a region for its forward and one for its backward every
+// step, and in Python that was about 3 us of interpreter frames per layer (the
+// wrapper's lookups, the open/close helpers, the backward hook's group, the
+// books of open backward regions), on top of what torch's own hook costs
+// (bench/auto_cost.py, docs/auto.md "Cost"). Here the forward's start and end
+// are one call each from the wrapper, and the backward hook that torch calls is
+// a C callable (no Python frame) that ends the layers whose backward is over and
+// starts its own. The regions go through the recorder's timer's own start/end
+// (Timer or CPUGPUTimer, gpu=True for the latter), so keys, errors and GPU
+// timing are the timer's. Nothing here raises into the training: a region the
+// timer refuses is dropped (forward: the reason is kept for the Python side's one
+// warning per key).
+#include <Python.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "py_timers.hpp"
+
+namespace py = pybind11;
+
+namespace trainscope::python {
+namespace {
+
+// A new reference held for the clock's lifetime.
+struct Ref {
+  PyObject* ptr = nullptr;
+  Ref() = default;
+  explicit Ref(PyObject* owned) : ptr(owned) {}
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  Ref(Ref&& other) noexcept : ptr(std::exchange(other.ptr, nullptr)) {}
+  Ref& operator=(Ref&& other) noexcept {
+    std::swap(ptr, other.ptr);
+    return *this;
+  }
+  ~Ref() { Py_XDECREF(ptr); }
+  void reset(PyObject* owned) {
+    PyObject* old = std::exchange(ptr, owned);
+    Py_XDECREF(old);
+  }
+};
+
+struct Layer {
+  Ref key;           // layer/<path>
+  Ref eval_key;      // eval/layer/<path>
+  Ref backward_key;  // layer/<path>/backward
+  std::string path;
+  PyObject* forward_open = nullptr;  // key or eval_key while its forward is open
+  bool backward_open = false;
+};
+
+struct ClockState {
+  std::vector<Layer> layers;
+  std::vector<int> open_backward;  // layers whose backward is open, innermost last
+  Ref timer;                       // the timer the regions go to
+  Ref start;                       // its bound start and end
+  Ref end;
+  bool gpu = false;  // a CPUGPUTimer: regions are gpu=True
+  // How training is told from evaluation (torch.is_grad_enabled,
+  // torch.is_inference_mode_enabled or None, the recorder with `evaluating`).
+  Ref grad_enabled;
+  Ref inference;
+  Ref recorder;
+  Ref error;  // (key, message) of the last forward region refused
+};
+
+struct ClockObject {
+  PyObject_HEAD ClockState* state;
+};
+
+struct HookObject {
+  PyObject_HEAD PyObject* clock;  // strong reference
+  std::vector<int>* layers;       // outermost first
+};
+
+PyTypeObject* clock_type = nullptr;
+PyTypeObject* hook_type = nullptr;
+PyObject* cpu_gpu_timer_type = nullptr;  // borrowed from the module (lives as long)
+PyObject* gpu_kwnames = nullptr;         // ("gpu",)
+
+ClockState& State(PyObject* self) { return *reinterpret_cast<ClockObject*>(self)->state; }
+
+// timer.start(key) / timer.end(key) (gpu=True on a CPUGPUTimer); false, with the
+// exception cleared, when the timer refused the region. `error` receives it.
+bool Call(const ClockState& s, PyObject* method, PyObject* key, Ref* error = nullptr) {
+  PyObject* result;
+  if (s.gpu) {
+    PyObject* args[] = {key, Py_True};
+    result = PyObject_Vectorcall(method, args, 1, gpu_kwnames);
+  } else {
+    PyObject* args[] = {key};
+    result = PyObject_Vectorcall(method, args, 1, nullptr);
+  }
+  if (result != nullptr) {
+    Py_DECREF(result);
+    return true;
+  }
+  if (error == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  PyObject* message = value != nullptr ? PyObject_Str(value) : nullptr;
+  if (message == nullptr) {
+    PyErr_Clear();
+    message = PyUnicode_FromString("refused by the timer");
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  if (message != nullptr) error->reset(PyTuple_Pack(2, key, message));
+  Py_XDECREF(message);
+  PyErr_Clear();
+  return false;
+}
+
+// The timer the regions go to: rebinds when the recorder's changed (a new run).
+bool Bind(ClockState& s, PyObject* timer) {
+  if (timer == s.timer.ptr) return true;
+  Ref start(PyObject_GetAttrString(timer, "start"));
+  Ref end(start.ptr != nullptr ? PyObject_GetAttrString(timer, "end") : nullptr);
+  const int gpu = end.ptr != nullptr && cpu_gpu_timer_type != nullptr
+                      ? PyObject_IsInstance(timer, cpu_gpu_timer_type)
+                      : 0;
+  if (end.ptr == nullptr || gpu < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_INCREF(timer);
+  s.timer.reset(timer);
+  s.start = std::move(start);
+  s.end = std::move(end);
+  s.gpu = gpu != 0;
+  // Backward regions open on the old timer stay with it (its run is over).
+  for (int index : s.open_backward) s.layers[index].backward_open = false;
+  s.open_backward.clear();
+  return true;
+}
+
+// 1 training, 0 evaluation, -1 unknown (exception cleared): gradients on, no
+// inference mode, and the recorder not in a framework's evaluation loop.
+int Training(const ClockState& s) {
+  const auto truth = [](PyObject* callable) {
+    PyObject* value = PyObject_CallNoArgs(callable);
+    if (value == nullptr) return -1;
+    const int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+  };
+  int on = s.grad_enabled.ptr != nullptr ? truth(s.grad_enabled.ptr) : 1;
+  if (on == 1 && s.recorder.ptr != nullptr) {
+    PyObject* evaluating = PyObject_GetAttrString(s.recorder.ptr, "evaluating");
+    const int yes = evaluating != nullptr ? PyObject_IsTrue(evaluating) : -1;
+    Py_XDECREF(evaluating);
+    on = yes < 0 ? -1 : !yes;
+  }
+  if (on == 1 && s.inference.ptr != nullptr && s.inference.ptr != Py_None) {
+    const int yes = truth(s.inference.ptr);
+    on = yes < 0 ? -1 : !yes;
+  }
+  if (on < 0) PyErr_Clear();
+  return on;
+}
+
+bool Related(const std::string& a, const std::string& b) {
+  const auto under = [](const std::string& child, const std::string& parent) {
+    return child.size() > parent.size() && child[parent.size()] == '.' &&
+           child.compare(0, parent.size(), parent) == 0;
+  };
+  return under(a, b) || under(b, a);
+}
+
+void BackwardEnd(ClockState& s, int index) {
+  Layer& layer = s.layers[index];
+  if (!layer.backward_open) return;
+  layer.backward_open = false;
+  if (s.end.ptr != nullptr) Call(s, s.end.ptr, layer.backward_key.ptr);
+}
+
+// The gradient reached `index`'s output: every open layer that is not its
+// ancestor (nor a child sharing its output) has done its backward; its own starts.
+void BackwardStart(ClockState& s, int index) {
+  Layer& layer = s.layers[index];
+  std::vector<int>& open = s.open_backward;
+  if (!open.empty()) {
+    std::size_t kept = 0;
+    // The innermost ends first; the related keep their order.
+    for (std::size_t i = open.size(); i-- > 0;) {
+      if (!Related(layer.path, s.layers[open[i]].path)) BackwardEnd(s, open[i]);
+    }
+    for (int other : open) {
+      if (s.layers[other].backward_open) open[kept++] = other;
+    }
+    open.resize(kept);
+  }
+  if (layer.backward_open || s.start.ptr == nullptr) return;  // (its output reached twice)
+  if (!Call(s, s.start.ptr, layer.backward_key.ptr)) return;
+  layer.backward_open = true;
+  open.push_back(index);
+}
+
+int LayerIndex(const ClockState& s, PyObject* object) {
+  const long index = PyLong_AsLong(object);
+  if (index == -1 && PyErr_Occurred()) return -1;
+  if (index < 0 || static_cast<std::size_t>(index) >= s.layers.size()) {
+    PyErr_Format(PyExc_IndexError, "no layer %ld", index);
+    return -1;
+  }
+  return static_cast<int>(index);
+}
+
+// --- _LayerClock --------------------------------------------------------------
+
+PyObject* ClockNew(PyTypeObject* type, PyObject*, PyObject*) {
+  PyObject* self = type->tp_alloc(type, 0);
+  if (self == nullptr) return nullptr;
+  reinterpret_cast<ClockObject*>(self)->state = new (std::nothrow) ClockState();
+  if (reinterpret_cast<ClockObject*>(self)->state == nullptr) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  return self;
+}
+
+void ClockDealloc(PyObject* self) {
+  delete reinterpret_cast<ClockObject*>(self)->state;
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+// configure(grad_enabled, inference, recorder)
+PyObject* ClockConfigure(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "configure(grad_enabled, inference, recorder)");
+    return nullptr;
+  }
+  ClockState& s = State(self);
+  Ref* slots[] = {&s.grad_enabled, &s.inference, &s.recorder};
+  for (int i = 0; i < 3; ++i) {
+    Py_INCREF(args[i]);
+    slots[i]->reset(args[i]);
+  }
+  Py_RETURN_NONE;
+}
+
+// add(key, eval_key, backward_key, path) -> index
+PyObject* ClockAdd(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "add(key, eval_key, backward_key, path)");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (!PyUnicode_Check(args[i])) {
+      PyErr_SetString(PyExc_TypeError, "add(): keys and path are str");
+      return nullptr;
+    }
+  }
+  Py_ssize_t size = 0;
+  const char* path = PyUnicode_AsUTF8AndSize(args[3], &size);
+  if (path == nullptr) return nullptr;
+  ClockState& s = State(self);
+  Layer layer;
+  for (int i = 0; i < 3; ++i) Py_INCREF(args[i]);
+  layer.key.reset(args[0]);
+  layer.eval_key.reset(args[1]);
+  layer.backward_key.reset(args[2]);
+  layer.path.assign(path, static_cast<std::size_t>(size));
+  s.layers.push_back(std::move(layer));
+  return PyLong_FromSize_t(s.layers.size() - 1);
+}
+
+// open(index, timer) -> True (a training call), False (evaluation) or None (not
+// timed: no timer, or the timer refused; error() says why).
+PyObject* ClockOpen(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "open(index, timer)");
+    return nullptr;
+  }
+  ClockState& s = State(self);
+  const int index = LayerIndex(s, args[0]);
+  if (index < 0) return nullptr;
+  if (args[1] == Py_None || !Bind(s, args[1])) Py_RETURN_NONE;
+  const int training = Training(s);
+  if (training < 0) Py_RETURN_NONE;
+  Layer& layer = s.layers[index];
+  PyObject* key = training ? layer.key.ptr : layer.eval_key.ptr;
+  if (!Call(s, s.start.ptr, key, &s.error)) Py_RETURN_NONE;
+  layer.forward_open = key;
+  return PyBool_FromLong(training);
+}
+
+// close(index) -> True, or False when the timer refused the end (error() says why).
+PyObject* ClockClose(PyObject* self, PyObject* arg) {
+  ClockState& s = State(self);
+  const int index = LayerIndex(s, arg);
+  if (index < 0) return nullptr;
+  Layer& layer = s.layers[index];
+  PyObject* key = std::exchange(layer.forward_open, nullptr);
+  if (key == nullptr || s.end.ptr == nullptr) Py_RETURN_FALSE;
+  return PyBool_FromLong(Call(s, s.end.ptr, key, &s.error));
+}
+
+// error() -> (key, message) of the last region refused, or None; clears it.
+PyObject* ClockError(PyObject* self, PyObject*) {
+  ClockState& s = State(self);
+  PyObject* error = std::exchange(s.error.ptr, nullptr);
+  if (error == nullptr) Py_RETURN_NONE;
+  return error;
+}
+
+// backward_done(): ends every open backward region (the backward call returned).
+PyObject* ClockBackwardDone(PyObject* self, PyObject*) {
+  ClockState& s = State(self);
+  for (std::size_t i = s.open_backward.size(); i-- > 0;) BackwardEnd(s, s.open_backward[i]);
+  s.open_backward.clear();
+  Py_RETURN_NONE;
+}
+
+// hook(index) -> the callable torch calls when `index`'s output gradient is ready.
+PyObject* ClockHook(PyObject* self, PyObject* arg) {
+  const int index = LayerIndex(State(self), arg);
+  if (index < 0) return nullptr;
+  auto* hook = PyObject_New(HookObject, hook_type);
+  if (hook == nullptr) return nullptr;
+  hook->layers = new (std::nothrow) std::vector<int>{index};
+  if (hook->layers == nullptr) {
+    hook->clock = nullptr;
+    Py_DECREF(hook);
+    return PyErr_NoMemory();
+  }
+  Py_INCREF(self);
+  hook->clock = self;
+  return reinterpret_cast<PyObject*>(hook);
+}
+
+PyObject* ClockKeys(PyObject* self, PyObject* arg) {
+  ClockState& s = State(self);
+  const int index = LayerIndex(s, arg);
+  if (index < 0) return nullptr;
+  const Layer& layer = s.layers[index];
+  return PyTuple_Pack(3, layer.key.ptr, layer.eval_key.ptr, layer.backward_key.ptr);
+}
+
+// --- the hook -----------------------------------------------------------------
+
+void HookDealloc(PyObject* self) {
+  auto* hook = reinterpret_cast<HookObject*>(self);
+  delete hook->layers;
+  Py_XDECREF(hook->clock);
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject_Free(self);
+  Py_DECREF(type);
+}
+
+// Called by torch with the gradient(s); returns None (the gradient unchanged).
+PyObject* HookCall(PyObject* self, PyObject*, PyObject*) {
+  auto* hook = reinterpret_cast<HookObject*>(self);
+  ClockState& s = State(hook->clock);
+  for (int index : *hook->layers) BackwardStart(s, index);
+  Py_RETURN_NONE;
+}
+
+// prepend(index): a parent whose output is its last child's joins the child's
+// hook, first, so that the child's backward lies inside its own.
+PyObject* HookPrepend(PyObject* self, PyObject* arg) {
+  auto* hook = reinterpret_cast<HookObject*>(self);
+  const int index = LayerIndex(State(hook->clock), arg);
+  if (index < 0) return nullptr;
+  hook->layers->insert(hook->layers->begin(), index);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef kClockMethods[] = {
+    {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockConfigure)),
+     METH_FASTCALL, "configure(grad_enabled, inference, recorder): how training is told."},
+    {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockAdd)), METH_FASTCALL,
+     "add(key, eval_key, backward_key, path) -> index of a new layer."},
+    {"open", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockOpen)), METH_FASTCALL,
+     "open(index, timer) -> True (training), False (evaluation), None (not timed)."},
+    {"close", &ClockClose, METH_O, "close(index): ends the forward region open() started."},
+    {"error", &ClockError, METH_NOARGS, "(key, message) of the last refused region, or None."},
+    {"backward_done", &ClockBackwardDone, METH_NOARGS, "Ends the open backward regions."},
+    {"hook", &ClockHook, METH_O, "hook(index): the backward hook of a layer's output."},
+    {"keys", &ClockKeys, METH_O, "keys(index) -> (key, eval_key, backward_key)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMethodDef kHookMethods[] = {
+    {"prepend", &HookPrepend, METH_O, "prepend(index): a layer whose backward starts first."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyType_Slot kClockSlots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(&ClockNew)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(&ClockDealloc)},
+    {Py_tp_methods, kClockMethods},
+    {Py_tp_doc, const_cast<char*>("Layer regions of trainscope.torch (layers=N), timed from C.")},
+    {0, nullptr}};
+
+PyType_Slot kHookSlots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(&HookDealloc)},
+    {Py_tp_call, reinterpret_cast<void*>(&HookCall)},
+    {Py_tp_methods, kHookMethods},
+    {Py_tp_doc, const_cast<char*>("A layer output's backward hook (starts layer backward regions).")},
+    {0, nullptr}};
+
+PyType_Spec kClockSpec = {"trainscope._core._LayerClock", sizeof(ClockObject), 0,
+                          Py_TPFLAGS_DEFAULT, kClockSlots};
+PyType_Spec kHookSpec = {"trainscope._core._LayerHook", sizeof(HookObject), 0,
+                         Py_TPFLAGS_DEFAULT, kHookSlots};
+
+}  // namespace
+
+void RegisterLayerClock(py::module_& core, py::handle cpu_gpu_timer) {
+  cpu_gpu_timer_type = cpu_gpu_timer.ptr();
+  gpu_kwnames = Py_BuildValue("(s)", "gpu");
+  if (gpu_kwnames == nullptr) throw py::error_already_set();
+  clock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kClockSpec));
+  if (clock_type == nullptr) throw py::error_already_set();
+  hook_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kHookSpec));
+  if (hook_type == nullptr) throw py::error_already_set();
+  core.attr("_LayerClock") = py::reinterpret_borrow<py::object>(
+      reinterpret_cast<PyObject*>(clock_type));
+  core.attr("_LayerHook") =
+      py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(hook_type));
+}
+
+}  // namespace trainscope::python
