@@ -53,10 +53,12 @@ struct Layer {
   Ref backward_key;  // layer/<path>/backward
   std::string path;
   PyObject* forward_open = nullptr;  // key or eval_key while its forward is open
+  bool forward_training = false;     // ... and whether it is a training call
   bool backward_open = false;
 };
 
 struct ClockState {
+  PyObject* self = nullptr;  // the _LayerClock (borrowed: it owns this state)
   std::vector<Layer> layers;
   std::vector<int> open_backward;  // layers whose backward is open, innermost last
   Ref timer;                       // the timer the regions go to
@@ -68,7 +70,13 @@ struct ClockState {
   Ref grad_enabled;
   Ref inference;
   Ref recorder;
-  Ref error;  // (key, message) of the last forward region refused
+  Ref tensor_type;        // torch.Tensor
+  bool prehooks = false;  // torch >= 2: a pre-hook on the output's node, else a tensor hook
+  Ref error;              // (key, message) of the last forward region refused
+  // The output hooked last (a weak reference) and its hook: a parent returning its
+  // last child's output joins that hook.
+  Ref last_output;
+  Ref last_hook;
 };
 
 struct ClockObject {
@@ -81,6 +89,13 @@ struct HookObject {
 };
 
 PyTypeObject* clock_type = nullptr;
+PyObject* attr_requires_grad = nullptr;  // interned attribute and method names
+PyObject* attr_grad_fn = nullptr;
+PyObject* attr_backward_hooks = nullptr;
+PyObject* attr_register_hook_dict = nullptr;
+PyObject* attr_register_prehook = nullptr;
+PyObject* attr_register_hook = nullptr;
+PyObject* ordered_dict = nullptr;  // collections.OrderedDict
 PyTypeObject* hook_type = nullptr;
 PyObject* cpu_gpu_timer_type = nullptr;  // borrowed from the module (lives as long)
 PyObject* gpu_kwnames = nullptr;         // ("gpu",)
@@ -228,6 +243,7 @@ PyObject* ClockNew(PyTypeObject* type, PyObject*, PyObject*) {
     Py_DECREF(self);
     return PyErr_NoMemory();
   }
+  reinterpret_cast<ClockObject*>(self)->state->self = self;
   return self;
 }
 
@@ -238,18 +254,22 @@ void ClockDealloc(PyObject* self) {
   Py_DECREF(type);
 }
 
-// configure(grad_enabled, inference, recorder)
+// configure(grad_enabled, inference, recorder, tensor_type, prehooks)
 PyObject* ClockConfigure(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "configure(grad_enabled, inference, recorder)");
+  if (nargs != 5 || !PyType_Check(args[3])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "configure(grad_enabled, inference, recorder, tensor_type, prehooks)");
     return nullptr;
   }
+  const int prehooks = PyObject_IsTrue(args[4]);
+  if (prehooks < 0) return nullptr;
   ClockState& s = State(self);
-  Ref* slots[] = {&s.grad_enabled, &s.inference, &s.recorder};
-  for (int i = 0; i < 3; ++i) {
+  Ref* slots[] = {&s.grad_enabled, &s.inference, &s.recorder, &s.tensor_type};
+  for (int i = 0; i < 4; ++i) {
     Py_INCREF(args[i]);
     slots[i]->reset(args[i]);
   }
+  s.prehooks = prehooks != 0;
   Py_RETURN_NONE;
 }
 
@@ -296,18 +316,28 @@ PyObject* ClockOpen(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* key = training ? layer.key.ptr : layer.eval_key.ptr;
   if (!Call(s, s.start.ptr, key, &s.error)) Py_RETURN_NONE;
   layer.forward_open = key;
+  layer.forward_training = training != 0;
   return PyBool_FromLong(training);
 }
 
-// close(index) -> True, or False when the timer refused the end (error() says why).
-PyObject* ClockClose(PyObject* self, PyObject* arg) {
+void HookOutput(ClockState& s, int index, PyObject* output);
+
+// close(index, output) -> True, or False when the timer refused the end (error() says
+// why). The output of a training call gets the hook that starts the layer's backward.
+PyObject* ClockClose(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "close(index, output)");
+    return nullptr;
+  }
   ClockState& s = State(self);
-  const int index = LayerIndex(s, arg);
+  const int index = LayerIndex(s, args[0]);
   if (index < 0) return nullptr;
   Layer& layer = s.layers[index];
   PyObject* key = std::exchange(layer.forward_open, nullptr);
   if (key == nullptr || s.end.ptr == nullptr) Py_RETURN_FALSE;
-  return PyBool_FromLong(Call(s, s.end.ptr, key, &s.error));
+  const bool ended = Call(s, s.end.ptr, key, &s.error);
+  if (layer.forward_training && args[1] != Py_None) HookOutput(s, index, args[1]);
+  return PyBool_FromLong(ended);
 }
 
 // error() -> (key, message) of the last region refused, or None; clears it.
@@ -326,10 +356,7 @@ PyObject* ClockBackwardDone(PyObject* self, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// hook(index) -> the callable torch calls when `index`'s output gradient is ready.
-PyObject* ClockHook(PyObject* self, PyObject* arg) {
-  const int index = LayerIndex(State(self), arg);
-  if (index < 0) return nullptr;
+PyObject* NewHook(PyObject* clock, int index) {
   auto* hook = PyObject_New(HookObject, hook_type);
   if (hook == nullptr) return nullptr;
   hook->layers = new (std::nothrow) std::vector<int>{index};
@@ -338,9 +365,16 @@ PyObject* ClockHook(PyObject* self, PyObject* arg) {
     Py_DECREF(hook);
     return PyErr_NoMemory();
   }
-  Py_INCREF(self);
-  hook->clock = self;
+  Py_INCREF(clock);
+  hook->clock = clock;
   return reinterpret_cast<PyObject*>(hook);
+}
+
+// hook(index) -> the callable torch calls when `index`'s output gradient is ready.
+PyObject* ClockHook(PyObject* self, PyObject* arg) {
+  const int index = LayerIndex(State(self), arg);
+  if (index < 0) return nullptr;
+  return NewHook(self, index);
 }
 
 PyObject* ClockKeys(PyObject* self, PyObject* arg) {
@@ -349,6 +383,120 @@ PyObject* ClockKeys(PyObject* self, PyObject* arg) {
   if (index < 0) return nullptr;
   const Layer& layer = s.layers[index];
   return PyTuple_Pack(3, layer.key.ptr, layer.eval_key.ptr, layer.backward_key.ptr);
+}
+
+// The first tensor of a module's output (a tensor, or in a tuple, list or dict), borrowed.
+PyObject* FirstTensor(PyObject* value, PyTypeObject* tensor, int depth = 0) {
+  if (PyObject_TypeCheck(value, tensor)) return value;
+  if (depth > 8) return nullptr;
+  if (PyTuple_Check(value) || PyList_Check(value)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* found = FirstTensor(PySequence_Fast_GET_ITEM(value, i), tensor, depth + 1);
+      if (found != nullptr) return found;
+    }
+  } else if (PyDict_Check(value)) {
+    Py_ssize_t position = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(value, &position, &key, &item)) {
+      PyObject* found = FirstTensor(item, tensor, depth + 1);
+      if (found != nullptr) return found;
+    }
+  }
+  return nullptr;
+}
+
+PyObject* CallMethod(PyObject* self, PyObject* name, PyObject* arg) {
+  PyObject* args[] = {self, arg};
+  return PyObject_VectorcallMethod(name, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+}
+
+// torch 1.13's Tensor.register_hook less its RemovableHandle (half its cost): the same
+// hook dict on the tensor and on its node, our hook in it under its own key. False
+// (nothing changed) when the tensor is not as expected.
+bool TensorHookDirect(PyObject* tensor, PyObject* hook) {
+  PyObject* hooks = PyObject_GetAttr(tensor, attr_backward_hooks);
+  if (hooks == nullptr) return false;
+  if (hooks == Py_None) {
+    Py_DECREF(hooks);
+    PyObject* node = PyObject_GetAttr(tensor, attr_grad_fn);
+    if (node == nullptr) return false;
+    if (node == Py_None) {  // a leaf: the public way
+      Py_DECREF(node);
+      return false;
+    }
+    hooks = PyObject_CallNoArgs(ordered_dict);  // as torch's (a user's handle holds a weakref)
+    bool ok = hooks != nullptr && PyObject_SetAttr(tensor, attr_backward_hooks, hooks) == 0;
+    if (ok) {
+      PyObject* done = CallMethod(node, attr_register_hook_dict, tensor);
+      ok = done != nullptr;
+      Py_XDECREF(done);
+    }
+    Py_DECREF(node);
+    if (!ok) {
+      Py_XDECREF(hooks);
+      return false;
+    }
+  }
+  // (an OrderedDict of the user's hooks keeps its order only through its own setitem)
+  const int rc = PyDict_CheckExact(hooks) ? PyDict_SetItem(hooks, hook, hook)
+                                          : PyObject_SetItem(hooks, hook, hook);
+  Py_DECREF(hooks);
+  return rc == 0;
+}
+
+// `hook` runs when `tensor`'s gradient is ready: a pre-hook on the node that made it
+// (torch >= 2, cheaper there than a tensor hook), else a tensor hook.
+void RegisterHook(const ClockState& s, PyObject* tensor, PyObject* hook) {
+  if (s.prehooks) {
+    PyObject* node = PyObject_GetAttr(tensor, attr_grad_fn);
+    if (node != nullptr && node != Py_None) {
+      PyObject* handle = CallMethod(node, attr_register_prehook, hook);
+      Py_DECREF(node);
+      if (handle != nullptr) {
+        Py_DECREF(handle);
+        return;
+      }
+    } else {
+      Py_XDECREF(node);
+    }
+    PyErr_Clear();
+  } else if (TensorHookDirect(tensor, hook)) {
+    return;
+  }
+  PyErr_Clear();
+  PyObject* handle = CallMethod(tensor, attr_register_hook, hook);
+  Py_XDECREF(handle);
+  PyErr_Clear();
+}
+
+void HookOutput(ClockState& s, int index, PyObject* output) {
+  if (s.tensor_type.ptr == nullptr) return;
+  PyObject* first = FirstTensor(output, reinterpret_cast<PyTypeObject*>(s.tensor_type.ptr));
+  if (first == nullptr) return;
+  PyObject* requires_grad = PyObject_GetAttr(first, attr_requires_grad);
+  const int needs = requires_grad != nullptr ? PyObject_IsTrue(requires_grad) : -1;
+  Py_XDECREF(requires_grad);
+  if (needs <= 0) {
+    PyErr_Clear();
+    return;
+  }
+  if (s.last_output.ptr != nullptr && PyWeakref_GetObject(s.last_output.ptr) == first) {
+    // A parent whose output is its last child's: one hook starts both, the parent
+    // first, so that the child's backward lies inside.
+    auto* hook = reinterpret_cast<HookObject*>(s.last_hook.ptr);
+    hook->layers->insert(hook->layers->begin(), index);
+    return;
+  }
+  PyObject* hook = NewHook(s.self, index);
+  if (hook == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  RegisterHook(s, first, hook);
+  s.last_output.reset(PyWeakref_NewRef(first, nullptr));
+  if (s.last_output.ptr == nullptr) PyErr_Clear();
+  s.last_hook.reset(hook);
 }
 
 // --- the hook -----------------------------------------------------------------
@@ -382,12 +530,15 @@ PyObject* HookPrepend(PyObject* self, PyObject* arg) {
 
 PyMethodDef kClockMethods[] = {
     {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockConfigure)),
-     METH_FASTCALL, "configure(grad_enabled, inference, recorder): how training is told."},
+     METH_FASTCALL,
+     "configure(grad_enabled, inference, recorder, tensor_type, prehooks): how training is "
+     "told and outputs are hooked."},
     {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockAdd)), METH_FASTCALL,
      "add(key, eval_key, backward_key, path) -> index of a new layer."},
     {"open", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockOpen)), METH_FASTCALL,
      "open(index, timer) -> True (training), False (evaluation), None (not timed)."},
-    {"close", &ClockClose, METH_O, "close(index): ends the forward region open() started."},
+    {"close", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockClose)),
+     METH_FASTCALL, "close(index, output): ends the forward region open() started."},
     {"error", &ClockError, METH_NOARGS, "(key, message) of the last refused region, or None."},
     {"backward_done", &ClockBackwardDone, METH_NOARGS, "Ends the open backward regions."},
     {"hook", &ClockHook, METH_O, "hook(index): the backward hook of a layer's output."},
@@ -423,6 +574,18 @@ void RegisterLayerClock(py::module_& core, py::handle cpu_gpu_timer) {
   cpu_gpu_timer_type = cpu_gpu_timer.ptr();
   gpu_kwnames = Py_BuildValue("(s)", "gpu");
   if (gpu_kwnames == nullptr) throw py::error_already_set();
+  const std::pair<PyObject**, const char*> names[] = {
+      {&attr_requires_grad, "requires_grad"},
+      {&attr_grad_fn, "grad_fn"},
+      {&attr_backward_hooks, "_backward_hooks"},
+      {&attr_register_hook_dict, "_register_hook_dict"},
+      {&attr_register_prehook, "register_prehook"},
+      {&attr_register_hook, "register_hook"}};
+  for (const auto& [slot, name] : names) {
+    *slot = PyUnicode_InternFromString(name);
+    if (*slot == nullptr) throw py::error_already_set();
+  }
+  ordered_dict = py::object(py::module_::import("collections").attr("OrderedDict")).release().ptr();
   clock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kClockSpec));
   if (clock_type == nullptr) throw py::error_already_set();
   hook_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kHookSpec));

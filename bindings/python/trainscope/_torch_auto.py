@@ -310,20 +310,18 @@ class Instrumentation:
                     if entry is None or entry[0]() is not args[0] or _compiling():
                         return original(*args, **kwargs)
                     index = entry[1]
-                    training = _clock.open(index, _rec.live())
-                    if training is None:
+                    if _clock.open(index, _rec.live()) is None:
                         _refused("layer")
                         return original(*args, **kwargs)
                     try:
                         output = original(*args, **kwargs)
                     except BaseException:
-                        if not _clock.close(index):
+                        if not _clock.close(index, None):
                             _refused("layer-end")
                         raise
-                    if not _clock.close(index):
+                    # (a training call's output gets the hook that starts the layer's backward)
+                    if not _clock.close(index, output):
                         _refused("layer-end")
-                    if training:
-                        _hook_output(index, output)
                     return output
                 if _compiling():
                     return original(*args, **kwargs)
@@ -519,20 +517,17 @@ def _make_layer_forward(original, index):
     """A layer's forward, timed (instrument(model=..., layers=N))."""
     @functools.wraps(original)
     def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
-        training = None if _compiling() else _clock.open(index, _rec.live())
-        if training is None:
+        if _compiling() or _clock.open(index, _rec.live()) is None:
             _refused("layer")
             return original(*args, **kwargs)
         try:
             output = original(*args, **kwargs)
         except BaseException:
-            if not _clock.close(index):
+            if not _clock.close(index, None):
                 _refused("layer-end")
             raise
-        if not _clock.close(index):
+        if not _clock.close(index, output):
             _refused("layer-end")
-        if training:
-            _hook_output(index, output)
         return output
     return trainscope_timed_call
 
@@ -545,8 +540,13 @@ _WRAPPED = "_orig_mod"  # the module it compiles
 # on its output is a C callable that ends the layers whose backward is over and starts its
 # own (no Python frame). Strict pairs on the recorder's timer itself (Recorder.live): no
 # books of open keys to keep, the cheapest region there is (bench/auto_cost.py).
+# The backward hook: a pre-hook on the node that made the output (torch >= 2; half a tensor
+# hook's cost there), else a tensor hook (torch 1.13: its hook dict set directly, without the
+# RemovableHandle of Tensor.register_hook, which cost as much again).
+_NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node", None),
+                         "register_prehook")
 _clock = _core._LayerClock()  # pylint: disable=protected-access
-_clock.configure(torch.is_grad_enabled, _inference, _rec)
+_clock.configure(torch.is_grad_enabled, _inference, _rec, torch.Tensor, _NODE_PREHOOKS)
 
 
 def _refused(what):
@@ -598,56 +598,6 @@ class _Layers:
 
     def remove(self):
         self.table = {}
-
-
-def _hook_output(index, output):
-    """A training call's output: its gradient starts the layer's backward."""
-    first = _first_tensor(output)
-    if first is not None and first.requires_grad:
-        last = _last_hooked
-        if last[0] is not None and last[0]() is first:
-            # A parent whose output is its last child's: one hook starts both,
-            # the parent first, so that the child's backward lies inside.
-            last[1].prepend(index)
-        else:
-            hook = _clock.hook(index)
-            _hook_backward(first, hook)
-            last[0], last[1] = weakref.ref(first), hook
-
-
-def _hook_backward(output, hook):
-    """`hook` runs when `output`'s gradient is ready: a pre-hook on the node that made
-    it (torch >= 2; half a tensor hook's cost), else a tensor hook."""
-    try:
-        node = output.grad_fn
-        if node is not None and _NODE_PREHOOKS:
-            node.register_prehook(hook)
-        else:
-            output.register_hook(hook)
-    except Exception:  # pylint: disable=broad-except
-        pass
-
-
-# The output hooked last and its hook (a parent returning its child's output joins it).
-_last_hooked = [None, None]
-_NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node", None),
-                         "register_prehook")
-
-
-def _first_tensor(value):
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    if isinstance(value, dict):
-        for item in value.values():
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
 
 
 def instrument(model=None, optimizer=None, loader=None, *, layers=0):
