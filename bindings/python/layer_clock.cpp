@@ -95,6 +95,7 @@ PyObject* attr_backward_hooks = nullptr;
 PyObject* attr_register_hook_dict = nullptr;
 PyObject* attr_register_prehook = nullptr;
 PyObject* attr_register_hook = nullptr;
+PyObject* attr_live = nullptr;
 PyObject* ordered_dict = nullptr;  // collections.OrderedDict
 PyTypeObject* hook_type = nullptr;
 PyObject* cpu_gpu_timer_type = nullptr;  // borrowed from the module (lives as long)
@@ -299,25 +300,71 @@ PyObject* ClockAdd(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   return PyLong_FromSize_t(s.layers.size() - 1);
 }
 
-// open(index, timer) -> True (a training call), False (evaluation) or None (not
-// timed: no timer, or the timer refused; error() says why).
-PyObject* ClockOpen(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "open(index, timer)");
-    return nullptr;
+// Starts layer `index`'s forward region on the recorder's live timer: 1 started, 0 not
+// timed (recording off), -1 refused by the timer (error() says why).
+int Open(ClockState& s, int index) {
+  if (s.recorder.ptr == nullptr) return 0;
+  PyObject* timer = PyObject_CallMethodNoArgs(s.recorder.ptr, attr_live);
+  if (timer == nullptr) {
+    PyErr_Clear();
+    return 0;
   }
-  ClockState& s = State(self);
-  const int index = LayerIndex(s, args[0]);
-  if (index < 0) return nullptr;
-  if (args[1] == Py_None || !Bind(s, args[1])) Py_RETURN_NONE;
+  const bool bound = timer != Py_None && Bind(s, timer);
+  Py_DECREF(timer);  // (Bind keeps its own reference)
+  if (!bound) return 0;
   const int training = Training(s);
-  if (training < 0) Py_RETURN_NONE;
+  if (training < 0) return 0;
   Layer& layer = s.layers[index];
   PyObject* key = training ? layer.key.ptr : layer.eval_key.ptr;
-  if (!Call(s, s.start.ptr, key, &s.error)) Py_RETURN_NONE;
+  if (!Call(s, s.start.ptr, key, &s.error)) return -1;
   layer.forward_open = key;
   layer.forward_training = training != 0;
-  return PyBool_FromLong(training);
+  return 1;
+}
+
+PyObject* Opened(int result, PyObject* index) {
+  if (result > 0) {
+    Py_INCREF(index);
+    return index;
+  }
+  if (result < 0) Py_RETURN_FALSE;
+  Py_RETURN_NONE;
+}
+
+// open(index) -> index when its forward region started, None when not timed
+// (recording off), False when the timer refused it (error() says why).
+PyObject* ClockOpen(PyObject* self, PyObject* arg) {
+  ClockState& s = State(self);
+  const int index = LayerIndex(s, arg);
+  if (index < 0) return nullptr;
+  return Opened(Open(s, index), arg);
+}
+
+// enter(table, module) -> as open() for the layer `module` is in `table` ({id(module):
+// (weak reference to it, index)}); None when it is none (not a layer).
+PyObject* ClockEnter(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyDict_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "enter(table, module)");
+    return nullptr;
+  }
+  PyObject* id = PyLong_FromVoidPtr(args[1]);
+  if (id == nullptr) return nullptr;
+  PyObject* entry = PyDict_GetItemWithError(args[0], id);  // borrowed
+  Py_DECREF(id);
+  if (entry == nullptr) {
+    if (PyErr_Occurred()) return nullptr;
+    Py_RETURN_NONE;
+  }
+  if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2 ||
+      !PyWeakref_Check(PyTuple_GET_ITEM(entry, 0)) ||
+      PyWeakref_GetObject(PyTuple_GET_ITEM(entry, 0)) != args[1]) {
+    Py_RETURN_NONE;  // (an id reused by another object)
+  }
+  ClockState& s = State(self);
+  PyObject* index_object = PyTuple_GET_ITEM(entry, 1);
+  const int index = LayerIndex(s, index_object);
+  if (index < 0) return nullptr;
+  return Opened(Open(s, index), index_object);
 }
 
 void HookOutput(ClockState& s, int index, PyObject* output);
@@ -535,8 +582,10 @@ PyMethodDef kClockMethods[] = {
      "told and outputs are hooked."},
     {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockAdd)), METH_FASTCALL,
      "add(key, eval_key, backward_key, path) -> index of a new layer."},
-    {"open", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockOpen)), METH_FASTCALL,
-     "open(index, timer) -> True (training), False (evaluation), None (not timed)."},
+    {"open", &ClockOpen, METH_O,
+     "open(index) -> index (started), None (not timed), False (refused: see error())."},
+    {"enter", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockEnter)),
+     METH_FASTCALL, "enter(table, module) -> as open() for the layer of module; None: none."},
     {"close", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockClose)),
      METH_FASTCALL, "close(index, output): ends the forward region open() started."},
     {"error", &ClockError, METH_NOARGS, "(key, message) of the last refused region, or None."},
@@ -580,7 +629,8 @@ void RegisterLayerClock(py::module_& core, py::handle cpu_gpu_timer) {
       {&attr_backward_hooks, "_backward_hooks"},
       {&attr_register_hook_dict, "_register_hook_dict"},
       {&attr_register_prehook, "register_prehook"},
-      {&attr_register_hook, "register_hook"}};
+      {&attr_register_hook, "register_hook"},
+      {&attr_live, "live"}};
   for (const auto& [slot, name] : names) {
     *slot = PyUnicode_InternFromString(name);
     if (*slot == nullptr) throw py::error_already_set();

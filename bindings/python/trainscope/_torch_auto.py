@@ -43,6 +43,7 @@ of trainscope.
 """
 
 import functools
+import importlib.util
 import sys
 import weakref
 
@@ -82,6 +83,9 @@ def _compiling_check():
 
 
 _compiling = _compiling_check()
+if not hasattr(torch, "compiler") and not hasattr(torch, "_dynamo") and \
+        importlib.util.find_spec("torch._dynamo") is None:
+    _compiling = bool  # a torch without a compiler (1.13): bool() is False, a C call
 
 
 _owns_nothing = {}  # id(module) -> (weakref to it, it owns no parameter)
@@ -303,14 +307,13 @@ class Instrumentation:
             def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
                 depth = _depth
                 if depth["module"]:
-                    if layers is None or bound is not None:
+                    if layers is None or bound is not None or _compiling():
                         return original(*args, **kwargs)
                     # A layer: its region started and ended in C (_clock), its output hooked.
-                    entry = layers.table.get(id(args[0]))
-                    if entry is None or entry[0]() is not args[0] or _compiling():
+                    index = _clock.enter(layers.table, args[0])
+                    if index is None:  # not a layer, or not recording
                         return original(*args, **kwargs)
-                    index = entry[1]
-                    if _clock.open(index, _rec.live()) is None:
+                    if index is False:
                         _refused("layer")
                         return original(*args, **kwargs)
                     try:
@@ -517,8 +520,10 @@ def _make_layer_forward(original, index):
     """A layer's forward, timed (instrument(model=..., layers=N))."""
     @functools.wraps(original)
     def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
-        if _compiling() or _clock.open(index, _rec.live()) is None:
-            _refused("layer")
+        opened = None if _compiling() else _clock.open(index)
+        if opened is None or opened is False:
+            if opened is False:
+                _refused("layer")
             return original(*args, **kwargs)
         try:
             output = original(*args, **kwargs)
