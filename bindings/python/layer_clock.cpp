@@ -5,14 +5,17 @@
 // step, and in Python that was about 3 us of interpreter frames per layer (the
 // wrapper's lookups, the open/close helpers, the backward hook's group, the
 // books of open backward regions), on top of what torch's own hook costs
-// (bench/auto_cost.py, docs/auto.md "Cost"). Here the forward's start and end
-// are one call each from the wrapper, and the backward hook that torch calls is
-// a C callable (no Python frame) that ends the layers whose backward is over and
-// starts its own. The regions go through the recorder's timer's own start/end
-// (Timer or CPUGPUTimer, gpu=True for the latter), so keys, errors and GPU
-// timing are the timer's. Nothing here raises into the training: a region the
-// timer refuses is dropped (forward: the reason is kept for the Python side's one
-// warning per key).
+// (bench/auto_cost.py, docs/auto.md "Cost"). Here the Module.__call__ wrapper
+// makes one call to find the layer and start its region (enter) and one to end
+// it and hook its output (close); the hook torch calls when the output's
+// gradient is ready is a C callable (no Python frame) that ends the layers whose
+// backward is over and starts its own. On torch 1.13 the hook goes into the
+// tensor's hook dict directly (Tensor.register_hook less its RemovableHandle,
+// half its cost); on torch >= 2 it is a pre-hook on the output's node. The
+// regions go through the recorder's live timer's own start/end (Timer, or
+// CPUGPUTimer with gpu=True), so keys, errors and GPU timing are the timer's.
+// Nothing here raises into the training: a region the timer refuses is dropped
+// (forward: the reason is kept for the Python side's one warning per key).
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
@@ -417,13 +420,6 @@ PyObject* NewHook(PyObject* clock, int index) {
   return reinterpret_cast<PyObject*>(hook);
 }
 
-// hook(index) -> the callable torch calls when `index`'s output gradient is ready.
-PyObject* ClockHook(PyObject* self, PyObject* arg) {
-  const int index = LayerIndex(State(self), arg);
-  if (index < 0) return nullptr;
-  return NewHook(self, index);
-}
-
 PyObject* ClockKeys(PyObject* self, PyObject* arg) {
   ClockState& s = State(self);
   const int index = LayerIndex(s, arg);
@@ -565,16 +561,6 @@ PyObject* HookCall(PyObject* self, PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// prepend(index): a parent whose output is its last child's joins the child's
-// hook, first, so that the child's backward lies inside its own.
-PyObject* HookPrepend(PyObject* self, PyObject* arg) {
-  auto* hook = reinterpret_cast<HookObject*>(self);
-  const int index = LayerIndex(State(hook->clock), arg);
-  if (index < 0) return nullptr;
-  hook->layers->insert(hook->layers->begin(), index);
-  Py_RETURN_NONE;
-}
-
 PyMethodDef kClockMethods[] = {
     {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ClockConfigure)),
      METH_FASTCALL,
@@ -590,12 +576,7 @@ PyMethodDef kClockMethods[] = {
      METH_FASTCALL, "close(index, output): ends the forward region open() started."},
     {"error", &ClockError, METH_NOARGS, "(key, message) of the last refused region, or None."},
     {"backward_done", &ClockBackwardDone, METH_NOARGS, "Ends the open backward regions."},
-    {"hook", &ClockHook, METH_O, "hook(index): the backward hook of a layer's output."},
     {"keys", &ClockKeys, METH_O, "keys(index) -> (key, eval_key, backward_key)."},
-    {nullptr, nullptr, 0, nullptr}};
-
-PyMethodDef kHookMethods[] = {
-    {"prepend", &HookPrepend, METH_O, "prepend(index): a layer whose backward starts first."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyType_Slot kClockSlots[] = {
@@ -608,14 +589,14 @@ PyType_Slot kClockSlots[] = {
 PyType_Slot kHookSlots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(&HookDealloc)},
     {Py_tp_call, reinterpret_cast<void*>(&HookCall)},
-    {Py_tp_methods, kHookMethods},
-    {Py_tp_doc, const_cast<char*>("A layer output's backward hook (starts layer backward regions).")},
+    {Py_tp_doc,
+     const_cast<char*>("A layer output's backward hook (starts layer backward regions).")},
     {0, nullptr}};
 
 PyType_Spec kClockSpec = {"trainscope._core._LayerClock", sizeof(ClockObject), 0,
                           Py_TPFLAGS_DEFAULT, kClockSlots};
-PyType_Spec kHookSpec = {"trainscope._core._LayerHook", sizeof(HookObject), 0,
-                         Py_TPFLAGS_DEFAULT, kHookSlots};
+PyType_Spec kHookSpec = {"trainscope._core._LayerHook", sizeof(HookObject), 0, Py_TPFLAGS_DEFAULT,
+                         kHookSlots};
 
 }  // namespace
 
@@ -640,8 +621,8 @@ void RegisterLayerClock(py::module_& core, py::handle cpu_gpu_timer) {
   if (clock_type == nullptr) throw py::error_already_set();
   hook_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kHookSpec));
   if (hook_type == nullptr) throw py::error_already_set();
-  core.attr("_LayerClock") = py::reinterpret_borrow<py::object>(
-      reinterpret_cast<PyObject*>(clock_type));
+  core.attr("_LayerClock") =
+      py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(clock_type));
   core.attr("_LayerHook") =
       py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(hook_type));
 }
