@@ -153,3 +153,35 @@ def test_a_layer_inside_itself_warns_once_and_runs_on(tmp_path):
     assert len(refused) == 1, [str(w.message) for w in caught]
     run = trainscope.read_run(run_dir)
     assert len(rows(run, "layer/0")) == 2  # the outer call, each step
+
+
+def test_the_clock_on_a_cpu_gpu_timer_uses_gpu_regions():
+    """The recorder's timer is a CPUGPUTimer when CUDA is there: layer regions are then
+    gpu=True (timed on the CPU alone without a GPU, with the timer's one warning)."""
+    from trainscope import _core  # pylint: disable=import-outside-toplevel
+
+    class Recorder:  # what the clock asks: the live timer, and whether evaluating
+        evaluating = False
+
+        def __init__(self, timer):
+            self.timer = timer
+
+        def live(self):
+            return self.timer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (no GPU: gpu=True regions on the CPU)
+        timer = trainscope.CPUGPUTimer()
+        clock = _core._LayerClock()  # pylint: disable=protected-access
+        clock.configure(lambda: True, None, Recorder(timer), type(None), False)
+        index = clock.add("layer/x", "eval/layer/x", "layer/x/backward", "x")
+        assert clock.open(index) == index
+        # A second start of the same key is refused by the timer, with its reason kept.
+        assert clock.open(index) is False
+        key, message = clock.error()
+        assert key == "layer/x" and message
+        with pytest.raises(ValueError):  # it is a gpu=True region: a CPU end is refused
+            timer.end("layer/x")
+        assert clock.close(index, None) is True
+        assert clock.close(index, None) is False  # nothing open any more
+    assert timer.get_time_stats("layer/x").count == 1

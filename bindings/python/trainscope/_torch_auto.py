@@ -29,8 +29,8 @@ training imports torch) records, through the process's one recorder
 - with ``layers=N``: ``layer/<module path>`` (forward) and
   ``layer/<module path>/backward`` for every module down to depth N, timed in
   the same ``Module.__call__`` wrapper (no module hooks) and, for backward, one
-  tensor hook on each layer's output (and an NVTX range per region, as every
-  trainscope region). A ``torch.compile``d module is timed as one unit: nothing
+  hook on each layer's output, a C callable (_core._LayerClock starts and ends
+  the layer regions; and an NVTX range per region, as every trainscope region). A ``torch.compile``d module is timed as one unit: nothing
   is hooked inside it (the compiler sees the model as it is), and its key has
   no ``_orig_mod``.
 
