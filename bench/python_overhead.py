@@ -8,7 +8,8 @@ Deep500's Timer (the anchor), a start+end pair of trainscope's Timer and
 CPUGPUTimer (no run: their regions are held for a run that may start later),
 and of a Timer in a run (its regions streamed to the run's files by the export
 thread, which shares the machine's cores: on two busy cores its work shows in
-the loop's time); then get_time_stats over --stats-samples samples for Deep500's
+the loop's time; the loop thread's own CPU time is shown beside, and the export
+thread's CPU per region); then get_time_stats over --stats-samples samples for Deep500's
 (statistics module) and trainscope's. "net" subtracts the empty loop, so the
 ratio compares the calls themselves.
 
@@ -102,14 +103,19 @@ def loop_pairs(timer, key, n):
 
 
 def ns_per_iteration(make, n):
+    """Wall, this thread's CPU and the other threads' CPU (the export thread's, in a
+    run) per iteration, in ns."""
     loop = make()  # builds the timer outside the timed region
+    process, thread = time.process_time_ns(), time.thread_time_ns()
     began = time.perf_counter_ns()
     loop(n)
     elapsed = time.perf_counter_ns() - began
+    thread = time.thread_time_ns() - thread
     after = getattr(loop, "after", None)
-    if after is not None:  # (a run to end, outside the timed region)
+    if after is not None:  # (a run to end, outside the timed region: it drains the queue)
         after()
-    return elapsed / n
+    others = time.process_time_ns() - process - thread
+    return elapsed / n, thread / n, max(others, 0) / n
 
 
 def in_a_run(root):
@@ -155,25 +161,40 @@ def main():
         ("trainscope Timer start+end, in a run", in_a_run(tempfile.mkdtemp(prefix="overhead-"))),
     ]
     results = {name: float("inf") for name, _ in variants}
+    cpu = {name: float("inf") for name, _ in variants}  # the loop thread's CPU time
+    export = {name: float("inf") for name, _ in variants}  # the other threads' CPU time
     gc.disable()
     try:
         for _ in range(args.repeats):  # interleaved, so drift hits all variants alike
             for name, make in variants:
-                results[name] = min(results[name], ns_per_iteration(make, n))
+                wall, thread, others = ns_per_iteration(make, n)
+                results[name] = min(results[name], wall)
+                cpu[name] = min(cpu[name], thread)
+                export[name] = min(export[name], others)
     finally:
         gc.enable()
 
     empty = results["empty loop"]
     bare = results["2x time.perf_counter()"] - empty
+    cpu_empty = cpu["empty loop"]
+    cpu_bare = cpu["2x time.perf_counter()"] - cpu_empty
     print(f"Python start+end overhead: CPython {platform.python_version()}, "
           f"{n} iterations, best of {args.repeats}")
-    print(f"{'variant':<36}{'ns/iter':>10}{'net ns':>10}{'x bare pair':>13}")
+    # "thread CPU": the loop thread's own CPU time (what the pair costs the training
+    # thread); in a run the export thread's CPU per region is said apart: on free cores
+    # it runs beside the loop, on busy ones it takes the loop's time (the wall figure).
+    print(f"{'variant':<36}{'ns/iter':>10}{'net ns':>10}{'x bare pair':>13}"
+          f"{'thread CPU x':>14}")
     for name, _ in variants:
         net = results[name] - empty
         if name == "empty loop":
-            print(f"{name:<36}{results[name]:>10.1f}{'-':>10}{'-':>13}")
+            print(f"{name:<36}{results[name]:>10.1f}{'-':>10}{'-':>13}{'-':>14}")
         else:
-            print(f"{name:<36}{results[name]:>10.1f}{net:>10.1f}{net / bare:>13.2f}")
+            print(f"{name:<36}{results[name]:>10.1f}{net:>10.1f}{net / bare:>13.2f}"
+                  f"{(cpu[name] - cpu_empty) / cpu_bare:>14.2f}")
+    in_run = "trainscope Timer start+end, in a run"
+    print(f"export thread, in a run: {export[in_run]:.1f} ns CPU per region "
+          f"({export[in_run] / cpu_bare:.2f}x the bare pair), on other cores when free")
 
     m = args.stats_samples
     deep500 = Deep500Timer()

@@ -473,6 +473,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyTimer> timer = BindTimer(m);
   py::class_<PyCPUGPUTimer> cpu_gpu_timer = BindCPUGPUTimer(m);
   InstallFastPath(timer, cpu_gpu_timer);
+  RegisterLayerClock(m, cpu_gpu_timer);
   RegisterRun(m);
   RegisterScaling(m);
   RegisterReport(m);

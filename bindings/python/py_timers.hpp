@@ -83,6 +83,10 @@ void RegisterStalls(pybind11::module_& core);
 // methods (see fast_path.cpp for why).
 void InstallFastPath(pybind11::handle timer_type, pybind11::handle cpu_gpu_timer_type);
 
+// trainscope._core._LayerClock and _LayerHook (layer_clock.cpp): the layer regions of
+// trainscope.torch's layers=N, started and ended from C.
+void RegisterLayerClock(pybind11::module_& core, pybind11::handle cpu_gpu_timer_type);
+
 }  // namespace trainscope::python
 
 #endif  // TRAINSCOPE_BINDINGS_PYTHON_PY_TIMERS_HPP_

@@ -29,8 +29,8 @@ training imports torch) records, through the process's one recorder
 - with ``layers=N``: ``layer/<module path>`` (forward) and
   ``layer/<module path>/backward`` for every module down to depth N, timed in
   the same ``Module.__call__`` wrapper (no module hooks) and, for backward, one
-  tensor hook on each layer's output (and an NVTX range per region, as every
-  trainscope region). A ``torch.compile``d module is timed as one unit: nothing
+  hook on each layer's output, a C callable (_core._LayerClock starts and ends
+  the layer regions; and an NVTX range per region, as every trainscope region). A ``torch.compile``d module is timed as one unit: nothing
   is hooked inside it (the compiler sees the model as it is), and its key has
   no ``_orig_mod``.
 
@@ -43,14 +43,16 @@ of trainscope.
 """
 
 import functools
+import importlib.util
 import sys
 import weakref
 
 import torch
 
+from trainscope import _core
 from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
-from trainscope._work import first_tensor, work
+from trainscope._work import work
 
 __all__ = ["Instrumentation", "instrument"]
 
@@ -82,6 +84,9 @@ def _compiling_check():
 
 
 _compiling = _compiling_check()
+if not hasattr(torch, "compiler") and not hasattr(torch, "_dynamo") and \
+        importlib.util.find_spec("torch._dynamo") is None:
+    _compiling = bool  # a torch without a compiler (1.13): bool() is False, a C call
 
 
 _owns_nothing = {}  # id(module) -> (weakref to it, it owns no parameter)
@@ -304,18 +309,24 @@ class Instrumentation:
             def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
                 depth = _depth
                 if depth["module"]:
-                    if layers is None or not layers.table or bound is not None:
+                    if layers is None or bound is not None or _compiling():
                         return original(*args, **kwargs)
-                    layer = layers.of(args[0])
-                    opened = None if layer is None or _compiling() else layer.open()
-                    if opened is None:
+                    # A layer: its region started and ended in C (_clock), its output hooked.
+                    index = _clock.enter(layers.table, args[0])
+                    if index is None:  # not a layer, or not recording
+                        return original(*args, **kwargs)
+                    if index is False:
+                        _refused("layer")
                         return original(*args, **kwargs)
                     try:
                         output = original(*args, **kwargs)
                     except BaseException:
-                        layer.close(opened)
+                        if not _clock.close(index, None):
+                            _refused("layer-end")
                         raise
-                    layer.close(opened, output)
+                    # (a training call's output gets the hook that starts the layer's backward)
+                    if not _clock.close(index, output):
+                        _refused("layer-end")
                     return output
                 if _compiling():
                     return original(*args, **kwargs)
@@ -359,12 +370,12 @@ class Instrumentation:
                 # Its layers' calls: their forward, wrapped on each instance (no
                 # process-wide patch when objects are given).
                 layers.hook_root(model)
-                for reference, layer in list(layers.table.values()):
+                for reference, index in list(layers.table.values()):
                     module = reference()
                     if module is not None:
                         self._patch(module, "forward",
-                                    functools.partial(_make_layer_forward, layer=layer),
-                                    f"{layer.key} (layers)")
+                                    functools.partial(_make_layer_forward, index=index),
+                                    f"{_clock.keys(index)[0]} (layers)")
         if ok:
             self.keys |= {FORWARD, LOSS}
 
@@ -381,7 +392,7 @@ class Instrumentation:
                 try:
                     result = original(*args, **kwargs)
                 finally:
-                    _layers_backward_done()
+                    _clock.backward_done()  # the layers' backward regions still open
                     if started:
                         rec.end(BACKWARD)
                     depth["backward"] -= 1
@@ -509,19 +520,23 @@ class Instrumentation:
 
 
 
-def _make_layer_forward(original, layer):
+def _make_layer_forward(original, index):
     """A layer's forward, timed (instrument(model=..., layers=N))."""
     @functools.wraps(original)
     def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
-        opened = None if _compiling() else layer.open()
-        if opened is None:
+        opened = None if _compiling() else _clock.open(index)
+        if opened is None or opened is False:
+            if opened is False:
+                _refused("layer")
             return original(*args, **kwargs)
         try:
             output = original(*args, **kwargs)
         except BaseException:
-            layer.close(opened)
+            if not _clock.close(index, None):
+                _refused("layer-end")
             raise
-        layer.close(opened, output)
+        if not _clock.close(index, output):
+            _refused("layer-end")
         return output
     return trainscope_timed_call
 
@@ -529,27 +544,42 @@ def _make_layer_forward(original, layer):
 _OPTIMIZED_MODULE = "OptimizedModule"  # torch._dynamo.eval_frame: what torch.compile returns
 _WRAPPED = "_orig_mod"  # the module it compiles
 
+# The layer regions of every _Layers, started and ended in C (bindings/python/layer_clock.cpp):
+# the wrapper makes one call to start a layer's forward and one to end it; the backward hook
+# on its output is a C callable that ends the layers whose backward is over and starts its
+# own (no Python frame). Strict pairs on the recorder's timer itself (Recorder.live): no
+# books of open keys to keep, the cheapest region there is (bench/auto_cost.py).
+# The backward hook: a pre-hook on the node that made the output (torch >= 2; half a tensor
+# hook's cost there), else a tensor hook (torch 1.13: its hook dict set directly, without the
+# RemovableHandle of Tensor.register_hook, which cost as much again).
+_NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node", None),
+                         "register_prehook")
+_clock = _core._LayerClock()  # pylint: disable=protected-access
+_clock.configure(torch.is_grad_enabled, _inference, _rec, torch.Tensor, _NODE_PREHOOKS)
+
+
+def _refused(what):
+    """One warning per key for a layer region the timer refused (a layer inside itself)."""
+    error = _clock.error()
+    if error is not None:
+        key, message = error
+        _rec.warn((what, key), f"trainscope: region {key!r} not recorded: {message}")
+
 
 class _Layers:
     """layer/<path> regions of the modules down to `depth` under each root module.
 
     Forward: the layer's call, timed in the one Module.__call__ wrapper (module
-    hooks would cost the module call its fast path). Backward: one tensor hook on
-    the layer's first output that needs a gradient; its gradient starts the
-    layer's backward, which ends when the gradient reaches another layer's
-    output that is not its ancestor (or backward ends). A torch.compile'd module
-    is one layer (nothing inside it is timed; no ``_orig_mod`` in the key)."""
+    hooks would cost the module call its fast path). Backward: one hook on the
+    layer's first output that needs a gradient; its gradient starts the layer's
+    backward, which ends when the gradient reaches another layer's output that
+    is not its ancestor (or backward ends). A torch.compile'd module is one
+    layer (nothing inside it is timed; no ``_orig_mod`` in the key)."""
 
     def __init__(self, depth):
         self.depth = depth
-        self.table = {}  # id(module) -> (weakref to it, _Layer)
+        self.table = {}  # id(module) -> (weakref to it, its index in _clock)
         self.roots = weakref.WeakSet()
-
-    def of(self, module):
-        entry = self.table.get(id(module))
-        if entry is None or entry[0]() is not module:
-            return None
-        return entry[1]
 
     def hook_root(self, root):
         if root in self.roots:
@@ -569,161 +599,14 @@ class _Layers:
                 name = ".".join(part for part in path.split(".") if part != _WRAPPED)
                 if not name or name.count(".") + 1 > self.depth or id(module) in self.table:
                     continue
-                self.table[id(module)] = (weakref.ref(module), _Layer(LAYER_PREFIX + name, name))
+                key = LAYER_PREFIX + name
+                index = _clock.add(key, EVAL_PREFIX + key, key + "/backward", name)
+                self.table[id(module)] = (weakref.ref(module), index)
         except Exception as error:  # pylint: disable=broad-except
             recorder().warn("layers", f"trainscope: layer regions off: {error}")
 
     def remove(self):
         self.table = {}
-
-
-class _Layer:
-    __slots__ = ("key", "eval_key", "path", "backward_key", "_open")
-
-    def __init__(self, key, path):
-        self.key = key
-        self.eval_key = EVAL_PREFIX + key
-        self.path = path
-        self.backward_key = key + "/backward"
-        self._open = None  # the timer and gpu flag of the open backward region
-
-    # The layer's call, as the wrapper times it (one frame: trainscope_timed_call):
-    # opened = layer.open(); output = original(...); layer.close(opened, output).
-    # Strict pairs on the timer itself (Recorder.live): no books of open keys to keep,
-    # the cheapest region there is (bench/auto_cost.py: the cost per layer).
-
-    def open(self):
-        """Starts the layer's region: what close() needs, or None when it is not timed."""
-        rec = _rec
-        timer = rec.live()
-        if timer is None:
-            return None
-        training = torch.is_grad_enabled() and not rec.evaluating and \
-            not (_inference is not None and _inference())
-        key = self.key if training else self.eval_key
-        gpu = rec.gpu
-        try:
-            if gpu:
-                timer.start(key, gpu=True)
-            else:
-                timer.start(key)
-        except Exception as error:  # pylint: disable=broad-except  (a layer inside itself)
-            rec.warn(("layer", key), f"trainscope: region {key!r} not recorded: {error}")
-            return None
-        return timer, key, gpu, training
-
-    def close(self, opened, output=None):
-        """Ends the region open() started; with the output of a training call, hooks
-        the start of the layer's backward on it."""
-        timer, key, gpu, training = opened
-        try:
-            if gpu:
-                timer.end(key, gpu=True)
-            else:
-                timer.end(key)
-        except Exception as error:  # pylint: disable=broad-except
-            _rec.warn(("layer-end", key), f"trainscope: region {key!r} not recorded: {error}")
-        if not training or output is None:
-            return
-        first = _first_tensor(output)
-        if first is not None and first.requires_grad:
-            last = _last_hooked
-            if last[0] is not None and last[0]() is first:
-                # A parent whose output is its last child's: one hook starts both,
-                # the parent first, so that the child's backward lies inside.
-                last[1].layers.insert(0, self)
-            else:
-                group = _Group(self)
-                _hook_backward(first, group)
-                last[0], last[1] = weakref.ref(first), group
-
-    def backward_start(self):
-        open_now = _open_backward
-        if open_now:
-            # The gradient reached this layer's output: every open layer that is not
-            # its ancestor (nor a child that shares its output) has done its backward.
-            keep = []
-            for other in reversed(open_now):  # the innermost ends first
-                if self.path.startswith(other.path + ".") or \
-                        other.path.startswith(self.path + "."):
-                    keep.append(other)
-                else:
-                    other.backward_end()
-            keep.reverse()
-            open_now[:] = keep
-        if self._open is not None:  # (its output reached twice)
-            return
-        rec = _rec
-        timer = rec.live()
-        if timer is None:
-            return
-        gpu = rec.gpu
-        try:
-            if gpu:
-                timer.start(self.backward_key, gpu=True)
-            else:
-                timer.start(self.backward_key)
-        except Exception:  # pylint: disable=broad-except
-            return
-        self._open = (timer, gpu)
-        open_now.append(self)
-
-    def backward_end(self):
-        opened, self._open = self._open, None
-        if opened is not None:
-            try:
-                if opened[1]:
-                    opened[0].end(self.backward_key, gpu=True)
-                else:
-                    opened[0].end(self.backward_key)
-            except Exception:  # pylint: disable=broad-except
-                pass
-
-
-class _Group:
-    """The layers whose backward starts at one output's gradient, outermost first."""
-
-    __slots__ = ("layers",)
-
-    def __init__(self, layer):
-        self.layers = [layer]
-
-    def __call__(self, *_):
-        for layer in self.layers:
-            layer.backward_start()
-
-
-def _hook_backward(output, group):
-    """`group` runs when `output`'s gradient is ready: a pre-hook on the node that made
-    it (torch >= 2; half a tensor hook's cost), else a tensor hook."""
-    try:
-        node = output.grad_fn
-        if node is not None and _NODE_PREHOOKS:
-            node.register_prehook(group)
-        else:
-            output.register_hook(group)
-    except Exception:  # pylint: disable=broad-except
-        pass
-
-
-# The output hooked last and its group (a parent returning its child's output joins it).
-_last_hooked = [None, None]
-_NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node", None),
-                         "register_prehook")
-# Layer backward regions open now, innermost last.
-_open_backward = []
-
-
-def _layers_backward_done():
-    if not _open_backward:
-        return
-    for layer in reversed(_open_backward):
-        layer.backward_end()
-    _open_backward.clear()
-
-
-def _first_tensor(value):
-    return first_tensor(torch, value)
 
 
 def instrument(model=None, optimizer=None, loader=None, *, layers=0):
