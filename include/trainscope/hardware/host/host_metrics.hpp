@@ -24,6 +24,14 @@ inline constexpr char kSwapUsedMbMetric[] = "system/swap.used_mb";
 // core, resident memory.
 inline constexpr char kProcCpuMetric[] = "system/proc.cpu_pct";
 inline constexpr char kProcRssMbMetric[] = "system/proc.rss_mb";
+// The time the tree's threads waited on a run queue for a CPU (schedstat's
+// run-queue delay), in % of one core; the steps room's contention share is it
+// over itself plus kProcCpuMetric (docs/steps.md).
+inline constexpr char kProcCpuWaitMetric[] = "system/proc.cpu_wait_pct";
+// The tree's threads' involuntary context switches (preempted), per second.
+inline constexpr char kProcInvoluntarySwitchesMetric[] = "system/proc.involuntary_switches_per_s";
+// The host's steal time (a VM's CPU taken by the hypervisor), in % of all cores.
+inline constexpr char kCpuStealMetric[] = "system/cpu.steal_pct";
 // A GPU's: "system/gpu.<index>.<quantity>".
 inline constexpr char kGpuMetricPrefix[] = "system/gpu.";
 inline constexpr char kGpuUtilQuantity[] = "util_pct";
