@@ -223,7 +223,10 @@ struct StepReader::State {
     now.time_ms = std::max(now.time_ms, m.timestamp_ms);
     int gpu = 0;
     std::string_view rest;
-    if (key == host::kCpuUtilMetric) {
+    if (key == host::kCpuStealMetric) {
+      h->readings[m.timestamp_ms].steal_pct = v;
+      h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
+    } else if (key == host::kCpuUtilMetric) {
       h->readings[m.timestamp_ms].cpu_util_pct = v;
       h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
       now.cpu_util_pct = v;
@@ -239,6 +242,8 @@ struct StepReader::State {
       h->readings[m.timestamp_ms].swap_used_mb = v;
       h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
       now.swap_used_mb = v;
+    } else if (key == host::kProcCpuWaitMetric) {
+      if (RankSteps* r = rank_for(m.rank)) r->cpu_wait_pct[m.timestamp_ms] += v;
     } else if (key == host::kProcRssMbMetric) {
       if (RankSteps* r = rank_for(m.rank)) r->rss_mb.emplace_back(m.timestamp_ms, v);
     } else if (gpu_key(key, &gpu, &rest)) {

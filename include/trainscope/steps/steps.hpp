@@ -23,6 +23,11 @@
 //   other CPU   the host's CPU busy minus the job's, at least 0
 //   cores       the launcher's environment record's `cores` for the host,
 //               else the number of per-core readings
+//   contention  per rank over a time range, the run-queue wait of its process
+//   share       tree's threads (system/proc.cpu_wait_pct) over that wait plus
+//               their CPU (system/proc.cpu_pct), summed over the readings of
+//               the range: the share of the time the job's threads wanted a
+//               CPU that they waited for one; with a 95% interval
 //
 // StepReader reads a run incrementally (what was appended since the last
 // poll, within a read budget for a live follower); read_steps() reads a
@@ -164,6 +169,9 @@ struct RankSteps {
   std::vector<std::pair<std::int64_t, double>> rss_mb;
   std::map<std::int64_t, double> gpu_mem_mb;
   std::map<std::int64_t, double> cpu_pct;
+  // Its threads' run-queue wait, % of one core, by time (ms); empty in runs
+  // recorded before it was sampled.
+  std::map<std::int64_t, double> cpu_wait_pct;
   // Reading.
   std::uint64_t read_bytes = 0;     // of the region file
   std::uint64_t skipped_bytes = 0;  // of the region file, not read (the read budget)
@@ -187,6 +195,7 @@ struct HostSample {
   double cpu_util_pct = std::numeric_limits<double>::quiet_NaN();  // % of all cores
   double job_cpu_pct = std::numeric_limits<double>::quiet_NaN();   // % of all cores, the job's
   double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
+  double steal_pct = std::numeric_limits<double>::quiet_NaN();  // % of all cores, a VM's
   // Other processes' CPU, % of all cores: busy minus the job's, >= 0; NaN
   // when either is unknown.
   double other_cpu_pct() const;
@@ -214,6 +223,21 @@ struct HostLoad {
   std::vector<HostSample> samples;  // in time order
   HostNow now;
 };
+
+// The contention share (see the top of this file) of `ranks`' process trees
+// over the readings taken in [from_ms, to_ms], pooled. `share` NaN when no
+// reading pairs a wait with a CPU figure (a run recorded before the wait was
+// sampled, or a tree that never ran); the interval needs two readings.
+struct ContentionShare {
+  double share = std::numeric_limits<double>::quiet_NaN();  // 0..1
+  double low = std::numeric_limits<double>::quiet_NaN();    // 95%, clamped to 0..1
+  double high = std::numeric_limits<double>::quiet_NaN();
+  std::size_t readings = 0;
+  bool known() const { return readings > 0; }
+};
+ContentionShare contention_share(const std::vector<const RankSteps*>& ranks,
+                                 std::int64_t from_ms = std::numeric_limits<std::int64_t>::min(),
+                                 std::int64_t to_ms = std::numeric_limits<std::int64_t>::max());
 
 // ---------------------------------------------------------------------------
 // Reading
