@@ -517,6 +517,11 @@ std::vector<HostLoad> StepReader::hosts() const {
     load.host = name;
     load.cores = h.recorded_cores > 0 ? h.recorded_cores : static_cast<int>(h.cores_seen.size());
     load.now = h.now;
+    std::vector<const RankSteps*> on_host;
+    for (const RankSteps* r : ranks()) {
+      if (r->host == name) on_host.push_back(r);
+    }
+    load.now.contention = contention_share(on_host, h.now.time_ms - kRecentContentionMs);
     for (const auto& [time_ms, reading] : h.readings) {
       HostSample x = reading;
       x.time_ms = time_ms;

@@ -76,6 +76,7 @@ Diagnosis sample() {
   now.time_ms = 5;
   now.cpu_util_pct = 50;
   now.gpus = {GpuNow{0, 90, 1000, 80000}};
+  now.contention = steps::ContentionShare{0.25, 0.2, 0.3, 12};
   d.host_now = {now};
   return d;
 }
@@ -99,6 +100,8 @@ TEST(Document, RoundTripsThroughTheOneReader) {
   EXPECT_TRUE(std::isnan(back->run.labels[1].value.low));
   EXPECT_EQ(back->keys[0].key, "data \"aug\", v2");
   EXPECT_EQ(back->host_now[0].gpus[0].mem_total_mb, 80000);
+  EXPECT_EQ(back->host_now[0].contention.low, 0.2);
+  EXPECT_EQ(back->host_now[0].contention.readings, 12u);
   EXPECT_THAT(text, HasSubstr("\"headline\": \"INPUT-BOUND, STRAGGLER(compute, rank 1), "
                               "HOST-PRESSURE(h2)\""));
 }

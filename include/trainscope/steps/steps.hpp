@@ -189,6 +189,21 @@ struct RankSteps {
 // ---------------------------------------------------------------------------
 // Host load
 
+// The contention share (see the top of this file) of `ranks`' process trees
+// over the readings taken in [from_ms, to_ms], pooled. `share` NaN when no
+// reading pairs a wait with a CPU figure (a run recorded before the wait was
+// sampled, or a tree that never ran); the interval needs two readings.
+struct ContentionShare {
+  double share = std::numeric_limits<double>::quiet_NaN();  // 0..1
+  double low = std::numeric_limits<double>::quiet_NaN();    // 95%, clamped to 0..1
+  double high = std::numeric_limits<double>::quiet_NaN();
+  std::size_t readings = 0;
+  bool known() const { return readings > 0; }
+};
+ContentionShare contention_share(const std::vector<const RankSteps*>& ranks,
+                                 std::int64_t from_ms = std::numeric_limits<std::int64_t>::min(),
+                                 std::int64_t to_ms = std::numeric_limits<std::int64_t>::max());
+
 // A host's reading at one time (its CPU reading's).
 struct HostSample {
   std::int64_t time_ms = 0;
@@ -215,7 +230,11 @@ struct HostNow {
   double mem_used_pct = std::numeric_limits<double>::quiet_NaN();
   double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
   std::vector<GpuNow> gpus;
+  // The contention share of the host's ranks over the readings of the last
+  // kRecentContentionMs before time_ms.
+  ContentionShare contention;
 };
+inline constexpr std::int64_t kRecentContentionMs = 10'000;
 
 struct HostLoad {
   std::string host;
@@ -223,21 +242,6 @@ struct HostLoad {
   std::vector<HostSample> samples;  // in time order
   HostNow now;
 };
-
-// The contention share (see the top of this file) of `ranks`' process trees
-// over the readings taken in [from_ms, to_ms], pooled. `share` NaN when no
-// reading pairs a wait with a CPU figure (a run recorded before the wait was
-// sampled, or a tree that never ran); the interval needs two readings.
-struct ContentionShare {
-  double share = std::numeric_limits<double>::quiet_NaN();  // 0..1
-  double low = std::numeric_limits<double>::quiet_NaN();    // 95%, clamped to 0..1
-  double high = std::numeric_limits<double>::quiet_NaN();
-  std::size_t readings = 0;
-  bool known() const { return readings > 0; }
-};
-ContentionShare contention_share(const std::vector<const RankSteps*>& ranks,
-                                 std::int64_t from_ms = std::numeric_limits<std::int64_t>::min(),
-                                 std::int64_t to_ms = std::numeric_limits<std::int64_t>::max());
 
 // ---------------------------------------------------------------------------
 // Reading
