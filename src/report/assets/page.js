@@ -597,6 +597,12 @@
     var pairs = [];
     if (scope.step_s) pairs.push(["step time", interval(scope.step_s, seconds) + " (mean of the median rank, 95% interval)"]);
     if (isNum(scope.steps_per_s) && scope.steps_per_s > 0) pairs.push(["steps/s", sig(scope.steps_per_s, 4)]);
+    (d.host_now || []).forEach(function (h) {  // the contention share, docs/steps.md
+      if (!h.contention || !isNum(h.contention.share)) return;
+      pairs.push(["waited for a CPU" + ((d.host_now.length > 1) ? " @" + h.host : ""),
+        interval({ value: h.contention.share, low: h.contention.low, high: h.contention.high }, pct) +
+        " of the time the job's threads wanted one (the kernel's run-queue wait, last 10 s of readings)"]);
+    });
     if (pairs.length) kv(parent, pairs);
     (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });
     if ((d.window && (d.window.phases || []).length) || (d.run && (d.run.phases || []).length)) {
