@@ -1355,7 +1355,7 @@
     var basis = add(s, el("div", { class: "cmp-basis" }));
     add(basis, el("b", { text: "overall: " }));
     basis.appendChild(document.createTextNode(pair.overall_basis + (observations(o) ? " · " + observations(o) : "")));
-    if (o.verdict === "inconclusive" && o.reason) add(s, el("div", { class: "cmp-reason", text: o.reason }));
+    if (/^inconclusive/.test(o.verdict) && o.reason) add(s, el("div", { class: "cmp-reason", text: o.reason }));
     add(s, el("div", { class: "muted", text: "A: " + sideRuns(pair.runs_a) + " · B: " + sideRuns(pair.runs_b),
                        title: "A: " + pair.runs_a.join("\n") + "\nB: " + pair.runs_b.join("\n") }));
     (pair.warnings || []).forEach(function (w) { add(s, el("div", { class: "banner note cmp-warning", text: "Warning: " + w })); });
@@ -1371,12 +1371,12 @@
           td.setAttribute("data-field", "verdict"); td.appendChild(verdictSpan(r)); } }],
       pair.rows, { cls: "cmp-rows", rowAttrs: function (r, tr) {
         tr.setAttribute("data-row", r.name); tr.setAttribute("data-device", r.device); tr.setAttribute("data-verdict", r.verdict); } });
-    var notes = pair.rows.filter(function (r) { return r.note || (r.verdict === "inconclusive" && r.reason && r.name !== o.name); });
+    var notes = pair.rows.filter(function (r) { return r.note || (/^inconclusive/.test(r.verdict) && r.reason && r.name !== o.name); });
     if (notes.length) {
       var ul = add(s, el("ul", { class: "findings cmp-notes" }));
       notes.forEach(function (r) {
         if (r.note) add(ul, el("li", { class: "cmp-note", text: "Note: " + r.note }));
-        if (r.verdict === "inconclusive" && r.reason && r.name !== o.name) add(ul, el("li", { text: rowName(r) + ": " + r.reason }));
+        if (/^inconclusive/.test(r.verdict) && r.reason && r.name !== o.name) add(ul, el("li", { text: rowName(r) + ": " + r.reason }));
       });
     }
     add(s, el("div", { class: "muted", text: "Rows by effect (the largest change first; click a header to sort). B/A: B's median over A's " +
