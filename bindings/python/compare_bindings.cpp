@@ -80,13 +80,16 @@ void BindComparison(py::module_& core) {
 A and B (or one configuration of two sweeps) compared: config ("" or the params the
 configurations share), runs_a, runs_b, rows (CompareRow list, largest effect first),
 overall (a CompareRow: the step time, else the geometric mean of the CPU keys),
-overall_basis, warnings.)doc")
+overall_basis, contention_a, contention_b (each side's contention share: the share of
+the time its threads wanted a CPU that they waited for one; NaN without readings), warnings.)doc")
       .def_readonly("config", &Pair::config)
       .def_readonly("runs_a", &Pair::runs_a)
       .def_readonly("runs_b", &Pair::runs_b)
       .def_readonly("rows", &Pair::rows)
       .def_readonly("overall", &Pair::overall)
       .def_readonly("overall_basis", &Pair::overall_basis)
+      .def_readonly("contention_a", &Pair::contention_a)
+      .def_readonly("contention_b", &Pair::contention_b)
       .def_readonly("warnings", &Pair::warnings);
   py::class_<Comparison>(core, "Comparison", R"doc(
 What compare() compared: label_a, label_b, threshold, confidence, pairs (ComparePair
