@@ -38,8 +38,8 @@ Side side(const std::string& label, double step_s, double contention, std::uint6
 }
 
 Comparison compared(double step_b, double contention_a, double contention_b) {
-  absl::StatusOr<Comparison> c = compare_sides(side("a", 0.010, contention_a, 1),
-                                               side("b", step_b, contention_b, 2));
+  absl::StatusOr<Comparison> c =
+      compare_sides(side("a", 0.010, contention_a, 1), side("b", step_b, contention_b, 2));
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? *c : Comparison{};
 }
