@@ -30,9 +30,8 @@ std::string apply_contention(double a, double b, double threshold, Row* row) {
   if (std::fabs(std::log(k)) <= half_width) return {};
   const double low = c.low * k, high = c.high * k, ratio = c.ratio * k;
   const stats::Verdict without = stats::decide(low, high, threshold);
-  const std::string shares =
-      fmt::format("A's threads waited for a CPU {} of the time they wanted one, B's {}",
-                  stats::format_share(a), stats::format_share(b));
+  const std::string shares = fmt::format("A's threads waited for a CPU {} of the time, B's {}",
+                                         stats::format_share(a), stats::format_share(b));
   if (without == c.verdict) {
     return fmt::format(
         "{}: {}; the verdict holds with the waiting time removed (B/A = {:.4f}, "

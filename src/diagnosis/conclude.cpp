@@ -401,8 +401,8 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
       Label label = make_label(
           LabelName::kHostPressure, LabelKind::kCpu, "contention_share", contention,
           t.host_pressure_contention_share, "host_pressure_contention_share",
-          fmt::format("the job's threads on host {} waited for a CPU {} of the time they wanted "
-                      "one ({} readings of the kernel's run-queue wait); the host is {} busy, "
+          fmt::format("the job's threads on host {} waited for a CPU {} of the time ({} "
+                      "readings of the kernel's run-queue wait); the host is {} busy, "
                       "other processes take {} of its cores",
                       host.host, pct_interval(contention), waited.readings,
                       stats::format_percent(util_median), pct_interval(other)),

@@ -219,14 +219,14 @@ TEST(TopView, TheHostLineShowsHowLongTheJobWaitedForACpu) {
     const std::string t = std::to_string(kT0 / kMs + i * 1000);
     host += "system/cpu.util_pct,60,0," + t + ",\n";
     host += "system/proc.cpu_pct,100,0," + t + ",0\n";
-    host += "system/proc.cpu_wait_pct,50,0," + t + ",0\n";  // a third of the time wanted
+    host += "system/proc.cpu_wait_pct,50,0," + t + ",0\n";  // half of each second
   }
   testing::write_file(dir / "host-h.csv", host);
 
   TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
   ASSERT_TRUE(session.refresh()) << session.alert();
   const std::string text = all_text(session.lines(false, 160, 40, false));
-  EXPECT_THAT(text, HasSubstr("waited 33.3%"));
+  EXPECT_THAT(text, HasSubstr("waited 50.0%"));
   EXPECT_THAT(text, HasSubstr("HOST-PRESSURE"));
 }
 

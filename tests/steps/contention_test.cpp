@@ -1,5 +1,5 @@
-// The contention share (docs/steps.md): the tree's run-queue wait over its
-// wait plus CPU, pooled over the readings of a range, with its interval; read
+// The contention share (docs/steps.md): the tree's run-queue wait per second,
+// averaged over the readings of a range, at most 1, with its interval; read
 // from a run directory written by hand, and on hand-made ranks.
 #include <cmath>
 #include <string>
@@ -18,7 +18,7 @@ using testing::RankJson;
 using testing::RunJson;
 using testing::TempDir;
 
-TEST(ContentionShare, IsTheWaitOverWaitPlusCpuOfTheRankTreesReadings) {
+TEST(ContentionShare, IsTheRankTreesWaitPerSecondOverTheReadings) {
   TempDir tmp;
   RankJson rank;
   rank.status = "FINISHED";
@@ -30,7 +30,7 @@ TEST(ContentionShare, IsTheWaitOverWaitPlusCpuOfTheRankTreesReadings) {
     const std::string t = std::to_string(1000 + i * 1000);
     host += std::string(host::kCpuUtilMetric) + ",90," + std::to_string(i) + "," + t + ",\n";
     host += std::string(host::kCpuStealMetric) + ",3," + std::to_string(i) + "," + t + ",\n";
-    // 100% of one core running, 100% (i even) or 50% waiting.
+    // 100% of one core running; waiting the whole second (i even) or half of it.
     host += std::string(host::kProcCpuMetric) + ",100," + std::to_string(i) + "," + t + ",0\n";
     host += std::string(host::kProcCpuWaitMetric) + "," + (i % 2 == 0 ? "100" : "50") + "," +
             std::to_string(i) + "," + t + ",0\n";
@@ -47,30 +47,28 @@ TEST(ContentionShare, IsTheWaitOverWaitPlusCpuOfTheRankTreesReadings) {
 
   const ContentionShare all = contention_share({&s->ranks[0]});
   EXPECT_EQ(all.readings, 4u);
-  EXPECT_NEAR(all.share, 300.0 / 700.0, 1e-12);  // pooled: not the mean of 1/2 and 1/3
+  EXPECT_NEAR(all.share, 0.75, 1e-12);
   EXPECT_LT(all.low, all.share);
   EXPECT_GT(all.high, all.share);
   // A range: the last two readings only.
   const ContentionShare late = contention_share({&s->ranks[0]}, 2500, 5000);
   EXPECT_EQ(late.readings, 2u);
-  EXPECT_NEAR(late.share, 150.0 / 350.0, 1e-12);
+  EXPECT_NEAR(late.share, 0.75, 1e-12);
 }
 
-TEST(ContentionShare, UnknownWithoutWaitReadingsOrDemand) {
+TEST(ContentionShare, UnknownWithoutWaitReadingsAtMostOne) {
   RankSteps old_run;  // recorded before the wait was sampled
   old_run.cpu_pct = {{1000, 100.0}, {2000, 100.0}};
   EXPECT_FALSE(contention_share({&old_run}).known());
   EXPECT_TRUE(std::isnan(contention_share({&old_run}).share));
-  RankSteps asleep;
-  asleep.cpu_pct = {{1000, 0.0}};
-  asleep.cpu_wait_pct = {{1000, 0.0}};
-  EXPECT_FALSE(contention_share({&asleep}).known());
   RankSteps one;
-  one.cpu_pct = {{1000, 60.0}};
   one.cpu_wait_pct = {{1000, 40.0}};
   const ContentionShare c = contention_share({&one});
   EXPECT_DOUBLE_EQ(c.share, 0.4);
   EXPECT_TRUE(std::isnan(c.low));  // one reading: no interval
+  RankSteps many_threads;          // eight threads waiting half the time each: 400% of one core
+  many_threads.cpu_wait_pct = {{1000, 400.0}, {2000, 400.0}};
+  EXPECT_DOUBLE_EQ(contention_share({&many_threads}).share, 1.0);
 }
 
 TEST(ContentionShare, SteadyWaitHasANarrowInterval) {
@@ -83,9 +81,9 @@ TEST(ContentionShare, SteadyWaitHasANarrowInterval) {
   }
   const ContentionShare a = contention_share({&steady});
   const ContentionShare b = contention_share({&noisy});
-  EXPECT_DOUBLE_EQ(a.share, 0.2);
+  EXPECT_DOUBLE_EQ(a.share, 0.25);
   EXPECT_NEAR(a.high - a.low, 0.0, 1e-12);
-  EXPECT_DOUBLE_EQ(b.share, 0.2);
+  EXPECT_DOUBLE_EQ(b.share, 0.25);
   EXPECT_GT(b.high - b.low, 0.05);
 }
 

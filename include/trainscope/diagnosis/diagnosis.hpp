@@ -92,7 +92,7 @@ struct Thresholds {
   double host_pressure_other_cpu_share = 0.25;
   double host_pressure_swap_growth_mb = 64.0;
   // HOST-PRESSURE when the job's threads waited for a CPU more than this share
-  // of the time they wanted one (the contention share's interval above it).
+  // of the time (the contention share's interval above it).
   double host_pressure_contention_share = 0.10;
   // Fewer steps than this (per rank, after warm-up) is NO-DATA.
   double min_steps = 8;

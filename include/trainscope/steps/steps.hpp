@@ -24,10 +24,10 @@
 //   cores       the launcher's environment record's `cores` for the host,
 //               else the number of per-core readings
 //   contention  per rank over a time range, the run-queue wait of its process
-//   share       tree's threads (system/proc.cpu_wait_pct) over that wait plus
-//               their CPU (system/proc.cpu_pct), summed over the readings of
-//               the range: the share of the time the job's threads wanted a
-//               CPU that they waited for one; with a 95% interval
+//   share       tree's threads (system/proc.cpu_wait_pct: seconds waited, summed
+//               over the threads, per second) averaged over the readings of
+//               the range (pooled over ranks), at most 1: the share of the
+//               step the job's threads waited for a CPU; with a 95% interval
 //
 // StepReader reads a run incrementally (what was appended since the last
 // poll, within a read budget for a live follower); read_steps() reads a
@@ -190,9 +190,9 @@ struct RankSteps {
 // Host load
 
 // The contention share (see the top of this file) of `ranks`' process trees
-// over the readings taken in [from_ms, to_ms], pooled. `share` NaN when no
-// reading pairs a wait with a CPU figure (a run recorded before the wait was
-// sampled, or a tree that never ran); the interval needs two readings.
+// over the readings taken in [from_ms, to_ms], pooled. `share` NaN without a
+// reading (a run recorded before the wait was sampled); the interval (Student's
+// t over the readings) needs two.
 struct ContentionShare {
   double share = std::numeric_limits<double>::quiet_NaN();  // 0..1
   double low = std::numeric_limits<double>::quiet_NaN();    // 95%, clamped to 0..1

@@ -601,7 +601,7 @@
       if (!h.contention || !isNum(h.contention.share)) return;
       pairs.push(["waited for a CPU" + ((d.host_now.length > 1) ? " @" + h.host : ""),
         interval({ value: h.contention.share, low: h.contention.low, high: h.contention.high }, pct) +
-        " of the time the job's threads wanted one (the kernel's run-queue wait, last 10 s of readings)"]);
+        " of the time (the job's threads' run-queue wait, last 10 s of readings)"]);
     });
     if (pairs.length) kv(parent, pairs);
     (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });

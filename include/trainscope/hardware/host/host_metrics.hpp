@@ -25,8 +25,8 @@ inline constexpr char kSwapUsedMbMetric[] = "system/swap.used_mb";
 inline constexpr char kProcCpuMetric[] = "system/proc.cpu_pct";
 inline constexpr char kProcRssMbMetric[] = "system/proc.rss_mb";
 // The time the tree's threads waited on a run queue for a CPU (schedstat's
-// run-queue delay), in % of one core; the steps room's contention share is it
-// over itself plus kProcCpuMetric (docs/steps.md).
+// run-queue delay), in % of one core (seconds waited per second, summed over
+// the threads); the steps room's contention share (docs/steps.md) reads it.
 inline constexpr char kProcCpuWaitMetric[] = "system/proc.cpu_wait_pct";
 // The tree's threads' involuntary context switches (preempted), per second.
 inline constexpr char kProcInvoluntarySwitchesMetric[] = "system/proc.involuntary_switches_per_s";
