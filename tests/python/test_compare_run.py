@@ -70,3 +70,19 @@ def test_bad_use_is_named(tmp_path):
     assert one.returncode == 2 and "--run twice" in one.stderr
     bad = compare_run(tmp_path, 0.004, 0.004, "--repeat", "1")
     assert bad.returncode == 2 and "--repeat" in bad.stderr
+
+
+def test_the_same_from_python(tmp_path):
+    import trainscope
+
+    job = tmp_path / "job.py"
+    job.write_text(STEP_JOB, encoding="utf-8")
+    df = trainscope.compare(run=(f"{sys.executable} {job} 0.004", f"{sys.executable} {job} 0.008"),
+                            root=tmp_path / "runs", repeat=3, min_steps=20)
+    overall = df.attrs["overall"][0]
+    assert overall["verdict"] == "slower" and overall["unit"] == "runs"
+    assert df.attrs["order"][:4] == ["A", "B", "B", "A"]
+    assert "decided" in df.attrs["stop"] or "all 3" in df.attrs["stop"]
+    import pytest
+    with pytest.raises(ValueError, match="repeat"):
+        trainscope.compare(run=("true", "true"), root=tmp_path / "x", repeat=1)
