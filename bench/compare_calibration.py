@@ -22,6 +22,16 @@ interleaved so that a change in the machine's load hits every pool alike.
 
 Each comparison goes through the command a user runs (`trainscope compare A B
 --json`). Figures go to stdout and, with --out, to a JSON file.
+
+--held-out (issue 41): new A/A pairs, none of those the run-to-run term was fitted on,
+made --gap seconds apart (not back to back), each rate with its 95% (Wilson) interval:
+  a. quiet: A/A pairs -> false verdicts (slower/faster);
+  b. burner: A/A pairs with a two-core CPU burner on for B only -> false verdicts, and
+     how many are `inconclusive (contention)`;
+  c. detection: `trainscope compare --run A --run B --repeat 5` with B 5% slower (a spin)
+     -> called slower.
+    python bench/compare_calibration.py --held-out --pairs 60 --detect 20 --gap 30
+prints the markdown table of docs/compare-statistics.md.
 """
 
 import argparse
@@ -260,5 +270,111 @@ def main():
     print(f"done in {results['seconds']:.0f} s; runs in {root}")
 
 
+def wilson(k, n):
+    """The 95% Wilson interval of k successes in n, as percentages."""
+    if n == 0:
+        return float("nan"), float("nan")
+    z = 1.959964
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return 100 * max(0.0, centre - half), 100 * min(1.0, centre + half)
+
+
+class Burner:
+    """Two processes spinning, unpinned: a two-core burner for one side only."""
+
+    def __init__(self, python):
+        self.python = python
+        self.procs = []
+
+    def __enter__(self):
+        code = "while True: pass"
+        self.procs = [subprocess.Popen([self.python, "-c", code]) for _ in range(2)]
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+def held_out(args, cli, python, job, root):
+    results = {"pairs": args.pairs, "detect": args.detect, "gap_s": args.gap,
+               "load": os.getloadavg()}
+    rows = []
+    for name, burn in (("quiet", False), ("burner on B", True)):
+        false, contention, verdicts = 0, 0, []
+        for i in range(args.pairs):
+            time.sleep(args.gap)
+            a = run_job(cli, python, job, os.path.join(root, f"{name[0]}{i}-a"), args.steps)
+            if burn:
+                with Burner(python):
+                    b = run_job(cli, python, job, os.path.join(root, f"{name[0]}{i}-b"),
+                                args.steps)
+            else:
+                b = run_job(cli, python, job, os.path.join(root, f"{name[0]}{i}-b"), args.steps)
+            verdict = compare(cli, a, b)["verdict"]
+            verdicts.append(verdict)
+            false += verdict in ("slower", "faster")
+            contention += verdict == "inconclusive (contention)"
+            print(f"{name} {i}: {verdict}", flush=True)
+        low, high = wilson(false, args.pairs)
+        rows.append((f"A/A, {name}: called slower or faster", false, args.pairs, low, high,
+                     f"{contention} inconclusive (contention)"))
+        results[name] = verdicts
+    # Detection of a 5% slowdown with --run --repeat 5 (the spin: 5% of A's median step).
+    base = run_job(cli, python, job, os.path.join(root, "base"), args.steps)
+    spin = 0.05 * statistics.median(steps_of(base))
+    detected, verdicts = 0, []
+    for i in range(args.detect):
+        time.sleep(args.gap)
+        cmd = f"{python} {job} {args.steps}"
+        done = subprocess.run([cli, "compare", "--run", f"{cmd} 0.0 -1 0.0",
+                               "--run", f"{cmd} {spin!r} -1 0.0", "--repeat", "5",
+                               "--root", os.path.join(root, f"d{i}"), "--json", "--key",
+                               "BATCH"], capture_output=True, text=True, timeout=3600)
+        if done.returncode not in (0, 1):
+            sys.exit(f"compare --run failed ({done.returncode}): {done.stderr[-2000:]}")
+        verdict = json.loads(done.stdout)["pairs"][0]["overall"]["verdict"]
+        verdicts.append(verdict)
+        detected += verdict == "slower"
+        print(f"detect 5% {i}: {verdict}", flush=True)
+    low, high = wilson(detected, args.detect)
+    rows.append(("5% slower, `--run ... --repeat 5`: called slower", detected, args.detect, low,
+                 high, ""))
+    results["detect 5%"] = verdicts
+    print("| measure | count | rate | 95% interval | |")
+    print("| --- | --- | --- | --- | --- |")
+    for what, k, n, lo, hi, extra in rows:
+        rate = 100 * k / n if n else float("nan")
+        print(f"| {what} | {k} / {n} | {rate:.0f}% | [{lo:.0f}%, {hi:.0f}%] | {extra} |")
+    results["rows"] = rows
+    return results
+
+
 if __name__ == "__main__":
-    main()
+    if "--held-out" in sys.argv:
+        parser = argparse.ArgumentParser(description="held-out calibration (issue 41)")
+        parser.add_argument("--held-out", action="store_true")
+        parser.add_argument("--steps", type=int, default=400)
+        parser.add_argument("--pairs", type=int, default=60)
+        parser.add_argument("--detect", type=int, default=20)
+        parser.add_argument("--gap", type=float, default=30.0)
+        parser.add_argument("--out")
+        held = parser.parse_args()
+        cli_path = os.environ.get("TRAINSCOPE_CLI", "trainscope")
+        with tempfile.TemporaryDirectory() as tmp:
+            job_path = os.path.join(tmp, "job.py")
+            with open(job_path, "w", encoding="utf-8") as f:
+                f.write(JOB)
+            started = time.time()
+            out = held_out(held, cli_path, sys.executable, job_path, tmp)
+            out["seconds"] = time.time() - started
+        if held.out:
+            with open(held.out, "w", encoding="utf-8") as f:
+                json.dump(out, f, indent=1)
+        print(f"done in {out['seconds']:.0f} s")
+    else:
+        main()

@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "trainscope/compare/compare.hpp"
+#include "trainscope/compare/run_pair.hpp"
 
 namespace trainscope::cli {
 namespace {
@@ -20,7 +21,9 @@ constexpr char kDescription[] =
     "per region key and device, and per metric (throughput, data-wait share, and any\n"
     "--metric), the medians of A and B, the ratio B/A with its interval, a p-value and\n"
     "a verdict: slower / faster (the interval wholly above / below 1), same (inside\n"
-    "+-threshold), inconclusive (with about how many more steps or runs would decide).\n"
+    "+-threshold), inconclusive (with about how many more steps or runs would decide),\n"
+    "inconclusive (contention) (the sides waited for a CPU differently enough to explain\n"
+    "the difference: both shares named; never fails --fail-if-slower).\n"
     "Warm-up is detected and dropped; within a run the interval is a moving-block\n"
     "bootstrap, so dependent steps, drift and spikes do not fake significance.\n"
     "Warns when A and B ran on differently loaded hosts, other hardware or software.\n"
@@ -30,7 +33,8 @@ constexpr char kDescription[] =
     "  trainscope compare trainscope-runs/base trainscope-runs/new\n"
     "  trainscope compare 'runs/base-*' 'runs/new-*' --fail-if-slower 3\n"
     "  trainscope compare --root runs --a 'params.workers = 0' --b 'params.workers = 2'\n"
-    "  trainscope compare RUN RUN2 --save ref.json; trainscope compare ref.json TODAY\n";
+    "  trainscope compare RUN RUN2 --save ref.json; trainscope compare ref.json TODAY\n"
+    "  trainscope compare --run 'python train.py' --run 'python train_new.py' --repeat 5\n";
 
 constexpr char kFooter[] =
     "Exit status: 0 compared (whatever the verdicts), 1 --fail-if-slower: a selected\n"
@@ -40,6 +44,46 @@ constexpr char kFooter[] =
     "damaged run, no steps, nothing in common), with a message naming them.\n";
 
 constexpr int kExitCannotCompare = 3;
+
+// --run A --run B: the library runs and compares; this prints.
+int run_pair(CommandLine& line, const std::vector<std::string>& commands,
+             const compare::CompareRequest& request, compare::RunPairRequest pair_request,
+             bool json, const std::optional<double>& fail_pct) {
+  if (commands.size() != 2) return line.usage_error("--run twice: A's command, then B's");
+  if (!request.a.empty() || !request.filter_a.empty() || !request.filter_b.empty())
+    return line.usage_error("--run compares the runs it makes: give no other sides");
+  pair_request.command_a = commands[0];
+  pair_request.command_b = commands[1];
+  pair_request.dir = request.root.empty() ? "trainscope-compare" : request.root;
+  pair_request.options = request.options;
+  pair_request.progress = [](const std::string& what, const std::string& dir) {
+    std::fprintf(stderr, "trainscope compare: running %s (%s)\n", what.c_str(), dir.c_str());
+  };
+  absl::StatusOr<compare::RunPairResult> result = compare::run_and_compare(pair_request);
+  if (!result.ok()) {
+    std::fprintf(stderr, "trainscope compare: %s\n",
+                 std::string(result.status().message()).c_str());
+    return kExitCannotCompare;
+  }
+  if (json) {
+    std::fputs((compare::compare_json(result->comparison, 1, false) + "\n").c_str(), stdout);
+  } else {
+    std::printf("ran %s; stopped: %s (%zu looks, each at %.4g confidence)\n",
+                absl::StrJoin(result->order, " ").c_str(), result->stop.c_str(), result->looks,
+                result->look_confidence);
+    std::fputs(compare::format_comparison(result->comparison).c_str(), stdout);
+  }
+  if (fail_pct) {
+    const std::vector<std::string> failing =
+        compare::failing_rows(result->comparison, request.options.keys, *fail_pct);
+    if (!failing.empty()) {
+      std::fprintf(stderr, "trainscope compare: slower than the %g%% allowed: %s\n", *fail_pct,
+                   absl::StrJoin(failing, ", ").c_str());
+      return kExitFailed;
+    }
+  }
+  return kExitOk;
+}
 
 }  // namespace
 
@@ -107,9 +151,31 @@ int compare_command(const std::vector<std::string>& args) {
                  &save);
   bool force = false;
   line.add_flag("--force", "let --save replace an existing FILE", &force);
+  std::vector<std::string> run_commands;
+  compare::RunPairRequest pair_request;
+  line.add_value("--run", "CMD",
+                 "run CMD (a shell line) as A, the second --run as B, alternately (A B B A ...) "
+                 "under trainscope run into --root (default trainscope-compare), and compare "
+                 "them, the run as the unit, stopping once decided",
+                 [&](const std::string& v) { run_commands.push_back(v); });
+  line.add_value("--repeat", "N", "with --run: at most N runs a side (default 5, at least 2)",
+                 [&](const std::string& v) {
+                   pair_request.repeat = static_cast<std::size_t>(whole_number("--repeat", v, 2));
+                 });
+  line.add_value("--warmup-runs", "K", "with --run: K runs a side first, not compared",
+                 [&](const std::string& v) {
+                   pair_request.warmup_runs =
+                       static_cast<std::size_t>(whole_number("--warmup-runs", v, 0));
+                 });
+  line.add_value("--max-time", "S", "with --run: start no run after S seconds",
+                 [&](const std::string& v) {
+                   pair_request.max_time_s = number("--max-time", v, {0, 1e9, false, false});
+                 });
   line.add_positionals("A B", &sides, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(args)) return *done;
   request.options.stats.detect_warmup = !no_warmup;
+  if (!run_commands.empty())
+    return run_pair(line, run_commands, request, pair_request, json, fail_pct);
   if (request.filter_a.empty() && request.filter_b.empty()) {
     if (sides.size() != 2) return line.usage_error("give A and B (or --root with --a and --b)");
     request.a = {sides[0]};

@@ -14,6 +14,7 @@
 
 #include "py_timers.hpp"
 #include "trainscope/compare/compare.hpp"
+#include "trainscope/compare/run_pair.hpp"
 
 namespace py = pybind11;
 
@@ -80,13 +81,16 @@ void BindComparison(py::module_& core) {
 A and B (or one configuration of two sweeps) compared: config ("" or the params the
 configurations share), runs_a, runs_b, rows (CompareRow list, largest effect first),
 overall (a CompareRow: the step time, else the geometric mean of the CPU keys),
-overall_basis, warnings.)doc")
+overall_basis, contention_a, contention_b (each side's contention share: the share of
+the time its threads wanted a CPU that they waited for one; NaN without readings), warnings.)doc")
       .def_readonly("config", &Pair::config)
       .def_readonly("runs_a", &Pair::runs_a)
       .def_readonly("runs_b", &Pair::runs_b)
       .def_readonly("rows", &Pair::rows)
       .def_readonly("overall", &Pair::overall)
       .def_readonly("overall_basis", &Pair::overall_basis)
+      .def_readonly("contention_a", &Pair::contention_a)
+      .def_readonly("contention_b", &Pair::contention_b)
       .def_readonly("warnings", &Pair::warnings);
   py::class_<Comparison>(core, "Comparison", R"doc(
 What compare() compared: label_a, label_b, threshold, confidence, pairs (ComparePair
@@ -171,6 +175,29 @@ void RegisterCompare(py::module_& core) {
         return std::move(*result);
       },
       py::arg("request"), py::arg("save") = py::none(), py::arg("force") = false);
+  core.def(
+      "_run_and_compare",
+      [](const CompareRequest& request, std::string command_a, std::string command_b,
+         std::string dir, std::size_t repeat, std::size_t warmup_runs, double max_time_s) {
+        compare::RunPairRequest pair;
+        pair.command_a = std::move(command_a);
+        pair.command_b = std::move(command_b);
+        pair.dir = std::move(dir);
+        pair.repeat = repeat;
+        pair.warmup_runs = warmup_runs;
+        pair.max_time_s = max_time_s;
+        pair.options = request.options;
+        absl::StatusOr<compare::RunPairResult> result;
+        {
+          py::gil_scoped_release release;
+          result = compare::run_and_compare(pair);
+        }
+        ThrowIfError(result.status());
+        return py::make_tuple(std::move(result->comparison), result->order, result->looks,
+                              result->look_confidence, result->stop);
+      },
+      py::arg("request"), py::arg("command_a"), py::arg("command_b"), py::arg("dir"),
+      py::arg("repeat"), py::arg("warmup_runs"), py::arg("max_time_s"));
   core.def(
       "_failing_rows",
       [](const Comparison& comparison, std::vector<std::string> keys, double pct) {

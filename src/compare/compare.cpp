@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "compare/contention.hpp"
 #include "fmt/format.h"
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
@@ -287,6 +288,29 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
     if (found) break;
   }
   if (!found) pair.overall = geometric_mean(pair.rows, options, &pair.overall_basis);
+  // CPU contention: each side's, and the verdicts it may have made.
+  pair.contention_a = detail::side_contention(a, ia);
+  pair.contention_b = detail::side_contention(b, ib);
+  std::vector<std::string> contention_notes;
+  if (std::string note = detail::apply_contention(pair.contention_a, pair.contention_b,
+                                                  options.stats.threshold, &pair.overall);
+      !note.empty())
+    contention_notes.push_back(std::move(note));
+  for (Row& row : pair.rows)
+    if (row.kind == SeriesKind::kRegion && row.device == "CPU")
+      detail::apply_contention(pair.contention_a, pair.contention_b, options.stats.threshold, &row);
+  // Without readings (older runs) the verdict is today's; a difference found
+  // says it could not be checked.
+  const bool differs = pair.overall.stats.verdict == stats::Verdict::kSlower ||
+                       pair.overall.stats.verdict == stats::Verdict::kFaster;
+  if (differs && (!std::isfinite(pair.contention_a) || !std::isfinite(pair.contention_b)))
+    contention_notes.push_back(fmt::format(
+        "no CPU contention readings for {} (runs recorded before trainscope sampled the "
+        "run-queue wait, or without sampling): the verdict cannot tell the code from waiting "
+        "for a CPU",
+        !std::isfinite(pair.contention_a) && !std::isfinite(pair.contention_b) ? "A and B"
+        : !std::isfinite(pair.contention_a)                                    ? "A"
+                                                                               : "B"));
   // The rows shown: the selected ones, by effect.
   std::vector<std::string> unknown;
   for (const std::string& key : options.keys)
@@ -308,6 +332,7 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   std::stable_sort(pair.rows.begin(), pair.rows.end(),
                    [&](const Row& x, const Row& y) { return effect(x) > effect(y); });
   pair.warnings = side_warnings(a, b, ia, ib, options);
+  for (std::string& note : contention_notes) pair.warnings.push_back(std::move(note));
   // A key whose rows come from several modules (a GAN's two models under one
   // FORWARD): its row compares their time per step (the steps room's key sums).
   for (const Row& row : pair.rows) {
@@ -454,12 +479,14 @@ std::vector<std::string> failing_rows(const Comparison& comparison,
   for (const Pair& pair : comparison.pairs) {
     const std::string where = pair.config.empty() ? "" : fmt::format(" [{}]", pair.config);
     if (keys.empty()) {
-      if (stats::fails_if_slower(pair.overall.stats, pct))
+      if (pair.overall.stats.verdict != stats::Verdict::kInconclusiveContention &&
+          stats::fails_if_slower(pair.overall.stats, pct))
         out.push_back(fmt::format("{}{}", pair.overall_basis, where));
       continue;
     }
     for (const Row& row : pair.rows)
       if (row.kind == SeriesKind::kRegion && wanted(keys, row.name) &&
+          row.stats.verdict != stats::Verdict::kInconclusiveContention &&
           stats::fails_if_slower(row.stats, pct))
         out.push_back(fmt::format("{}{}{}", row.name, row.device == "GPU" ? " (GPU)" : "", where));
   }

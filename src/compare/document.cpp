@@ -76,6 +76,8 @@ Row row_from(const Field& f) {
     c.verdict = stats::Verdict::kFaster;
   else if (v == "inconclusive")
     c.verdict = stats::Verdict::kInconclusive;
+  else if (v == stats::verdict_name(stats::Verdict::kInconclusiveContention))
+    c.verdict = stats::Verdict::kInconclusiveContention;
   else
     f["verdict"].fail(fmt::format("'{}' is no verdict", v));
   const std::string unit = f["unit"].string();
@@ -109,10 +111,15 @@ Row row_from(const Field& f) {
 ojson side_json(const Side& s, bool with_data) {
   ojson runs = ojson::array();
   for (const SideRun& r : s.runs) {
-    ojson one = {{"dir", r.dir},           {"id", r.id},
-                 {"name", r.name},         {"status", run_status_name(r.status)},
-                 {"params", r.params},     {"other_cpu_share", num(r.other_cpu_share)},
-                 {"hardware", r.hardware}, {"key_callers", r.key_callers}};
+    ojson one = {{"dir", r.dir},
+                 {"id", r.id},
+                 {"name", r.name},
+                 {"status", run_status_name(r.status)},
+                 {"params", r.params},
+                 {"other_cpu_share", num(r.other_cpu_share)},
+                 {"contention_share", num(r.contention_share)},
+                 {"hardware", r.hardware},
+                 {"key_callers", r.key_callers}};
     if (with_data) one["packages"] = r.packages;
     runs.push_back(std::move(one));
   }
@@ -150,6 +157,9 @@ Side side_from(const Field& f) {
     run.status = *parsed;
     for (const auto& [k, v] : r["params"].members()) run.params[k] = v.string();
     run.other_cpu_share = r["other_cpu_share"].number();
+    if (const std::optional<Field> c = r.find("contention_share")) {  // older documents: none
+      run.contention_share = c->number();
+    }
     run.hardware = r["hardware"].string();
     if (const std::optional<Field> callers = r.find("key_callers")) {
       for (const auto& [k, v] : callers->members()) run.key_callers[k] = v.string();
@@ -205,6 +215,8 @@ Comparison from_document(const Field& root) {
     pair.overall_basis = p["overall_basis"].string();
     pair.overall = row_from(p["overall"]);
     for (const Field& r : p["rows"].items()) pair.rows.push_back(row_from(r));
+    if (const std::optional<Field> a = p.find("contention_a")) pair.contention_a = a->number();
+    if (const std::optional<Field> b = p.find("contention_b")) pair.contention_b = b->number();
     pair.warnings = p["warnings"].strings();
     c.pairs.push_back(std::move(pair));
   }
@@ -247,6 +259,8 @@ std::string compare_json(const Comparison& c, int indent, bool with_data) {
                      {"overall_basis", p.overall_basis},
                      {"overall", row_json(p.overall)},
                      {"rows", std::move(rows)},
+                     {"contention_a", num(p.contention_a)},
+                     {"contention_b", num(p.contention_b)},
                      {"warnings", p.warnings}});
   }
   const ojson doc = {{"format", kFormat},
@@ -294,7 +308,12 @@ std::string format_comparison(const Comparison& c) {
                          stats::unit_name(o.stats.unit), o.stats.n_b, o.stats.warmup_a,
                          o.stats.warmup_b);
     out += "\n";
-    if (o.stats.verdict == stats::Verdict::kInconclusive && !o.stats.reason.empty())
+    if (std::isfinite(p.contention_a) && std::isfinite(p.contention_b))
+      out += fmt::format("waited for a CPU (contention share): A {}, B {}\n",
+                         stats::format_share(p.contention_a), stats::format_share(p.contention_b));
+    if ((o.stats.verdict == stats::Verdict::kInconclusive ||
+         o.stats.verdict == stats::Verdict::kInconclusiveContention) &&
+        !o.stats.reason.empty())
       out += fmt::format("  {}\n", o.stats.reason);
     std::vector<std::vector<std::string>> table = {
         {"quantity", "A median", "B median", "B/A", "95% interval", "p", "verdict"}};
@@ -319,8 +338,9 @@ std::string format_comparison(const Comparison& c) {
     }
     for (const Row& r : p.rows) {
       if (!r.note.empty()) out += fmt::format("note: {}\n", r.note);
-      if (r.stats.verdict == stats::Verdict::kInconclusive && !r.stats.reason.empty() &&
-          r.name != o.name)
+      if ((r.stats.verdict == stats::Verdict::kInconclusive ||
+           r.stats.verdict == stats::Verdict::kInconclusiveContention) &&
+          !r.stats.reason.empty() && r.name != o.name)
         out += fmt::format("{}: {}\n", r.name, r.stats.reason);
     }
     for (const std::string& w : p.warnings) out += fmt::format("warning: {}\n", w);

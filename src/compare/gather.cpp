@@ -263,6 +263,18 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
       break;
     }
   }
+  // The contention share of the run's ranks while its steps ran (a reading
+  // covers the second before it: the one after the last step's end too); all
+  // readings when none falls there (steps shorter than a sampling interval).
+  {
+    std::vector<const steps::RankSteps*> ranks;
+    for (const steps::RankSteps& r : stepped->ranks) ranks.push_back(&r);
+    steps::ContentionShare c;
+    if (first_ns < last_ns)
+      c = steps::contention_share(ranks, first_ns / 1'000'000, last_ns / 1'000'000 + 1000);
+    if (!c.known()) c = steps::contention_share(ranks);
+    run.contention_share = c.share;
+  }
   for (const std::string& name : wanted) {
     std::vector<MetricPoint> points;
     if (auto it = rank_points.find(name); it != rank_points.end()) {

@@ -396,8 +396,24 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
     }
     const double util_median = median(util);
     const Interval other = clip_share(mean_interval(others), "", nullptr);
-    if (util.size() >= 4 && util_median >= t.host_pressure_cpu_util_pct &&
-        above(other, t.host_pressure_other_cpu_share)) {
+    const steps::ContentionShare& waited = host.contention;
+    const Interval contention{waited.share, waited.low, waited.high};
+    if (above(contention, t.host_pressure_contention_share)) {
+      Label label = make_label(
+          LabelName::kHostPressure, LabelKind::kCpu, "contention_share", contention,
+          t.host_pressure_contention_share, "host_pressure_contention_share",
+          fmt::format("the job's threads on host {} waited for a CPU {} of the time ({} "
+                      "readings of the kernel's run-queue wait); the host is {} busy, "
+                      "other processes take {} of its cores",
+                      host.host, pct_interval(contention), waited.readings,
+                      stats::format_percent(util_median), pct_interval(other)),
+          "the job is short of CPU: other processes, or more of the job's own threads (loader "
+          "workers, intra-op threads) than cores; move them, pin the job's cores, or use fewer "
+          "threads");
+      label.host = host.host;
+      scope->labels.push_back(std::move(label));
+    } else if (util.size() >= 4 && util_median >= t.host_pressure_cpu_util_pct &&
+               above(other, t.host_pressure_other_cpu_share)) {
       Label label = make_label(
           LabelName::kHostPressure, LabelKind::kCpu, "other_cpu_share", other,
           t.host_pressure_other_cpu_share, "host_pressure_other_cpu_share",

@@ -186,6 +186,13 @@ Diagnosis from_document(const Field& root) {
       now.gpus.push_back(GpuNow{g["index"].int_at_least(0), g["util_pct"].number(),
                                 g["mem_used_mb"].number(), g["mem_total_mb"].number()});
     }
+    if (const std::optional<Field> c =
+            h.find("contention")) {  // absent in older documents: unknown
+      now.contention.share = (*c)["share"].number();
+      now.contention.low = (*c)["low"].number();
+      now.contention.high = (*c)["high"].number();
+      now.contention.readings = static_cast<std::size_t>((*c)["readings"].int_at_least(0));
+    }
     d.host_now.push_back(std::move(now));
   }
   if (const std::optional<Field> found = root.find("auto")) {
@@ -280,6 +287,12 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                      {"mem_used_pct", num(h.mem_used_pct)},
                      {"swap_used_mb", num(h.swap_used_mb)},
                      {"gpus", std::move(gpus)}});
+    if (h.contention.known()) {
+      hosts.back()["contention"] = {{"share", num(h.contention.share)},
+                                    {"low", num(h.contention.low)},
+                                    {"high", num(h.contention.high)},
+                                    {"readings", h.contention.readings}};
+    }
   }
   ojson doc = {{"format", kFormat},
                {"version", kVersion},

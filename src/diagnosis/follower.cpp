@@ -199,7 +199,13 @@ Diagnosis Follower::diagnose() const {
     run.ranks.push_back(std::move(r));
   }
   for (const steps::HostLoad& h : reader.hosts()) {
-    HostInput all{h.host, {}}, recent{h.host, {}};
+    HostInput all{h.host, {}, {}}, recent{h.host, {}, {}};
+    std::vector<const steps::RankSteps*> on_host;
+    for (const steps::RankSteps* t : reader.ranks()) {
+      if (t->host == h.host) on_host.push_back(t);
+    }
+    all.contention = steps::contention_share(on_host);
+    recent.contention = steps::contention_share(on_host, window_start_ns / 1'000'000);
     for (const HostReading& x : h.samples) {
       all.readings.push_back(x);
       if (x.time_ms * 1'000'000 >= window_start_ns) recent.readings.push_back(x);

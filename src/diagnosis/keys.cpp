@@ -51,6 +51,8 @@ const std::vector<ThresholdInfo>& threshold_table() {
        "... with other processes taking more than this share of all cores"},
       {"host_pressure_swap_growth_mb", &Thresholds::host_pressure_swap_growth_mb,
        "HOST-PRESSURE when swap in use grows by more than this many MB"},
+      {"host_pressure_contention_share", &Thresholds::host_pressure_contention_share,
+       "HOST-PRESSURE when the job's threads waited for a CPU more than this share of the time"},
       {"min_steps", &Thresholds::min_steps, "NO-DATA with fewer steps than this per rank"},
       {"warmup_steps", &Thresholds::warmup_steps,
        "steps dropped at the start of a run before any statistic"},

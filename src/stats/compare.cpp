@@ -107,6 +107,7 @@ void conclude(Comparison* c, const CompareOptions& o, const HalfWidthAt& half_wi
                               format_change(c->low), format_change(c->high));
       return;
     case Verdict::kInconclusive:
+    case Verdict::kInconclusiveContention:
       break;
   }
   // Decided once the half-width h shrinks below max(|center|, margin - |center|)
@@ -186,6 +187,8 @@ const char* verdict_name(Verdict verdict) {
       return "slower";
     case Verdict::kInconclusive:
       return "inconclusive";
+    case Verdict::kInconclusiveContention:
+      return "inconclusive (contention)";
   }
   return "inconclusive";
 }

@@ -218,7 +218,10 @@ struct StepReader::State {
     now.time_ms = std::max(now.time_ms, m.timestamp_ms);
     int gpu = 0;
     std::string_view rest;
-    if (key == host::kCpuUtilMetric) {
+    if (key == host::kCpuStealMetric) {
+      h->readings[m.timestamp_ms].steal_pct = v;
+      h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
+    } else if (key == host::kCpuUtilMetric) {
       h->readings[m.timestamp_ms].cpu_util_pct = v;
       h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
       now.cpu_util_pct = v;
@@ -234,6 +237,8 @@ struct StepReader::State {
       h->readings[m.timestamp_ms].swap_used_mb = v;
       h->readings[m.timestamp_ms].time_ms = m.timestamp_ms;
       now.swap_used_mb = v;
+    } else if (key == host::kProcCpuWaitMetric) {
+      if (RankSteps* r = rank_for(m.rank)) r->cpu_wait_pct[m.timestamp_ms] += v;
     } else if (key == host::kProcRssMbMetric) {
       if (RankSteps* r = rank_for(m.rank)) r->rss_mb.emplace_back(m.timestamp_ms, v);
     } else if (gpu_key(key, &gpu, &rest)) {
@@ -507,6 +512,11 @@ std::vector<HostLoad> StepReader::hosts() const {
     load.host = name;
     load.cores = h.recorded_cores > 0 ? h.recorded_cores : static_cast<int>(h.cores_seen.size());
     load.now = h.now;
+    std::vector<const RankSteps*> on_host;
+    for (const RankSteps* r : ranks()) {
+      if (r->host == name) on_host.push_back(r);
+    }
+    load.now.contention = contention_share(on_host, h.now.time_ms - kRecentContentionMs);
     for (const auto& [time_ms, reading] : h.readings) {
       HostSample x = reading;
       x.time_ms = time_ms;

@@ -559,6 +559,11 @@ void add_host_lines(const Diagnosis& d, std::vector<Line>* out) {
     std::string line = fmt::format(
         "  {}  cpu {}  mem {}  swap {}", host.host, stats::format_percent(host.cpu_util_pct),
         stats::format_percent(host.mem_used_pct), fmt_mb(host.swap_used_mb));
+    if (host.contention.known()) {  // the job's threads' run-queue wait (docs/steps.md)
+      line += fmt::format("  waited {}",
+                          stats::format_share_interval(host.contention.share, host.contention.low,
+                                                       host.contention.high, stats::kNotAvailable));
+    }
     for (const diagnosis::GpuNow& gpu : host.gpus) {
       line += fmt::format("  gpu{} {} {}/{}", gpu.index, stats::format_percent(gpu.util_pct),
                           fmt_mb(gpu.mem_used_mb), fmt_mb(gpu.mem_total_mb));

@@ -435,6 +435,29 @@ TEST(Conclude, HostPressureFromOtherProcessesOrSwap) {
   EXPECT_EQ(swap->kind, LabelKind::kSwap);
 }
 
+// The job's threads waiting for a CPU (the contention share) is pressure even
+// when the host-wide figures show none (the job's own threads outnumber the
+// cores), and a share whose interval reaches below the threshold is not.
+TEST(Conclude, HostPressureFromTheJobsRunQueueWait) {
+  Inputs in = one_rank(Shape{.forward = 0.004});
+  HostInput host{"node1", {}, {}};
+  for (int i = 0; i < 20; ++i) {
+    host.readings.push_back(HostReading{i * 1000, 60.0, 58.0, 0.0});  // the job's own CPU
+  }
+  host.contention = steps::ContentionShare{0.30, 0.25, 0.35, 20};
+  in.hosts.push_back(host);
+  const Scope scope = conclude(in, Thresholds{}, "run");
+  const Label* l = scope.find(LabelName::kHostPressure);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, LabelKind::kCpu);
+  EXPECT_EQ(l->quantity, "contention_share");
+  EXPECT_DOUBLE_EQ(l->value.value, 0.30);
+  EXPECT_DOUBLE_EQ(l->value.low, 0.25);
+  EXPECT_THAT(l->evidence, ::testing::HasSubstr("waited for a CPU"));
+  in.hosts[0].contention = steps::ContentionShare{0.12, 0.05, 0.19, 20};
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(LabelName::kHostPressure), nullptr);
+}
+
 TEST(Conclude, NotesSayWhatCouldNotBeJudged) {
   const Scope s = conclude(one_rank(Shape{.forward = 0.004}), Thresholds{}, "run");
   EXPECT_THAT(s.notes, Not(IsEmpty()));

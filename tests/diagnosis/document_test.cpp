@@ -76,6 +76,7 @@ Diagnosis sample() {
   now.time_ms = 5;
   now.cpu_util_pct = 50;
   now.gpus = {GpuNow{0, 90, 1000, 80000}};
+  now.contention = steps::ContentionShare{0.25, 0.2, 0.3, 12};
   d.host_now = {now};
   return d;
 }
@@ -99,6 +100,8 @@ TEST(Document, RoundTripsThroughTheOneReader) {
   EXPECT_TRUE(std::isnan(back->run.labels[1].value.low));
   EXPECT_EQ(back->keys[0].key, "data \"aug\", v2");
   EXPECT_EQ(back->host_now[0].gpus[0].mem_total_mb, 80000);
+  EXPECT_EQ(back->host_now[0].contention.low, 0.2);
+  EXPECT_EQ(back->host_now[0].contention.readings, 12u);
   EXPECT_THAT(text, HasSubstr("\"headline\": \"INPUT-BOUND, STRAGGLER(compute, rank 1), "
                               "HOST-PRESSURE(h2)\""));
 }
@@ -187,7 +190,10 @@ TEST(Keys, ThresholdsByName) {
   EXPECT_THAT(t.set("nope", 1).message(), HasSubstr("unknown threshold 'nope'"));
   EXPECT_THAT(t.set("min_steps", -1).message(), HasSubstr(">= 0"));
   EXPECT_THAT(t.set("min_steps=abc").message(), HasSubstr("expected NAME=NUMBER"));
-  EXPECT_EQ(threshold_table().size(), 18u);  // + hang_factor, hang_min_s
+  // + hang_factor, hang_min_s, host_pressure_contention_share
+  EXPECT_EQ(threshold_table().size(), 19u);
+  ASSERT_TRUE(t.set("host_pressure_contention_share=0.2").ok());
+  EXPECT_EQ(t.host_pressure_contention_share, 0.2);
   for (const ThresholdInfo& info : threshold_table()) EXPECT_FALSE(info.meaning.empty());
 }
 

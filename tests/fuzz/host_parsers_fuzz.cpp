@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "hardware/host/host_parsers.hpp"
+#include "trainscope/hardware/host/sched_stats.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   using namespace trainscope::host;
-  switch (data[0] % 7) {
+  switch (data[0] % 9) {
     case 0: {
       std::vector<CpuTimes> cpus;
       parse_proc_stat(text, &cpus);
@@ -44,6 +45,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 5: {
       ProcIo io;
       parse_pid_io(text, &io);
+      break;
+    }
+    case 6: {
+      SchedStat s;
+      parse_schedstat(text, &s);
+      break;
+    }
+    case 7: {
+      std::uint64_t n = 0;
+      parse_involuntary_switches(text, &n);
       break;
     }
     default: {

@@ -839,3 +839,23 @@ def test_comparison_page_errors_name_the_problem(tmp_path):
         trainscope.report(a, compare=True)
     with pytest.raises(FileNotFoundError, match="B: .*missing: no such run directory"):
         trainscope.report([a, missing], compare=True)
+
+
+def test_the_diagnosis_shows_how_long_the_job_waited_for_a_cpu(tmp_path):
+    """The host's contention share (the job's threads' run-queue wait, docs/steps.md) of the
+    last 10 s is in the diagnosis document the page embeds and drawn in its section."""
+    run_dir = write_run(str(tmp_path / "run"), keys=(("BATCH", "CPU"),), rows_per_key=200,
+                        hardware_samples=60)
+    host_csv = next(p for p in os.listdir(run_dir) if p.startswith("host-"))
+    with open(os.path.join(run_dir, host_csv), encoding="utf-8") as f:
+        last = max(int(line.split(",")[3]) for line in list(f)[1:])
+    with open(os.path.join(run_dir, host_csv), "a", encoding="utf-8") as f:
+        for i in range(5):
+            f.write(f"system/proc.cpu_wait_pct,40,0,{last - 1000 * i},0\n")
+    out = tmp_path / "waited.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    contention = data["diagnosis"]["host_now"][0]["contention"]
+    assert contention["share"] == pytest.approx(0.4) and contention["readings"] == 5
+    dom_text, console = browse(out, tmp_path)
+    assert "waited for a CPU" in dom_text and "40.0%" in dom_text.split("waited for a CPU")[1][:400]

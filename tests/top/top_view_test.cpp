@@ -238,5 +238,35 @@ TEST(TopView, TargetsThatAreNoRunAreErrorsNamingThem) {
   EXPECT_EQ(top_sort_name(next_top_sort(TopSort::kShare, -1)), "name");
 }
 
+// The job's threads' run-queue wait (the contention share of the last 10 s,
+// docs/steps.md) is on the host's line, and HOST-PRESSURE names it.
+TEST(TopView, TheHostLineShowsHowLongTheJobWaitedForACpu) {
+  testing::TempDir tmp;
+  testing::RankJson rank;
+  rank.status = "FINISHED";
+  rank.end_time_ms = 2;
+  const auto dir = testing::write_run_dir(tmp.file("run"), testing::RunJson{}, {rank});
+  std::string rows;
+  for (int i = 0; i < 40; ++i) {
+    const std::int64_t s = kT0 + i * 10 * kMs;
+    rows += "BATCH,CPU,0,0," + std::to_string(s) + "," + std::to_string(10 * kMs) + ",0,0\n";
+  }
+  testing::write_file(dir / "regions-0.csv", rows, true);
+  std::string host = testing::kMetricsHeader;
+  for (int i = 0; i < 6; ++i) {
+    const std::string t = std::to_string(kT0 / kMs + i * 1000);
+    host += "system/cpu.util_pct,60,0," + t + ",\n";
+    host += "system/proc.cpu_pct,100,0," + t + ",0\n";
+    host += "system/proc.cpu_wait_pct,50,0," + t + ",0\n";  // half of each second
+  }
+  testing::write_file(dir / "host-h.csv", host);
+
+  TopSession session(TopSettings{}, TopTarget{false, dir.string(), ""});
+  ASSERT_TRUE(session.refresh()) << session.alert();
+  const std::string text = all_text(session.lines(false, 160, 40, false));
+  EXPECT_THAT(text, HasSubstr("waited 50.0%"));
+  EXPECT_THAT(text, HasSubstr("HOST-PRESSURE"));
+}
+
 }  // namespace
 }  // namespace trainscope::top

@@ -44,10 +44,17 @@ def _row(config, row):
     return out
 
 
-def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.02,
+def compare(a=None, b=None, *, root=None, keys=None, metrics=None, rank=None, threshold=0.02,
             confidence=0.95, min_steps=50, resamples=2000, warmup=True, run_noise=0.005,
-            save=None, force=False):
+            save=None, force=False, run=None, repeat=5, warmup_runs=0, max_time=None):
     """Compares B with A; returns a DataFrame, one row per quantity (and configuration).
+
+    run=("CMD_A", "CMD_B") (`trainscope compare --run A --run B`): runs the two shell
+        commands alternately (A B B A ...) under `trainscope run` into root (default
+        "trainscope-compare"), at most repeat runs a side after warmup_runs each, none
+        started past max_time seconds, and compares them with the run as the unit, stopping
+        once decided (docs/compare-statistics.md); a and b are then not given.
+        df.attrs["order"] is the order they ran, df.attrs["stop"] why it stopped.
 
     a, b: each a run directory, a glob of them, a folder of runs (repetitions, or a
         sweep whose configurations are matched on their params), a saved comparison
@@ -81,6 +88,31 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
     """
     import pandas as pd
 
+    if run is not None:
+        if a is not None or b is not None:
+            raise TypeError("run=(A, B) compares the runs it makes: give no a or b")
+        if isinstance(run, str) or len(run) != 2:
+            raise TypeError("run: two shell commands, A's and B's")
+        if isinstance(repeat, bool) or int(repeat) != repeat or repeat < 2:
+            raise ValueError(f"repeat: at least 2 runs a side, got {repeat!r}")
+        if isinstance(warmup_runs, bool) or int(warmup_runs) != warmup_runs or warmup_runs < 0:
+            raise ValueError(f"warmup_runs: a whole number >= 0, got {warmup_runs!r}")
+        if max_time is not None and not max_time > 0:
+            raise ValueError(f"max_time: seconds above 0, got {max_time!r}")
+        request = _core.CompareRequest(
+            keys=[keys] if isinstance(keys, str) else list(keys or []),
+            threshold=float(threshold), confidence=float(confidence), min_steps=int(min_steps),
+            resamples=int(resamples), warmup=bool(warmup), run_noise=float(run_noise))
+        result, order, looks, look_confidence, stop = _core._run_and_compare(
+            request, str(run[0]), str(run[1]),
+            "trainscope-compare" if root is None else _os.fsdecode(_os.fspath(root)),
+            int(repeat), int(warmup_runs), 0.0 if max_time is None else float(max_time))
+        df = _frame(result, pd)
+        df.attrs.update(order=list(order), looks=looks, look_confidence=look_confidence,
+                        stop=stop)
+        return df
+    if a is None or b is None:
+        raise TypeError("compare() needs a and b (or run=(A, B))")
     filtered = root is not None
     if filtered:
         if not isinstance(a, str) or not isinstance(b, str):
@@ -108,12 +140,18 @@ def compare(a, b, *, root=None, keys=None, metrics=None, rank=None, threshold=0.
         warmup=bool(warmup), run_noise=float(run_noise))
     result = _core._compare(request, None if save is None else _os.fsdecode(_os.fspath(save)),
                             bool(force))
+    return _frame(result, pd)
+
+
+def _frame(result, pd):
+    """The DataFrame of a typed _core.Comparison."""
     rows, overall, warnings = [], [], list(result.warnings)
     for pair in result.pairs:
         rows.extend(_row(pair.config, row) for row in pair.rows)
         entry = _row(pair.config, pair.overall)
         entry["basis"] = pair.overall_basis
         entry["runs_a"], entry["runs_b"] = list(pair.runs_a), list(pair.runs_b)
+        entry["contention_a"], entry["contention_b"] = pair.contention_a, pair.contention_b
         overall.append(entry)
         prefix = f"[{pair.config}] " if pair.config else ""
         warnings.extend(prefix + w for w in pair.warnings)

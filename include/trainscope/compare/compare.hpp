@@ -58,6 +58,10 @@ struct SideRun {
   // over those host samples of the host's busy share minus the job's; all
   // samples when none falls there); NaN without samples.
   double other_cpu_share = kNaN;
+  // The contention share of the run's ranks while its steps ran (docs/steps.md:
+  // the share of the time its threads wanted a CPU that they waited for one);
+  // NaN in runs recorded before the run-queue wait was sampled.
+  double contention_share = kNaN;
   // "cpu_model, N cores, M MB" (+ GPUs where recorded); "" without environment.json.
   std::string hardware;
   // Package pins (pip freeze), "" where not recorded.
@@ -148,6 +152,8 @@ struct Pair {
   // geometric mean of the CPU region keys' ratios.
   Row overall;
   std::string overall_basis;
+  // Each side's contention share (the mean of its runs'); NaN when a run lacks it.
+  double contention_a = kNaN, contention_b = kNaN;
   std::vector<std::string> warnings;
 };
 

@@ -93,6 +93,9 @@ struct Thresholds {
   double host_pressure_cpu_util_pct = 90.0;
   double host_pressure_other_cpu_share = 0.25;
   double host_pressure_swap_growth_mb = 64.0;
+  // HOST-PRESSURE when the job's threads waited for a CPU more than this share
+  // of the time (the contention share's interval above it).
+  double host_pressure_contention_share = 0.10;
   // Fewer steps than this (per rank, after warm-up) is NO-DATA.
   double min_steps = 8;
   // Steps dropped at the start of the run before any statistic (warm-up:
@@ -147,6 +150,9 @@ using HostReading = steps::HostSample;
 struct HostInput {
   std::string host;
   std::vector<HostReading> readings;  // in time order
+  // The contention share of the host's ranks over the scope (docs/steps.md);
+  // unknown in runs recorded before the run-queue wait was sampled.
+  steps::ContentionShare contention;
 };
 
 // What the run is, for advice that fits it.

@@ -24,8 +24,11 @@
 
 namespace trainscope::stats {
 
-enum class Verdict { kSame, kFaster, kSlower, kInconclusive };
-// "same", "faster", "slower", "inconclusive".
+// kInconclusiveContention: the sides' CPU contention (the share of the time
+// their threads waited for a CPU) differs by more than the interval allows and
+// removing the waiting time changes the verdict (compare::compare_sides sets it).
+enum class Verdict { kSame, kFaster, kSlower, kInconclusive, kInconclusiveContention };
+// "same", "faster", "slower", "inconclusive", "inconclusive (contention)".
 const char* verdict_name(Verdict verdict);
 
 // What one observation of the comparison is: a step of a run (compare_steps) or

@@ -23,6 +23,11 @@
 //   other CPU   the host's CPU busy minus the job's, at least 0
 //   cores       the launcher's environment record's `cores` for the host,
 //               else the number of per-core readings
+//   contention  per rank over a time range, the run-queue wait of its process
+//   share       tree's threads (system/proc.cpu_wait_pct: seconds waited, summed
+//               over the threads, per second) averaged over the readings of
+//               the range (pooled over ranks), at most 1: the share of the
+//               step the job's threads waited for a CPU; with a 95% interval
 //
 // StepReader reads a run incrementally (what was appended since the last
 // poll, within a read budget for a live follower); read_steps() reads a
@@ -167,6 +172,9 @@ struct RankSteps {
   std::vector<std::pair<std::int64_t, double>> rss_mb;
   std::map<std::int64_t, double> gpu_mem_mb;
   std::map<std::int64_t, double> cpu_pct;
+  // Its threads' run-queue wait, % of one core, by time (ms); empty in runs
+  // recorded before it was sampled.
+  std::map<std::int64_t, double> cpu_wait_pct;
   // Reading.
   std::uint64_t read_bytes = 0;     // of the region file
   std::uint64_t skipped_bytes = 0;  // of the region file, not read (the read budget)
@@ -184,12 +192,28 @@ struct RankSteps {
 // ---------------------------------------------------------------------------
 // Host load
 
+// The contention share (see the top of this file) of `ranks`' process trees
+// over the readings taken in [from_ms, to_ms], pooled. `share` NaN without a
+// reading (a run recorded before the wait was sampled); the interval (Student's
+// t over the readings) needs two.
+struct ContentionShare {
+  double share = std::numeric_limits<double>::quiet_NaN();  // 0..1
+  double low = std::numeric_limits<double>::quiet_NaN();    // 95%, clamped to 0..1
+  double high = std::numeric_limits<double>::quiet_NaN();
+  std::size_t readings = 0;
+  bool known() const { return readings > 0; }
+};
+ContentionShare contention_share(const std::vector<const RankSteps*>& ranks,
+                                 std::int64_t from_ms = std::numeric_limits<std::int64_t>::min(),
+                                 std::int64_t to_ms = std::numeric_limits<std::int64_t>::max());
+
 // A host's reading at one time (its CPU reading's).
 struct HostSample {
   std::int64_t time_ms = 0;
   double cpu_util_pct = std::numeric_limits<double>::quiet_NaN();  // % of all cores
   double job_cpu_pct = std::numeric_limits<double>::quiet_NaN();   // % of all cores, the job's
   double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
+  double steal_pct = std::numeric_limits<double>::quiet_NaN();  // % of all cores, a VM's
   // Other processes' CPU, % of all cores: busy minus the job's, >= 0; NaN
   // when either is unknown.
   double other_cpu_pct() const;
@@ -209,7 +233,11 @@ struct HostNow {
   double mem_used_pct = std::numeric_limits<double>::quiet_NaN();
   double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
   std::vector<GpuNow> gpus;
+  // The contention share of the host's ranks over the readings of the last
+  // kRecentContentionMs before time_ms.
+  ContentionShare contention;
 };
+inline constexpr std::int64_t kRecentContentionMs = 10'000;
 
 struct HostLoad {
   std::string host;

@@ -26,6 +26,7 @@ struct CpuTimes {
   int core = -1;            // -1: the "cpu" line (all cores)
   std::uint64_t busy = 0;   // total minus idle and iowait
   std::uint64_t total = 0;  // user+nice+system+idle+iowait+irq+softirq+steal
+  std::uint64_t steal = 0;  // taken by the hypervisor (a VM); 0 where not shown
 };
 // Appends nothing for a text without cpu lines; `out` is replaced.
 void parse_proc_stat(std::string_view text, std::vector<CpuTimes>* out);

@@ -25,6 +25,7 @@
 #include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/host/process_tree.hpp"
+#include "trainscope/hardware/host/sched_stats.hpp"
 
 namespace trainscope::host {
 namespace {
@@ -148,6 +149,7 @@ void parse_proc_stat(std::string_view text, std::vector<CpuTimes>* out) {
     if (n < 4) continue;  // Linux 2.4 had four columns; fewer is not a cpu line
     for (std::size_t i = 0; i < n; ++i) times.total += v[i];
     times.busy = times.total - v[3] - v[4];
+    times.steal = v[7];
     out->push_back(times);
   }
 }
@@ -316,6 +318,10 @@ class CpuSource : public HardwareSource {
       const double pct = 100.0 * static_cast<double>(counter_delta(now.busy, before->busy)) /
                          static_cast<double>(total);
       out->push_back({name_for(now.core), pct});
+      if (now.core < 0) {
+        const double steal = static_cast<double>(counter_delta(now.steal, before->steal));
+        out->push_back({host::kCpuStealMetric, 100.0 * steal / static_cast<double>(total)});
+      }
     }
     std::swap(previous_, current_);
     return absl::OkStatus();
@@ -591,7 +597,7 @@ class NetworkSource : public HardwareSource {
 class ProcessTreeSource : public HardwareSource {
  public:
   explicit ProcessTreeSource(std::string proc_root)
-      : tree_(std::move(proc_root), ProcessTree::Files::kStatAndIo) {}
+      : tree_(proc_root, ProcessTree::Files::kStatAndIo), sched_(std::move(proc_root)) {}
   std::string name() const override { return "host.proc"; }
 
   absl::Status open(const HardwareContext& context) override {
@@ -602,6 +608,8 @@ class ProcessTreeSource : public HardwareSource {
     ProcessTotals first;
     if (absl::Status s = tree_.read(&first); !s.ok()) return s;
     last_totals_ = first;
+    SchedDelta baseline;
+    sched_ok_ = sched_.read(tree_.pids(), &baseline).ok();
     last_ = std::chrono::steady_clock::now();
     return absl::OkStatus();
   }
@@ -630,6 +638,17 @@ class ProcessTreeSource : public HardwareSource {
       out->push_back({"system/proc.read_mb_s", read_mb / seconds});
       out->push_back({"system/proc.write_mb_s", write_mb / seconds});
     }
+    // The threads' run-queue wait: a tree whose tasks cannot be read (another
+    // user's, a kernel without schedstat) only lacks these readings.
+    SchedDelta sched;
+    const bool sched_ok = sched_.read(tree_.pids(), &sched).ok();
+    if (sched_ok && sched_ok_ && seconds > 0) {
+      out->push_back(
+          {kProcCpuWaitMetric, 100.0 * static_cast<double>(sched.wait_ns) / 1e9 / seconds});
+      out->push_back({kProcInvoluntarySwitchesMetric,
+                      static_cast<double>(sched.involuntary_switches) / seconds});
+    }
+    sched_ok_ = sched_ok;
     out->push_back({host::kProcRssMbMetric, static_cast<double>(t.rss_pages) * page_mb_});
     out->push_back({"system/proc.count", static_cast<double>(t.count)});
     out->push_back({kProcReadMbMetric, read_mb_});
@@ -642,6 +661,8 @@ class ProcessTreeSource : public HardwareSource {
   double ticks_per_s_ = 100;
   double page_mb_ = 0;
   ProcessTotals last_totals_;
+  ThreadSchedReader sched_;
+  bool sched_ok_ = false;  // the last read of sched_ succeeded (a baseline for the next)
   double read_mb_ = 0, write_mb_ = 0;
   std::chrono::steady_clock::time_point last_;
 };

@@ -597,6 +597,12 @@
     var pairs = [];
     if (scope.step_s) pairs.push(["step time", interval(scope.step_s, seconds) + " (mean of the median rank, 95% interval)"]);
     if (isNum(scope.steps_per_s) && scope.steps_per_s > 0) pairs.push(["steps/s", sig(scope.steps_per_s, 4)]);
+    (d.host_now || []).forEach(function (h) {  // the contention share, docs/steps.md
+      if (!h.contention || !isNum(h.contention.share)) return;
+      pairs.push(["waited for a CPU" + ((d.host_now.length > 1) ? " @" + h.host : ""),
+        interval({ value: h.contention.share, low: h.contention.low, high: h.contention.high }, pct) +
+        " of the time (the job's threads' run-queue wait, last 10 s of readings)"]);
+    });
     if (pairs.length) kv(parent, pairs);
     (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });
     // Anomaly captures (docs/auto.md): a link to each Chrome trace, at its step.
@@ -1355,7 +1361,7 @@
     var basis = add(s, el("div", { class: "cmp-basis" }));
     add(basis, el("b", { text: "overall: " }));
     basis.appendChild(document.createTextNode(pair.overall_basis + (observations(o) ? " · " + observations(o) : "")));
-    if (o.verdict === "inconclusive" && o.reason) add(s, el("div", { class: "cmp-reason", text: o.reason }));
+    if (/^inconclusive/.test(o.verdict) && o.reason) add(s, el("div", { class: "cmp-reason", text: o.reason }));
     add(s, el("div", { class: "muted", text: "A: " + sideRuns(pair.runs_a) + " · B: " + sideRuns(pair.runs_b),
                        title: "A: " + pair.runs_a.join("\n") + "\nB: " + pair.runs_b.join("\n") }));
     (pair.warnings || []).forEach(function (w) { add(s, el("div", { class: "banner note cmp-warning", text: "Warning: " + w })); });
@@ -1371,12 +1377,12 @@
           td.setAttribute("data-field", "verdict"); td.appendChild(verdictSpan(r)); } }],
       pair.rows, { cls: "cmp-rows", rowAttrs: function (r, tr) {
         tr.setAttribute("data-row", r.name); tr.setAttribute("data-device", r.device); tr.setAttribute("data-verdict", r.verdict); } });
-    var notes = pair.rows.filter(function (r) { return r.note || (r.verdict === "inconclusive" && r.reason && r.name !== o.name); });
+    var notes = pair.rows.filter(function (r) { return r.note || (/^inconclusive/.test(r.verdict) && r.reason && r.name !== o.name); });
     if (notes.length) {
       var ul = add(s, el("ul", { class: "findings cmp-notes" }));
       notes.forEach(function (r) {
         if (r.note) add(ul, el("li", { class: "cmp-note", text: "Note: " + r.note }));
-        if (r.verdict === "inconclusive" && r.reason && r.name !== o.name) add(ul, el("li", { text: rowName(r) + ": " + r.reason }));
+        if (/^inconclusive/.test(r.verdict) && r.reason && r.name !== o.name) add(ul, el("li", { text: rowName(r) + ": " + r.reason }));
       });
     }
     add(s, el("div", { class: "muted", text: "Rows by effect (the largest change first; click a header to sort). B/A: B's median over A's " +

@@ -30,6 +30,14 @@ inline constexpr char kProcRssMbMetric[] = "system/proc.rss_mb";
 // The CPU's energy from RAPL (packages and DRAM, hardware/host/rapl.hpp), in
 // joules since the sampler started (cumulative): the ledger's energy.
 inline constexpr char kRaplEnergyMetric[] = "system/rapl.energy_j";
+// The time the tree's threads waited on a run queue for a CPU (schedstat's
+// run-queue delay), in % of one core (seconds waited per second, summed over
+// the threads); the steps room's contention share (docs/steps.md) reads it.
+inline constexpr char kProcCpuWaitMetric[] = "system/proc.cpu_wait_pct";
+// The tree's threads' involuntary context switches (preempted), per second.
+inline constexpr char kProcInvoluntarySwitchesMetric[] = "system/proc.involuntary_switches_per_s";
+// The host's steal time (a VM's CPU taken by the hypervisor), in % of all cores.
+inline constexpr char kCpuStealMetric[] = "system/cpu.steal_pct";
 // A GPU's: "system/gpu.<index>.<quantity>".
 inline constexpr char kGpuMetricPrefix[] = "system/gpu.";
 inline constexpr char kGpuUtilQuantity[] = "util_pct";

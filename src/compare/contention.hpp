@@ -1,0 +1,30 @@
+// CPU contention in a comparison (docs/compare-statistics.md): each side's
+// contention share, and the rule that makes a verdict `inconclusive
+// (contention)` when the sides waited for a CPU differently enough to explain it.
+#ifndef TRAINSCOPE_SRC_COMPARE_CONTENTION_HPP_
+#define TRAINSCOPE_SRC_COMPARE_CONTENTION_HPP_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "trainscope/compare/compare.hpp"
+
+namespace trainscope::compare::detail {
+
+// The mean of the runs' contention shares; NaN when any of them lacks it.
+double side_contention(const Side& side, const std::vector<std::size_t>& runs);
+
+// A row timing the CPU, decided (same, slower, faster), with the sides'
+// contention shares a and b known: removing the waiting time multiplies B/A by
+// k = (1 - b) / (1 - a). When |log k| is within the half-width of the row's
+// log interval the contention cannot have made the verdict: nothing changes.
+// Otherwise the verdict is decided again on the interval times k: the same
+// verdict stands (the returned note says so), another one makes the row
+// kInconclusiveContention with a reason naming both shares. "" when nothing
+// is to say.
+std::string apply_contention(double a, double b, double threshold, Row* row);
+
+}  // namespace trainscope::compare::detail
+
+#endif  // TRAINSCOPE_SRC_COMPARE_CONTENTION_HPP_

@@ -1,0 +1,100 @@
+// CPU contention in a comparison (docs/compare-statistics.md), on hand-made
+// sides: a verdict the sides' different waiting for a CPU explains is
+// `inconclusive (contention)` naming both shares; one that survives removing
+// the waiting time stands, with a note; a difference within the interval
+// changes nothing; runs without the readings keep today's verdict with a
+// warning. The verdict survives the document; --fail-if-slower does not fail
+// on it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "trainscope/compare/compare.hpp"
+
+namespace trainscope::compare {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Side side(const std::string& label, double step_s, double contention, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.02);
+  Side s;
+  s.label = label;
+  SideRun run;
+  run.dir = "runs/" + label;
+  run.id = label;
+  run.status = RunStatus::kFinished;
+  run.contention_share = contention;
+  s.runs.push_back(run);
+  Series batch{"BATCH", SeriesKind::kRegion, "CPU", {{}}};
+  for (int i = 0; i < 400; ++i) batch.runs[0].push_back(step_s * noise(rng));
+  s.series.push_back(batch);
+  return s;
+}
+
+Comparison compared(double step_b, double contention_a, double contention_b) {
+  absl::StatusOr<Comparison> c =
+      compare_sides(side("a", 0.010, contention_a, 1), side("b", step_b, contention_b, 2));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : Comparison{};
+}
+
+std::string all_warnings(const Pair& p) {
+  std::string out;
+  for (const std::string& w : p.warnings) out += w + "\n";
+  return out;
+}
+
+TEST(CompareContention, ASlowdownTheWaitingExplainsIsInconclusive) {
+  // B is 20% slower and waited for a CPU 1/6 of the time: without the wait, the same.
+  const Comparison c = compared(0.012, 0.0, 1.0 / 6.0);
+  ASSERT_EQ(c.pairs.size(), 1u);
+  const Pair& p = c.pairs[0];
+  EXPECT_EQ(p.overall.stats.verdict, stats::Verdict::kInconclusiveContention);
+  EXPECT_EQ(verdict_name(p.overall), "inconclusive (contention)");
+  EXPECT_THAT(p.overall.stats.reason, HasSubstr("A's threads waited for a CPU 0.0%"));
+  EXPECT_THAT(p.overall.stats.reason, HasSubstr("B's 16.7%"));
+  EXPECT_THAT(p.overall.stats.reason, HasSubstr("would be same"));
+  EXPECT_DOUBLE_EQ(p.contention_b, 1.0 / 6.0);
+  EXPECT_THAT(format_comparison(c), HasSubstr("inconclusive (contention)"));
+  // --fail-if-slower: a slowdown the contention explains fails no gate.
+  EXPECT_TRUE(failing_rows(c, {}, 5).empty());
+  // The document keeps the verdict and the shares.
+  absl::StatusOr<Comparison> back = parse_comparison(compare_json(c), "c.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->pairs[0].overall.stats.verdict, stats::Verdict::kInconclusiveContention);
+  EXPECT_DOUBLE_EQ(back->pairs[0].contention_b, 1.0 / 6.0);
+  EXPECT_DOUBLE_EQ(back->b.runs[0].contention_share, 1.0 / 6.0);
+}
+
+TEST(CompareContention, AVerdictThatRemainsWithoutTheWaitingStands) {
+  // Twice as slow, 5% waiting: slower either way.
+  const Comparison c = compared(0.020, 0.0, 0.05);
+  const Pair& p = c.pairs[0];
+  EXPECT_EQ(p.overall.stats.verdict, stats::Verdict::kSlower);
+  EXPECT_THAT(all_warnings(p), HasSubstr("the verdict holds with the waiting time removed"));
+  EXPECT_FALSE(failing_rows(c, {}, 5).empty());
+}
+
+TEST(CompareContention, ADifferenceWithinTheIntervalChangesNothing) {
+  const Comparison c = compared(0.010, 0.10, 0.1005);
+  const Pair& p = c.pairs[0];
+  EXPECT_EQ(p.overall.stats.verdict, stats::Verdict::kSame);
+  EXPECT_THAT(all_warnings(p), Not(HasSubstr("waited for a CPU")));
+  EXPECT_THAT(all_warnings(p), Not(HasSubstr("contention")));
+}
+
+TEST(CompareContention, RunsWithoutTheReadingsKeepTheVerdictWithAWarning) {
+  const Comparison c = compared(0.012, stats::kNaN, 1.0 / 6.0);
+  const Pair& p = c.pairs[0];
+  EXPECT_EQ(p.overall.stats.verdict, stats::Verdict::kSlower);
+  EXPECT_THAT(all_warnings(p), HasSubstr("no CPU contention readings for A "));
+}
+
+}  // namespace
+}  // namespace trainscope::compare
