@@ -21,6 +21,7 @@ int stalls_command(const std::vector<std::string>& args);
 int diagnose_command(const std::vector<std::string>& args);
 int top_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
+int serve_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

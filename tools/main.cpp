@@ -40,6 +40,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::compare_command},
     {"report", "write one self-contained HTML page for a run, a sweep or a scaling study",
      trainscope::cli::report_command},
+    {"serve", "serve live runs' metrics for Prometheus (every run under a root)",
+     trainscope::cli::serve_command},
 };
 
 void print_usage(std::FILE* out) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -323,6 +324,15 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Start(EndpointOptions option
   server.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
     res.set_content(self->scrape(), kContentType);
   });
+  // Anything but GET (or HEAD) /metrics: 404, whatever the method.
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if ((req.method == "GET" || req.method == "HEAD") && req.path == "/metrics") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 404;
+    res.set_content("404 not found: this trainscope endpoint serves GET /metrics\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.status == 404) {
       res.set_content("404 not found: this trainscope endpoint serves GET /metrics\n",
@@ -396,8 +406,20 @@ void Endpoint::stop() {
 int Endpoint::port() const { return impl_->port; }
 const std::string& Endpoint::address() const { return impl_->options.address; }
 
+std::string metrics_url(const Endpoint& endpoint) {
+  const std::string& address = endpoint.address();
+  return address.find(':') != std::string::npos
+             ? fmt::format("http://[{}]:{}/metrics", address, endpoint.port())
+             : fmt::format("http://{}:{}/metrics", address, endpoint.port());
+}
+
 absl::Status serve_root(EndpointOptions options, const std::string& root,
                         const std::function<void(const Endpoint&)>& on_ready) {
+  std::string runs_root = root;
+  if (runs_root.empty()) {
+    const char* variable = std::getenv("TRAINSCOPE_RUNS_ROOT");
+    runs_root = variable != nullptr && *variable != '\0' ? variable : "trainscope-runs";
+  }
   // Blocked before the server's threads start, so that they inherit it and
   // only sigwait below takes them.
   sigset_t stop_signals, old;
@@ -410,7 +432,7 @@ absl::Status serve_root(EndpointOptions options, const std::string& root,
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return endpoint.status();
   }
-  (*endpoint)->follow_root(root);
+  (*endpoint)->follow_root(runs_root);
   if (on_ready) on_ready(**endpoint);
   int signal = 0;
   while (::sigwait(&stop_signals, &signal) != 0) {

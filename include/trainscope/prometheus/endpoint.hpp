@@ -83,9 +83,14 @@ class Endpoint {
   std::unique_ptr<Impl> impl_;
 };
 
-// `trainscope serve --prometheus [ADDR:]PORT ROOT`: Start + follow_root, then
-// serves until SIGINT or SIGTERM (blocked in the calling thread while it
-// serves). `on_ready` is called once the port is bound (the CLI's line).
+// "http://ADDR:PORT/metrics" ([ADDR] for IPv6).
+std::string metrics_url(const Endpoint& endpoint);
+
+// `trainscope serve --prometheus [ADDR:]PORT [ROOT]`: Start + follow_root,
+// then serves until SIGINT or SIGTERM (blocked in the calling thread while it
+// serves). An empty root: TRAINSCOPE_RUNS_ROOT, else ./trainscope-runs (where
+// `trainscope run` puts runs). `on_ready` is called once the port is bound
+// (the CLI's line).
 absl::Status serve_root(EndpointOptions options, const std::string& root,
                         const std::function<void(const Endpoint&)>& on_ready);
 
