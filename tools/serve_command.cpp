@@ -39,8 +39,7 @@ int serve_command(const std::vector<std::string>& args) {
   double grace_s = prometheus::EndpointOptions{}.grace_s;
   CommandLine line({"serve", "trainscope serve --prometheus [ADDR:]PORT [ROOT] [options]",
                     kDescription, kFooter});
-  line.add_value("--prometheus", "[ADDR:]PORT",
-                 "where to serve /metrics (ADDR default 127.0.0.1)",
+  line.add_value("--prometheus", "[ADDR:]PORT", "where to serve /metrics (ADDR default 127.0.0.1)",
                  [&options](const std::string& value) {
                    prometheus::EndpointOptions o;
                    const absl::Status status = prometheus::parse_listen_address(value, &o);

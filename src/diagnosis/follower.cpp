@@ -58,7 +58,7 @@ steps::StepOptions step_options(const FollowOptions& options) {
 }
 
 // A rank's own window figures (RankNow): its steps (with_rest, warm-up
-// dropped) and its process tree's latest readings.
+// dropped) and its process tree's latest readings. A phase it never timed: NaN.
 void fill_rank_window(const std::vector<StepSample>& window, const steps::RankSteps& t,
                       RankNow* now) {
   if (!t.cpu_pct.empty()) now->cpu_pct = t.cpu_pct.rbegin()->second;
@@ -80,7 +80,9 @@ void fill_rank_window(const std::vector<StepSample>& window, const steps::RankSt
   now->step_p95_s = stats::quantile(std::move(periods), 0.95);
   now->steps_per_s = total > 0 ? static_cast<double>(count) / total : kNaN;
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    now->phase_share[p] = total > 0 ? std::clamp(sums[p] / total, 0.0, 1.0) : kNaN;
+    // A phase the rank never timed has no share (kRest always has one).
+    const bool timed = t.cpu_measured[p] || p == static_cast<std::size_t>(Phase::kRest);
+    now->phase_share[p] = timed && total > 0 ? std::clamp(sums[p] / total, 0.0, 1.0) : kNaN;
   }
 }
 

@@ -148,7 +148,8 @@ struct Endpoint::Impl {
       absl::StatusOr<std::vector<std::string>> dirs = find_run_dirs({root});
       if (!dirs.ok()) {
         // A root with no run yet is no error: runs come later.
-        if (!absl::IsNotFound(dirs.status())) notes->push_back(std::string(dirs.status().message()));
+        if (!absl::IsNotFound(dirs.status()))
+          notes->push_back(std::string(dirs.status().message()));
         continue;
       }
       for (const std::string& dir : *dirs) {
@@ -265,15 +266,16 @@ absl::Status parse_listen_address(std::string_view text, EndpointOptions* option
     }
   }
   int port = 0;
-  const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [end, error] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (error != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
       port > 65535) {
-    return absl::InvalidArgumentError(
-        fmt::format("'{}' is no [ADDR:]PORT: the port '{}' is no number from 1 to 65535", text,
-                    port_text));
+    return absl::InvalidArgumentError(fmt::format(
+        "'{}' is no [ADDR:]PORT: the port '{}' is no number from 1 to 65535", text, port_text));
   }
   if (address.empty()) {
-    return absl::InvalidArgumentError(fmt::format("'{}' is no [ADDR:]PORT: the address is empty", text));
+    return absl::InvalidArgumentError(
+        fmt::format("'{}' is no [ADDR:]PORT: the address is empty", text));
   }
   options->address = std::move(address);
   options->port = port;
@@ -303,14 +305,13 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Start(EndpointOptions option
   impl->server = std::make_unique<httplib::Server>();
   httplib::Server& server = *impl->server;
   const std::size_t workers = o.workers, max_waiting = o.max_waiting;
-  server.new_task_queue = [workers, max_waiting] {
-    return new BoundedQueue(workers, max_waiting);
-  };
+  server.new_task_queue = [workers, max_waiting] { return new BoundedQueue(workers, max_waiting); };
   time_t sec = 0, usec = 0;
   split_seconds(o.timeout_s, &sec, &usec);
   server.set_read_timeout(sec, usec);
   server.set_write_timeout(sec, usec);
-  server.set_keep_alive_timeout(std::max<time_t>(1, static_cast<time_t>(std::lround(o.keep_alive_s))));
+  server.set_keep_alive_timeout(
+      std::max<time_t>(1, static_cast<time_t>(std::lround(o.keep_alive_s))));
   server.set_payload_max_length(64 * 1024);
   // SO_REUSEADDR only (httplib's default adds SO_REUSEPORT, which would let a
   // second endpoint bind the same port and take half the scrapes); not
@@ -358,9 +359,9 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Start(EndpointOptions option
           "--prometheus [ADDR:]PORT)",
           where));
     }
-    return absl::UnavailableError(fmt::format(
-        "cannot serve Prometheus metrics on {}: {}", where,
-        bind_errno != 0 ? ::strerror(bind_errno) : "no such address on this machine"));
+    return absl::UnavailableError(
+        fmt::format("cannot serve Prometheus metrics on {}: {}", where,
+                    bind_errno != 0 ? ::strerror(bind_errno) : "no such address on this machine"));
   }
   impl->port = port;
   impl->thread = std::thread([&server] {

@@ -27,9 +27,8 @@ using diagnosis::RankNow;
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
 // The exposition's own labels: a param label may not take their names.
-constexpr std::string_view kOwnLabels[] = {"run",    "run_name", "rank", "host",  "phase",
-                                           "gpu",    "status",   "label", "kind", "scope",
-                                           "quantile", "le"};
+constexpr std::string_view kOwnLabels[] = {"run",    "run_name", "rank", "host",  "phase",    "gpu",
+                                           "status", "label",    "kind", "scope", "quantile", "le"};
 
 bool is_label_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -189,9 +188,8 @@ absl::StatusOr<std::vector<ParamLabel>> parse_param_labels(std::string_view list
       }
     }
     if (!seen.insert(label).second) {
-      return absl::InvalidArgumentError(
-          fmt::format("--prometheus-labels: the label '{}' is named twice (param '{}')", label,
-                      param));
+      return absl::InvalidArgumentError(fmt::format(
+          "--prometheus-labels: the label '{}' is named twice (param '{}')", label, param));
     }
     out.push_back(ParamLabel{param, std::move(label)});
   }
@@ -220,10 +218,10 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
     const diagnosis::Scope& scope = headline_scope(r.diagnosis);
     const Labels base = with(run_labels(r), "scope", scope.name);
     if (scope.labels.empty()) {
-      w.sample(with(with(with(base, "label", std::string(label_name(LabelName::kNoData))), "kind",
-                         ""),
-                    "rank", ""),
-               1);
+      w.sample(
+          with(with(with(base, "label", std::string(label_name(LabelName::kNoData))), "kind", ""),
+               "rank", ""),
+          1);
     }
     for (const Label& l : scope.labels) {
       w.sample(with(with(with(base, "label", std::string(label_name(l.name))), "kind",
@@ -263,10 +261,9 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
            [](const RankNow& rank, const RankEmit& emit) {
              emit({{"status", std::string(process_status_name(rank.status))}}, 1);
            });
-  per_rank(&w, runs, "trainscope_steps_total", "counter", "Steps the rank has made.",
-           [](const RankNow& rank, const RankEmit& emit) {
-             emit({}, static_cast<double>(rank.steps));
-           });
+  per_rank(
+      &w, runs, "trainscope_steps_total", "counter", "Steps the rank has made.",
+      [](const RankNow& rank, const RankEmit& emit) { emit({}, static_cast<double>(rank.steps)); });
   per_rank(&w, runs, "trainscope_step_p50_seconds", "gauge",
            "The median step time of the rank's window (its last K steps after warm-up).",
            [](const RankNow& rank, const RankEmit& emit) { emit({}, rank.step_p50_s); });
@@ -276,15 +273,16 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
   per_rank(&w, runs, "trainscope_steps_per_second", "gauge",
            "Steps per second over the rank's window (1 / its mean step time).",
            [](const RankNow& rank, const RankEmit& emit) { emit({}, rank.steps_per_s); });
-  per_rank(&w, runs, "trainscope_step_phase_ratio", "gauge",
-           "Each phase's share of the rank's step time over its window (data_wait, h2d, "
-           "forward, backward, optimizer, comm, rest); a phase the rank does not time is absent.",
-           [](const RankNow& rank, const RankEmit& emit) {
-             for (std::size_t p = 0; p < diagnosis::kPhaseCount; ++p) {
-               emit({{"phase", std::string(diagnosis::phase_name(static_cast<diagnosis::Phase>(p)))}},
-                    rank.phase_share[p]);
-             }
-           });
+  per_rank(
+      &w, runs, "trainscope_step_phase_ratio", "gauge",
+      "Each phase's share of the rank's step time over its window (data_wait, h2d, "
+      "forward, backward, optimizer, comm, rest); a phase the rank does not time is absent.",
+      [](const RankNow& rank, const RankEmit& emit) {
+        for (std::size_t p = 0; p < diagnosis::kPhaseCount; ++p) {
+          emit({{"phase", std::string(diagnosis::phase_name(static_cast<diagnosis::Phase>(p)))}},
+               rank.phase_share[p]);
+        }
+      });
   per_rank(&w, runs, "trainscope_process_cpu_ratio", "gauge",
            "CPU use of the rank's process tree, in cores (1 = one core busy).",
            [](const RankNow& rank, const RankEmit& emit) { emit({}, rank.cpu_pct / 100.0); });
@@ -299,8 +297,8 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
   per_gpu(&w, runs, "trainscope_gpu_utilization_ratio",
           "GPU utilisation (NVML: the share of time a kernel ran).", 0.01,
           &diagnosis::GpuNow::util_pct);
-  per_gpu(&w, runs, "trainscope_gpu_memory_used_bytes", "GPU memory in use (all processes).",
-          kMB, &diagnosis::GpuNow::mem_used_mb);
+  per_gpu(&w, runs, "trainscope_gpu_memory_used_bytes", "GPU memory in use (all processes).", kMB,
+          &diagnosis::GpuNow::mem_used_mb);
   per_gpu(&w, runs, "trainscope_gpu_memory_total_bytes", "GPU memory in all.", kMB,
           &diagnosis::GpuNow::mem_total_mb);
   return w.take();

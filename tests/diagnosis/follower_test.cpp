@@ -696,7 +696,8 @@ TEST(Follower, PerRankWindowFigures) {
   EXPECT_NEAR(share(a, Phase::kForward), 0.3, 1e-9);
   EXPECT_NEAR(share(a, Phase::kRest), 0.1, 1e-9);
   EXPECT_NEAR(share(b, Phase::kForward), 7.0 / 14.0, 1e-9);
-  EXPECT_TRUE(std::isnan(a.rss_mb));  // no readings
+  EXPECT_TRUE(std::isnan(share(a, Phase::kComm)));  // never timed
+  EXPECT_TRUE(std::isnan(a.rss_mb));                // no readings
   // The document carries them (one writer, one reader).
   absl::StatusOr<Diagnosis> back = parse_diagnosis(diagnosis_json(*d), "test");
   ASSERT_TRUE(back.ok()) << back.status();

@@ -7,8 +7,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -61,7 +61,8 @@ std::string request(int port, const std::string& method, const std::string& path
   std::string out;
   char buffer[65536];
   ssize_t n = 0;
-  while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+  while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0)
+    out.append(buffer, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
 }
@@ -103,8 +104,8 @@ std::unique_ptr<Endpoint> start(EndpointOptions options = {}) {
   return e.ok() ? *std::move(e) : nullptr;
 }
 
-#define START_OR_SKIP(var, options)                                          \
-  std::unique_ptr<Endpoint> var = start(options);                            \
+#define START_OR_SKIP(var, options)               \
+  std::unique_ptr<Endpoint> var = start(options); \
   if (!var) GTEST_SKIP() << "built without cpp-httplib (libcpp-httplib-dev)"
 
 TEST(Endpoint, ServesTheFollowedRunAtGetMetrics) {
@@ -131,9 +132,13 @@ TEST(Endpoint, ServesTheFollowedRunAtGetMetrics) {
 
 TEST(Endpoint, AnythingButGetMetricsIs404) {
   START_OR_SKIP(endpoint, EndpointOptions{});
-  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/"}, {"GET", "/metrics/x"}, {"POST", "/metrics"}, {"PUT", "/metrics"},
-           {"DELETE", "/metrics"}, {"GET", "/../etc/passwd"}}) {
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", "/"},
+                                                        {"GET", "/metrics/x"},
+                                                        {"POST", "/metrics"},
+                                                        {"PUT", "/metrics"},
+                                                        {"DELETE", "/metrics"},
+                                                        {"GET", "/../etc/passwd"}}) {
     const std::string response = request(endpoint->port(), method, path);
     EXPECT_THAT(response, HasSubstr("HTTP/1.1 404")) << method << " " << path;
     EXPECT_THAT(response, Not(HasSubstr("trainscope_"))) << method << " " << path;

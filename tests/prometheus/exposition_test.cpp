@@ -110,14 +110,21 @@ TEST(Exposition, PerRankValuesInBaseUnitsWithTheirLabels) {
   EXPECT_THAT(text, HasSubstr("trainscope_step_p95_seconds" + rank1 + " 0.45\n"));
   EXPECT_THAT(text, HasSubstr("trainscope_steps_total" + rank1 + " 101\n"));
   EXPECT_THAT(text, HasSubstr("trainscope_process_cpu_ratio" + rank1 + " 1.5\n"));
-  EXPECT_THAT(text, HasSubstr("trainscope_process_resident_memory_bytes" + rank1 + " 2000000000\n"));
-  EXPECT_THAT(text, HasSubstr(R"(trainscope_step_phase_ratio{run="0123abcd",run_name="base \"a\"\\b",lr="0.1",batch_size="",rank="0",host="n0",phase="data_wait"} 0.25)"));
+  EXPECT_THAT(text,
+              HasSubstr("trainscope_process_resident_memory_bytes" + rank1 + " 2000000000\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(trainscope_step_phase_ratio{run="0123abcd",run_name="base \"a\"\\b",lr="0.1",batch_size="",rank="0",host="n0",phase="data_wait"} 0.25)"));
   // Unknown is absent: comm is not timed, no GPU memory reading.
   EXPECT_THAT(text, Not(HasSubstr("phase=\"comm\"")));
   EXPECT_THAT(text, Not(HasSubstr("trainscope_process_gpu_memory_bytes{")));
   EXPECT_THAT(text, Not(HasSubstr("NaN")));
   // The host's GPU: ratio and bytes.
-  EXPECT_THAT(text, HasSubstr(R"(trainscope_gpu_utilization_ratio{run="0123abcd",run_name="base \"a\"\\b",lr="0.1",batch_size="",host="n1",gpu="3"} 0.875)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(trainscope_gpu_utilization_ratio{run="0123abcd",run_name="base \"a\"\\b",lr="0.1",batch_size="",host="n1",gpu="3"} 0.875)"));
   EXPECT_THAT(text, HasSubstr("gpu=\"3\"} 80000000000\n"));
 }
 
@@ -131,8 +138,8 @@ TEST(Exposition, RunStatusDiagnosisAndStraggler) {
   EXPECT_THAT(text, HasSubstr("trainscope_diagnosis_info{" + run +
                               R"(,scope="window",label="STRAGGLER",kind="compute",rank="1"} 1)"));
   EXPECT_THAT(text, HasSubstr("trainscope_straggler_rank{" + run + R"(,kind="compute"} 1)"));
-  EXPECT_THAT(text,
-              HasSubstr("trainscope_straggler_lag_seconds{" + run + R"(,kind="compute",rank="1"} 0.1)"));
+  EXPECT_THAT(text, HasSubstr("trainscope_straggler_lag_seconds{" + run +
+                              R"(,kind="compute",rank="1"} 0.1)"));
 }
 
 TEST(Exposition, AnEndedRunShowsItsRunScopeAndNoLabelIsNoData) {
@@ -187,7 +194,8 @@ TEST(ExpositionPromtool, PromtoolAcceptsIt) {
     out << exposition({sample_run(), sample_run("4567ef")});
   }
   const std::string report = tmp.file("promtool.txt");
-  const int rc = std::system(("promtool check metrics < '" + path + "' > '" + report + "' 2>&1").c_str());
+  const int rc =
+      std::system(("promtool check metrics < '" + path + "' > '" + report + "' 2>&1").c_str());
   std::ifstream in(report);
   const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(rc, 0) << said;
