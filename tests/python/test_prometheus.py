@@ -13,6 +13,7 @@ Needs TRAINSCOPE_CLI=<build>/tools/trainscope and the `prometheus` binary
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -205,6 +206,15 @@ def test_the_live_exposition_passes_promtool_and_other_requests_get_404(tmp_path
         rc, err = finish(job, stop)
     assert rc == 0, err[-3000:]
     assert "Prometheus metrics at http://127.0.0.1:" in err
+    # The docs' table and the Grafana dashboard name the families the endpoint has.
+    families = set(re.findall(r"^# TYPE (\S+) ", body, re.M))
+    root = os.path.dirname(os.path.dirname(HERE))
+    with open(os.path.join(root, "docs", "prometheus.md")) as f:
+        documented = set(re.findall(r"^\| `(trainscope_\w+)`", f.read(), re.M))
+    assert documented == families, (documented ^ families)
+    with open(os.path.join(root, "examples", "grafana", "trainscope-dashboard.json")) as f:
+        drawn = set(re.findall(r"trainscope_\w+", f.read()))
+    assert drawn and drawn <= families, drawn - families
     if not PROMTOOL:
         pytest.skip("promtool is not installed (Debian's prometheus)")
     checked = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True,
