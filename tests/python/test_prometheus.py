@@ -12,6 +12,7 @@ Needs TRAINSCOPE_CLI=<build>/tools/trainscope and the `prometheus` binary
 """
 
 import json
+import math
 import os
 import re
 import shutil
@@ -176,6 +177,16 @@ def test_prometheus_scrapes_a_live_two_rank_job_and_agrees_with_diagnose(tmp_pat
     assert labels & window_labels, (labels, window_labels)
     for m, _ in info:
         assert m["run"] == d["run_id"] and m["run_name"] == "prom" and m["lr"] == "0.25", m
+
+    # Python's diagnose binds the same per-rank figures as the CLI's document.
+    trainscope = pytest.importorskip("trainscope")
+    ended = json.loads(subprocess.run([CLI, "diagnose", run_dir, "--json"], capture_output=True,
+                                      text=True, timeout=120, check=True).stdout)
+    for r in trainscope.diagnose(run_dir).ranks:
+        said = {str(x["rank"]): x for x in ended["ranks"]}[str(r.rank)]
+        assert r.step_p50_s == pytest.approx(said["window"]["step_p50_s"])
+        assert r.phase_share["data_wait"] == pytest.approx(said["window"]["phase_share"]["data_wait"])
+        assert math.isnan(r.phase_share["comm"])  # never timed
 
 
 @needs_cli
