@@ -6,7 +6,10 @@
 //   1. a diagnosis::Follower in this process polls and diagnoses at 1 Hz
 //      (the CPU time of its thread), then, on a fresh run,
 //   2. the real `trainscope top RUN` (--cli PATH, or TRAINSCOPE_CLI) draws in a
-//      120x40 pseudo-terminal (the CPU time of its process, /proc schedstat).
+//      120x40 pseudo-terminal (the CPU time of its process, /proc schedstat),
+//   3. the real `trainscope serve --prometheus PORT RUN` (the Prometheus
+//      endpoint, which `trainscope run --prometheus` runs in the launcher) is
+//      scraped once a second (the CPU time of its process).
 // Each is reported as CPU seconds per wall second (% of one core; the goal is
 // <= 2%) and as CPU-us per 1,000 rows appended, beside the baseline measured
 // in the same run: the writers' own CPU-us per 1,000 rows.
@@ -15,10 +18,14 @@
 //                  [--cli PATH] [--dir DIR] [--read-all]
 // --read-all: the in-process follower reads every row (no read budget: what
 // `trainscope diagnose` does) instead of top's live_options().
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -358,6 +365,85 @@ Figure follow_with_cli(const Options& options, const std::string& dir, Writers* 
   return figure;
 }
 
+// One GET /metrics on 127.0.0.1:port: the bytes of the response (0: none).
+std::size_t scrape_once(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::size_t got = 0;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const char request[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    (void)!::send(fd, request, sizeof request - 1, MSG_NOSIGNAL);
+    char buffer[65536];
+    ssize_t n = 0;
+    while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return got;
+}
+
+// Phase 3: `trainscope serve --prometheus PORT DIR` (the Prometheus endpoint,
+// docs/prometheus.md), scraped once a second as Prometheus would; its process's CPU time.
+Figure follow_with_serve(const Options& options, const std::string& dir, Writers* writers) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int port = 0;
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    ::close(fd);
+  }
+  const std::string listen = std::to_string(port);
+  const pid_t pid = fork();
+  if (pid < 0) die(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    execl(options.cli.c_str(), "trainscope", "serve", "--prometheus", listen.c_str(), dir.c_str(),
+          static_cast<char*>(nullptr));
+    std::perror("exec");
+    _exit(127);
+  }
+  Figure figure;
+  std::size_t bytes = 0, scrapes = 0;
+  const auto scrape_for = [&](double seconds) {
+    const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(seconds));
+    Clock::time_point tick = Clock::now();
+    while (Clock::now() < end) {
+      bytes = scrape_once(port);
+      ++scrapes;
+      tick += std::chrono::seconds(1);
+      std::this_thread::sleep_until(tick);
+    }
+  };
+  scrape_for(options.warmup_s);
+  const double cpu0 = process_cpu_s(pid);
+  const std::uint64_t rows0 = writers->rows();
+  const Clock::time_point t0 = Clock::now();
+  scrapes = 0;
+  scrape_for(options.seconds);
+  figure.cpu_s = process_cpu_s(pid) - cpu0;
+  figure.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  figure.rows = writers->rows() - rows0;
+  writers->stop();
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  char note[160];
+  std::snprintf(note, sizeof note, "(%zu scrapes, the last %zu bytes; exit %d)", scrapes, bytes,
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  figure.note = note;
+  return figure;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   if (const char* cli = std::getenv("TRAINSCOPE_CLI")) o.cli = cli;
@@ -430,6 +516,8 @@ int main(int argc, char** argv) {
   if (!options.cli.empty()) {
     phase("cli",
           [&](const std::string& dir, Writers* w) { return follow_with_cli(options, dir, w); });
+    phase("serve",
+          [&](const std::string& dir, Writers* w) { return follow_with_serve(options, dir, w); });
     // The UI's own work: `top` on a run that appends nothing (3 s written, then idle).
     phase("cli-idle", [&](const std::string& dir, Writers* w) {
       std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -450,6 +538,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, figure] : figures) {
     const std::string phase_name = name;
     print_figure(phase_name == "cli"        ? "trainscope top (pty, 1 Hz)"
+                 : phase_name == "serve"    ? "serve --prometheus, 1 Hz"
                  : phase_name == "cli-idle" ? "trainscope top, idle run"
                                             : "Follower poll+diagnose 1 Hz",
                  figure, writer_us_per_1k);

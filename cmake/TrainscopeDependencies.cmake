@@ -27,6 +27,33 @@ if(NOT DEFINED TRAINSCOPE_BUILD_CLI OR TRAINSCOPE_BUILD_CLI)
   endif()
 endif()
 
+# cpp-httplib: the HTTP server of the Prometheus endpoint (src/prometheus/,
+# `trainscope run --prometheus`, `trainscope serve`); no hand-written HTTP.
+# Debian's libcpp-httplib-dev is a compiled library with a pkg-config file (its
+# flags: the features it was built with); upstream's httplib.h alone is
+# header-only (conda, vcpkg, a copy on CPATH for `pip install`). Without either
+# the library builds, and --prometheus says it was built without cpp-httplib.
+set(TRAINSCOPE_HAVE_HTTPLIB OFF)
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(TRAINSCOPE_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+if(TARGET PkgConfig::TRAINSCOPE_HTTPLIB)
+  set(TRAINSCOPE_HAVE_HTTPLIB ON)
+  set(TRAINSCOPE_HTTPLIB_PKG ON)
+  set(TRAINSCOPE_HTTPLIB_TARGET PkgConfig::TRAINSCOPE_HTTPLIB)
+else()
+  set(TRAINSCOPE_HTTPLIB_PKG OFF)
+  find_path(TRAINSCOPE_HTTPLIB_INCLUDE_DIR httplib.h)
+  if(TRAINSCOPE_HTTPLIB_INCLUDE_DIR)
+    set(TRAINSCOPE_HAVE_HTTPLIB ON)
+    add_library(trainscope_httplib INTERFACE)
+    target_include_directories(trainscope_httplib SYSTEM INTERFACE
+      $<BUILD_INTERFACE:${TRAINSCOPE_HTTPLIB_INCLUDE_DIR}>)
+    set(TRAINSCOPE_HTTPLIB_TARGET $<BUILD_INTERFACE:trainscope_httplib>)
+  endif()
+endif()
+
 set(TRAINSCOPE_HAVE_CUDA OFF)
 if(NOT TRAINSCOPE_WITH_CUDA STREQUAL "OFF")
   if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)

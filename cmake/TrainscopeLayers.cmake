@@ -32,6 +32,7 @@ set(TRAINSCOPE_LAYERS
   stalls          # trainscope stalls: data-wait shares, page cache, differential analysis, what-ifs
   diagnosis       # trainscope diagnose: a run's step phases and labels, live (the follower)
   top             # trainscope top: what to follow, a sweep's jobs, the lines drawn (TopSession)
+  prometheus      # the Prometheus endpoint: exposition of the follower's state, HTTP server (cpp-httplib)
   compare         # trainscope compare: is B faster than A (runs, sweeps, baselines; stats/compare for the method)
   report          # trainscope report: one self-contained HTML page for runs, sweeps, scaling
 )
@@ -131,3 +132,9 @@ foreach(layer IN LISTS TRAINSCOPE_LAYERS)
     target_include_directories(${target} SYSTEM PRIVATE "${TRAINSCOPE_NVTX_INCLUDE_DIR}")
   endif()
 endforeach()
+
+# The Prometheus room serves HTTP with cpp-httplib (cmake/TrainscopeDependencies.cmake).
+if(TARGET trainscope_prometheus AND TRAINSCOPE_HAVE_HTTPLIB)
+  target_link_libraries(trainscope_prometheus PRIVATE ${TRAINSCOPE_HTTPLIB_TARGET})
+  target_compile_definitions(trainscope_prometheus PRIVATE TRAINSCOPE_HAVE_HTTPLIB=1)
+endif()

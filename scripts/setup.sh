@@ -17,6 +17,8 @@ packages=(
   chromium  # headless, opens the report pages in tests/python/test_report.py
   libncurses-dev  # `trainscope top` draws with ncurses
   tmux  # runs `trainscope top` in a real terminal in tests/python/test_top.py
+  libcpp-httplib-dev  # the HTTP server of the Prometheus endpoint (trainscope run --prometheus)
+  prometheus  # scrapes it in tests/python/test_prometheus.py; promtool checks the exposition
 )
 
 missing=()

@@ -22,6 +22,7 @@ int diagnose_command(const std::vector<std::string>& args);
 int top_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
 int dump_command(const std::vector<std::string>& args);
+int serve_command(const std::vector<std::string>& args);
 
 }  // namespace trainscope::cli
 

@@ -42,6 +42,8 @@ constexpr Command kCommands[] = {
      trainscope::cli::report_command},
     {"dump", "ask a running run's ranks for their stacks (where a hung rank waits)",
      trainscope::cli::dump_command},
+    {"serve", "serve live runs' metrics for Prometheus (every run under a root)",
+     trainscope::cli::serve_command},
 };
 
 void print_usage(std::FILE* out) {

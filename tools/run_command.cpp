@@ -16,6 +16,8 @@
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/launch/launch.hpp"
 #include "trainscope/launch/outcome.hpp"
+#include "trainscope/prometheus/endpoint.hpp"
+#include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::cli {
 namespace {
@@ -80,6 +82,8 @@ struct RunArgs {
   bool no_diagnosis = false;
   diagnosis::OnHang on_hang = diagnosis::OnHang::kNone;
   diagnosis::Thresholds hang_thresholds;
+  std::optional<prometheus::EndpointOptions> prometheus;  // set: --prometheus
+  std::optional<std::string> prometheus_labels;
 };
 
 // The profilers take their NVTX range only as --nsys=RANGE: a separate word
@@ -181,6 +185,21 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     out->launch.environment["TRAINSCOPE_CAPTURE_MAX"] =
                         std::to_string(count("--capture-max", value, 0));
                   });
+  line->add_value("--prometheus", "[ADDR:]PORT",
+                  "serve the run's live metrics for Prometheus at\n"
+                  "http://ADDR:PORT/metrics (ADDR default 127.0.0.1;\n"
+                  "docs/prometheus.md)",
+                  [out](const std::string& value) {
+                    prometheus::EndpointOptions options;
+                    options.this_host_only = true;  // the ranks this launcher started
+                    const absl::Status status = prometheus::parse_listen_address(value, &options);
+                    if (!status.ok()) bad_value("--prometheus " + std::string(status.message()));
+                    out->prometheus = std::move(options);
+                  });
+  line->add_value("--prometheus-labels", "PARAMS",
+                  "the run's params that become labels of every metric\n"
+                  "(e.g. lr,batch_size; never all, to bound cardinality)",
+                  &out->prometheus_labels);
   line->add_flag("--no-diagnosis",
                  "no diagnosis at the end: no summary, no trainscope.diagnosis tags\n"
                  "(`trainscope diagnose RUN` gives it later)",
@@ -202,6 +221,19 @@ std::optional<RunArgs> parse(const std::vector<std::string>& args, int* exit_cod
   if (out.launch.command.empty()) {
     *exit_code = line.usage_error("missing the command to run (after --)");
     return std::nullopt;
+  }
+  if (out.prometheus_labels) {
+    if (!out.prometheus) {
+      *exit_code = line.usage_error("--prometheus-labels needs --prometheus");
+      return std::nullopt;
+    }
+    absl::StatusOr<std::vector<prometheus::ParamLabel>> labels =
+        prometheus::parse_param_labels(*out.prometheus_labels);
+    if (!labels.ok()) {
+      *exit_code = line.usage_error(std::string(labels.status().message()));
+      return std::nullopt;
+    }
+    out.prometheus->labels = *std::move(labels);
   }
   out.launch.sample_hardware = !out.no_sample;
   if (out.auto_mode && out.launch.auto_instrument.empty()) out.launch.auto_instrument = "on";
@@ -230,6 +262,25 @@ int run_command(const std::vector<std::string>& args) {
   }
   parsed->launch.watch = diagnosis::hang_watch(parsed->on_hang, parsed->hang_thresholds);
   parsed->launch.watch_interval = absl::Seconds(2);
+  // The endpoint binds before the command starts: a port in use stops here.
+  std::shared_ptr<prometheus::Endpoint> endpoint;
+  if (parsed->prometheus) {
+    absl::StatusOr<std::unique_ptr<prometheus::Endpoint>> started =
+        prometheus::Endpoint::Start(*parsed->prometheus);
+    if (!started.ok()) {
+      std::fprintf(stderr, "trainscope run: %s\n", std::string(started.status().message()).c_str());
+      return kExitFailed;
+    }
+    endpoint = *std::move(started);
+    std::fprintf(stderr, "trainscope run: Prometheus metrics at %s%s\n",
+                 prometheus::metrics_url(*endpoint).c_str(),
+                 prometheus::is_loopback(endpoint->address())
+                     ? ""
+                     : " (not a loopback address: other machines can read them)");
+    parsed->launch.run_started = [endpoint](const std::string& run_dir) {
+      endpoint->follow(run_dir);
+    };
+  }
   auto end = std::make_shared<diagnosis::EndOfRun>();
   if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnosis::end_of_run_hook(end);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));

@@ -194,12 +194,29 @@ callers: the modules its rows come from when more than one ("Net, Head";
       .def_readonly("gpus", &HostNow::gpus);
   py::class_<RankNow>(m, "RankNow",
                       "A rank: rank, host, status (RUNNING, FINISHED, FAILED, "
-                      "KILLED, CRASHED), steps.")
+                      "KILLED, CRASHED), steps; its own window: step_p50_s, step_p95_s, "
+                      "steps_per_s, phase_share (dict phase -> share; NaN: not timed); its "
+                      "process tree's latest cpu_pct, rss_mb, gpu_mem_mb (NaN: none).")
       .def_readonly("rank", &RankNow::rank)
       .def_readonly("host", &RankNow::host)
       .def_property_readonly(
           "status", [](const RankNow& r) { return std::string(process_status_name(r.status)); })
       .def_readonly("steps", &RankNow::steps)
+      .def_readonly("step_p50_s", &RankNow::step_p50_s)
+      .def_readonly("step_p95_s", &RankNow::step_p95_s)
+      .def_readonly("steps_per_s", &RankNow::steps_per_s)
+      .def_property_readonly("phase_share",
+                             [](const RankNow& r) {
+                               py::dict out;
+                               for (std::size_t i = 0; i < r.phase_share.size(); ++i) {
+                                 out[py::str(std::string(phase_name(static_cast<Phase>(i))))] =
+                                     r.phase_share[i];
+                               }
+                               return out;
+                             })
+      .def_readonly("cpu_pct", &RankNow::cpu_pct)
+      .def_readonly("rss_mb", &RankNow::rss_mb)
+      .def_readonly("gpu_mem_mb", &RankNow::gpu_mem_mb)
       .def("__repr__", [](const RankNow& r) {
         return "RankNow(rank=" + std::to_string(r.rank) + ", host=" + Quoted(r.host) +
                ", status=" + Quoted(std::string(process_status_name(r.status))) +

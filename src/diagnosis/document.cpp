@@ -152,6 +152,21 @@ Diagnosis from_document(const Field& root) {
     d.ranks.push_back(RankNow{u32_from(r["rank"]), r["host"].string(),
                               enum_from(r["status"], parse_process_status),
                               r["steps"].unsigned_integer()});
+    RankNow& now = d.ranks.back();
+    // Version 1 documents before the per-rank window have none (NaN).
+    if (const std::optional<Field> w = r.find("window")) {
+      now.step_p50_s = (*w)["step_p50_s"].number();
+      now.step_p95_s = (*w)["step_p95_s"].number();
+      now.steps_per_s = (*w)["steps_per_s"].number();
+      const Field shares = (*w)["phase_share"];
+      for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        const std::string name(phase_name(static_cast<Phase>(p)));
+        if (const std::optional<Field> v = shares.find(name)) now.phase_share[p] = v->number();
+      }
+    }
+    if (const std::optional<Field> v = r.find("cpu_pct")) now.cpu_pct = v->number();
+    if (const std::optional<Field> v = r.find("rss_mb")) now.rss_mb = v->number();
+    if (const std::optional<Field> v = r.find("gpu_mem_mb")) now.gpu_mem_mb = v->number();
   }
   d.hosts = root["hosts"].strings();
   d.window_steps = root["window_steps"].unsigned_integer();
@@ -251,10 +266,22 @@ std::string Diagnosis::headline() const {
 std::string diagnosis_json(const Diagnosis& d, int indent) {
   ojson ranks = ojson::array();
   for (const RankNow& r : d.ranks) {
+    ojson shares = ojson::object();
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+      shares[std::string(phase_name(static_cast<Phase>(p)))] = num(r.phase_share[p]);
+    }
     ranks.push_back({{"rank", r.rank},
                      {"host", r.host},
                      {"status", process_status_name(r.status)},
-                     {"steps", r.steps}});
+                     {"steps", r.steps},
+                     {"window",
+                      {{"step_p50_s", num(r.step_p50_s)},
+                       {"step_p95_s", num(r.step_p95_s)},
+                       {"steps_per_s", num(r.steps_per_s)},
+                       {"phase_share", std::move(shares)}}},
+                     {"cpu_pct", num(r.cpu_pct)},
+                     {"rss_mb", num(r.rss_mb)},
+                     {"gpu_mem_mb", num(r.gpu_mem_mb)}});
   }
   ojson keys = ojson::array();
   for (const KeyRow& k : d.keys) {

@@ -54,6 +54,35 @@ steps::StepOptions step_options(const FollowOptions& options) {
   return out;
 }
 
+// A rank's own window figures (RankNow): its steps (with_rest, warm-up
+// dropped) and its process tree's latest readings. A phase it never timed: NaN.
+void fill_rank_window(const std::vector<StepSample>& window, const steps::RankSteps& t,
+                      RankNow* now) {
+  if (!t.cpu_pct.empty()) now->cpu_pct = t.cpu_pct.rbegin()->second;
+  if (!t.rss_mb.empty()) now->rss_mb = t.rss_mb.back().second;
+  if (!t.gpu_mem_mb.empty()) now->gpu_mem_mb = t.gpu_mem_mb.rbegin()->second;
+  if (window.empty()) return;
+  std::vector<double> periods;
+  std::array<double, kPhaseCount> sums{};
+  double total = 0;
+  std::uint64_t count = 0;
+  for (const StepSample& x : window) {
+    // A merged step (history) holds x.steps steps; the window's are exact.
+    periods.push_back(x.period_s / x.steps);
+    total += x.period_s;
+    count += x.steps;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) sums[p] += x.cpu_s[p];
+  }
+  now->step_p50_s = stats::quantile(periods, 0.5);
+  now->step_p95_s = stats::quantile(std::move(periods), 0.95);
+  now->steps_per_s = total > 0 ? static_cast<double>(count) / total : kNaN;
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    // A phase the rank never timed has no share (kRest always has one).
+    const bool timed = t.cpu_measured[p] || p == static_cast<std::size_t>(Phase::kRest);
+    now->phase_share[p] = timed && total > 0 ? std::clamp(sums[p] / total, 0.0, 1.0) : kNaN;
+  }
+}
+
 }  // namespace
 
 struct Follower::State {
@@ -195,6 +224,7 @@ Diagnosis Follower::diagnose() const {
     };
     for (const auto& [time_ms, mb] : t.rss_mb) add_reading(time_ms, mb, false);
     for (const auto& [time_ms, mb] : t.gpu_mem_mb) add_reading(time_ms, mb, true);
+    fill_rank_window(w.steps, t, &d.ranks.back());
     window.ranks.push_back(std::move(w));
     run.ranks.push_back(std::move(r));
   }

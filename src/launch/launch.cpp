@@ -879,6 +879,15 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   Run& run = **started;
   for (std::shared_ptr<Exporter>& exporter : options.exporters) run.add_exporter(exporter);
   record_command(run, options.command);
+  if (options.run_started) {
+    try {
+      options.run_started(run.dir());
+    } catch (const std::exception& error) {
+      warn(fmt::format("trainscope run: the run's start hook failed: {}", error.what()));
+    } catch (...) {
+      warn("trainscope run: the run's start hook failed");
+    }
+  }
   if (auto_bootstrap.on()) {
     warn_if_error(run.set_tag("trainscope.auto", options.auto_instrument), "tag 'trainscope.auto'");
   }

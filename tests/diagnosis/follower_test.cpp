@@ -664,5 +664,48 @@ TEST(Follower, ErrorsNameTheRun) {
   EXPECT_EQ(g->diagnose().status, RunStatus::kFinished);
 }
 
+// Each rank's own window (RankNow, the Prometheus endpoint's per-rank
+// figures): rank 1's forward is 4 ms longer in every step.
+TEST(Follower, PerRankWindowFigures) {
+  TempDir tmp;
+  RankJson r0 = finished(0), r1 = finished(1);
+  r0.world_size = r1.world_size = 2;
+  r1.host = "h1";
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {r0, r1});
+  std::string rows0, rows1;
+  for (int i = 0; i < 40; ++i) {
+    rows0 += step_rows(kT0 + i * 10 * kMs, 0);
+    rows1 += step_rows(kT0 + i * 14 * kMs, 1, 4 * kMs);
+  }
+  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
+  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->ranks.size(), 2u);
+  const RankNow& a = d->ranks[0];
+  const RankNow& b = d->ranks[1];
+  EXPECT_NEAR(a.step_p50_s, 0.010, 1e-9);
+  EXPECT_NEAR(a.step_p95_s, 0.010, 1e-9);
+  EXPECT_NEAR(a.steps_per_s, 100.0, 1e-6);
+  EXPECT_NEAR(b.step_p50_s, 0.014, 1e-9);
+  EXPECT_NEAR(b.steps_per_s, 1 / 0.014, 1e-6);
+  const auto share = [](const RankNow& r, Phase p) {
+    return r.phase_share[static_cast<std::size_t>(p)];
+  };
+  EXPECT_NEAR(share(a, Phase::kDataWait), 0.4, 1e-9);
+  EXPECT_NEAR(share(a, Phase::kForward), 0.3, 1e-9);
+  EXPECT_NEAR(share(a, Phase::kRest), 0.1, 1e-9);
+  EXPECT_NEAR(share(b, Phase::kForward), 7.0 / 14.0, 1e-9);
+  EXPECT_TRUE(std::isnan(share(a, Phase::kComm)));  // never timed
+  EXPECT_TRUE(std::isnan(a.rss_mb));                // no readings
+  // The document carries them (one writer, one reader).
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(diagnosis_json(*d), "test");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_DOUBLE_EQ(back->ranks[1].step_p50_s, b.step_p50_s);
+  EXPECT_DOUBLE_EQ(back->ranks[1].phase_share[static_cast<std::size_t>(Phase::kForward)],
+                   share(b, Phase::kForward));
+  EXPECT_TRUE(std::isnan(back->ranks[0].rss_mb));
+}
+
 }  // namespace
 }  // namespace trainscope::diagnosis

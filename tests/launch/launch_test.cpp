@@ -510,6 +510,35 @@ TEST_F(LaunchTest, EndTagsAreSetBeforeTheRunEndsAndReachEveryExporter) {
   EXPECT_EQ(infos.back().tags.at("trainscope.diagnosis"), "INPUT-BOUND");
 }
 
+// LaunchOptions::run_started (`trainscope run --prometheus` follows the run from there).
+TEST_F(LaunchTest, RunStartedSeesTheRunDirectoryBeforeTheCommandStarts) {
+  LaunchOptions o = options({"/bin/sh", "-c", "touch \"$TRAINSCOPE_RUN_DIR/command-ran\""});
+  int calls = 0;
+  std::string dir;
+  bool command_ran_before = true;
+  o.run_started = [&](const std::string& run_dir) {
+    ++calls;
+    dir = run_dir;
+    command_ran_before = fs::exists(fs::path(run_dir) / "command-ran");
+  };
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(dir, result.run_dir);
+  EXPECT_FALSE(command_ran_before);
+  EXPECT_TRUE(fs::exists(fs::path(result.run_dir) / "command-ran"));
+}
+
+TEST_F(LaunchTest, AThrowingRunStartedHookCostsAWarningNotTheRun) {
+  trainscope::testing::CapturedWarnings warnings;
+  LaunchOptions o = options({"/bin/sh", "-c", "exit 0"});
+  o.run_started = [](const std::string&) { throw std::runtime_error("no follower"); };
+  const LaunchResult result = launch_ok(std::move(o));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.status, RunStatus::kFinished);
+  ASSERT_EQ(warnings.count(), 1u) << warnings.joined();
+  EXPECT_THAT(warnings.messages()[0], HasSubstr("no follower"));
+}
+
 TEST_F(LaunchTest, AThrowingEndTagsHookCostsAWarningNotTheRunOrTheExitCode) {
   trainscope::testing::CapturedWarnings warnings;
   LaunchOptions o = options({"/bin/sh", "-c", "exit 5"});

@@ -306,6 +306,21 @@ struct RankNow {
   std::string host;
   ProcessStatus status;  // RUNNING, FINISHED, FAILED, KILLED, CRASHED
   std::uint64_t steps = 0;
+  // The rank's own window (its last K steps after warm-up; NaN without one):
+  // the step period's median and p95, steps per second (1 / the mean period)
+  // and each phase's share of the summed periods (CPU time; kRest the rest;
+  // NaN for a phase the rank never timed).
+  // The Prometheus endpoint's per-rank figures (docs/prometheus.md).
+  double step_p50_s = stats::kNaN;
+  double step_p95_s = stats::kNaN;
+  double steps_per_s = stats::kNaN;
+  std::array<double, kPhaseCount> phase_share = {stats::kNaN, stats::kNaN, stats::kNaN, stats::kNaN,
+                                                 stats::kNaN, stats::kNaN, stats::kNaN};
+  // The rank's process tree, its latest readings (NaN: none): CPU in % of one
+  // core, resident MB, GPU memory MB summed over devices.
+  double cpu_pct = stats::kNaN;
+  double rss_mb = stats::kNaN;
+  double gpu_mem_mb = stats::kNaN;
 };
 
 // A torch.profiler capture of the steps after one slower than anomaly_factor

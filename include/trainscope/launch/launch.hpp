@@ -153,6 +153,10 @@ struct LaunchOptions {
   // throws, or a tag the run refuses (an invalid key), costs a warning line,
   // never the run, its other tags or the exit code.
   std::function<std::map<std::string, std::string>(const LaunchResult& result)> end_tags;
+  // Called once the run directory exists, before the command starts, with
+  // its path (`trainscope run --prometheus` follows it from there). A hook
+  // that throws costs a warning line, never the run.
+  std::function<void(const std::string& run_dir)> run_started;
   // Zero-code instrumentation (`trainscope run --auto`, docs/auto.md): a mode
   // from parse_auto_mode() ("on", "layers", "layers=N"), or empty (off). Every
   // Python process the command starts loads trainscope's bootstrap (a
