@@ -368,4 +368,13 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   return out;
 }
 
+FollowOptions live_options() {
+  FollowOptions options;
+  options.run_refresh_s = 10;
+  options.read_budget_bytes_per_s = kLiveReadBudget;
+  options.max_history_steps = kLiveHistorySteps;
+  options.key_run_stats = false;
+  return options;
+}
+
 }  // namespace trainscope::diagnosis

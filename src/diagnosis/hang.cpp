@@ -15,7 +15,6 @@
 #include "absl/time/time.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "trainscope/diagnosis/top_view.hpp"
 #include "trainscope/launch/dump.hpp"
 #include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/stats/numbers.hpp"

@@ -30,7 +30,6 @@
 #include "common/files.hpp"
 #include "fmt/format.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
-#include "trainscope/diagnosis/top_view.hpp"
 #include "trainscope/run/run_dirs.hpp"
 #include "trainscope/run/run_reader.hpp"
 

@@ -53,15 +53,6 @@ TopSort next_top_sort(TopSort order, int step) {
 
 // Following live: the run scope is concluded again at most every 10 s
 // (docs/diagnosis.md, "Cost"); the window is fresh at every refresh.
-FollowOptions live_options() {
-  FollowOptions options;
-  options.run_refresh_s = 10;
-  options.read_budget_bytes_per_s = kLiveReadBudget;
-  options.max_history_steps = kLiveHistorySteps;
-  options.key_run_stats = false;
-  return options;
-}
-
 // "<name> (<id>)", or the id alone when the run has no name of its own.
 std::string name_and_id(const Diagnosis& d) {
   if (d.run_name.empty() || d.run_name == d.run_id) return d.run_id;

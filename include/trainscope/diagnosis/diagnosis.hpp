@@ -378,6 +378,12 @@ Scope conclude(const Inputs& inputs, const Thresholds& thresholds, std::string_v
 // ---------------------------------------------------------------------------
 // Measuring: following a run directory
 
+// Following live (`trainscope top`, the launcher's hang watch): a run that
+// appends more than this many bytes of region rows a second (about 70,000
+// rows/s) is sampled (FollowOptions::read_budget_bytes_per_s), so that a live
+// reader stays near 2% of one core however fast the run writes.
+inline constexpr double kLiveReadBudget = 4.0 * 1024 * 1024;
+
 struct FollowOptions {
   std::size_t window_steps = 100;  // K
   KeyMap keys = default_key_map();
@@ -401,8 +407,8 @@ struct FollowOptions {
   // The window stays exact; the run scope and the keys' run statistics then
   // rest on the rows read (Diagnosis::read_share), and a rank's step numbers
   // after a skip on its BATCH rows' own numbers (else on the bytes skipped).
-  // `trainscope top` uses top::kLiveReadBudget (top::live_options()); `trainscope
-  // diagnose` and the end of `trainscope run` read everything.
+  // `trainscope top` and the launcher's hang watch use kLiveReadBudget;
+  // `trainscope diagnose` and the end of `trainscope run` read everything.
   double read_budget_bytes_per_s = 0;
   // Each key's run statistics (KeyRow::run_median_s ... run_p95_s; NaN when
   // false): `trainscope top` shows the window's and goes without them.
@@ -411,6 +417,14 @@ struct FollowOptions {
   // of one device (`--peak-flops`), the prices and CO2 per kWh.
   steps::LedgerOptions ledger;
 };
+
+// The options of a live reader (`trainscope top`, the Prometheus endpoint): the
+// run scope concluded again at most every 10 s (run_refresh_s), the window fresh
+// at every refresh, kLiveReadBudget, a rank's history merged in pairs past
+// kLiveHistorySteps (the run scope then costs what 2,048 steps a rank cost), and
+// no key run statistics (a live view shows the window's).
+inline constexpr std::size_t kLiveHistorySteps = 2048;
+FollowOptions live_options();
 
 class Follower {
  public:

@@ -27,18 +27,11 @@ inline constexpr TopSort kTopSorts[] = {TopSort::kShare, TopSort::kP95, TopSort:
 std::string_view top_sort_name(TopSort order);   // "share", "p95", "count", "name"
 TopSort next_top_sort(TopSort order, int step);  // step +1 / -1, cycling
 
-// Following live: the run scope is concluded again at most every 10 s
-// (FollowOptions::run_refresh_s); the window is fresh at every refresh; a run
-// that appends more than kLiveReadBudget bytes of region rows a second (about
-// 70,000 rows/s) is sampled (FollowOptions::read_budget_bytes_per_s), so that
-// top stays near 2% of one core however fast the run writes.
-inline constexpr double kLiveReadBudget = 4.0 * 1024 * 1024;
-// ... a rank's history merges steps in pairs past 2,048 (the run scope,
-// concluded again every 10 s, then costs what 2,048 steps a rank cost), and
-// the keys' run statistics are left out (FollowOptions::key_run_stats: top
-// shows the window's).
-inline constexpr std::size_t kLiveHistorySteps = 2048;
-diagnosis::FollowOptions live_options();
+// Following live: diagnosis::live_options() (diagnosis.hpp), so that top stays
+// near 2% of one core however fast the run writes.
+using diagnosis::kLiveHistorySteps;
+using diagnosis::kLiveReadBudget;
+using diagnosis::live_options;
 // "<name> (<id>)", or the id alone when the run has no name of its own.
 std::string name_and_id(const diagnosis::Diagnosis& d);
 
