@@ -474,6 +474,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyCPUGPUTimer> cpu_gpu_timer = BindCPUGPUTimer(m);
   InstallFastPath(timer, cpu_gpu_timer);
   RegisterRun(m);
+  RegisterRegionRing(m);
   RegisterScaling(m);
   RegisterReport(m);
   RegisterStalls(m);

@@ -1,0 +1,161 @@
+"""Communication accounting under `trainscope run --auto` (issue 39,
+trainscope._torch_comm): every collective as COMM/<op>/<group> from entered to
+completed, DDP's bucket all-reduces through its communication hook (the job's
+own hook kept and timed), the part backward waits for as COMM_EXPOSED, and the
+ring of recent collectives.
+
+The two-rank jobs (tests/python/auto_jobs/comm_train.py, gloo on CPU, through
+diagnosis_jobs/launch2.py) inject known delays; the bounds hold beside a CPU
+burner: a delay of 0.2 s against the milliseconds a loaded machine adds.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import trainscope
+from test_auto import LAUNCH2, needs_cli, needs_torch, rows, run_cli  # pylint: disable=import-error
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMM_JOB = os.path.join(HERE, "auto_jobs", "comm_train.py")
+STEPS = 8
+DELAY_S = 0.2
+BUCKET = "COMM/all_reduce/world"
+
+
+def comm_job(tmp_path, *args):
+    run_dir, out, _ = run_cli(tmp_path, "--auto", [
+        sys.executable, LAUNCH2, COMM_JOB, "--steps", str(STEPS)] + list(args))
+    return trainscope.read_run(run_dir)
+
+
+def seconds(frame):
+    return frame["duration_ns"].astype(float) / 1e9
+
+
+@needs_cli
+@needs_torch
+def test_a_delayed_last_bucket_is_exposed_communication(tmp_path):
+    """The job's own hook delays the last bucket's all-reduce by 0.2 s: backward waits
+    for it, so COMM_EXPOSED is the delay (within 20%), and the job's hook still ran
+    (the job asserts it, and its delay is what is measured)."""
+    run = comm_job(tmp_path, "--delay-s", str(DELAY_S), "--delay-bucket", "1",
+                   "--hook", "before")
+    for rank in (0, 1):
+        exposed = rows(run, "COMM_EXPOSED", rank)
+        assert len(exposed) == STEPS, rank
+        # The first step also builds DDP's buckets: the steady ones after it.
+        median = seconds(exposed.iloc[1:]).median()
+        assert 0.8 * DELAY_S <= median <= 1.2 * DELAY_S, (rank, median)
+        buckets = rows(run, BUCKET, rank)
+        assert len(buckets) == 2 * STEPS, rank  # two buckets a step, every step
+        # Each lies inside the rank's BACKWARD (it is DDP's gradient all-reduce).
+        backward = rows(run, "BACKWARD", rank)
+        assert len(backward) == STEPS
+        assert seconds(buckets).sum() >= 0.8 * DELAY_S * STEPS
+        # Not the loop's COMM phase (a collective the program called): none here.
+        assert len(rows(run, "COMM", rank)) == 1  # the job's last all_reduce
+
+
+@needs_cli
+@needs_torch
+def test_the_same_delay_overlapped_by_backward_is_hidden(tmp_path):
+    """The same 0.2 s delay on the first bucket, while backward computes 0.6 s more:
+    communication is there (the bucket's all-reduce lasts the delay) but little of it
+    is exposed."""
+    run = comm_job(tmp_path, "--delay-s", str(DELAY_S), "--delay-bucket", "0",
+                   "--backward-s", str(3 * DELAY_S), "--hook", "before")
+    for rank in (0, 1):
+        exposed = rows(run, "COMM_EXPOSED", rank)
+        assert len(exposed) == STEPS, rank
+        assert seconds(exposed.iloc[1:]).median() < 0.5 * DELAY_S, rank
+        buckets = rows(run, BUCKET, rank)
+        assert len(buckets) == 2 * STEPS
+        # Per step one bucket's all-reduce lasts the delay: communication is there.
+        assert (seconds(buckets) >= 0.8 * DELAY_S).sum() >= STEPS - 1, rank
+
+
+@needs_cli
+@needs_torch
+def test_a_rank_entering_each_all_reduce_late_is_seen_at_the_collective(tmp_path):
+    """Rank 1 enters each step's all-reduce 0.2 s late (DDP's default hook, wrapped by
+    trainscope's own): the n-th bucket all-reduce of rank 1 starts that much after
+    rank 0's, and rank 0's backward waits for it (exposed)."""
+    run = comm_job(tmp_path, "--late-s", str(DELAY_S))
+    first, second = rows(run, BUCKET, 0), rows(run, BUCKET, 1)
+    assert len(first) == len(second) == 2 * STEPS
+    lag = (second["start_unix_ns"].to_numpy() - first["start_unix_ns"].to_numpy()) / 1e9
+    lag = sorted(lag)[len(lag) // 2]
+    assert 0.8 * DELAY_S <= lag <= 1.2 * DELAY_S, lag
+    assert seconds(rows(run, "COMM_EXPOSED", 0).iloc[1:]).median() >= 0.8 * DELAY_S
+    assert seconds(rows(run, "COMM_EXPOSED", 1).iloc[1:]).median() < 0.5 * DELAY_S
+
+
+@needs_cli
+@needs_torch
+def test_a_hook_registered_after_the_first_step_replaces_the_default_one(tmp_path):
+    """trainscope's own hook is in place at the first forward; the job's registration
+    after it does not fail (PyTorch allows one), and its hook runs from then on, timed."""
+    run = comm_job(tmp_path, "--delay-s", str(DELAY_S), "--delay-bucket", "1",
+                   "--hook", "after")
+    for rank in (0, 1):
+        assert len(rows(run, BUCKET, rank)) == 2 * STEPS
+        exposed = seconds(rows(run, "COMM_EXPOSED", rank))
+        assert len(exposed) == STEPS
+        assert exposed.iloc[0] < 0.5 * DELAY_S  # the first step: the default hook
+        assert exposed.iloc[2:].median() >= 0.8 * DELAY_S
+
+
+RING_JOB = """
+    import json, os, socket
+    import torch, torch.distributed as dist
+    import trainscope.torch
+    from trainscope import _torch_comm
+    from torch.nn.parallel import DistributedDataParallel
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
+                            world_size=1)
+    plain = torch.ones(10)
+    untouched = torch.Tensor.item
+    with trainscope.torch.instrument():
+        model = DistributedDataParallel(torch.nn.Linear(4, 2))
+        model(torch.randn(3, 4)).sum().backward()
+        for _ in range(70):
+            dist.all_reduce(plain)
+        work = dist.all_reduce(plain, async_op=True)
+        work.wait()
+        other = dist.new_group([0])
+        dist.broadcast(plain, 0, group=other)
+        ring = _torch_comm.recent_collectives()
+    print(json.dumps({"ring": ring, "item_untouched": torch.Tensor.item is untouched}))
+    dist.destroy_process_group()
+"""
+
+
+@needs_torch
+def test_recent_collectives_keeps_the_last_64(tmp_path):
+    script = tmp_path / "ring.py"
+    script.write_text(textwrap.dedent(RING_JOB))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCOPE_RUN_DIR", "TRAINSCOPE_AUTO")}
+    env["TRAINSCOPE_RUNS_ROOT"] = str(tmp_path / "runs")
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ring = json.loads(done.stdout.strip().splitlines()[-1])["ring"]
+    assert len(ring) == 64
+    assert set(ring[0]) == {"op", "group", "seq", "bytes", "entered", "left"}
+    world = [c for c in ring if c["group"] == "world"]
+    # 1 bucket + 70 + 1 async all-reduces on the world group, numbered from 0.
+    assert [c["seq"] for c in world] == list(range(72 - len(world), 72))
+    assert all(c["op"] == "all_reduce" and c["bytes"] == 40 for c in world[1:])
+    assert all(c["left"] is not None and c["left"] >= c["entered"] for c in ring)
+    last = ring[-1]
+    assert last["op"] == "broadcast" and last["group"] != "world" and last["seq"] == 0
