@@ -80,6 +80,16 @@ ojson scope_json(const Scope& s) {
     if (l.host) one["host"] = *l.host;
     labels.push_back(std::move(one));
   }
+  ojson collectives = ojson::array();
+  for (const CollectiveRow& c : s.collectives) {
+    ojson one = {{"key", c.key},         {"op", c.op},
+                 {"group", c.group},     {"seconds", num(c.seconds)},
+                 {"count", c.count},     {"median_s", num(c.median_s)},
+                 {"matched", c.matched}, {"last_share", num(c.last_share)},
+                 {"lag_s", num(c.lag_s)}};
+    if (c.last_rank) one["last_rank"] = *c.last_rank;
+    collectives.push_back(std::move(one));
+  }
   return {{"name", s.name},
           {"steps", s.steps},
           {"warmup", s.warmup},
@@ -87,6 +97,7 @@ ojson scope_json(const Scope& s) {
           {"step_s", interval_json(s.step_s)},
           {"phases", std::move(phases)},
           {"labels", std::move(labels)},
+          {"collectives", std::move(collectives)},
           {"notes", s.notes}};
 }
 
@@ -126,6 +137,22 @@ Scope scope_from(const Field& f) {
     if (std::optional<Field> rank = l.find("rank")) label.rank = u32_from(*rank);
     if (std::optional<Field> host = l.find("host")) label.host = host->string();
     s.labels.push_back(std::move(label));
+  }
+  if (std::optional<Field> collectives = f.find("collectives")) {  // version 1 before issue 39
+    for (const Field& c : collectives->items()) {
+      CollectiveRow row;
+      row.key = c["key"].string();
+      row.op = c["op"].string();
+      row.group = c["group"].string();
+      row.seconds = c["seconds"].number();
+      row.count = c["count"].unsigned_integer();
+      row.median_s = c["median_s"].number();
+      row.matched = c["matched"].unsigned_integer();
+      row.last_share = c["last_share"].number();
+      row.lag_s = c["lag_s"].number();
+      if (std::optional<Field> rank = c.find("last_rank")) row.last_rank = u32_from(*rank);
+      s.collectives.push_back(std::move(row));
+    }
   }
   s.notes = f["notes"].strings();
   return s;
@@ -350,6 +377,15 @@ std::string format_diagnosis(const Diagnosis& d) {
           fmt::format("  {}\n      {}\n      next: {}\n", label_text(l), l.evidence, l.next_step);
     }
     phase_table(*s, &out);
+    for (const CollectiveRow& c : s->collectives) {
+      out += fmt::format("  collective {} on {}: {} rows, median {}", c.op, c.group, c.count,
+                         secs(c.median_s));
+      if (c.last_rank) {
+        out += fmt::format("; last to enter: rank {} in {} of {} (by {}, median)", *c.last_rank,
+                           pct(c.last_share), c.matched, secs(c.lag_s));
+      }
+      out += "\n";
+    }
     for (const std::string& note : s->notes) out += fmt::format("  note: {}\n", note);
   }
   return out;

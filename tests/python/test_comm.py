@@ -37,6 +37,22 @@ def seconds(frame):
     return frame["duration_ns"].astype(float) / 1e9
 
 
+def diagnosis(run):
+    """The run scope of trainscope.diagnose (the first step, which builds DDP's buckets,
+    dropped as warm-up; 8 steps is enough for these far-from-threshold cases)."""
+    return trainscope.diagnose(run.dir if hasattr(run, "dir") else run,
+                               thresholds={"warmup_steps": 1, "min_steps": 4}).run
+
+
+def phase(scope, name):
+    (row,) = [p for p in scope.phases if p.phase == name and p.device == "CPU"]
+    return row
+
+
+def label_names(scope):
+    return [str(label.name) for label in scope.labels]
+
+
 @needs_cli
 @needs_torch
 def test_a_delayed_last_bucket_is_exposed_communication(tmp_path):
@@ -59,6 +75,14 @@ def test_a_delayed_last_bucket_is_exposed_communication(tmp_path):
         assert seconds(buckets).sum() >= 0.8 * DELAY_S * STEPS
         # Not the loop's COMM phase (a collective the program called): none here.
         assert len(rows(run, "COMM", rank)) == 1  # the job's last all_reduce
+    # The diagnosis: comm_exposed is the delay, and the step is COMM-BOUND, naming the
+    # collective and its group.
+    scope = diagnosis(run)
+    exposed = phase(scope, "comm_exposed")
+    assert 0.8 * DELAY_S <= exposed.median_s <= 1.2 * DELAY_S, exposed
+    assert phase(scope, "comm").median_s >= exposed.median_s
+    assert label_names(scope)[0] == "COMM-BOUND", label_names(scope)
+    assert "all_reduce on group world" in scope.labels[0].evidence
 
 
 @needs_cli
@@ -77,6 +101,10 @@ def test_the_same_delay_overlapped_by_backward_is_hidden(tmp_path):
         assert len(buckets) == 2 * STEPS
         # Per step one bucket's all-reduce lasts the delay: communication is there.
         assert (seconds(buckets) >= 0.8 * DELAY_S).sum() >= STEPS - 1, rank
+    scope = diagnosis(run)
+    assert phase(scope, "comm").median_s >= 0.8 * DELAY_S
+    assert phase(scope, "comm_exposed").median_s < 0.5 * DELAY_S
+    assert "COMM-BOUND" not in label_names(scope), label_names(scope)
 
 
 @needs_cli
@@ -93,6 +121,12 @@ def test_a_rank_entering_each_all_reduce_late_is_seen_at_the_collective(tmp_path
     assert 0.8 * DELAY_S <= lag <= 1.2 * DELAY_S, lag
     assert seconds(rows(run, "COMM_EXPOSED", 0).iloc[1:]).median() >= 0.8 * DELAY_S
     assert seconds(rows(run, "COMM_EXPOSED", 1).iloc[1:]).median() < 0.5 * DELAY_S
+    # The diagnosis names rank 1 as the last to arrive at the all-reduce, with its lag.
+    scope = diagnosis(run)
+    (reduce,) = [c for c in scope.collectives if c.key == BUCKET]
+    assert reduce.matched == 2 * STEPS
+    assert reduce.last_rank == 1 and reduce.last_share >= 0.9, reduce
+    assert 0.8 * DELAY_S <= reduce.lag_s <= 1.2 * DELAY_S, reduce
 
 
 @needs_cli
@@ -124,7 +158,14 @@ RING_JOB = """
                             world_size=1)
     plain = torch.ones(10)
     untouched = torch.Tensor.item
+    run = trainscope.start_run(root=os.environ["RUNS"])
     with trainscope.torch.instrument():
+        wrapped = {name: getattr(torch.Tensor, name).__name__ == "trainscope_timed_call"
+                   for name in ("item", "cpu", "tolist", "numpy")}
+        wrapped["synchronize"] = torch.cuda.synchronize.__name__ == "trainscope_timed_call"
+        # CPU tensors: the same values, and nothing timed (no wait for a device).
+        values = [plain.sum().item(), plain[:2].tolist(), plain.cpu() is plain,
+                  float(plain.numpy().sum())]
         model = DistributedDataParallel(torch.nn.Linear(4, 2))
         model(torch.randn(3, 4)).sum().backward()
         for _ in range(70):
@@ -134,7 +175,9 @@ RING_JOB = """
         other = dist.new_group([0])
         dist.broadcast(plain, 0, group=other)
         ring = _torch_comm.recent_collectives()
-    print(json.dumps({"ring": ring, "item_untouched": torch.Tensor.item is untouched}))
+    trainscope.end_run()
+    print(json.dumps({"ring": ring, "restored": torch.Tensor.item is untouched,
+                      "wrapped": wrapped, "values": values, "dir": run.dir}))
     dist.destroy_process_group()
 """
 
@@ -144,12 +187,13 @@ def test_recent_collectives_keeps_the_last_64(tmp_path):
     script = tmp_path / "ring.py"
     script.write_text(textwrap.dedent(RING_JOB))
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCOPE_RUN_DIR", "TRAINSCOPE_AUTO")}
-    env["TRAINSCOPE_RUNS_ROOT"] = str(tmp_path / "runs")
+    env["RUNS"] = str(tmp_path / "runs")
     env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    ring = json.loads(done.stdout.strip().splitlines()[-1])["ring"]
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    ring = printed["ring"]
     assert len(ring) == 64
     assert set(ring[0]) == {"op", "group", "seq", "bytes", "entered", "left"}
     world = [c for c in ring if c["group"] == "world"]
@@ -159,3 +203,30 @@ def test_recent_collectives_keeps_the_last_64(tmp_path):
     assert all(c["left"] is not None and c["left"] >= c["entered"] for c in ring)
     last = ring[-1]
     assert last["op"] == "broadcast" and last["group"] != "world" and last["seq"] == 0
+
+
+@needs_torch
+def test_sync_wrappers_leave_cpu_tensors_untouched(tmp_path):
+    """SYNC (trainscope._torch_sync): instrument() wraps .item/.cpu/.tolist/.numpy and
+    torch.cuda.synchronize, remove() restores them; on CPU tensors they return what
+    torch returns and time nothing (no SYNC row: there is no device to wait for). The
+    CUDA case, a loop whose .item() waits for the GPU, is in the GPU suite
+    (test_gpu_jobs.py)."""
+    script = tmp_path / "ring.py"
+    script.write_text(textwrap.dedent(RING_JOB))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCOPE_RUN_DIR", "TRAINSCOPE_AUTO")}
+    env["RUNS"] = str(tmp_path / "runs")
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert printed["wrapped"] == {"item": True, "cpu": True, "tolist": True, "numpy": True,
+                                  "synchronize": True}
+    assert printed["restored"]
+    assert printed["values"] == [10.0, [1.0, 1.0], True, 10.0]
+    run = trainscope.read_run(printed["dir"])
+    keys = set(run.regions["key"])
+    assert "SYNC" not in keys
+    # The run has the collectives' rows of the job (the ring's, recorded).
+    assert {"COMM", "COMM/all_reduce/world", "COMM_EXPOSED"} <= keys, keys

@@ -28,6 +28,9 @@ training imports torch) records, through the process's one recorder
   ``COMM/<op>/<group>`` every collective entered to completed, DDP's bucket
   all-reduces included, and ``COMM_EXPOSED`` the part of DDP's all-reduce that
   backward waits for (trainscope._torch_comm);
+- SYNC: the host's waits for the GPU between the phases (torch.cuda.synchronize,
+  .item()/.cpu()/.tolist()/.numpy() of a CUDA tensor, Event/Stream.synchronize;
+  trainscope._torch_sync);
 - with ``layers=N``: ``layer/<module path>`` (forward) and
   ``layer/<module path>/backward`` for every module down to depth N, timed in
   the same ``Module.__call__`` wrapper (no module hooks) and, for backward, one
@@ -51,6 +54,7 @@ import weakref
 import torch
 
 from trainscope import _torch_comm as _comm
+from trainscope import _torch_sync as _sync
 from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
 
@@ -478,6 +482,11 @@ class Instrumentation:
         if _comm.instrument_collectives(self) | _comm.instrument_ddp(self):
             self.keys |= {COMM}
 
+    def syncs(self):
+        """SYNC: the host's waits for the GPU (trainscope._torch_sync)."""
+        if _sync.instrument_syncs(self, _compiling):
+            self.keys |= {_sync.SYNC}
+
 
 def _make_layer_forward(original, layer):
     """A layer's forward, timed (instrument(model=..., layers=N))."""
@@ -739,6 +748,7 @@ def instrument(model=None, optimizer=None, loader=None, *, layers=0):
             handle.optimizer(only=optimizer)
         if everything:
             handle.collectives()
+            handle.syncs()
     except Exception as error:  # pylint: disable=broad-except
         recorder().warn("instrument", f"trainscope: instrumentation incomplete: {error}")
     rec = _rec

@@ -36,6 +36,10 @@ using stats::kNaN;
 // The derived metrics every comparison has where the data allows, and the kinds of row.
 inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of the step time
 inline constexpr char kDataWait[] = "data-wait";     // data wait (IO) over the step, per step
+// The steps room's communication and sync phases, seconds per step (docs/steps.md).
+inline constexpr char kComm[] = "comm";
+inline constexpr char kCommExposed[] = "comm_exposed";
+inline constexpr char kSync[] = "sync";
 
 // What a series (and its row) measures: a region key's durations, or a metric's
 // values (kThroughput, kDataWait, a logged or sampled metric).
