@@ -24,6 +24,7 @@ namespace py = pybind11;
 namespace trainscope::python {
 namespace {
 
+using diagnosis::CollectiveRow;
 using diagnosis::Diagnosis;
 using diagnosis::GpuNow;
 using diagnosis::HostNow;

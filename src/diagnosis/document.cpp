@@ -491,6 +491,16 @@ std::string format_run_summary(const Diagnosis& d) {
       out += fmt::format("  data wait {} of the step\n", pct(p.share));
     }
   }
+  {  // Communication and syncs, where timed (docs/steps.md).
+    std::vector<std::string> parts;
+    for (const PhaseRow& p : s.phases) {
+      if (p.device == Device::kCPU &&
+          (p.phase == Phase::kComm || p.phase == Phase::kCommExposed || p.phase == Phase::kSync)) {
+        parts.push_back(fmt::format("{} {}", phase_name(p.phase), pct(p.share)));
+      }
+    }
+    if (!parts.empty()) out += fmt::format("  {} of the step\n", fmt::join(parts, ", "));
+  }
   out += fmt::format("  diagnosis: {}\n", d.headline());
   for (const Label& l : s.labels) {
     out += fmt::format("    {}: {}\n", label_name(l.name), l.evidence);

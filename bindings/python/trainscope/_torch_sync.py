@@ -7,7 +7,8 @@ calls that make the host wait for the device: ``torch.cuda.synchronize``,
 ``torch.cuda.Event.synchronize`` and ``torch.cuda.Stream.synchronize``. Each
 such call in the training loop, between the phases (no FORWARD, BACKWARD,
 OPTIMIZER, ... region open: a sync inside the model's forward is forward's
-time), is one SYNC region. trainscope never adds a synchronization of its own:
+time), on the main thread (the loop's: another thread's wait is not the step's),
+is one SYNC region. trainscope never adds a synchronization of its own:
 the wrapper times the call the program makes, on the CPU only (a GPU event
 around a wait for the GPU would measure nothing). A tensor on the CPU is passed
 straight through and nothing is timed (the wrapper's cost is one attribute
@@ -15,6 +16,7 @@ read).
 """
 
 import functools
+import threading
 
 from trainscope._auto import BATCH, EPOCH, recorder
 
@@ -29,7 +31,12 @@ _compiling = [lambda: False]  # instrument_syncs' check: torch.compile traces (n
 TENSOR_METHODS = ("item", "cpu", "tolist", "numpy")
 
 
+_MAIN = threading.main_thread().ident  # the training loop's thread (the recorder's timer's)
+
+
 def _between_phases():
+    if threading.get_ident() != _MAIN:  # another thread's wait (a metrics thread): not the step's
+        return False
     open_keys = _rec._open  # pylint: disable=protected-access
     return not open_keys or open_keys <= _AROUND
 
