@@ -348,7 +348,7 @@ void RegisterDiagnosis(py::module_& core) {
   }
   core.attr("_DIAGNOSIS_PHASES") = py::tuple(phases);
   py::list labels;
-  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {
+  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kCommBound); ++i) {
     labels.append(std::string(label_name(static_cast<diagnosis::LabelName>(i))));
   }
   core.attr("_DIAGNOSIS_LABELS") = py::tuple(labels);
