@@ -83,6 +83,10 @@ def test_a_delayed_last_bucket_is_exposed_communication(tmp_path):
     assert phase(scope, "comm").median_s >= exposed.median_s
     assert label_names(scope)[0] == "COMM-BOUND", label_names(scope)
     assert "all_reduce on group world" in scope.labels[0].evidence
+    # compare has the rows comm and comm_exposed (seconds per step).
+    rows_of = trainscope.compare(run.dir, run.dir)
+    quantities = set(rows_of["quantity"])
+    assert {"comm", "comm_exposed"} <= quantities and "sync" not in quantities, quantities
 
 
 @needs_cli
