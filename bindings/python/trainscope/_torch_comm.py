@@ -330,7 +330,8 @@ def instrument_ddp(handle):
         wrapper = _TimedHook(dist, _group_name(dist, getattr(model, "process_group", None)),
                              state, hook)
         try:
-            functools.update_wrapper(wrapper, hook)  # its name, signature (DDP checks them)
+            # Its name and signature (DDP checks them), not its attributes (ours stay).
+            functools.update_wrapper(wrapper, hook, updated=())
         except Exception:  # pylint: disable=broad-except
             pass
         _hooks.append(weakref.ref(wrapper))
