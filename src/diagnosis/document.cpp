@@ -244,10 +244,10 @@ std::string label_text(const Label& l) {
 
 void phase_table(const Scope& s, std::string* out) {
   if (s.phases.empty()) return;
-  *out += fmt::format("  {:<10} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n", "phase", "dev",
+  *out += fmt::format("  {:<12} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n", "phase", "dev",
                       "median", "p95", "share", "worst", "worst rank", "skew");
   for (const PhaseRow& p : s.phases) {
-    *out += fmt::format("  {:<10} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n",
+    *out += fmt::format("  {:<12} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n",
                         phase_name(p.phase), device_name(p.device), secs(p.median_s), secs(p.p95_s),
                         pct(p.share), secs(p.worst_rank_s), p.worst_rank, pct(p.skew));
   }
