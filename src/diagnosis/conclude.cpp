@@ -234,7 +234,12 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
     std::vector<std::map<std::int64_t, double>> phase(ranks.size());
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       for (const StepSample& s : ranks[r]->steps) {
-        const double v = s.cpu_s[kIndex(p)] / std::max<std::uint32_t>(1, s.steps);
+        // Backward's wait for DDP's last bucket (comm_exposed) is another rank's
+        // lag seen at the collective, not this rank's compute.
+        const double own = p == Phase::kBackward
+                               ? std::max(0.0, s.cpu_s[kIndex(p)] - s.ddp_exposed_s)
+                               : s.cpu_s[kIndex(p)];
+        const double v = own / std::max<std::uint32_t>(1, s.steps);
         phase[r][s.step] = v;
         cumulative[r][s.step] += v;
       }
@@ -345,7 +350,7 @@ std::vector<CollectiveRow> collective_rows(const std::vector<const RankInput*>& 
 // COMM-BOUND: the step waits for communication; names the collective with
 // the most time and, where one rank enters it last most of the time, that rank.
 Label comm_bound(const std::vector<CollectiveRow>& collectives, const Interval& exposed,
-                 const Pooled& pooled, const Thresholds& t) {
+                 const Pooled& pooled, const Thresholds& t, double mean_step_s) {
   const Interval all = share_interval(pooled.cpu[kIndex(Phase::kComm)], pooled.period, "", nullptr);
   std::string biggest = "no collective timed (COMM rows only)";
   std::string next =
@@ -357,7 +362,11 @@ Label comm_bound(const std::vector<CollectiveRow>& collectives, const Interval& 
     const CollectiveRow& c = collectives.front();
     biggest = fmt::format("most of it in {} on group {} ({} rows, median {})", c.op, c.group,
                           c.count, secs(c.median_s));
-    if (c.last_rank && c.last_share >= 0.5 && c.lag_s > 0) {
+    // A rank named late: last in three of four collectives (two ranks: one
+    // in two by chance), by a straggler's lag (find_straggler's threshold).
+    const double lag_threshold =
+        std::max(t.straggler_min_lag_s, t.straggler_lag_share * mean_step_s);
+    if (c.last_rank && c.last_share >= 0.75 && c.lag_s > lag_threshold) {
       late = c.last_rank;
       biggest += fmt::format("; rank {} enters it last in {} of {} (by {}, median)", *c.last_rank,
                              pct(c.last_share), c.matched, secs(c.lag_s));
@@ -663,7 +672,7 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
               "store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
               "prep)"));
   } else if (exposed_timed && above(exposed, t.comm_bound_share)) {
-    scope.labels.push_back(comm_bound(scope.collectives, exposed, pooled, t));
+    scope.labels.push_back(comm_bound(scope.collectives, exposed, pooled, t, mean_step_s));
   } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
     scope.labels.push_back(make_label(
         LabelName::kWaitHeavy, LabelKind::kNone, "wait_share", wait_heavy, t.wait_heavy_share,

@@ -289,6 +289,31 @@ TEST(Conclude, CommBoundWhenTheStepWaitsForCommunicationNamingCollectiveAndLateR
   EXPECT_TRUE(comm && exposed);
 }
 
+TEST(Conclude, ARankWaitingInBackwardForALateRankIsNoStraggler) {
+  // Rank 1 enters each all-reduce 4 ms late (an untimed lag, in its rest);
+  // rank 0's backward waits for it: DDP's exposed part, not rank 0's compute.
+  Inputs in = ddp(/*exposed=*/0.003, /*late=*/0.004);
+  for (StepSample& s : in.ranks[0].steps) {
+    s.cpu_s[P(Phase::kBackward)] += 0.004;
+    s.period_s += 0.004;
+    s.ddp_exposed_s += 0.004;
+    s.collectives_s += 0.004;
+    s.settle_comm();
+  }
+  for (StepSample& s : in.ranks[1].steps) {
+    s.cpu_s[P(Phase::kRest)] += 0.004;
+    s.period_s += 0.004;
+  }
+  const Scope s = conclude(in, Thresholds{}, "run");
+  EXPECT_EQ(s.find(LabelName::kStraggler), nullptr) << s.labels.size();
+  ASSERT_FALSE(s.collectives.empty());
+  EXPECT_EQ(s.collectives[0].last_rank, 1u);
+  EXPECT_NEAR(s.collectives[0].lag_s, 0.004, 1e-6);
+  const Label* comm = s.find(LabelName::kCommBound);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_EQ(comm->rank, 1u);
+}
+
 TEST(Conclude, CommunicationOverlappedWithBackwardIsNoCommBound) {
   const Scope s = conclude(ddp(/*exposed=*/0.0002, /*late=*/0.0), Thresholds{}, "run");
   EXPECT_EQ(s.find(LabelName::kCommBound), nullptr);
@@ -296,6 +321,14 @@ TEST(Conclude, CommunicationOverlappedWithBackwardIsNoCommBound) {
   EXPECT_EQ(s.labels[0].name, LabelName::kComputeBound);
   ASSERT_FALSE(s.collectives.empty());
   EXPECT_GT(s.collectives[0].seconds, 0.5);  // communication there is, hidden
+}
+
+TEST(Conclude, RanksArrivingTogetherNameNoLateRank) {
+  const Scope s = conclude(ddp(/*exposed=*/0.004, /*late=*/0.0), Thresholds{}, "run");
+  const Label* comm = s.find(LabelName::kCommBound);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_FALSE(comm->rank.has_value());  // no lag: nobody to wait for
+  EXPECT_THAT(comm->evidence, Not(::testing::HasSubstr("enters it last")));
 }
 
 TEST(Conclude, ThresholdsAreOverridable) {

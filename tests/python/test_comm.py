@@ -131,6 +131,10 @@ def test_a_rank_entering_each_all_reduce_late_is_seen_at_the_collective(tmp_path
     assert reduce.matched == 2 * STEPS
     assert reduce.last_rank == 1 and reduce.last_share >= 0.9, reduce
     assert 0.8 * DELAY_S <= reduce.lag_s <= 1.2 * DELAY_S, reduce
+    # ... as the label's rank; rank 0, waiting for it in backward, is no straggler.
+    comm_bound = scope.find("COMM-BOUND")
+    assert comm_bound is not None and comm_bound.rank == 1, label_names(scope)
+    assert scope.find("STRAGGLER") is None, [label.evidence for label in scope.labels]
 
 
 @needs_cli
