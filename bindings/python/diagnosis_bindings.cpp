@@ -25,6 +25,7 @@ namespace py = pybind11;
 namespace trainscope::python {
 namespace {
 
+using diagnosis::CollectiveRow;
 using diagnosis::Diagnosis;
 using diagnosis::GpuNow;
 using diagnosis::HostNow;
@@ -118,6 +119,30 @@ worst_rank_s and worst_rank, skew (worst_rank_s / median_rank_s - 1).)doc")
       });
 }
 
+void BindCollectiveRow(py::module_& m) {
+  py::class_<CollectiveRow>(m, "CollectiveRow", R"doc(
+One collective (op on group, its key COMM/<op>/<group>) over the ranks' last rows:
+seconds (summed over ranks), count (the most rows a rank has), median_s, and
+its arrivals: matched (collectives every rank recorded), last_rank (the rank
+that entered last most often, None with one rank), last_share (how often) and
+lag_s (median, when last, of its start minus the other ranks' median start).)doc")
+      .def_readonly("key", &CollectiveRow::key)
+      .def_readonly("op", &CollectiveRow::op)
+      .def_readonly("group", &CollectiveRow::group)
+      .def_readonly("seconds", &CollectiveRow::seconds)
+      .def_readonly("count", &CollectiveRow::count)
+      .def_readonly("median_s", &CollectiveRow::median_s)
+      .def_readonly("matched", &CollectiveRow::matched)
+      .def_readonly("last_rank", &CollectiveRow::last_rank)
+      .def_readonly("last_share", &CollectiveRow::last_share)
+      .def_readonly("lag_s", &CollectiveRow::lag_s)
+      .def("__repr__", [](const CollectiveRow& c) {
+        return "CollectiveRow(" + c.op + ", " + c.group + ", count=" + std::to_string(c.count) +
+               ", last_rank=" + (c.last_rank ? std::to_string(*c.last_rank) : "None") +
+               ", lag_s=" + Number(c.lag_s) + ")";
+      });
+}
+
 void BindScope(py::module_& m) {
   py::class_<Scope>(m, "Scope", R"doc(
 The diagnosis over some steps: name ("window" or "run"), steps (per rank),
@@ -131,6 +156,7 @@ phases (PhaseRow list), labels (Label list, the primary label first) and notes
       .def_readonly("step_s", &Scope::step_s)
       .def_readonly("phases", &Scope::phases)
       .def_readonly("labels", &Scope::labels)
+      .def_readonly("collectives", &Scope::collectives)
       .def_readonly("notes", &Scope::notes)
       .def(
           "find",
@@ -294,6 +320,7 @@ void RegisterDiagnosis(py::module_& core) {
   BindInterval(core);
   BindLabel(core);
   BindPhaseRow(core);
+  BindCollectiveRow(core);
   BindScope(core);
   BindNow(core);
   BindDiagnosis(core);
@@ -353,7 +380,8 @@ void RegisterDiagnosis(py::module_& core) {
   }
   core.attr("_DIAGNOSIS_PHASES") = py::tuple(phases);
   py::list labels;
-  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kNoData); ++i) {  // HANG included
+  // Every label, HANG and COMM-BOUND (the last) included.
+  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kCommBound); ++i) {
     labels.append(std::string(label_name(static_cast<diagnosis::LabelName>(i))));
   }
   core.attr("_DIAGNOSIS_LABELS") = py::tuple(labels);

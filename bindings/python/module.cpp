@@ -475,6 +475,7 @@ PYBIND11_MODULE(_core, m) {
   InstallFastPath(timer, cpu_gpu_timer);
   RegisterLayerClock(m, cpu_gpu_timer);
   RegisterRun(m);
+  RegisterRegionRing(m);
   RegisterScaling(m);
   RegisterReport(m);
   RegisterStalls(m);

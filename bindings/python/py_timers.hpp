@@ -71,6 +71,8 @@ void InstallWarningHandler(pybind11::module_& module);
 
 // trainscope._core._Run (run_bindings.cpp), used by trainscope/run.py.
 void RegisterRun(pybind11::module_& module);
+// trainscope._core._RegionRing (region_ring_bindings.cpp), used by trainscope/_torch_comm.py.
+void RegisterRegionRing(pybind11::module_& module);
 // trainscope.scaling (scaling_bindings.cpp).
 void RegisterScaling(pybind11::module_& core);
 // trainscope._core._render_report (report_bindings.cpp).

@@ -228,6 +228,7 @@ std::string value(double v, SeriesKind kind, const std::string& name) {
   if (kind == SeriesKind::kMetric) {
     if (name == kThroughput || name == kTokensPerSecond) return fmt::format("{:.4g}/s", v);
     if (name == kDataWait) return stats::format_share(v);
+    if (name == kComm || name == kCommExposed || name == kSync) return stats::format_seconds(v, 4);
     return fmt::format("{:.4g}", v);
   }
   return stats::format_seconds(v, 4);

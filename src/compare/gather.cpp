@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -151,6 +152,12 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   std::map<RegionKey, std::map<std::uint32_t, std::vector<std::pair<std::int64_t, double>>>>
       regions;
   std::map<std::uint32_t, std::vector<double>> rates, wait_shares;
+  // comm, comm_exposed, sync: seconds per step, where the rank measured them.
+  constexpr std::array<std::pair<steps::Phase, const char*>, 3> kTimedPhases = {
+      {{steps::Phase::kComm, kComm},
+       {steps::Phase::kCommExposed, kCommExposed},
+       {steps::Phase::kSync, kSync}}};
+  std::array<std::map<std::uint32_t, std::vector<double>>, 3> phase_times;
   std::int64_t first_ns = std::numeric_limits<std::int64_t>::max(), last_ns = 0;
   for (const steps::RankSteps& r : stepped->ranks) {
     auto add = [&](const steps::KeySum& k) {
@@ -167,6 +174,10 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
       if (!(s.period_s > 0)) continue;
       rates[r.rank].push_back(1 / s.period_s);
       if (waits) wait_shares[r.rank].push_back(std::min(1.0, s.data_wait_s() / s.period_s));
+      for (std::size_t i = 0; i < kTimedPhases.size(); ++i) {
+        const auto p = static_cast<std::size_t>(kTimedPhases[i].first);
+        if (r.cpu_measured[p]) phase_times[i][r.rank].push_back(s.cpu_s[p] / s.steps);
+      }
     }
     first_ns = std::min(first_ns, r.history.front().start_ns);
     last_ns = std::max(last_ns, r.history.back().start_ns +
@@ -209,6 +220,10 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   }
   if (std::vector<double> rate = combine_ranks(token_rates, options.rank); !rate.empty())
     data.series[SeriesId{SeriesKind::kMetric, kTokensPerSecond, ""}] = std::move(rate);
+  for (std::size_t i = 0; i < kTimedPhases.size(); ++i) {
+    if (std::vector<double> v = combine_ranks(phase_times[i], options.rank); !v.empty())
+      data.series[SeriesId{SeriesKind::kMetric, kTimedPhases[i].second, ""}] = std::move(v);
+  }
 
   // Metrics the user asked for: the ranks' own (the chosen rank's, else the
   // lowest rank's that has it), else the hosts'.
@@ -216,6 +231,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   wanted.erase(kThroughput);
   wanted.erase(kDataWait);
   wanted.erase(kTokensPerSecond);
+  for (const auto& [phase, name] : kTimedPhases) wanted.erase(name);
   std::map<std::string, std::map<std::uint32_t, std::vector<MetricPoint>>> rank_points;
   if (!wanted.empty()) {
     for (const RankState& state : reader.ranks()) {

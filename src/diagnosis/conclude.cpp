@@ -235,7 +235,12 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
     std::vector<std::map<std::int64_t, double>> phase(ranks.size());
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       for (const StepSample& s : ranks[r]->steps) {
-        const double v = s.cpu_s[kIndex(p)] / std::max<std::uint32_t>(1, s.steps);
+        // Backward's wait for DDP's last bucket (comm_exposed) is another rank's
+        // lag seen at the collective, not this rank's compute.
+        const double own = p == Phase::kBackward
+                               ? std::max(0.0, s.cpu_s[kIndex(p)] - s.ddp_exposed_s)
+                               : s.cpu_s[kIndex(p)];
+        const double v = own / std::max<std::uint32_t>(1, s.steps);
         phase[r][s.step] = v;
         cumulative[r][s.step] += v;
       }
@@ -269,6 +274,118 @@ void find_straggler(const std::vector<const RankInput*>& ranks, const Thresholds
     }
   }
   if (best) scope->labels.push_back(std::move(*best));
+}
+
+// Per collective key: its time over the ranks and, of the collectives every
+// rank recorded (the n-th kept row of each: ranks keep their last rows, so
+// the rows are matched from the end), which rank entered last how often and
+// by how much (its start minus the median of the other ranks' starts).
+std::vector<CollectiveRow> collective_rows(const std::vector<const RankInput*>& ranks) {
+  std::map<std::string, std::vector<const CollectiveInput*>> by_key;
+  for (const RankInput* r : ranks) {
+    for (const CollectiveInput& c : r->collectives) by_key[c.key].push_back(&c);
+  }
+  std::vector<CollectiveRow> out;
+  for (const auto& [key, inputs] : by_key) {
+    CollectiveRow row;
+    row.key = key;
+    const std::string_view rest =
+        std::string_view(key).substr(std::string_view(steps::kCollectivePrefix).size());
+    const std::size_t slash = rest.rfind('/');
+    row.op = std::string(rest.substr(0, slash));
+    row.group =
+        slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1));
+    std::vector<double> all;
+    for (const CollectiveInput* c : inputs) {
+      row.seconds += c->seconds;
+      row.count = std::max(row.count, c->count);
+      for (const auto& [start, duration] : c->rows)
+        all.push_back(static_cast<double>(duration) * 1e-9);
+    }
+    row.median_s = median(all);
+    if (inputs.size() == ranks.size() && ranks.size() > 1) {
+      // The n-th collective of every rank: the row count - k of each, k = 1.. .
+      std::uint64_t common = std::numeric_limits<std::uint64_t>::max();
+      for (const CollectiveInput* c : inputs) {
+        // Rows a rank has not recorded yet (a live run) are at the end: match
+        // up to the fewest rows any rank has.
+        common = std::min<std::uint64_t>(common, c->count);
+      }
+      std::uint64_t first = 0;
+      for (const CollectiveInput* c : inputs) {
+        first = std::max<std::uint64_t>(first, c->count - c->rows.size());
+      }
+      std::map<std::size_t, std::vector<double>> lags;  // by rank index: lags when last
+      std::vector<double> starts(inputs.size()), others;
+      for (std::uint64_t n = first; n < common; ++n) {
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          const CollectiveInput* c = inputs[i];
+          starts[i] = static_cast<double>(c->rows[n - (c->count - c->rows.size())].first) * 1e-9;
+        }
+        const std::size_t last = static_cast<std::size_t>(
+            std::max_element(starts.begin(), starts.end()) - starts.begin());
+        others.clear();
+        for (std::size_t i = 0; i < starts.size(); ++i) {
+          if (i != last) others.push_back(starts[i]);
+        }
+        lags[last].push_back(starts[last] - stats::median_in_place(&others));
+        ++row.matched;
+      }
+      std::size_t most = 0;
+      for (const auto& [index, v] : lags) {
+        if (v.size() > most) {
+          most = v.size();
+          row.last_rank = ranks[index]->rank;
+          row.last_share = static_cast<double>(v.size()) / static_cast<double>(row.matched);
+          row.lag_s = median(v);
+        }
+      }
+    }
+    out.push_back(std::move(row));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CollectiveRow& a, const CollectiveRow& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+// COMM-BOUND: the step waits for communication; names the collective with
+// the most time and, where one rank enters it last most of the time, that rank.
+Label comm_bound(const std::vector<CollectiveRow>& collectives, const Interval& exposed,
+                 const Pooled& pooled, const Thresholds& t, double mean_step_s) {
+  const Interval all = share_interval(pooled.cpu[kIndex(Phase::kComm)], pooled.period, "", nullptr);
+  std::string biggest = "no collective timed (COMM rows only)";
+  std::string next =
+      "the step waits for communication: overlap it with compute (DDP's buckets: "
+      "bucket_cap_mb, no find_unused_parameters), send less (a compression "
+      "communication hook, fewer or larger collectives) or a faster interconnect";
+  std::optional<std::uint32_t> late;
+  if (!collectives.empty()) {
+    const CollectiveRow& c = collectives.front();
+    biggest = fmt::format("most of it in {} on group {} ({} rows, median {})", c.op, c.group,
+                          c.count, secs(c.median_s));
+    // A rank named late: last in three of four collectives (two ranks: one
+    // in two by chance), by a straggler's lag (find_straggler's threshold).
+    const double lag_threshold =
+        std::max(t.straggler_min_lag_s, t.straggler_lag_share * mean_step_s);
+    if (c.last_rank && c.last_share >= 0.75 && c.lag_s > lag_threshold) {
+      late = c.last_rank;
+      biggest += fmt::format("; rank {} enters it last in {} of {} (by {}, median)", *c.last_rank,
+                             pct(c.last_share), c.matched, secs(c.lag_s));
+      next = fmt::format(
+          "the others wait for rank {} at {}: find what delays it before the "
+          "collective (its data, compute or host), then overlap what is left",
+          *c.last_rank, c.op);
+    }
+  }
+  Label label =
+      make_label(LabelName::kCommBound, LabelKind::kNone, "comm_exposed_share", exposed,
+                 t.comm_bound_share, "comm_bound_share",
+                 fmt::format("the step waits for communication {} of its time (comm_exposed; all "
+                             "communication {}); {}",
+                             pct_interval(exposed), pct(all.value), biggest),
+                 next);
+  label.rank = late;
+  return label;
 }
 
 void find_memory_creep(const std::vector<const RankInput*>& ranks, const Thresholds& t,
@@ -540,8 +657,13 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   const Interval compute_share = share_interval(
       sum_of(pooled, compute_timed ? compute : std::vector<Phase>{Phase::kRest}, false),
       pooled.period, "the compute phases", notes);
-  const Interval wait_heavy = share_interval(sum_of(pooled, {Phase::kComm, Phase::kRest}, false),
-                                             pooled.period, "communication and the rest", notes);
+  const Interval wait_heavy =
+      share_interval(sum_of(pooled, {Phase::kCommExposed, Phase::kSync, Phase::kRest}, false),
+                     pooled.period, "communication waited for, syncs and the rest", notes);
+  const bool exposed_timed = measured_anywhere(ranks, Phase::kCommExposed, false);
+  const Interval exposed = share_interval(pooled.cpu[kIndex(Phase::kCommExposed)], pooled.period,
+                                          "the communication waited for", notes);
+  scope.collectives = collective_rows(ranks);
   bool input_bound = false;
   if (!wait_timed) {
     scope.notes.push_back(
@@ -566,14 +688,17 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
             : "the loader cannot keep up: more DataLoader workers and prefetching, a faster "
               "store or a cached dataset (`trainscope stalls --dataset` splits fetch from "
               "prep)"));
+  } else if (exposed_timed && above(exposed, t.comm_bound_share)) {
+    scope.labels.push_back(comm_bound(scope.collectives, exposed, pooled, t, mean_step_s));
   } else if (compute_timed && above(wait_heavy, t.wait_heavy_share)) {
     scope.labels.push_back(make_label(
         LabelName::kWaitHeavy, LabelKind::kNone, "wait_share", wait_heavy, t.wait_heavy_share,
         "wait_heavy_share",
         fmt::format(
-            "communication and untimed work take {} of the step (comm {}, rest {})",
-            pct_interval(wait_heavy),
-            pct(share_interval(pooled.cpu[kIndex(Phase::kComm)], pooled.period, "", nullptr).value),
+            "communication waited for, syncs and untimed work take {} of the step (comm_exposed "
+            "{}, sync {}, rest {})",
+            pct_interval(wait_heavy), pct(exposed.value),
+            pct(share_interval(pooled.cpu[kIndex(Phase::kSync)], pooled.period, "", nullptr).value),
             pct(share_interval(pooled.cpu[kIndex(Phase::kRest)], pooled.period, "", nullptr)
                     .value)),
         "time goes to waiting, not compute: overlap communication with backward (DDP buckets), "

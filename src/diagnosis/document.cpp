@@ -81,6 +81,16 @@ ojson scope_json(const Scope& s) {
     if (l.host) one["host"] = *l.host;
     labels.push_back(std::move(one));
   }
+  ojson collectives = ojson::array();
+  for (const CollectiveRow& c : s.collectives) {
+    ojson one = {{"key", c.key},         {"op", c.op},
+                 {"group", c.group},     {"seconds", num(c.seconds)},
+                 {"count", c.count},     {"median_s", num(c.median_s)},
+                 {"matched", c.matched}, {"last_share", num(c.last_share)},
+                 {"lag_s", num(c.lag_s)}};
+    if (c.last_rank) one["last_rank"] = *c.last_rank;
+    collectives.push_back(std::move(one));
+  }
   return {{"name", s.name},
           {"steps", s.steps},
           {"warmup", s.warmup},
@@ -88,6 +98,7 @@ ojson scope_json(const Scope& s) {
           {"step_s", interval_json(s.step_s)},
           {"phases", std::move(phases)},
           {"labels", std::move(labels)},
+          {"collectives", std::move(collectives)},
           {"notes", s.notes}};
 }
 
@@ -127,6 +138,22 @@ Scope scope_from(const Field& f) {
     if (std::optional<Field> rank = l.find("rank")) label.rank = u32_from(*rank);
     if (std::optional<Field> host = l.find("host")) label.host = host->string();
     s.labels.push_back(std::move(label));
+  }
+  if (std::optional<Field> collectives = f.find("collectives")) {  // version 1 before issue 39
+    for (const Field& c : collectives->items()) {
+      CollectiveRow row;
+      row.key = c["key"].string();
+      row.op = c["op"].string();
+      row.group = c["group"].string();
+      row.seconds = c["seconds"].number();
+      row.count = c["count"].unsigned_integer();
+      row.median_s = c["median_s"].number();
+      row.matched = c["matched"].unsigned_integer();
+      row.last_share = c["last_share"].number();
+      row.lag_s = c["lag_s"].number();
+      if (std::optional<Field> rank = c.find("last_rank")) row.last_rank = u32_from(*rank);
+      s.collectives.push_back(std::move(row));
+    }
   }
   s.notes = f["notes"].strings();
   return s;
@@ -244,10 +271,10 @@ std::string label_text(const Label& l) {
 
 void phase_table(const Scope& s, std::string* out) {
   if (s.phases.empty()) return;
-  *out += fmt::format("  {:<10} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n", "phase", "dev",
+  *out += fmt::format("  {:<12} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n", "phase", "dev",
                       "median", "p95", "share", "worst", "worst rank", "skew");
   for (const PhaseRow& p : s.phases) {
-    *out += fmt::format("  {:<10} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n",
+    *out += fmt::format("  {:<12} {:<4} {:>10} {:>10} {:>7} {:>10} {:>11} {:>6}\n",
                         phase_name(p.phase), device_name(p.device), secs(p.median_s), secs(p.p95_s),
                         pct(p.share), secs(p.worst_rank_s), p.worst_rank, pct(p.skew));
   }
@@ -409,6 +436,15 @@ std::string format_diagnosis(const Diagnosis& d) {
           fmt::format("  {}\n      {}\n      next: {}\n", label_text(l), l.evidence, l.next_step);
     }
     phase_table(*s, &out);
+    for (const CollectiveRow& c : s->collectives) {
+      out += fmt::format("  collective {} on {}: {} rows, median {}", c.op, c.group, c.count,
+                         secs(c.median_s));
+      if (c.last_rank) {
+        out += fmt::format("; last to enter: rank {} in {} of {} (by {}, median)", *c.last_rank,
+                           pct(c.last_share), c.matched, secs(c.lag_s));
+      }
+      out += "\n";
+    }
     for (const std::string& note : s->notes) out += fmt::format("  note: {}\n", note);
   }
   return out;
@@ -513,6 +549,16 @@ std::string format_run_summary(const Diagnosis& d) {
     if (p.phase == Phase::kDataWait && p.device == Device::kCPU) {
       out += fmt::format("  data wait {} of the step\n", pct(p.share));
     }
+  }
+  {  // Communication and syncs, where timed (docs/steps.md).
+    std::vector<std::string> parts;
+    for (const PhaseRow& p : s.phases) {
+      if (p.device == Device::kCPU &&
+          (p.phase == Phase::kComm || p.phase == Phase::kCommExposed || p.phase == Phase::kSync)) {
+        parts.push_back(fmt::format("{} {}", phase_name(p.phase), pct(p.share)));
+      }
+    }
+    if (!parts.empty()) out += fmt::format("  {} of the step\n", fmt::join(parts, ", "));
   }
   out += fmt::format("  diagnosis: {}\n", d.headline());
   for (const Label& l : s.labels) {

@@ -145,6 +145,7 @@ Diagnosis Follower::diagnose() const {
   const steps::StepReader& reader = s.reader;
   const RunInfo& info = reader.info();
   const std::vector<const steps::RankSteps*> ranks_read = reader.ranks();
+  const std::vector<std::pair<std::string, Device>>& keys = reader.keys();
   const std::int64_t last_poll_ms = reader.last_poll_ms();
   const bool in_progress = reader.in_progress();
   const Thresholds& th = s.options.thresholds;
@@ -196,6 +197,9 @@ Diagnosis Follower::diagnose() const {
     base.step_key = t.step_key;
     base.cpu_measured = t.cpu_measured;
     base.gpu_measured = t.gpu_measured;
+    for (const steps::CollectiveRows& c : t.collectives) {
+      base.collectives.push_back(CollectiveInput{keys.at(c.key).first, c.count, c.seconds, c.rows});
+    }
     RankInput w = base, r = base;
     using steps::with_rest;
     for (const StepSample& x : t.window) {

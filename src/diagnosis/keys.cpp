@@ -28,7 +28,10 @@ const std::vector<ThresholdInfo>& threshold_table() {
        "COMPUTE-BOUND when the compute share (h2d, forward, backward, optimizer; or the untimed "
        "rest) is above this"},
       {"wait_heavy_share", &Thresholds::wait_heavy_share,
-       "WAIT-HEAVY when communication plus the unattributed rest is above this"},
+       "WAIT-HEAVY when the communication waited for, host syncs and the unattributed rest are "
+       "above this"},
+      {"comm_bound_share", &Thresholds::comm_bound_share,
+       "COMM-BOUND when the communication the step waits for (comm_exposed) is above this"},
       {"straggler_lag_share", &Thresholds::straggler_lag_share,
        "STRAGGLER when a rank lags the others by more than this share of the step"},
       {"straggler_min_lag_s", &Thresholds::straggler_min_lag_s,

@@ -10,9 +10,10 @@
 namespace trainscope::diagnosis {
 namespace {
 
-constexpr std::array<std::string_view, 11> kLabelNames = {
+constexpr std::array<std::string_view, 12> kLabelNames = {
     "BALANCED",         "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER", "MEMORY-CREEP",
-    "THROUGHPUT-DRIFT", "GPU-IDLE",    "HOST-PRESSURE", "HANG",       "NO-DATA"};
+    "THROUGHPUT-DRIFT", "GPU-IDLE",    "HOST-PRESSURE", "HANG",       "NO-DATA",
+    "COMM-BOUND"};
 constexpr std::array<std::string_view, 12> kKindNames = {
     "",     "input", "compute", "host",     "device",    "cpu",
     "swap", "h2d",   "forward", "backward", "optimizer", "rest"};
@@ -62,6 +63,8 @@ LabelKind label_kind_of(Phase phase) noexcept {
       return LabelKind::kRest;
     case Phase::kDataWait:
     case Phase::kComm:
+    case Phase::kCommExposed:
+    case Phase::kSync:
       break;
   }
   return LabelKind::kNone;

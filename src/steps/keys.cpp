@@ -16,8 +16,8 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-constexpr std::string_view kPhaseNames[kPhaseCount] = {"data_wait", "h2d",  "forward", "backward",
-                                                       "optimizer", "comm", "rest"};
+constexpr std::string_view kPhaseNames[kPhaseCount] = {
+    "data_wait", "h2d", "forward", "backward", "optimizer", "comm", "comm_exposed", "sync", "rest"};
 
 }  // namespace
 
@@ -37,9 +37,10 @@ absl::StatusOr<Phase> parse_phase(std::string_view name) {
   }
   if (name_lower == "host_to_device" || name_lower == "host-to-device") return Phase::kHostToDevice;
   if (name_lower == "optim" || name_lower == "opt") return Phase::kOptimizer;
-  return absl::InvalidArgumentError(fmt::format(
-      "unknown phase '{}' (one of data_wait, h2d, forward, backward, optimizer, comm; or step)",
-      name));
+  return absl::InvalidArgumentError(
+      fmt::format("unknown phase '{}' (one of data_wait, h2d, forward, backward, optimizer, comm, "
+                  "comm_exposed, sync; or step)",
+                  name));
 }
 
 bool is_compute(Phase phase) noexcept {
@@ -58,7 +59,9 @@ KeyMap default_key_map() {
   at(Phase::kForward) = {"FORWARD", kLossKey};
   at(Phase::kBackward) = {"BACKWARD"};
   at(Phase::kOptimizer) = {kOptimizerKey};
-  at(Phase::kComm) = {"COMM"};
+  at(Phase::kComm) = {kCommKey};
+  at(Phase::kCommExposed) = {kCommExposedKey};
+  at(Phase::kSync) = {kSyncKey};
   return map;
 }
 
@@ -102,7 +105,13 @@ std::optional<Phase> KeyMap::phase_of(std::string_view key) const {
       if (k == key) return static_cast<Phase>(i);
     }
   }
+  if (is_collective_key(key)) return Phase::kComm;
   return std::nullopt;
+}
+
+bool is_collective_key(std::string_view key) noexcept {
+  constexpr std::string_view prefix(kCollectivePrefix);
+  return key.size() > prefix.size() && key.substr(0, prefix.size()) == prefix;
 }
 
 bool KeyMap::is_step(std::string_view key) const {

@@ -15,6 +15,9 @@ std::int64_t period_end_ns(const Step& s) {
 void merge_into(Step* into, const Step& s) {
   into->period_s += s.period_s;
   into->steps += s.steps;
+  into->comm_waited_s += s.comm_waited_s;
+  into->collectives_s += s.collectives_s;
+  into->ddp_exposed_s += s.ddp_exposed_s;
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
     into->cpu_s[p] += s.cpu_s[p];
     into->gpu_s[p] += s.gpu_s[p];
@@ -44,6 +47,16 @@ void StepBuilder::credit(Step* s, const PendingRow& r) {
     return;
   }
   if (!r.gpu && r.phase == static_cast<int>(Phase::kDataWait)) return;  // another thread's
+  if (!r.gpu && (r.phase == static_cast<int>(Phase::kComm) ||
+                 r.phase == static_cast<int>(Phase::kCommExposed))) {
+    if (r.phase == static_cast<int>(Phase::kCommExposed)) {
+      s->ddp_exposed_s += seconds;
+    } else {
+      (r.collective ? s->collectives_s : s->comm_waited_s) += seconds;
+    }
+    s->settle_comm();
+    return;
+  }
   (r.gpu ? s->gpu_s : s->cpu_s)[static_cast<std::size_t>(r.phase)] += seconds;
 }
 
@@ -64,6 +77,10 @@ void StepBuilder::on_row(const PendingRow& row) {
   if (row.phase < 0 && !key_sums_) return;
   if (row.phase >= 0) {
     (row.gpu ? out_.gpu_measured : out_.cpu_measured)[static_cast<std::size_t>(row.phase)] = true;
+    // A COMM row is communication the step waits for: comm_exposed too.
+    if (!row.gpu && row.phase == static_cast<int>(Phase::kComm) && !row.collective) {
+      out_.cpu_measured[static_cast<std::size_t>(Phase::kCommExposed)] = true;
+    }
   }
   if (out_.open && row.start_ns < current_.start_ns) {
     add_late(row);

@@ -25,6 +25,7 @@ struct PendingRow {
   // A data wait already held to the step it starts in (its overlap with a
   // later step is still to come).
   bool carried = false;
+  bool collective = false;  // a COMM/ key's row (Step::collectives_s)
 };
 
 class StepBuilder {

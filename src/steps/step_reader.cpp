@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -53,8 +54,9 @@ constexpr int kStepRole = -2;
 
 struct KeyInfo {
   std::uint32_t id = 0;
-  int role = kNoRole;  // kStepRole, a Phase, or kNoRole
-  bool batch = false;  // BATCH: its rows' `step` is its own number
+  int role = kNoRole;       // kStepRole, a Phase, or kNoRole
+  bool batch = false;       // BATCH: its rows' `step` is its own number
+  bool collective = false;  // COMM/<op>/<group>: in the comm phase, its rows kept
 };
 
 struct HostTrack {
@@ -82,11 +84,19 @@ double cpu_at(const std::map<std::int64_t, double>& series, std::int64_t time_ms
 }  // namespace
 
 double Step::rest_s() const {
-  double measured = 0;
-  for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    if (static_cast<Phase>(p) != Phase::kRest) measured += cpu_s[p];
+  // The phases that lie outside each other: comm and comm_exposed overlap
+  // backward (DDP's all-reduce), so of them only the COMM rows count.
+  double measured = comm_waited_s;
+  for (Phase p : {Phase::kDataWait, Phase::kHostToDevice, Phase::kForward, Phase::kBackward,
+                  Phase::kOptimizer, Phase::kSync}) {
+    measured += cpu_s[static_cast<std::size_t>(p)];
   }
   return std::max(0.0, period_s - measured);
+}
+
+void Step::settle_comm() {
+  cpu_s[static_cast<std::size_t>(Phase::kComm)] = collectives_s > 0 ? collectives_s : comm_waited_s;
+  cpu_s[static_cast<std::size_t>(Phase::kCommExposed)] = comm_waited_s + ddp_exposed_s;
 }
 
 Step with_rest(Step step) {
@@ -163,10 +173,25 @@ struct StepReader::State {
         k.batch = row.key == "BATCH";  // TimeType::BATCH, whose completions `step` counts
       } else if (const std::optional<Phase> phase = options.keys.phase_of(row.key)) {
         k.role = static_cast<int>(*phase);
+        k.collective = *phase == Phase::kComm && is_collective_key(row.key);
       }
       found = by_key.emplace(std::string(row.key), k).first;
     }
     return found->second;
+  }
+
+  static void keep_collective(RankSteps* t, std::uint32_t key, const RegionView& row) {
+    auto it = std::find_if(t->collectives.begin(), t->collectives.end(),
+                           [key](const CollectiveRows& c) { return c.key == key; });
+    if (it == t->collectives.end()) {
+      t->collectives.push_back(CollectiveRows{});
+      it = std::prev(t->collectives.end());
+      it->key = key;
+    }
+    ++it->count;
+    it->seconds += static_cast<double>(row.duration_ns) * 1e-9;
+    it->rows.emplace_back(row.start_unix_ns, row.duration_ns);
+    if (it->rows.size() > CollectiveRows::kKeptRows) it->rows.pop_front();
   }
 
   void feed(detail::StepBuilder* b, const RegionView& row) {
@@ -193,8 +218,12 @@ struct StepReader::State {
     } else {
       // A GPU step row, or another step key, times no step: a key of no phase.
       const int phase = k.role >= 0 ? k.role : -1;
-      b->on_row(detail::PendingRow{row.start_unix_ns, end, row.duration_ns, k.id, phase,
-                                   row.device == Device::kGPU, row.thread});
+      detail::PendingRow pending{
+          row.start_unix_ns,          end,       row.duration_ns, k.id, phase,
+          row.device == Device::kGPU, row.thread};
+      pending.collective = k.collective;
+      if (k.collective && row.device == Device::kCPU) keep_collective(&t, k.id, row);
+      b->on_row(pending);
     }
     if (observer.row) observer.row(row, k.id);
   }

@@ -481,14 +481,14 @@ void add_rank_lines(const Diagnosis& d, const ViewState& state, std::vector<Line
 
 void add_phase_lines(const diagnosis::Scope& scope, std::vector<Line>* out) {
   out->push_back(
-      {fmt::format("{:<10} {:<4} {:>9} {:>9} {:>7}  {:<16} {:>6}   ({} of {} steps)", "phase",
+      {fmt::format("{:<12} {:<4} {:>9} {:>9} {:>7}  {:<16} {:>6}   ({} of {} steps)", "phase",
                    "dev", "median", "p95", "share", "worst rank", "skew", scope.name, scope.steps),
        Style::kHeader});
   if (scope.phases.empty()) out->push_back({"  no step phases yet", Style::kDim});
   for (const diagnosis::PhaseRow& row : scope.phases) {
     out->push_back(
         {fmt::format(
-             "{:<10} {:<4} {:>9} {:>9} {:>7}  {:<16} {:>6}", diagnosis::phase_name(row.phase),
+             "{:<12} {:<4} {:>9} {:>9} {:>7}  {:<16} {:>6}", diagnosis::phase_name(row.phase),
              device_name(row.device), stats::format_seconds_compact(row.median_s),
              stats::format_seconds_compact(row.p95_s), stats::format_share(row.share),
              fmt::format("r{} {}", row.worst_rank, stats::format_seconds_compact(row.worst_rank_s)),

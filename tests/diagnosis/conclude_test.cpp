@@ -54,9 +54,13 @@ RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
     s.cpu_s[P(Phase::kRest)] = shape.rest * jitter(rng);
     if (shape.gpu_forward >= 0) s.gpu_s[P(Phase::kForward)] = shape.gpu_forward * jitter(rng);
     for (double v : s.cpu_s) s.period_s += v;
+    // COMM rows (timed by hand): communication the step waits for.
+    s.comm_waited_s = s.cpu_s[P(Phase::kComm)];
+    s.settle_comm();
     t += static_cast<std::int64_t>(s.period_s * 1e9);
     in.steps.push_back(s);
   }
+  in.cpu_measured[P(Phase::kCommExposed)] = shape.comm > 0;
   return in;
 }
 
@@ -208,20 +212,123 @@ TEST(Conclude, ComputeBoundNamesTheLargestPhaseAndNothingElse) {
 
 TEST(Conclude, WaitHeavyWhenCommunicationAndRestTakeTheStep) {
   const Scope s =
-      conclude(one_rank(Shape{.forward = 0.002, .backward = 0.002, .comm = 0.005, .rest = 0.001}),
+      conclude(one_rank(Shape{.forward = 0.002, .backward = 0.002, .comm = 0.001, .rest = 0.005}),
                Thresholds{}, "run");
   ASSERT_NE(s.find(LabelName::kWaitHeavy), nullptr);
   EXPECT_NEAR(s.find(LabelName::kWaitHeavy)->value.value, 0.6, 0.03);
+  EXPECT_EQ(s.find(LabelName::kCommBound), nullptr);  // 10% waited for: under the threshold
 }
 
 TEST(Conclude, BalancedWhenNoPartDominates) {
   const Scope s = conclude(one_rank(Shape{.data_wait = 0.0016,
                                           .forward = 0.0024,
                                           .backward = 0.0023,
-                                          .comm = 0.0032,
-                                          .rest = 0.0005}),
+                                          .comm = 0.0012,
+                                          .rest = 0.0025}),
                            Thresholds{}, "run");
   EXPECT_EQ(names(s), std::vector<std::string>{std::string(label_name(LabelName::kBalanced))});
+}
+
+// Two ranks of a DDP job: backward holds the all-reduce of its buckets; what
+// the step waits for of it (comm_exposed) is `exposed`. Rank 1 enters each
+// all-reduce `late` seconds after rank 0.
+Inputs ddp(double exposed, double late, std::size_t steps = 200) {
+  Inputs in;
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    RankInput rank = rank_input(r, steps, Shape{.forward = 0.004, .backward = 0.004}, 20 + r);
+    rank.cpu_measured[P(Phase::kComm)] = true;
+    rank.cpu_measured[P(Phase::kCommExposed)] = true;
+    CollectiveInput reduce{"COMM/all_reduce/world", steps, 0, {}};
+    CollectiveInput broadcast{"COMM/broadcast/group1", 1, 0.0001, {}};
+    broadcast.rows.emplace_back(rank.steps.front().start_ns, 100'000);
+    for (StepSample& s : rank.steps) {
+      // The all-reduce: 3 ms of backward, and `exposed` more after its compute.
+      s.cpu_s[P(Phase::kBackward)] += exposed;
+      s.period_s += exposed;
+      s.collectives_s = 0.003 + exposed;
+      s.ddp_exposed_s = exposed;
+      s.settle_comm();
+      // Every rank's i-th all-reduce at one time of a common schedule, rank 1 late.
+      const std::int64_t start = 1'000'000'000'000'000'000 + s.step * 10'000'000 +
+                                 (r == 1 ? static_cast<std::int64_t>(late * 1e9) : 0);
+      reduce.rows.emplace_back(start, static_cast<std::int64_t>((0.003 + exposed) * 1e9));
+      reduce.seconds += 0.003 + exposed;
+    }
+    rank.collectives = {broadcast, reduce};
+    in.ranks.push_back(std::move(rank));
+  }
+  return in;
+}
+
+TEST(Conclude, CommBoundWhenTheStepWaitsForCommunicationNamingCollectiveAndLateRank) {
+  const Scope s = conclude(ddp(/*exposed=*/0.004, /*late=*/0.002), Thresholds{}, "run");
+  ASSERT_FALSE(s.labels.empty());
+  EXPECT_EQ(s.labels[0].name, LabelName::kCommBound);         // the primary label
+  EXPECT_NEAR(s.labels[0].value.value, 0.004 / 0.013, 0.03);  // of 9 ms + 4 ms
+  EXPECT_THAT(s.labels[0].evidence, ::testing::HasSubstr("all_reduce on group world"));
+  ASSERT_TRUE(s.labels[0].rank.has_value());
+  EXPECT_EQ(*s.labels[0].rank, 1u);
+  ASSERT_EQ(s.collectives.size(), 2u);
+  const CollectiveRow& c = s.collectives[0];  // the most time first
+  EXPECT_EQ(c.key, "COMM/all_reduce/world");
+  EXPECT_EQ(c.op, "all_reduce");
+  EXPECT_EQ(c.group, "world");
+  EXPECT_EQ(c.matched, 200u);
+  ASSERT_TRUE(c.last_rank.has_value());
+  EXPECT_EQ(*c.last_rank, 1u);
+  EXPECT_DOUBLE_EQ(c.last_share, 1.0);
+  EXPECT_NEAR(c.lag_s, 0.002, 1e-6);
+  EXPECT_NEAR(c.median_s, 0.007, 1e-6);
+  EXPECT_EQ(s.collectives[1].group, "group1");
+  // The comm and comm_exposed phases are in the table.
+  bool comm = false, exposed = false;
+  for (const PhaseRow& p : s.phases) {
+    comm = comm || p.phase == Phase::kComm;
+    exposed = exposed || p.phase == Phase::kCommExposed;
+  }
+  EXPECT_TRUE(comm && exposed);
+}
+
+TEST(Conclude, ARankWaitingInBackwardForALateRankIsNoStraggler) {
+  // Rank 1 enters each all-reduce 4 ms late (an untimed lag, in its rest);
+  // rank 0's backward waits for it: DDP's exposed part, not rank 0's compute.
+  Inputs in = ddp(/*exposed=*/0.003, /*late=*/0.004);
+  for (StepSample& s : in.ranks[0].steps) {
+    s.cpu_s[P(Phase::kBackward)] += 0.004;
+    s.period_s += 0.004;
+    s.ddp_exposed_s += 0.004;
+    s.collectives_s += 0.004;
+    s.settle_comm();
+  }
+  for (StepSample& s : in.ranks[1].steps) {
+    s.cpu_s[P(Phase::kRest)] += 0.004;
+    s.period_s += 0.004;
+  }
+  const Scope s = conclude(in, Thresholds{}, "run");
+  EXPECT_EQ(s.find(LabelName::kStraggler), nullptr) << s.labels.size();
+  ASSERT_FALSE(s.collectives.empty());
+  EXPECT_EQ(s.collectives[0].last_rank, 1u);
+  EXPECT_NEAR(s.collectives[0].lag_s, 0.004, 1e-6);
+  const Label* comm = s.find(LabelName::kCommBound);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_EQ(comm->rank, 1u);
+}
+
+TEST(Conclude, CommunicationOverlappedWithBackwardIsNoCommBound) {
+  const Scope s = conclude(ddp(/*exposed=*/0.0002, /*late=*/0.0), Thresholds{}, "run");
+  EXPECT_EQ(s.find(LabelName::kCommBound), nullptr);
+  ASSERT_FALSE(s.labels.empty());
+  EXPECT_EQ(s.labels[0].name, LabelName::kComputeBound);
+  ASSERT_FALSE(s.collectives.empty());
+  EXPECT_GT(s.collectives[0].seconds, 0.5);  // communication there is, hidden
+}
+
+TEST(Conclude, RanksArrivingTogetherNameNoLateRank) {
+  const Scope s = conclude(ddp(/*exposed=*/0.004, /*late=*/0.0), Thresholds{}, "run");
+  const Label* comm = s.find(LabelName::kCommBound);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_FALSE(comm->rank.has_value());  // no lag: nobody to wait for
+  EXPECT_THAT(comm->evidence, Not(::testing::HasSubstr("enters it last")));
 }
 
 TEST(Conclude, ThresholdsAreOverridable) {

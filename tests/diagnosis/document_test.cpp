@@ -55,6 +55,21 @@ Diagnosis sample() {
   host.host = "h2";
   s.labels = {input, straggler, host};
   s.notes = {"GPU-IDLE: no GPU-timed phases"};
+  CollectiveRow reduce;
+  reduce.key = "COMM/all_reduce/world";
+  reduce.op = "all_reduce";
+  reduce.group = "world";
+  reduce.seconds = 1.5;
+  reduce.count = 230;
+  reduce.median_s = 0.003;
+  reduce.matched = 230;
+  reduce.last_rank = 1;
+  reduce.last_share = 0.9;
+  reduce.lag_s = 0.002;
+  CollectiveRow one = reduce;  // one rank: no arrival
+  one.key = "COMM/broadcast/group1";
+  one.last_rank.reset();
+  s.collectives = {reduce, one};
   d.run = s;
   d.window = s;
   d.window.name = "window";
@@ -88,13 +103,23 @@ TEST(Document, RoundTripsThroughTheOneReader) {
   EXPECT_EQ(diagnosis_json(*back, 1), text);
   EXPECT_EQ(back->read_share, 0.25);
   EXPECT_EQ(back->run.labels[1].rank, 1u);
+  ASSERT_EQ(back->run.collectives.size(), 2u);
+  EXPECT_EQ(back->run.collectives[0].last_rank, 1u);
+  EXPECT_FALSE(back->run.collectives[1].last_rank.has_value());
   // A document written before read_share existed: everything was read.
   std::string old = text;
   const std::size_t at = old.find("\"read_share\"");
   ASSERT_NE(at, std::string::npos);
   old.erase(at, old.find('\n', at) - at + 1);
+  // ... and before the collectives (issue 39): none.
+  for (std::size_t c = old.find("\"collectives\""); c != std::string::npos;
+       c = old.find("\"collectives\"")) {
+    const std::size_t end = old.find("\"notes\"", c);
+    old.erase(c, end - c);
+  }
   back = parse_diagnosis(old, "old.json");
   ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->run.collectives.empty());
   EXPECT_EQ(back->read_share, 1.0);
   EXPECT_EQ(back->run.labels[2].host, "h2");
   EXPECT_TRUE(std::isnan(back->run.labels[1].value.low));
@@ -190,8 +215,8 @@ TEST(Keys, ThresholdsByName) {
   EXPECT_THAT(t.set("nope", 1).message(), HasSubstr("unknown threshold 'nope'"));
   EXPECT_THAT(t.set("min_steps", -1).message(), HasSubstr(">= 0"));
   EXPECT_THAT(t.set("min_steps=abc").message(), HasSubstr("expected NAME=NUMBER"));
-  // + hang_factor, hang_min_s, host_pressure_contention_share
-  EXPECT_EQ(threshold_table().size(), 19u);
+  // + hang_factor, hang_min_s, host_pressure_contention_share, comm_bound_share
+  EXPECT_EQ(threshold_table().size(), 20u);
   ASSERT_TRUE(t.set("host_pressure_contention_share=0.2").ok());
   EXPECT_EQ(t.host_pressure_contention_share, 0.2);
   for (const ThresholdInfo& info : threshold_table()) EXPECT_FALSE(info.meaning.empty());

@@ -324,8 +324,9 @@ def test_the_threshold_table_and_the_phase_names():
         assert threshold.name == name and threshold.meaning, threshold
         assert math.isfinite(threshold.default) and threshold.default >= 0
     assert diagnosis.PHASES == ("data_wait", "h2d", "forward", "backward", "optimizer", "comm",
-                                "rest")
+                                "comm_exposed", "sync", "rest")
     assert "STRAGGLER" in diagnosis.LABELS and "NO-DATA" in diagnosis.LABELS
+    assert "COMM-BOUND" in diagnosis.LABELS and table["comm_bound_share"].default == 0.2
 
 
 def test_unknown_names_raise_value_errors_naming_them(tmp_path):

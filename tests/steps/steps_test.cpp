@@ -86,6 +86,59 @@ TEST(Steps, DataWaitIsTheStepThreadsWaitInsideThePeriod) {
   EXPECT_NEAR(with_rest(r.history[0]).cpu_s[static_cast<std::size_t>(Phase::kRest)], 0.010, 1e-12);
 }
 
+// Communication (issue 39): comm is every collective's time (COMM/ rows,
+// overlapping backward or not), comm_exposed the part the step waits for (the
+// loop's COMM rows and DDP's COMM_EXPOSED), sync the SYNC rows; rest counts
+// only the phases outside each other (a bucket's all-reduce inside BACKWARD
+// is not subtracted twice). A step without COMM/ rows takes its COMM rows as
+// comm (communication timed by hand).
+TEST(Steps, CommIsEveryCollectiveAndCommExposedWhatTheStepWaitsFor) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t start = kT0 + i * 20 * kMs;
+    rows += row("BATCH", start, 20 * kMs);
+    rows += row("BACKWARD", start + 1 * kMs, 10 * kMs);
+    rows += row("COMM/all_reduce/world", start + 2 * kMs, 6 * kMs, 0, 0);  // a bucket
+    rows += row("COMM/all_reduce/world", start + 5 * kMs, 6 * kMs, 0, 0);  // the last one
+    rows += row("COMM_EXPOSED", start + 5 * kMs, 6 * kMs);
+    rows += row("SYNC", start + 12 * kMs, 1 * kMs);
+    if (i == 0) {
+      rows += row("COMM", start + 14 * kMs, 3 * kMs);  // the loop's all_reduce
+      rows += row("COMM/all_reduce/world", start + 14 * kMs, 3 * kMs);
+    }
+  }
+  rows += row("BATCH", kT0 + 40 * kMs, 20 * kMs);
+  rows += row("COMM", kT0 + 41 * kMs, 4 * kMs);  // timed by hand: no COMM/ row
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  const RunSteps s = read(dir.string());
+  ASSERT_EQ(s.ranks.size(), 1u);
+  const RankSteps& r = s.ranks[0];
+  ASSERT_EQ(r.history.size(), 3u);
+  const auto at = [](const Step& step, Phase p) { return step.cpu_s[static_cast<std::size_t>(p)]; };
+  EXPECT_NEAR(at(r.history[0], Phase::kComm), 0.015, 1e-12);
+  EXPECT_NEAR(at(r.history[0], Phase::kCommExposed), 0.009, 1e-12);
+  EXPECT_NEAR(at(r.history[0], Phase::kSync), 0.001, 1e-12);
+  // 20 ms - backward 10 - sync 1 - the loop's COMM 3.
+  EXPECT_NEAR(with_rest(r.history[0]).cpu_s[static_cast<std::size_t>(Phase::kRest)], 0.006, 1e-12);
+  EXPECT_NEAR(at(r.history[1], Phase::kComm), 0.012, 1e-12);
+  EXPECT_NEAR(at(r.history[1], Phase::kCommExposed), 0.006, 1e-12);
+  EXPECT_NEAR(with_rest(r.history[1]).cpu_s[static_cast<std::size_t>(Phase::kRest)], 0.009, 1e-12);
+  EXPECT_NEAR(at(r.history[2], Phase::kComm), 0.004, 1e-12);
+  EXPECT_NEAR(at(r.history[2], Phase::kCommExposed), 0.004, 1e-12);
+  EXPECT_TRUE(r.cpu_measured[static_cast<std::size_t>(Phase::kCommExposed)]);
+  // The collective's rows, kept in order for the arrival of each.
+  ASSERT_EQ(r.collectives.size(), 1u);
+  EXPECT_EQ(s.keys[r.collectives[0].key].first, "COMM/all_reduce/world");
+  EXPECT_EQ(r.collectives[0].count, 5u);
+  EXPECT_NEAR(r.collectives[0].seconds, 0.027, 1e-12);
+  ASSERT_EQ(r.collectives[0].rows.size(), 5u);
+  EXPECT_EQ(r.collectives[0].rows[1].first, kT0 + 5 * kMs);
+  EXPECT_EQ(parse_phase("comm_exposed").value(), Phase::kCommExposed);
+  EXPECT_EQ(phase_name(Phase::kSync), "sync");
+}
+
 // A wait that starts in one step's period and ends in the next counts in
 // each by its overlap.
 TEST(Steps, AWaitAcrossTwoPeriodsCountsInEachByItsOverlap) {

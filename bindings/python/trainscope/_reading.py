@@ -326,7 +326,8 @@ class Run:
         the data-wait share is ``steps[~steps.warmup]``'s data_wait_s over its period_s),
         start_unix_ns, period_s (to the next step's start; the last step its own duration),
         data_wait_s (the step thread's IO overlapping the period) and each phase's CPU time
-        (h2d_s, forward_s, backward_s, optimizer_s, comm_s, rest_s)."""
+        (h2d_s, forward_s, backward_s, optimizer_s, comm_s, comm_exposed_s,
+        sync_s, rest_s)."""
         return self._cached("steps", lambda: _pandas().DataFrame(self._steps_and_load()[0]))
 
     @property

@@ -24,8 +24,13 @@ training imports torch) records, through the process's one recorder
 - BACKWARD: ``Tensor.backward`` and ``torch.autograd.backward`` (once when one
   calls the other);
 - OPTIMIZER: ``Optimizer.step`` of every optimizer class;
-- COMM: the ``torch.distributed`` collectives called from Python (DDP's own
-  gradient all-reduce runs inside BACKWARD);
+- COMM: the ``torch.distributed`` collectives called from Python;
+  ``COMM/<op>/<group>`` every collective entered to completed, DDP's bucket
+  all-reduces included, and ``COMM_EXPOSED`` the part of DDP's all-reduce that
+  backward waits for (trainscope._torch_comm);
+- SYNC: the host's waits for the GPU between the phases (torch.cuda.synchronize,
+  .item()/.cpu()/.tolist()/.numpy() of a CUDA tensor, Event/Stream.synchronize;
+  trainscope._torch_sync);
 - with ``layers=N``: ``layer/<module path>`` (forward) and
   ``layer/<module path>/backward`` for every module down to depth N, timed in
   the same ``Module.__call__`` wrapper (no module hooks) and, for backward, one
@@ -50,6 +55,8 @@ import weakref
 import torch
 
 from trainscope import _core
+from trainscope import _torch_comm as _comm
+from trainscope import _torch_sync as _sync
 from trainscope._auto import (BACKWARD, BATCH, COMM, EVAL_PREFIX, FORWARD, IO, LAYER_PREFIX, LOSS,
                               OPTIMIZER, recorder)
 from trainscope._work import work
@@ -57,13 +64,6 @@ from trainscope._work import work
 __all__ = ["Instrumentation", "instrument"]
 
 _rec = recorder()  # the process's one recorder (the wrappers below are hot paths)
-
-_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
-                "all_to_all", "all_to_all_single", "barrier", "broadcast",
-                "broadcast_object_list", "gather", "gather_object", "reduce", "reduce_scatter",
-                "reduce_scatter_tensor", "scatter", "scatter_object_list", "send", "recv",
-                "isend", "irecv")
-
 
 _inference = getattr(torch, "is_inference_mode_enabled", None)
 _LOSS_BASE = getattr(getattr(getattr(torch.nn, "modules", None), "loss", None), "_Loss", ())
@@ -396,6 +396,8 @@ class Instrumentation:
                     if started:
                         rec.end(BACKWARD)
                     depth["backward"] -= 1
+                    if _comm._hooks or _comm._pending:  # pylint: disable=protected-access
+                        _comm.backward_done()  # DDP's COMM_EXPOSED and bucket rows
                 _steps.backward_done()
                 return result
             return trainscope_timed_call
@@ -491,33 +493,14 @@ class Instrumentation:
         self.keys |= {OPTIMIZER}
 
     def collectives(self):
-        try:
-            import torch.distributed as dist  # pylint: disable=import-outside-toplevel
-        except Exception:  # pylint: disable=broad-except
-            return
-        if not dist.is_available():
-            return
-
-        def make(original):
-            @functools.wraps(original)
-            def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
-                rec = _rec
-                started = rec.start(COMM)
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    if started:
-                        rec.end(COMM)
-            return trainscope_timed_call
-
-        any_patched = False
-        for name in _COLLECTIVES:
-            if hasattr(dist, name):
-                any_patched = self._patch(dist, name, make, f"torch.distributed.{name} (COMM)") \
-                    or any_patched
-        if any_patched:
+        """COMM, COMM/<op>/<group> and DDP's COMM_EXPOSED (trainscope._torch_comm)."""
+        if _comm.instrument_collectives(self) | _comm.instrument_ddp(self):
             self.keys |= {COMM}
 
+    def syncs(self):
+        """SYNC: the host's waits for the GPU (trainscope._torch_sync)."""
+        if _sync.instrument_syncs(self, _compiling):
+            self.keys |= {_sync.SYNC}
 
 
 def _make_layer_forward(original, index):
@@ -640,6 +623,7 @@ def instrument(model=None, optimizer=None, loader=None, *, layers=0):
             handle.optimizer(only=optimizer)
         if everything:
             handle.collectives()
+            handle.syncs()
     except Exception as error:  # pylint: disable=broad-except
         recorder().warn("instrument", f"trainscope: instrumentation incomplete: {error}")
     rec = _rec

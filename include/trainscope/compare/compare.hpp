@@ -38,6 +38,10 @@ inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of 
 inline constexpr char kDataWait[] = "data-wait";     // data wait (IO) over the step, per step
 // Tokens per second of each step with work (docs/ledger.md: work/tokens over the period).
 inline constexpr char kTokensPerSecond[] = "tokens/s";
+// The steps room's communication and sync phases, seconds per step (docs/steps.md).
+inline constexpr char kComm[] = "comm";
+inline constexpr char kCommExposed[] = "comm_exposed";
+inline constexpr char kSync[] = "sync";
 
 // What a series (and its row) measures: a region key's durations, or a metric's
 // values (kThroughput, kDataWait, a logged or sampled metric).

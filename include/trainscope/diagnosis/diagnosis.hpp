@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -65,9 +66,13 @@ struct Thresholds {
   // COMPUTE-BOUND: the compute share (h2d, forward, backward, optimizer, or the
   // unattributed rest when none of them is timed), its interval wholly above.
   double compute_bound_share = 0.50;
-  // WAIT-HEAVY: communication plus the unattributed rest of a step whose
-  // compute phases are timed, its interval wholly above.
+  // WAIT-HEAVY: the communication the step waits for (comm_exposed), host
+  // syncs and the unattributed rest of a step whose compute phases are timed,
+  // its interval wholly above.
   double wait_heavy_share = 0.40;
+  // COMM-BOUND: the communication the step waits for (comm_exposed) over the
+  // step, its interval wholly above.
+  double comm_bound_share = 0.20;
   // STRAGGLER: a rank's lag behind the median of the other ranks in one phase
   // group (input or compute), its interval wholly above this share of the step
   // and above straggler_min_lag_s.
@@ -133,15 +138,24 @@ struct Reading {
   std::int64_t time_ms = 0;
 };
 
+// One collective key's rows of a rank (steps::CollectiveRows, with its name).
+struct CollectiveInput {
+  std::string key;  // COMM/<op>/<group>
+  std::uint64_t count = 0;
+  double seconds = 0;
+  std::deque<std::pair<std::int64_t, std::int64_t>> rows;  // (start Unix ns, duration ns)
+};
+
 struct RankInput {
   std::uint32_t rank = 0;
   std::string host;
   std::string step_key;  // empty: the rank recorded no step key
   std::array<bool, kPhaseCount> cpu_measured{};
   std::array<bool, kPhaseCount> gpu_measured{};
-  std::vector<StepSample> steps;    // in step order
-  std::vector<Reading> rss_mb;      // system/proc.rss_mb of the rank's process tree
-  std::vector<Reading> gpu_mem_mb;  // system/gpu.<i>.proc.mem_used_mb, summed over devices
+  std::vector<StepSample> steps;             // in step order
+  std::vector<Reading> rss_mb;               // system/proc.rss_mb of the rank's process tree
+  std::vector<Reading> gpu_mem_mb;           // system/gpu.<i>.proc.mem_used_mb, summed over devices
+  std::vector<CollectiveInput> collectives;  // the rank's last rows of each collective key
 };
 
 // A host's CPU busy, the job's CPU, swap at one time (steps::HostSample).
@@ -204,10 +218,11 @@ enum class LabelName : std::uint8_t {
   kHostPressure,
   kHang,
   kNoData,
+  kCommBound,
 };
 // "BALANCED", "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER",
 // "MEMORY-CREEP", "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "HANG",
-// "NO-DATA".
+// "NO-DATA", "COMM-BOUND".
 std::string_view label_name(LabelName name) noexcept;
 // Its inverse; InvalidArgument naming the text.
 absl::StatusOr<LabelName> parse_label_name(std::string_view name);
@@ -254,6 +269,25 @@ struct Label {
   std::string next_step;  // one line: what to try
 };
 
+// One collective (op and group) over the ranks' kept rows (the last
+// steps::CollectiveRows::kKeptRows of each rank: both scopes show the same).
+struct CollectiveRow {
+  std::string key;  // COMM/<op>/<group>
+  std::string op;
+  std::string group;
+  double seconds = 0;       // summed over ranks, over the run
+  std::uint64_t count = 0;  // the most rows a rank recorded
+  double median_s = 0;      // of every kept row
+  // Arrival: of the collectives every rank recorded (the n-th row of each
+  // rank), how many; the rank that entered last most often (none with one
+  // rank), the share of them it entered last, and the median, over those, of
+  // its start minus the median of the other ranks' starts.
+  std::uint64_t matched = 0;
+  std::optional<std::uint32_t> last_rank;
+  double last_share = 0;
+  double lag_s = 0;
+};
+
 struct Scope {
   std::string name;        // "window" or "run"
   std::size_t steps = 0;   // steps per rank used (the most any rank has)
@@ -261,7 +295,8 @@ struct Scope {
   double steps_per_s = 0;  // the median rank's
   Interval step_s;         // mean step time (median rank), 95% interval
   std::vector<PhaseRow> phases;
-  std::vector<Label> labels;  // the primary label first
+  std::vector<Label> labels;               // the primary label first
+  std::vector<CollectiveRow> collectives;  // by summed time, largest first
   // What could not be judged and why ("MEMORY-CREEP: no RSS readings: run
   // under `trainscope run`").
   std::vector<std::string> notes;

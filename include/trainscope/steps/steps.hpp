@@ -12,6 +12,16 @@
 //   phase       the time of the phase's rows (KeyMap) that start in the
 //               period; a CPU row longer than the whole period is left out
 //               and counted (RankSteps::impossible_rows)
+//   comm        all communication: the collectives' rows (COMM/<op>/<group>,
+//               entered to completed, overlapping other phases or not), or,
+//               in a step with none, the COMM rows
+//   comm_exposed  the communication the step waits for: COMM rows (a
+//               collective the loop waits in) and COMM_EXPOSED rows (the part
+//               of DDP's all-reduce after backward's compute)
+//   sync        the host's waits for the device (SYNC rows)
+//   rest        the period minus data wait, h2d, forward, backward,
+//               optimizer, sync and the COMM rows (the phases that lie
+//               outside each other), at least 0
 //   data wait   the time of the data-wait rows of the step thread that
 //               overlaps the period (a wait before the first step is in no
 //               step: the run's start-up)
@@ -69,10 +79,13 @@ enum class Phase : std::uint8_t {
   kBackward,
   kOptimizer,
   kComm,
+  kCommExposed,
+  kSync,
   kRest,
 };
-inline constexpr std::size_t kPhaseCount = 7;
-// "data_wait", "h2d", "forward", "backward", "optimizer", "comm", "rest".
+inline constexpr std::size_t kPhaseCount = 9;
+// "data_wait", "h2d", "forward", "backward", "optimizer", "comm", "comm_exposed",
+// "sync", "rest".
 std::string_view phase_name(Phase phase) noexcept;
 // A phase by its name (also "io", "input" for data_wait); InvalidArgument naming it.
 absl::StatusOr<Phase> parse_phase(std::string_view name);
@@ -86,10 +99,22 @@ inline constexpr char kHostToDeviceKey[] = "H2D";     // batch to device
 // A module call that owns no parameter to train (a loss, a metric), timed by
 // --auto apart from the model's FORWARD: in the forward phase.
 inline constexpr char kLossKey[] = "LOSS";
+// Communication (trainscope._torch_comm): COMM a collective the loop called
+// (the time it waits in it), COMM/<op>/<group> every collective entered to
+// completed (DDP's bucket all-reduces too: the comm phase), COMM_EXPOSED the
+// part of DDP's all-reduce that backward waits for; SYNC a host's wait for
+// the device (.item(), torch.cuda.synchronize, ...).
+inline constexpr char kCommKey[] = "COMM";
+inline constexpr char kCollectivePrefix[] = "COMM/";
+inline constexpr char kCommExposedKey[] = "COMM_EXPOSED";
+inline constexpr char kSyncKey[] = "SYNC";
+// A collective's key ("COMM/all_reduce/world").
+bool is_collective_key(std::string_view key) noexcept;
 
 // Which region keys mean what. Defaults: step BATCH, else the timed loader's
 // `iteration`; data_wait IO; h2d H2D; forward FORWARD and LOSS; backward
-// BACKWARD; optimizer OPTIMIZER; comm COMM.
+// BACKWARD; optimizer OPTIMIZER; comm COMM (and every COMM/ key: comm's
+// definition above); comm_exposed COMM_EXPOSED (and COMM); sync SYNC.
 struct KeyMap {
   std::vector<std::string> step_keys;  // the first one a rank recorded is its step
   std::array<std::vector<std::string>, kPhaseCount> phase_keys;  // kRest stays empty
@@ -117,9 +142,17 @@ struct Step {
   std::array<double, kPhaseCount> cpu_s{};
   std::array<double, kPhaseCount> gpu_s{};  // GPU-timed time of the phase's regions
 
+  // Communication's parts (comm's and comm_exposed's definitions above): the
+  // COMM rows (in rest's sum), the collectives' rows (COMM/...), COMM_EXPOSED.
+  double comm_waited_s = 0;
+  double collectives_s = 0;
+  double ddp_exposed_s = 0;
+
   double data_wait_s() const { return cpu_s[static_cast<std::size_t>(Phase::kDataWait)]; }
-  // The period beyond the measured CPU phases, >= 0.
+  // The period beyond the measured CPU phases that lie outside each other, >= 0.
   double rest_s() const;
+  // cpu_s[kComm] and cpu_s[kCommExposed] from the parts above.
+  void settle_comm();
 };
 // `step` with cpu_s[kRest] = rest_s().
 Step with_rest(Step step);
@@ -140,6 +173,19 @@ struct ImpossibleRow {
   std::int64_t duration_ns = 0;
   std::int64_t step = 0;
   double period_s = 0;
+};
+
+// One collective key's rows of a rank (COMM/<op>/<group>), in the order the
+// rank recorded them: the n-th row of a key is the same collective on every
+// rank (each rank enters a group's collectives in one order).
+struct CollectiveRows {
+  std::uint32_t key = 0;    // index into the reader's keys()
+  std::uint64_t count = 0;  // rows read
+  double seconds = 0;       // their summed time
+  // The last kKeptRows rows: (start Unix ns, duration ns); the first is the
+  // key's row number count - rows.size().
+  static constexpr std::size_t kKeptRows = 1024;
+  std::deque<std::pair<std::int64_t, std::int64_t>> rows;
 };
 
 struct RankSteps {
@@ -167,6 +213,8 @@ struct RankSteps {
   // last, of a rank without steps; read_steps: of the open step), one each.
   std::vector<std::vector<KeySum>> key_sums;
   std::vector<KeySum> unstepped;
+  // Per collective key, its rows (CPU), in the order first read.
+  std::vector<CollectiveRows> collectives;
   // The rank's process tree: resident MB, GPU memory MB summed over devices,
   // CPU in % of one core; by time (ms).
   std::vector<std::pair<std::int64_t, double>> rss_mb;
