@@ -12,7 +12,9 @@
 #include "trainscope/compare/run_pair.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace compare_cmd {
 
 constexpr char kDescription[] =
     "Compares B with A, each a run, a glob of runs or a folder of runs (repetitions:\n"
@@ -85,9 +87,10 @@ int run_pair(CommandLine& line, const std::vector<std::string>& commands,
   return kExitOk;
 }
 
-}  // namespace
+}  // namespace compare_cmd
 
 int compare_command(const std::vector<std::string>& args) {
+  using namespace compare_cmd;  // NOLINT(build/namespaces): this file's own names
   compare::CompareRequest request;
   std::vector<std::string> sides;
   bool json = false;

@@ -10,7 +10,9 @@
 #include "trainscope/diagnosis/diagnosis.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace diagnose_cmd {
 
 constexpr char kDescription[] =
     "Diagnoses a run, while it runs or after it ended: each step of each rank is\n"
@@ -37,9 +39,10 @@ constexpr char kFooter[] =
     "Exit status: 0 diagnosed (whatever the labels), 1 the run cannot be read,\n"
     "2 bad usage.\n";
 
-}  // namespace
+}  // namespace diagnose_cmd
 
 int diagnose_command(const std::vector<std::string>& args) {
+  using namespace diagnose_cmd;  // NOLINT(build/namespaces): this file's own names
   diagnosis::FollowOptions options;
   std::vector<std::string> runs;
   bool json = false;

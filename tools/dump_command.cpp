@@ -12,7 +12,9 @@
 #include "trainscope/launch/dump.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace dump_cmd {
 
 constexpr char kDumpDescription[] =
     "Asks every running rank of the run on this host to write its stacks into the run\n"
@@ -26,9 +28,10 @@ constexpr char kDumpFooter[] =
     "run it there. A finished run is said so.\n"
     "Exit status: 0 asked (or nothing to ask), 1 no run, 2 bad usage.\n";
 
-}  // namespace
+}  // namespace dump_cmd
 
 int dump_command(const std::vector<std::string>& args) {
+  using namespace dump_cmd;  // NOLINT(build/namespaces): this file's own names
   CommandLine line({"dump", "trainscope dump RUN", kDumpDescription, kDumpFooter});
   std::vector<std::string> run_dirs;
   line.add_positionals("RUN", &run_dirs, /*options_end_at_first=*/false);

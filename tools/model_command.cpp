@@ -18,7 +18,9 @@
 #include "trainscope/scaling/model_study.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace model_cmd {
 
 namespace sc = trainscope::scaling;
 
@@ -230,9 +232,10 @@ void print_error(const std::string& message) {
   }
 }
 
-}  // namespace
+}  // namespace model_cmd
 
 int model_command(const std::vector<std::string>& raw_args) {
+  using namespace model_cmd;  // NOLINT(build/namespaces): this file's own names
   CommandLine line(
       {"model", "trainscope model [options] INPUT...", kModelDescription, kModelFooter});
   int exit_code = kExitOk;

@@ -15,7 +15,9 @@
 #include "trainscope/report/report.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace report_cmd {
 
 constexpr char kReportDescription[] =
     "Writes one HTML file that opens offline in any browser (the charting library and the\n"
@@ -40,9 +42,10 @@ constexpr char kReportFooter[] =
     "(min and max per bucket, so no spike is lost).\n"
     "Exit status: 0 written, 1 an input could not be read or the page not written, 2 bad usage.\n";
 
-}  // namespace
+}  // namespace report_cmd
 
 int report_command(const std::vector<std::string>& argv) {
+  using namespace report_cmd;  // NOLINT(build/namespaces): this file's own names
   CommandLine line(
       {"report",
        "trainscope report <run-dir | sweep-dir | dir of runs | stalls-dir>... [-o page.html] "

@@ -20,7 +20,9 @@
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace run_cmd {
 
 constexpr char kRunDescription[] =
     "Runs <command> as a trainscope run: creates a run directory, records the\n"
@@ -244,9 +246,10 @@ std::optional<RunArgs> parse(const std::vector<std::string>& args, int* exit_cod
   return out;
 }
 
-}  // namespace
+}  // namespace run_cmd
 
 int run_command(const std::vector<std::string>& args) {
+  using namespace run_cmd;  // NOLINT(build/namespaces): this file's own names
   int exit_code = kExitOk;
   std::optional<RunArgs> parsed = parse(args, &exit_code);
   if (!parsed) return exit_code;

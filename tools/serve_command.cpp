@@ -11,7 +11,9 @@
 #include "trainscope/prometheus/endpoint.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace serve_cmd {
 
 constexpr char kDescription[] =
     "Serves the live metrics of every run under ROOT (default TRAINSCOPE_RUNS_ROOT,\n"
@@ -30,9 +32,10 @@ constexpr char kFooter[] =
     "Anything but GET /metrics is 404. Exit status: 0 stopped by a signal, 1 the\n"
     "port could not be bound (in use: said), 2 bad usage.\n";
 
-}  // namespace
+}  // namespace serve_cmd
 
 int serve_command(const std::vector<std::string>& args) {
+  using namespace serve_cmd;  // NOLINT(build/namespaces): this file's own names
   std::optional<prometheus::EndpointOptions> options;
   std::optional<std::string> labels;
   std::vector<std::string> roots;

@@ -15,7 +15,9 @@
 #include "trainscope/stalls/differential.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace stalls_cmd {
 
 using namespace trainscope::stalls;
 
@@ -156,9 +158,10 @@ int analyze_differential(const Args& args) {
   return kExitOk;
 }
 
-}  // namespace
+}  // namespace stalls_cmd
 
 int stalls_command(const std::vector<std::string>& raw_args) {
+  using namespace stalls_cmd;  // NOLINT(build/namespaces): this file's own names
   int exit_code = kExitOk;
   const std::optional<Args> args = parse(raw_args, &exit_code);
   if (!args) return exit_code;

@@ -20,7 +20,9 @@
 #include "trainscope/sweep/slurm.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace sweep_cmd {
 
 constexpr char kSweepDescription[] =
     "Runs every configuration of INPUT (radT's experiment CSV, a radT or W&B YAML\n"
@@ -199,9 +201,10 @@ int run_on_slurm(const sweep::Plan& plan, sweep::SweepOptions options, sweep::Sl
   return exit_code_of(*result);
 }
 
-}  // namespace
+}  // namespace sweep_cmd
 
 int sweep_command(const std::vector<std::string>& args) {
+  using namespace sweep_cmd;  // NOLINT(build/namespaces): this file's own names
   SweepArgs a;
   CommandLine line({"sweep",
                     "trainscope sweep [INPUT] [--grid K=V1,V2]... [options] [-- program...]",

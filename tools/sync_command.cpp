@@ -13,7 +13,9 @@
 #include "trainscope/run/sync.hpp"
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace sync_cmd {
 
 constexpr char kSyncDescription[] =
     "Uploads the run's params, tags, metrics and region times to an MLflow tracking\n"
@@ -78,9 +80,10 @@ void print_done(const SyncArgs& args, const MlflowConfig& config, const SyncStat
   }
 }
 
-}  // namespace
+}  // namespace sync_cmd
 
 int sync_command(const std::vector<std::string>& argv) {
+  using namespace sync_cmd;  // NOLINT(build/namespaces): this file's own names
   CommandLine line({"sync", "trainscope sync <run-dir> [--tracking-uri URI] [--experiment NAME]",
                     kSyncDescription, kSyncFooter});
   int exit_code = kExitOk;

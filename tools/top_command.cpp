@@ -34,7 +34,9 @@
 #include <langinfo.h>
 
 namespace trainscope::cli {
-namespace {
+// The command's own names: a named namespace, so that the tools compile as one
+// unit (TRAINSCOPE_UNITY_BUILD) without two commands' names meeting.
+namespace top_cmd {
 
 using top::TopLine;
 using top::TopSession;
@@ -266,9 +268,10 @@ int live(TopSession* session, double interval_s) {
   return kExitOk;
 }
 
-}  // namespace
+}  // namespace top_cmd
 
 int top_command(const std::vector<std::string>& raw_args) {
+  using namespace top_cmd;  // NOLINT(build/namespaces): this file's own names
   int exit_code = kExitOk;
   std::optional<Args> args = parse(raw_args, &exit_code);
   if (!args) return exit_code;

@@ -19,7 +19,7 @@
 namespace trainscope::diagnosis {
 namespace {
 
-using detail::Field;
+using trainscope::detail::Field;
 
 constexpr std::size_t kFramesShown = 3;
 
@@ -43,7 +43,7 @@ std::string frames_text(const DumpThread& t) {
 }  // namespace
 
 absl::StatusOr<RankDump> parse_dump(std::string_view text, std::string_view source) {
-  return detail::parse_document<RankDump>(text, source, "dump", [](const Field& f) {
+  return trainscope::detail::parse_document<RankDump>(text, source, "dump", [](const Field& f) {
     if (f["format"].string() != "trainscope.dump") f["format"].fail("not \"trainscope.dump\"");
     if (f["version"].int_at_least(1) != 1) f["version"].fail("version 1 is the one known");
     RankDump d;
@@ -68,7 +68,7 @@ absl::StatusOr<RankDump> parse_dump(std::string_view text, std::string_view sour
         const Field group = c["group"];
         try {
           one.group = group.string();
-        } catch (const detail::DocumentError&) {
+        } catch (const trainscope::detail::DocumentError&) {
           one.group = std::to_string(group.integer(0));
         }
         one.seq = c["seq"].integer(0);
@@ -96,7 +96,7 @@ std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::st
       continue;
     }
     const std::string path = entry.path().string();
-    absl::StatusOr<std::string> text = detail::read_whole_file(path);
+    absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
     if (!text.ok()) {
       if (notes)
         notes->push_back(

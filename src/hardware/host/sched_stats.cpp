@@ -33,7 +33,7 @@ bool next_number(std::string_view* text, std::uint64_t* value) {
 }
 
 // The whole file at `path` into `buffer` (capacity kept); false when it cannot be read.
-bool read_path(const std::string& path, std::string* buffer) {
+bool read_small_path(const std::string& path, std::string* buffer) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const absl::Status status = detail::read_small_fd(fd, path, buffer);
@@ -108,12 +108,12 @@ absl::Status ThreadSchedReader::read(const std::vector<pid_t>& pids, SchedDelta*
       if (!parse_tid(entry->d_name, &t.tid)) continue;
       path_ = fmt::format("{}/{}/task/{}/schedstat", proc_root_, pid, t.tid);
       SchedStat s;
-      if (!read_path(path_, &buffer_) || !parse_schedstat(buffer_, &s)) continue;  // exited
+      if (!read_small_path(path_, &buffer_) || !parse_schedstat(buffer_, &s)) continue;  // exited
       t.run_ns = s.run_ns;
       t.wait_ns = s.wait_ns;
       path_.resize(path_.size() - std::string_view("schedstat").size());
       path_ += "status";
-      if (read_path(path_, &buffer_)) parse_involuntary_switches(buffer_, &t.switches);
+      if (read_small_path(path_, &buffer_)) parse_involuntary_switches(buffer_, &t.switches);
       current_.push_back(t);
     }
     ::closedir(dir);
