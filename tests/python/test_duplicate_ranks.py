@@ -76,7 +76,7 @@ def test_four_processes_with_rank_0_record_one_rank_and_the_others_name_it(tmp_p
     (entry,) = _json(run_dir / "summary-0.json")["entries"]
     assert entry["count"] == REGIONS
     assert sorted(os.listdir(run_dir)) == sorted(
-        [".lock", "artifacts", "metrics-0.csv", "rank-0.json", "rank-0.lock", "regions-0.csv",
+        [".lock", "artifacts", "dump-0.txt", "metrics-0.csv", "rank-0.json", "rank-0.lock", "regions-0.csv",
          "run.json", "summary-0.json"])
 
 

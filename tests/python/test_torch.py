@@ -20,7 +20,8 @@ def test_reexports_everything_with_a_torch_cpu_gpu_timer():
     assert timer.CPUGPUTimer is not trainscope.CPUGPUTimer
     assert issubclass(timer.CPUGPUTimer, trainscope.CPUGPUTimer)
     # ... and adds the zero-code instrumentation (docs/auto.md).
-    assert set(timer.__all__) == set(trainscope.__all__) | {"instrument", "Instrumentation"}
+    assert set(timer.__all__) == set(trainscope.__all__) | {"instrument", "Instrumentation",
+                                                             "capture_on_anomaly"}
 
 
 def test_torch_timer_times_regions_like_the_base_one():
