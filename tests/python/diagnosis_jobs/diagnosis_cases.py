@@ -25,7 +25,7 @@ class Case:
     `margin_abs`, else relative)."""
 
     def __init__(self, name, script, args, label, kind=None, rank=None, truth=None, margin=None,
-                 margin_abs=False, ranks=1, absent=()):
+                 margin_abs=False, ranks=1, absent=(), auto=False):
         self.name = name
         self.script = script
         self.args = dict(args)
@@ -37,6 +37,7 @@ class Case:
         self.margin_abs = margin_abs
         self.ranks = ranks
         self.absent = tuple(absent)
+        self.auto = auto  # run under `trainscope run --auto` (a job with no trainscope in it)
 
     def argv(self, **overrides):
         args = dict(self.args, **overrides)
@@ -150,7 +151,7 @@ def job_env():
 
 def run_command(cli, case, root, **overrides):
     return [cli, "run", "--root", os.fspath(root), "--interval", str(SAMPLE_INTERVAL_S), "--name",
-            case.name, "--"] + case.argv(**overrides)
+            case.name] + (["--auto"] if case.auto else []) + ["--"] + case.argv(**overrides)
 
 
 def start(cli, case, root, **overrides):
