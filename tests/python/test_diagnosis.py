@@ -310,6 +310,33 @@ def test_the_detection_bench_prints_its_table(tmp_path):
     assert result["case"] == "drift" and "labels" in result, result
 
 
+def _processes_with(marker):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+@needs_cli
+@needs_torch
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_case_past_its_timeout_leaves_none_of_its_ranks_running(tmp_path):
+    """cases.run stops a job past its timeout through `trainscope run` (SIGTERM, passed on
+    to the ranks): killing only `trainscope run` left both ranks of a two-rank job running."""
+    steps = "987653"  # marks this job's processes
+    with pytest.raises(AssertionError, match="still running after"):
+        cases.run(CLI, cases.CASES["straggler_compute"], tmp_path, timeout=3, steps=steps)
+    left = _processes_with(f"--steps\0{steps}\0")
+    for pid in left:  # not to leave them to the next tests
+        os.kill(pid, 9)
+    assert not left, left
+
+
 @pytest.mark.skipif(not os.path.exists(BENCH), reason="runs from a repository checkout")
 def test_the_detection_bench_rates_and_false_alarms(tmp_path):
     """Its Wilson intervals (the textbook values for 0/20 and 20/20), and its tables from

@@ -6,6 +6,7 @@ bench/diagnosis_detection.py (each case N times: detection and false-alarm rates
 """
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -158,7 +159,7 @@ def start(cli, case, root, **overrides):
     """The case running under `trainscope run` (a Popen; output captured)."""
     return subprocess.Popen(run_command(cli, case, root, **overrides), cwd=JOBS_DIR,
                             env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)  # its group: killed whole
 
 
 def only_run(root):
@@ -175,8 +176,14 @@ def run(cli, case, root, timeout=180, **overrides):
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
-        out, err = process.communicate()
+        # SIGTERM: `trainscope run` passes it on to every process of the job and kills what
+        # is left after its --kill-after (10 s); a SIGKILL alone would leave the ranks running.
+        process.terminate()
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
         raise AssertionError(f"{case.name}: still running after {timeout} s:\n{err[-3000:]}")
     if process.returncode != 0:
         raise AssertionError(f"{case.name}: exit {process.returncode}:\n{err[-3000:]}")
