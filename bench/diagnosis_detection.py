@@ -315,7 +315,7 @@ def report(results, repeat):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--repeat", "--reps", dest="repeat", type=int, default=None,
                         help="runs of each case (default 20; 3 with --quick)")
     parser.add_argument("--quick", action="store_true",
