@@ -304,10 +304,74 @@ def test_the_detection_bench_prints_its_table(tmp_path):
                           timeout=180, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Detection on each case (1 runs each" in done.stdout, done.stdout
-    (row,) = [line for line in done.stdout.splitlines() if line.startswith("drift ")]
-    assert "THROUGHPUT-DRIFT" in row, done.stdout
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("| drift |")]
+    assert "| THROUGHPUT-DRIFT | far |" in row, done.stdout
     (result,) = json.loads((tmp_path / "runs.json").read_text(encoding="utf-8"))
     assert result["case"] == "drift" and "labels" in result, result
+
+
+def _processes_with(marker):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+@needs_cli
+@needs_torch
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_case_past_its_timeout_leaves_none_of_its_ranks_running(tmp_path):
+    """cases.run stops a job past its timeout through `trainscope run` (SIGTERM, passed on
+    to the ranks): killing only `trainscope run` left both ranks of a two-rank job running."""
+    steps = "987653"  # marks this job's processes
+    with pytest.raises(AssertionError, match="still running after"):
+        cases.run(CLI, cases.CASES["straggler_compute"], tmp_path, timeout=3, steps=steps)
+    left = _processes_with(f"--steps\0{steps}\0")
+    for pid in left:  # not to leave them to the next tests
+        os.kill(pid, 9)
+    assert not left, left
+
+
+@pytest.mark.skipif(not os.path.exists(BENCH), reason="runs from a repository checkout")
+def test_the_detection_bench_rates_and_false_alarms(tmp_path):
+    """Its Wilson intervals (the textbook values for 0/20 and 20/20), and its tables from
+    the runs of an earlier --json, run nothing: a label a job without a defect raises is
+    a false alarm, HOST-PRESSURE beside a burner is not, a failed run counts as missed."""
+    sys.path.insert(0, os.path.dirname(BENCH))
+    try:
+        import diagnosis_detection as bench  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.pop(0)
+    assert bench.wilson(0, 20)[0] == 0.0 and abs(bench.wilson(0, 20)[1] - 0.161) < 1e-3
+    assert abs(bench.wilson(20, 20)[0] - 0.839) < 1e-3 and bench.wilson(20, 20)[1] == 1.0
+
+    def label(name):
+        return {"name": name, "kind": "", "rank": None, "quantity": "q", "value": 0.5,
+                "low": 0.4, "high": 0.6, "threshold": 0.2}
+    runs = [{"case": "real_cpu", "rep": rep, "load1": 3.0, "detected": True, "numbers": True,
+             "value": 0.9, "threshold": 0.5, "wrong": [],
+             "labels": [label("COMPUTE-BOUND"), label("HOST-PRESSURE")] +
+                       ([label("INPUT-BOUND")] if rep == 0 else [])} for rep in range(2)]
+    runs += [{"case": "comm_2x", "rep": 0, "load1": 3.0, "error": "exit 1"},
+             {"case": "comm_2x", "rep": 1, "load1": 3.0, "detected": True, "numbers": True,
+              "value": 0.4, "threshold": 0.2, "wrong": [], "labels": [label("COMM-BOUND")]}]
+    (tmp_path / "runs.json").write_text(json.dumps(runs), encoding="utf-8")
+    done = subprocess.run([sys.executable, BENCH, "--cli", "unused", "--tables-from",
+                           str(tmp_path / "runs.json")], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    (comm,) = [line for line in lines if line.startswith("| comm_2x |")]
+    assert "| 1 | 1/2 = 50%" in comm and "| 2 |" in comm, comm
+    (real,) = [line for line in lines if line.startswith("| real_cpu |")]
+    assert "INPUT-BOUND 1/2 = 50%" in real and "HOST-PRESSURE 1/2" not in real, real
+    (summary,) = [line for line in lines if line.startswith("| INPUT-BOUND |")]
+    assert summary.endswith("| 1/2 = 50% [9, 91] |"), summary
 
 
 # ---------------------------------------------------------------------------

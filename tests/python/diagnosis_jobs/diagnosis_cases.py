@@ -6,6 +6,7 @@ bench/diagnosis_detection.py (each case N times: detection and false-alarm rates
 """
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ class Case:
     `margin_abs`, else relative)."""
 
     def __init__(self, name, script, args, label, kind=None, rank=None, truth=None, margin=None,
-                 margin_abs=False, ranks=1, absent=()):
+                 margin_abs=False, ranks=1, absent=(), auto=False):
         self.name = name
         self.script = script
         self.args = dict(args)
@@ -37,6 +38,7 @@ class Case:
         self.margin_abs = margin_abs
         self.ranks = ranks
         self.absent = tuple(absent)
+        self.auto = auto  # run under `trainscope run --auto` (a job with no trainscope in it)
 
     def argv(self, **overrides):
         args = dict(self.args, **overrides)
@@ -150,14 +152,14 @@ def job_env():
 
 def run_command(cli, case, root, **overrides):
     return [cli, "run", "--root", os.fspath(root), "--interval", str(SAMPLE_INTERVAL_S), "--name",
-            case.name, "--"] + case.argv(**overrides)
+            case.name] + (["--auto"] if case.auto else []) + ["--"] + case.argv(**overrides)
 
 
 def start(cli, case, root, **overrides):
     """The case running under `trainscope run` (a Popen; output captured)."""
     return subprocess.Popen(run_command(cli, case, root, **overrides), cwd=JOBS_DIR,
                             env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)  # its group: killed whole
 
 
 def only_run(root):
@@ -174,8 +176,14 @@ def run(cli, case, root, timeout=180, **overrides):
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
-        out, err = process.communicate()
+        # SIGTERM: `trainscope run` passes it on to every process of the job and kills what
+        # is left after its --kill-after (10 s); a SIGKILL alone would leave the ranks running.
+        process.terminate()
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
         raise AssertionError(f"{case.name}: still running after {timeout} s:\n{err[-3000:]}")
     if process.returncode != 0:
         raise AssertionError(f"{case.name}: exit {process.returncode}:\n{err[-3000:]}")
