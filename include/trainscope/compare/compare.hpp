@@ -199,8 +199,10 @@ struct CompareRequest {
 absl::StatusOr<Comparison> compare(const CompareRequest& request);
 
 // --fail-if-slower PCT: the rows that fail it (the selected keys', or the
-// overall row when none is selected): their interval's lower bound is above
-// 1 + PCT/100. Empty: pass.
+// overall row and the tokens/s row when none is selected): a time's interval's
+// lower bound is above 1 + PCT/100; a throughput's (kTokensPerSecond, and
+// kThroughput when selected: lower is slower) upper bound is below
+// 1 / (1 + PCT/100). Empty: pass.
 std::vector<std::string> failing_rows(const Comparison& comparison,
                                       const std::vector<std::string>& keys, double pct);
 
