@@ -230,6 +230,37 @@ TEST(CompareRunsTest, FewerTokensPerSecondFailTheGateAtTheSameStepTime) {
   EXPECT_TRUE(failing_rows(compared({a.string()}, {a2.string()}), {}, 0).empty());
 }
 
+// The ledger's MFU per step with work: FLOPs per step over the period and the
+// peak (here the CPU's measured one), the counted step left out.
+TEST(CompareRunsTest, MfuIsARowWhereBothSidesCountedTheirFlops) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.tokens = 1000;
+  const fs::path none = make_run(tmp.path() / "none", spec);
+  spec.params = {{"work/flops_per_step", "1e9"},
+                 {"work/flops_step", "3"},
+                 {"work/peak_flops", "1e12"},
+                 {"work/peak_source", "cpu GEMM probe"}};
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  spec.step_ms = 11;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const Row* mfu = row_named(c.pairs.at(0), kMfu);
+  ASSERT_NE(mfu, nullptr);
+  EXPECT_EQ(mfu->kind, SeriesKind::kMetric);
+  // 1e9 FLOPs in 10 ms of a 1e12 FLOP/s device: 0.1.
+  EXPECT_NEAR(mfu->stats.median_a, 0.1, 0.01);
+  EXPECT_EQ(verdict_name(*mfu), "lower");
+  EXPECT_NEAR(mfu->stats.ratio, 1 / 1.1, 0.02);
+  std::size_t mfu_steps = 0;
+  for (const Series& s : c.a.series)
+    if (s.name == kMfu) mfu_steps = s.runs.at(0).size();
+  EXPECT_EQ(mfu_steps, 399u);  // less the counted step
+  // A side without a FLOP count has no MFU: no row.
+  EXPECT_EQ(row_named(compared({none.string()}, {b.string()}).pairs.at(0), kMfu), nullptr);
+}
+
 // FORWARD timed twice a step, by the model and by the loss module: compared
 // per step (their sum), not as a mixture of both callers' calls.
 TEST(CompareRunsTest, AKeyWithTwoCallersComparesPerStep) {

@@ -38,6 +38,9 @@ inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of 
 inline constexpr char kDataWait[] = "data-wait";     // data wait (IO) over the step, per step
 // Tokens per second of each step with work (docs/ledger.md: work/tokens over the period).
 inline constexpr char kTokensPerSecond[] = "tokens/s";
+// The MFU of each step with work (docs/ledger.md: FLOPs per step over the period and
+// the device's peak), where the run counted its FLOPs and has a peak.
+inline constexpr char kMfu[] = "mfu";
 // The steps room's communication and sync phases, seconds per step (docs/steps.md).
 inline constexpr char kComm[] = "comm";
 inline constexpr char kCommExposed[] = "comm_exposed";
