@@ -58,9 +58,8 @@ def main():
             base.append(per_call_us(lambda: empty(torch, module, a, kw), args.calls))
             hook.append(per_call_us(lambda: work.batch(torch, module, a, kw), args.calls))
             work._samples, work._tokens = 0, 0  # pylint: disable=protected-access
-        print(f"   {name:20s} hook {statistics.median(hook):6.2f} us, empty call "
-              f"{statistics.median(base):5.2f} us: {statistics.median(hook) - statistics.median(base):6.2f} us "
-              f"a forward")
+        h, b = statistics.median(hook), statistics.median(base)
+        print(f"   {name:20s} hook {h:6.2f} us, empty call {b:5.2f} us: {h - b:6.2f} us a forward")
 
     if args.run:
         times = []
@@ -69,8 +68,8 @@ def main():
             start = time.perf_counter()
             ledger = trainscope.ledger(args.run)
             times.append(time.perf_counter() - start)
-        print(f"2. the reader (trainscope.ledger) on {args.run}: {ledger['steps']} steps with work, "
-              f"{statistics.median(times) * 1e3:.1f} ms (median of {args.rounds})")
+        print(f"2. the reader (trainscope.ledger) on {args.run}: {ledger['steps']} steps with "
+              f"work, {statistics.median(times) * 1e3:.1f} ms (median of {args.rounds})")
         print(f"   {ledger['line']}")
 
 

@@ -865,7 +865,8 @@ def test_the_diagnosis_shows_the_ledger_and_each_ranks_figures(tmp_path):
     """A run that recorded its tokens (issue 42): the page shows the ledger's line and a row
     per rank with its tokens/s, from the diagnosis document's typed ledger."""
     pytest.importorskip("torch")
-    from test_step_work import TOKENS, run_auto  # pylint: disable=import-error,import-outside-toplevel
+    # pylint: disable-next=import-error,import-outside-toplevel
+    from test_step_work import TOKENS, run_auto
     run_dir, _ = run_auto(tmp_path / "runs", [sys.executable, TOKENS, "-n", "20", "-s", "32"],
                           {"TRAINSCOPE_FLOPS": "off"})
     ledger = trainscope.ledger(run_dir)
