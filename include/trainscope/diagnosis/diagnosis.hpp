@@ -352,8 +352,11 @@ struct RankNow {
   double step_p50_s = stats::kNaN;
   double step_p95_s = stats::kNaN;
   double steps_per_s = stats::kNaN;
-  std::array<double, kPhaseCount> phase_share = {stats::kNaN, stats::kNaN, stats::kNaN, stats::kNaN,
-                                                 stats::kNaN, stats::kNaN, stats::kNaN};
+  std::array<double, kPhaseCount> phase_share = [] {
+    std::array<double, kPhaseCount> none;
+    none.fill(stats::kNaN);  // every phase, comm_exposed and sync too (issue 39)
+    return none;
+  }();
   // The rank's process tree, its latest readings (NaN: none): CPU in % of one
   // core, resident MB, GPU memory MB summed over devices.
   double cpu_pct = stats::kNaN;
