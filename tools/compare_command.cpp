@@ -142,8 +142,9 @@ int compare_command(const std::vector<std::string>& args) {
   bool no_warmup = false;
   line.add_flag("--no-warmup", "keep every step (no warm-up detection)", &no_warmup);
   line.add_value("--fail-if-slower", "PCT",
-                 "exit 1 when a selected key (or the overall step time) is slower by more than "
-                 "PCT percent with confidence: its interval's lower bound above 1 + PCT/100",
+                 "exit 1 when a selected key (or the overall step time, and tokens/s) is slower "
+                 "by more than PCT percent with confidence: a time's interval's lower bound above "
+                 "1 + PCT/100, a throughput's upper bound below 1 / (1 + PCT/100)",
                  [&](const std::string& v) {
                    fail_pct = number("--fail-if-slower", v, {0, 1e6, false, false});
                  });

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "py_ledger.hpp"
 #include "py_timers.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/launch/dump.hpp"
@@ -299,6 +300,14 @@ headline() is the labels in one line; to_json() the document
             return out;
           },
           "The anomaly captures: [{'rank', 'step' (the slow one), 'path' (in the run)}].")
+      .def_property_readonly(
+          "ledger",
+          [](const Diagnosis& d) -> py::object {
+            if (!d.ledger) return py::none();
+            return ledger_dict(*d.ledger);
+          },
+          "diagnose()'s efficiency ledger (docs/ledger.md): the dict of trainscope.ledger, "
+          "None when the run recorded no work.")
       .def("headline", &Diagnosis::headline,
            "The labels of the run scope (the window's while running) in one line.")
       .def(

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "py_ledger.hpp"
 #include "py_timers.hpp"
 #include "trainscope/export/perfetto_exporter.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
@@ -675,42 +676,7 @@ void RegisterRun(py::module_& m) {
         options.grams_co2_per_kwh = grams_co2_per_kwh;
         absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options);
         ThrowIfError(ledger.status());
-        py::list ranks;
-        for (const steps::RankLedger& r : ledger->ranks) {
-          py::dict row;
-          row["rank"] = r.rank;
-          row["steps"] = r.steps;
-          row["seconds"] = r.seconds;
-          row["samples"] = r.samples;
-          row["tokens"] = r.tokens;
-          row["samples_per_s"] = r.samples_per_s;
-          row["tokens_per_s"] = r.tokens_per_s;
-          row["achieved_flops"] = r.achieved_flops;
-          row["mfu"] = r.mfu;
-          ranks.append(row);
-        }
-        py::dict out;
-        out["ranks"] = ranks;
-        out["steps"] = ledger->steps;
-        out["samples_per_s"] = ledger->samples_per_s;
-        out["tokens_per_s"] = ledger->tokens_per_s;
-        out["flops_per_step"] = ledger->flops_per_step;
-        out["flops_source"] = ledger->flops_source;
-        out["achieved_flops"] = ledger->achieved_flops;
-        out["peak_flops"] = ledger->peak_flops;
-        out["peak_source"] = ledger->peak_source;
-        out["device"] = ledger->device;
-        out["dtype"] = ledger->dtype;
-        out["mfu"] = ledger->mfu;
-        out["seconds"] = ledger->seconds;
-        out["energy_j"] = ledger->energy_j;
-        out["energy_per_step_j"] = ledger->energy_per_step_j;
-        out["energy_per_1k_tokens_j"] = ledger->energy_per_1k_tokens_j;
-        out["cost"] = ledger->cost;
-        out["co2_g"] = ledger->co2_g;
-        out["notes"] = ledger->notes;
-        out["line"] = steps::format_ledger_line(*ledger);
-        return out;
+        return ledger_dict(*ledger);
       },
       py::arg("dir"), py::arg("peak_flops") = py::none(), py::arg("price_per_kwh") = py::none(),
       py::arg("price_per_hour") = py::none(), py::arg("grams_co2_per_kwh") = py::none(),

@@ -478,17 +478,26 @@ std::vector<std::string> failing_rows(const Comparison& comparison,
   std::vector<std::string> out;
   for (const Pair& pair : comparison.pairs) {
     const std::string where = pair.config.empty() ? "" : fmt::format(" [{}]", pair.config);
-    if (keys.empty()) {
-      if (pair.overall.stats.verdict != stats::Verdict::kInconclusiveContention &&
-          stats::fails_if_slower(pair.overall.stats, pct))
-        out.push_back(fmt::format("{}{}", pair.overall_basis, where));
-      continue;
-    }
-    for (const Row& row : pair.rows)
-      if (row.kind == SeriesKind::kRegion && wanted(keys, row.name) &&
-          row.stats.verdict != stats::Verdict::kInconclusiveContention &&
-          stats::fails_if_slower(row.stats, pct))
+    const auto decided = [](const Row& row) {
+      return row.stats.verdict != stats::Verdict::kInconclusiveContention;
+    };
+    // A throughput row (lower is slower): tokens/s by default, steps/s when selected.
+    const auto throughput = [&](const Row& row) {
+      return row.kind == SeriesKind::kMetric &&
+             (keys.empty() ? row.name == kTokensPerSecond
+                           : (row.name == kTokensPerSecond || row.name == kThroughput) &&
+                                 wanted(keys, row.name));
+    };
+    if (keys.empty() && decided(pair.overall) && stats::fails_if_slower(pair.overall.stats, pct))
+      out.push_back(fmt::format("{}{}", pair.overall_basis, where));
+    for (const Row& row : pair.rows) {
+      if (!decided(row)) continue;
+      if (throughput(row) && stats::fails_if_lower(row.stats, pct))
+        out.push_back(fmt::format("{}{}", row.name, where));
+      else if (!keys.empty() && row.kind == SeriesKind::kRegion && wanted(keys, row.name) &&
+               stats::fails_if_slower(row.stats, pct))
         out.push_back(fmt::format("{}{}{}", row.name, row.device == "GPU" ? " (GPU)" : "", where));
+    }
   }
   return out;
 }

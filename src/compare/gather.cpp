@@ -31,6 +31,7 @@
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/run/step_work.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/steps/steps.hpp"
 
 namespace trainscope::compare {
@@ -203,23 +204,32 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   if (std::vector<double> wait = combine_ranks(wait_shares, options.rank); !wait.empty())
     data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
   // Tokens per second of each step with work (the ledger's work/tokens, docs/ledger.md).
-  std::map<std::uint32_t, std::vector<double>> token_rates;
+  // And the MFU of each step with work (the ledger's, less the counted step).
+  std::map<std::uint32_t, std::vector<double>> token_rates, mfus;
+  const steps::MfuBasis mfu_basis = steps::mfu_basis(stepped->info);
   for (const steps::RankSteps& r : stepped->ranks) {
     if (r.history.empty()) continue;
     absl::StatusOr<Chunk<MetricPoint>> points = reader.read_metrics(r.rank);
     if (!points.ok()) continue;
     std::map<std::int64_t, double> tokens;
-    for (const MetricPoint& p : points->rows)
+    std::set<std::int64_t> worked;
+    for (const MetricPoint& p : points->rows) {
       if (p.key == kStepTokensMetric) tokens[p.step] += p.value;
-    if (tokens.empty()) continue;
+      if (p.key == kStepTokensMetric || p.key == kStepSamplesMetric) worked.insert(p.step);
+    }
     for (const steps::Step& s : r.history) {
       auto it = tokens.find(s.step);
       if (it != tokens.end() && s.steps == 1 && s.period_s > 0)
         token_rates[r.rank].push_back(it->second / s.period_s);
+      if (worked.count(s.step))
+        if (const double mfu = mfu_basis.step_mfu(s); std::isfinite(mfu))
+          mfus[r.rank].push_back(mfu);
     }
   }
   if (std::vector<double> rate = combine_ranks(token_rates, options.rank); !rate.empty())
     data.series[SeriesId{SeriesKind::kMetric, kTokensPerSecond, ""}] = std::move(rate);
+  if (std::vector<double> mfu = combine_ranks(mfus, options.rank); !mfu.empty())
+    data.series[SeriesId{SeriesKind::kMetric, kMfu, ""}] = std::move(mfu);
   for (std::size_t i = 0; i < kTimedPhases.size(); ++i) {
     if (std::vector<double> v = combine_ranks(phase_times[i], options.rank); !v.empty())
       data.series[SeriesId{SeriesKind::kMetric, kTimedPhases[i].second, ""}] = std::move(v);
@@ -231,6 +241,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   wanted.erase(kThroughput);
   wanted.erase(kDataWait);
   wanted.erase(kTokensPerSecond);
+  wanted.erase(kMfu);
   for (const auto& [phase, name] : kTimedPhases) wanted.erase(name);
   std::map<std::string, std::map<std::uint32_t, std::vector<MetricPoint>>> rank_points;
   if (!wanted.empty()) {

@@ -159,6 +159,78 @@ Scope scope_from(const Field& f) {
   return s;
 }
 
+// The ledger (trainscope/steps/ledger.hpp): its figures by their names, NaN as null.
+ojson ledger_json(const steps::Ledger& l) {
+  ojson ranks = ojson::array();
+  for (const steps::RankLedger& r : l.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"steps", r.steps},
+                     {"seconds", num(r.seconds)},
+                     {"samples", num(r.samples)},
+                     {"tokens", num(r.tokens)},
+                     {"samples_per_s", num(r.samples_per_s)},
+                     {"tokens_per_s", num(r.tokens_per_s)},
+                     {"achieved_flops", num(r.achieved_flops)},
+                     {"mfu", num(r.mfu)}});
+  }
+  return {{"steps", l.steps},
+          {"samples_per_s", num(l.samples_per_s)},
+          {"tokens_per_s", num(l.tokens_per_s)},
+          {"flops_per_step", num(l.flops_per_step)},
+          {"flops_source", l.flops_source},
+          {"achieved_flops", num(l.achieved_flops)},
+          {"peak_flops", num(l.peak_flops)},
+          {"peak_source", l.peak_source},
+          {"device", l.device},
+          {"dtype", l.dtype},
+          {"mfu", num(l.mfu)},
+          {"seconds", num(l.seconds)},
+          {"energy_j", num(l.energy_j)},
+          {"energy_per_step_j", num(l.energy_per_step_j)},
+          {"energy_per_1k_tokens_j", num(l.energy_per_1k_tokens_j)},
+          {"cost", num(l.cost)},
+          {"co2_g", num(l.co2_g)},
+          {"notes", l.notes},
+          {"ranks", std::move(ranks)},
+          {"line", steps::format_ledger_line(l)}};
+}
+
+steps::Ledger ledger_from(const Field& f) {
+  steps::Ledger l;
+  for (const Field& r : f["ranks"].items()) {
+    steps::RankLedger row;
+    row.rank = u32_from(r["rank"]);
+    row.steps = r["steps"].unsigned_integer();
+    row.seconds = r["seconds"].number();
+    row.samples = r["samples"].number();
+    row.tokens = r["tokens"].number();
+    row.samples_per_s = r["samples_per_s"].number();
+    row.tokens_per_s = r["tokens_per_s"].number();
+    row.achieved_flops = r["achieved_flops"].number();
+    row.mfu = r["mfu"].number();
+    l.ranks.push_back(row);
+  }
+  l.steps = f["steps"].unsigned_integer();
+  l.samples_per_s = f["samples_per_s"].number();
+  l.tokens_per_s = f["tokens_per_s"].number();
+  l.flops_per_step = f["flops_per_step"].number();
+  l.flops_source = f["flops_source"].string();
+  l.achieved_flops = f["achieved_flops"].number();
+  l.peak_flops = f["peak_flops"].number();
+  l.peak_source = f["peak_source"].string();
+  l.device = f["device"].string();
+  l.dtype = f["dtype"].string();
+  l.mfu = f["mfu"].number();
+  l.seconds = f["seconds"].number();
+  l.energy_j = f["energy_j"].number();
+  l.energy_per_step_j = f["energy_per_step_j"].number();
+  l.energy_per_1k_tokens_j = f["energy_per_1k_tokens_j"].number();
+  l.cost = f["cost"].number();
+  l.co2_g = f["co2_g"].number();
+  l.notes = f["notes"].strings();
+  return l;
+}
+
 Diagnosis from_document(const Field& root) {
   const std::string format = root["format"].string();
   if (format != kFormat) root["format"].fail(fmt::format("'{}', not {}", format, kFormat));
@@ -242,6 +314,7 @@ Diagnosis from_document(const Field& root) {
     d.auto_found.steps = (*found)["steps"].string();
     d.auto_found.found = (*found)["found"].string();
   }
+  if (const std::optional<Field> ledger = root.find("ledger")) d.ledger = ledger_from(*ledger);
   if (const std::optional<Field> captures = root.find("captures")) {
     for (const Field& c : captures->items()) {
       d.captures.push_back(Capture{u32_from(c["rank"]), c["step"].integer(0), c["path"].string()});
@@ -366,6 +439,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                {"run", scope_json(d.run)},
                {"keys", std::move(keys)},
                {"host_now", std::move(hosts)}};
+  if (d.ledger) doc["ledger"] = ledger_json(*d.ledger);  // diagnose_run's (docs/ledger.md)
   if (!d.captures.empty()) {  // anomaly captures (trainscope/diagnosis/hang.hpp)
     ojson captures = ojson::array();
     for (const Capture& c : d.captures) {
@@ -409,7 +483,7 @@ std::string format_diagnosis(const Diagnosis& d) {
         "are captured in {}\n",
         c.rank, c.step, c.path);
   }
-  if (!d.ledger.empty()) out += d.ledger + "\n";
+  if (d.ledger) out += steps::format_ledger_line(*d.ledger) + "\n";
   for (const KeyRow& k : d.keys) {
     if (!k.callers.empty() && k.device == Device::kCPU) {
       out += fmt::format(

@@ -367,7 +367,10 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   // The ledger (its own read: rates over every step with work, docs/ledger.md).
   if (absl::StatusOr<RunReader> reader = RunReader::Open(run_dir); reader.ok()) {
     absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options.ledger);
-    if (ledger.ok() && !ledger->ranks.empty()) out.ledger = steps::format_ledger_line(*ledger);
+    if (ledger.ok() && !ledger->ranks.empty()) {
+      note_ledger(out.run, *ledger, options.thresholds);
+      out.ledger = std::move(*ledger);
+    }
   }
   return out;
 }

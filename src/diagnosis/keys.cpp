@@ -32,6 +32,8 @@ const std::vector<ThresholdInfo>& threshold_table() {
        "above this"},
       {"comm_bound_share", &Thresholds::comm_bound_share,
        "COMM-BOUND when the communication the step waits for (comm_exposed) is above this"},
+      {"mfu_low", &Thresholds::mfu_low,
+       "COMPUTE-BOUND notes a low MFU when the ledger's is below this share of the peak"},
       {"straggler_lag_share", &Thresholds::straggler_lag_share,
        "STRAGGLER when a rank lags the others by more than this share of the step"},
       {"straggler_min_lag_s", &Thresholds::straggler_min_lag_s,

@@ -276,7 +276,8 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
   per_rank(
       &w, runs, "trainscope_step_phase_ratio", "gauge",
       "Each phase's share of the rank's step time over its window (data_wait, h2d, "
-      "forward, backward, optimizer, comm, rest); a phase the rank does not time is absent.",
+      "forward, backward, optimizer, comm, comm_exposed, sync, rest); a phase the rank does "
+      "not time is absent.",
       [](const RankNow& rank, const RankEmit& emit) {
         for (std::size_t p = 0; p < diagnosis::kPhaseCount; ++p) {
           emit({{"phase", std::string(diagnosis::phase_name(static_cast<diagnosis::Phase>(p)))}},

@@ -322,6 +322,11 @@ bool fails_if_slower(const Comparison& comparison, double pct) {
   return std::isfinite(comparison.low) && std::isfinite(pct) && comparison.low > 1 + pct / 100;
 }
 
+bool fails_if_lower(const Comparison& comparison, double pct) {
+  return std::isfinite(comparison.high) && std::isfinite(pct) && pct >= 0 &&
+         comparison.high < 1 / (1 + pct / 100);
+}
+
 absl::StatusOr<Comparison> compare_steps(const std::vector<double>& a, const std::vector<double>& b,
                                          const CompareOptions& options) {
   if (absl::Status s = check_options(options); !s.ok()) return s;

@@ -255,6 +255,24 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
   return out;
 }
 
+MfuBasis mfu_basis(const RunInfo& info, const LedgerOptions& options) {
+  MfuBasis out;
+  if (std::optional<double> flops = number_param(info.params, kStepFlopsParam); flops && *flops > 0)
+    out.flops_per_step = *flops;
+  if (std::optional<double> step = number_param(info.params, kStepFlopsStepParam))
+    out.counted_step = static_cast<std::int64_t>(std::llround(*step));
+  std::vector<std::string> notes;
+  out.peak_flops = peak_of(info, options, notes).first;
+  return out;
+}
+
+double MfuBasis::step_mfu(const Step& step) const {
+  if (!(step.period_s > 0) || !std::isfinite(flops_per_step) || !(peak_flops > 0)) return kNoRate;
+  if (counted_step && *counted_step >= step.step && *counted_step < step.step + step.steps)
+    return kNoRate;
+  return flops_per_step * static_cast<double>(step.steps) / step.period_s / peak_flops;
+}
+
 absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options) {
   absl::StatusOr<RunSteps> steps = read_steps(reader);
   if (!steps.ok()) return steps.status();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/stats/stats_format.hpp"
@@ -52,6 +53,7 @@ struct RunSpec {
   // the step; and the model's FORWARD (half the step) slower by model_factor.
   double loss_forward_share = 0;
   double model_factor = 1;
+  double tokens = 0;  // > 0: the ledger's work/tokens metric, this many each step
 };
 
 fs::path make_run(const fs::path& dir, const RunSpec& spec) {
@@ -101,6 +103,12 @@ fs::path make_run(const fs::path& dir, const RunSpec& spec) {
       t += ns;
     }
     write_file(dir / ("regions-" + std::to_string(r) + ".csv"), rows, /*append=*/true);
+    if (spec.tokens > 0) {
+      std::string work;
+      for (int i = 0; i < spec.steps; ++i)
+        work += fmt::format("work/tokens,{},{},{},{}\n", spec.tokens, i, 1'000'000 + i, r);
+      write_file(dir / ("metrics-" + std::to_string(r) + ".csv"), work, /*append=*/true);
+    }
   }
   if (spec.other_cpu_pct >= 0) {
     // The host (h) 2 cores; the job uses one core (100%), others the rest.
@@ -182,6 +190,9 @@ TEST(CompareRunsTest, ATenPercentSlowdownIsSlowerWithAnIntervalAroundIt) {
   EXPECT_THAT(failing_rows(c, {}, 5), ::testing::ElementsAre("step time (BATCH)"));
   EXPECT_TRUE(failing_rows(c, {}, 15).empty());
   EXPECT_THAT(failing_rows(c, {"FORWARD"}, 5), ::testing::ElementsAre("FORWARD"));
+  // Steps/s is a throughput: selected, it fails when it is lower by more than PCT.
+  EXPECT_THAT(failing_rows(c, {kThroughput}, 5), ::testing::ElementsAre(kThroughput));
+  EXPECT_TRUE(failing_rows(c, {kThroughput}, 15).empty());
   // Throughput falls: its verdict is "lower", its ratio the inverse.
   const Row* tp = row_named(c.pairs[0], kThroughput);
   ASSERT_NE(tp, nullptr);
@@ -191,6 +202,63 @@ TEST(CompareRunsTest, ATenPercentSlowdownIsSlowerWithAnIntervalAroundIt) {
   EXPECT_EQ(c.pairs[0].rows.back().name, kDataWait);
   const std::string text = format_comparison(c);
   EXPECT_THAT(text, HasSubstr("overall (step time (BATCH)): slower  +"));
+}
+
+// Fewer tokens in steps of the same time: the step time is the same, the
+// tokens/s row lower, and --fail-if-slower fails on it (issue 42).
+TEST(CompareRunsTest, FewerTokensPerSecondFailTheGateAtTheSameStepTime) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.tokens = 1000;
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  const fs::path a2 = make_run(tmp.path() / "a2", spec);
+  spec.tokens = 900;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  EXPECT_EQ(verdict_name(c.pairs.at(0).overall), "same");
+  const Row* tokens = row_named(c.pairs[0], kTokensPerSecond);
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_EQ(verdict_name(*tokens), "lower");
+  EXPECT_NEAR(tokens->stats.ratio, 0.9, 0.02);
+  EXPECT_THAT(failing_rows(c, {}, 5), ::testing::ElementsAre(kTokensPerSecond));
+  EXPECT_TRUE(failing_rows(c, {}, 15).empty());
+  EXPECT_THAT(failing_rows(c, {kTokensPerSecond}, 5), ::testing::ElementsAre(kTokensPerSecond));
+  EXPECT_TRUE(failing_rows(c, {"FORWARD"}, 5).empty());
+  // More tokens, or the same, never fail it.
+  EXPECT_TRUE(failing_rows(compared({b.string()}, {a.string()}), {}, 0).empty());
+  EXPECT_TRUE(failing_rows(compared({a.string()}, {a2.string()}), {}, 0).empty());
+}
+
+// The ledger's MFU per step with work: FLOPs per step over the period and the
+// peak (here the CPU's measured one), the counted step left out.
+TEST(CompareRunsTest, MfuIsARowWhereBothSidesCountedTheirFlops) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.tokens = 1000;
+  const fs::path none = make_run(tmp.path() / "none", spec);
+  spec.params = {{"work/flops_per_step", "1e9"},
+                 {"work/flops_step", "3"},
+                 {"work/peak_flops", "1e12"},
+                 {"work/peak_source", "cpu GEMM probe"}};
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  spec.step_ms = 11;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison c = compared({a.string()}, {b.string()});
+  const Row* mfu = row_named(c.pairs.at(0), kMfu);
+  ASSERT_NE(mfu, nullptr);
+  EXPECT_EQ(mfu->kind, SeriesKind::kMetric);
+  // 1e9 FLOPs in 10 ms of a 1e12 FLOP/s device: 0.1.
+  EXPECT_NEAR(mfu->stats.median_a, 0.1, 0.01);
+  EXPECT_EQ(verdict_name(*mfu), "lower");
+  EXPECT_NEAR(mfu->stats.ratio, 1 / 1.1, 0.02);
+  std::size_t mfu_steps = 0;
+  for (const Series& s : c.a.series)
+    if (s.name == kMfu) mfu_steps = s.runs.at(0).size();
+  EXPECT_EQ(mfu_steps, 399u);  // less the counted step
+  // A side without a FLOP count has no MFU: no row.
+  EXPECT_EQ(row_named(compared({none.string()}, {b.string()}).pairs.at(0), kMfu), nullptr);
 }
 
 // FORWARD timed twice a step, by the model and by the loss module: compared

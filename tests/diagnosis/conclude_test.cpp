@@ -181,6 +181,40 @@ TEST(Conclude, ComputeBoundAdviceFitsTheDevices) {
   EXPECT_THAT(gpu.find(LabelName::kComputeBound)->next_step, ::testing::HasSubstr("--nsys"));
 }
 
+TEST(Conclude, ALowMfuIsSaidOnComputeBound) {
+  // Issue 42: the ledger's MFU below mfu_low on a compute-bound job.
+  Inputs in = one_rank(Shape{.forward = 0.004, .backward = 0.004});
+  Scope scope = conclude(in, Thresholds{}, "run");
+  ASSERT_NE(scope.find(LabelName::kComputeBound), nullptr);
+  const std::string evidence = scope.find(LabelName::kComputeBound)->evidence;
+  steps::Ledger ledger;
+  ledger.mfu = 0.12;
+  ledger.peak_source = "H100 bf16 dense";
+  ledger.device = "NVIDIA H100 80GB HBM3";
+  note_ledger(scope, ledger, Thresholds{});
+  const Label* compute = scope.find(LabelName::kComputeBound);
+  EXPECT_EQ(compute->evidence, evidence + "; MFU 12.0% of H100 bf16 dense (below mfu_low 30%)");
+  EXPECT_THAT(compute->next_step, ::testing::HasSubstr("far from the device's peak"));
+  EXPECT_THAT(compute->next_step, ::testing::HasSubstr("bf16"));
+  // At or above the threshold, without an MFU, or on another label: nothing.
+  Thresholds low;
+  low.mfu_low = 0.10;
+  Scope again = conclude(in, Thresholds{}, "run");
+  note_ledger(again, ledger, low);
+  ledger.mfu = steps::kNoRate;
+  note_ledger(again, ledger, Thresholds{});
+  EXPECT_EQ(again.find(LabelName::kComputeBound)->evidence, evidence);
+  Scope input =
+      conclude(one_rank(Shape{.data_wait = 0.006, .forward = 0.002}), Thresholds{}, "run");
+  ASSERT_EQ(input.find(LabelName::kComputeBound), nullptr);
+  const std::vector<Label> before = input.labels;
+  ledger.mfu = 0.01;
+  note_ledger(input, ledger, Thresholds{});
+  ASSERT_EQ(input.labels.size(), before.size());
+  for (std::size_t i = 0; i < before.size(); ++i)
+    EXPECT_EQ(input.labels[i].evidence, before[i].evidence);
+}
+
 TEST(Conclude, InputBoundWithTheBuiltInShare) {
   // 40% data wait.
   const Scope s = conclude(

@@ -1,6 +1,7 @@
 // The diagnosis document: the writer's output reads back the same through the
 // one reader, errors name the source and the key, and the texts carry the
 // labels, evidence and next steps.
+#include <cmath>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -13,6 +14,7 @@ namespace trainscope::diagnosis {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Diagnosis sample() {
   Diagnosis d;
@@ -131,6 +133,48 @@ TEST(Document, RoundTripsThroughTheOneReader) {
                               "HOST-PRESSURE(h2)\""));
 }
 
+TEST(Document, TheLedgerIsTypedInTheDocument) {
+  // Issue 42: diagnose_run's ledger was a line, not in the document.
+  Diagnosis d = sample();
+  EXPECT_THAT(diagnosis_json(d, 1), Not(HasSubstr("\"ledger\"")));
+  steps::Ledger l;
+  l.steps = 30;
+  l.samples_per_s = 84.2;
+  l.tokens_per_s = 2810;
+  l.flops_per_step = 5e8;
+  l.flops_source = "FlopCounterMode";
+  l.achieved_flops = 4.27e10;
+  l.peak_flops = 5.35e10;
+  l.peak_source = "cpu GEMM probe";
+  l.device = "cpu";
+  l.dtype = "fp32";
+  l.mfu = 0.798;
+  l.notes = {"energy: no RAPL energy: /sys/class/powercap does not exist"};
+  steps::RankLedger r;
+  r.rank = 1;
+  r.steps = 30;
+  r.seconds = 0.5;
+  r.samples = 42;
+  r.samples_per_s = 84;
+  r.mfu = 0.798;
+  l.ranks = {r};
+  d.ledger = l;
+  const std::string text = diagnosis_json(d, 1);
+  EXPECT_THAT(text, HasSubstr("\"line\": \"ledger: "));
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(text, "d.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->ledger.has_value());
+  EXPECT_EQ(back->ledger->tokens_per_s, 2810);
+  EXPECT_EQ(back->ledger->mfu, 0.798);
+  EXPECT_EQ(back->ledger->peak_source, "cpu GEMM probe");
+  EXPECT_TRUE(std::isnan(back->ledger->energy_j));
+  ASSERT_EQ(back->ledger->ranks.size(), 1u);
+  EXPECT_EQ(back->ledger->ranks[0].rank, 1u);
+  EXPECT_TRUE(std::isnan(back->ledger->ranks[0].tokens_per_s));
+  EXPECT_EQ(diagnosis_json(*back, 1), text);
+  EXPECT_THAT(format_diagnosis(*back), HasSubstr(steps::format_ledger_line(l)));
+}
+
 TEST(Document, ReadsAFileAndNamesItInErrors) {
   testing::TempDir tmp;
   const std::string path = tmp.file("d.json");
@@ -215,8 +259,10 @@ TEST(Keys, ThresholdsByName) {
   EXPECT_THAT(t.set("nope", 1).message(), HasSubstr("unknown threshold 'nope'"));
   EXPECT_THAT(t.set("min_steps", -1).message(), HasSubstr(">= 0"));
   EXPECT_THAT(t.set("min_steps=abc").message(), HasSubstr("expected NAME=NUMBER"));
-  // + hang_factor, hang_min_s, host_pressure_contention_share, comm_bound_share
-  EXPECT_EQ(threshold_table().size(), 20u);
+  // + hang_factor, hang_min_s, host_pressure_contention_share, comm_bound_share, mfu_low
+  EXPECT_EQ(threshold_table().size(), 21u);
+  ASSERT_TRUE(t.set("mfu_low=0.4").ok());
+  EXPECT_EQ(t.mfu_low, 0.4);
   ASSERT_TRUE(t.set("host_pressure_contention_share=0.2").ok());
   EXPECT_EQ(t.host_pressure_contention_share, 0.2);
   for (const ThresholdInfo& info : threshold_table()) EXPECT_FALSE(info.meaning.empty());

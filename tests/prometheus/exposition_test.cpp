@@ -128,6 +128,21 @@ TEST(Exposition, PerRankValuesInBaseUnitsWithTheirLabels) {
   EXPECT_THAT(text, HasSubstr("gpu=\"3\"} 80000000000\n"));
 }
 
+TEST(Exposition, ARankThatTimesNoPhaseHasNoPhaseSample) {
+  // Issue 42: RankNow's phase shares began NaN for 7 of the 9 phases; sync and
+  // rest read 0, shown as timed.
+  RunMetrics run = sample_run();
+  for (RankNow& r : run.diagnosis.ranks) r.phase_share = RankNow{}.phase_share;
+  const std::string text = exposition({run});
+  EXPECT_THAT(text, Not(HasSubstr("trainscope_step_phase_ratio{")));
+  // comm_exposed and sync where timed.
+  run.diagnosis.ranks[0].phase_share[static_cast<std::size_t>(Phase::kCommExposed)] = 0.125;
+  run.diagnosis.ranks[0].phase_share[static_cast<std::size_t>(Phase::kSync)] = 0.0625;
+  const std::string timed = exposition({run});
+  EXPECT_THAT(timed, HasSubstr(R"(phase="comm_exposed"} 0.125)"));
+  EXPECT_THAT(timed, HasSubstr(R"(phase="sync"} 0.0625)"));
+}
+
 TEST(Exposition, RunStatusDiagnosisAndStraggler) {
   const std::string text = exposition({sample_run()});
   const std::string run = R"(run="0123abcd",run_name="base \"a\"\\b",lr="0.1",batch_size="")";

@@ -859,3 +859,24 @@ def test_the_diagnosis_shows_how_long_the_job_waited_for_a_cpu(tmp_path):
     assert contention["share"] == pytest.approx(0.4) and contention["readings"] == 5
     dom_text, console = browse(out, tmp_path)
     assert "waited for a CPU" in dom_text and "40.0%" in dom_text.split("waited for a CPU")[1][:400]
+
+
+def test_the_diagnosis_shows_the_ledger_and_each_ranks_figures(tmp_path):
+    """A run that recorded its tokens (issue 42): the page shows the ledger's line and a row
+    per rank with its tokens/s, from the diagnosis document's typed ledger."""
+    pytest.importorskip("torch")
+    # pylint: disable-next=import-error,import-outside-toplevel
+    from test_step_work import TOKENS, run_auto
+    run_dir, _ = run_auto(tmp_path / "runs", [sys.executable, TOKENS, "-n", "20", "-s", "32"],
+                          {"TRAINSCOPE_FLOPS": "off"})
+    ledger = trainscope.ledger(run_dir)
+    out = tmp_path / "ledger.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["diagnosis"]["ledger"]["line"] == ledger["line"]
+    dom_text, console = browse(out, tmp_path)
+    check_rendered(dom_text, console, run_charts(data))
+    assert 'id="diagnosis-ledger"' in dom_text and ledger["line"] in dom_text, dom_text[:2000]
+    shown = [float(v) for v in re.findall(r'data-value="([^"]+)" data-field="tokens_per_s"',
+                                          dom_text)]
+    assert shown == pytest.approx([r["tokens_per_s"] for r in ledger["ranks"]], rel=1e-12)

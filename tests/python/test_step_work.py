@@ -150,6 +150,17 @@ def test_tokens_per_second_match_the_scripts_own_count(tmp_path):
     line = next(text for text in done.stdout.splitlines() if text.startswith("ledger: "))
     assert line == ledger["line"]
     assert "tokens/s" in line and "FLOPs" in line, line
+    # ... and the diagnosis holds it typed: Python's and the JSON document's (issue 42).
+    typed = trainscope.diagnose(run_dir).ledger
+    assert typed["line"] == ledger["line"] and typed["steps"] == ledger["steps"]
+    assert typed["tokens_per_s"] == pytest.approx(ledger["tokens_per_s"])
+    done = subprocess.run([CLI, "diagnose", run_dir, "--json"], capture_output=True, text=True,
+                          timeout=120, check=True)
+    document = json.loads(done.stdout)["ledger"]
+    assert document["line"] == ledger["line"]
+    assert document["tokens_per_s"] == pytest.approx(ledger["tokens_per_s"])
+    assert document["mfu"] is None  # FLOPs not counted
+    assert [r["rank"] for r in document["ranks"]] == [r["rank"] for r in ledger["ranks"]]
 
 
 @needs_cli

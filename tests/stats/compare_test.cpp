@@ -101,6 +101,18 @@ TEST(CompareVerdict, FailIfSlowerNeedsTheLowerBound) {
   EXPECT_FALSE(fails_if_slower(c, 0));
 }
 
+TEST(CompareVerdict, FailIfLowerIsTheInverseGateForAThroughput) {
+  Comparison c;
+  EXPECT_FALSE(fails_if_lower(c, 5));  // no interval
+  c.low = 0.80;
+  c.high = 0.95;  // below 1/1.03, not below 1/1.06
+  EXPECT_TRUE(fails_if_lower(c, 3));
+  EXPECT_FALSE(fails_if_lower(c, 6));
+  EXPECT_TRUE(fails_if_lower(c, 0));
+  c.high = 1.01;
+  EXPECT_FALSE(fails_if_lower(c, 0));
+}
+
 TEST(CompareStudentT, QuantilesMatchTables) {
   EXPECT_NEAR(student_t_quantile(0.975, 1), 12.7062, 1e-4);
   EXPECT_NEAR(student_t_quantile(0.975, 2), 4.3027, 1e-4);

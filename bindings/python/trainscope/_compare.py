@@ -165,9 +165,10 @@ def _frame(result, pd):
 
 def failing_rows(comparison, pct, keys=None):
     """`--fail-if-slower PCT` on a compare() result: the quantities slower than PCT percent
-    with confidence (their interval's lower bound above 1 + PCT/100): the given region keys,
-    else the overall step time. An empty list passes; noise (an inconclusive or `same`
-    comparison) never fails."""
+    with confidence (a time's interval's lower bound above 1 + PCT/100; a throughput's,
+    `tokens/s` or `throughput`, upper bound below 1 / (1 + PCT/100)): the given keys, else
+    the overall step time and the `tokens/s` row. An empty list passes; noise (an
+    inconclusive or `same` comparison) never fails."""
     keys = [keys] if isinstance(keys, str) else list(keys or [])
     typed = _core._parse_comparison(comparison.attrs["document"])
     return list(_core._failing_rows(typed, keys, float(pct)))

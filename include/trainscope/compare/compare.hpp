@@ -38,6 +38,9 @@ inline constexpr char kThroughput[] = "throughput";  // steps/s: the inverse of 
 inline constexpr char kDataWait[] = "data-wait";     // data wait (IO) over the step, per step
 // Tokens per second of each step with work (docs/ledger.md: work/tokens over the period).
 inline constexpr char kTokensPerSecond[] = "tokens/s";
+// The MFU of each step with work (docs/ledger.md: FLOPs per step over the period and
+// the device's peak), where the run counted its FLOPs and has a peak.
+inline constexpr char kMfu[] = "mfu";
 // The steps room's communication and sync phases, seconds per step (docs/steps.md).
 inline constexpr char kComm[] = "comm";
 inline constexpr char kCommExposed[] = "comm_exposed";
@@ -199,8 +202,10 @@ struct CompareRequest {
 absl::StatusOr<Comparison> compare(const CompareRequest& request);
 
 // --fail-if-slower PCT: the rows that fail it (the selected keys', or the
-// overall row when none is selected): their interval's lower bound is above
-// 1 + PCT/100. Empty: pass.
+// overall row and the tokens/s row when none is selected): a time's interval's
+// lower bound is above 1 + PCT/100; a throughput's (kTokensPerSecond, and
+// kThroughput when selected: lower is slower) upper bound is below
+// 1 / (1 + PCT/100). Empty: pass.
 std::vector<std::string> failing_rows(const Comparison& comparison,
                                       const std::vector<std::string>& keys, double pct);
 

@@ -73,6 +73,9 @@ struct Thresholds {
   // COMM-BOUND: the communication the step waits for (comm_exposed) over the
   // step, its interval wholly above.
   double comm_bound_share = 0.20;
+  // COMPUTE-BOUND's note (diagnose_run, from the ledger): the run's MFU below
+  // this share of the device's peak (docs/ledger.md).
+  double mfu_low = 0.30;
   // STRAGGLER: a rank's lag behind the median of the other ranks in one phase
   // group (input or compute), its interval wholly above this share of the step
   // and above straggler_min_lag_s.
@@ -349,8 +352,11 @@ struct RankNow {
   double step_p50_s = stats::kNaN;
   double step_p95_s = stats::kNaN;
   double steps_per_s = stats::kNaN;
-  std::array<double, kPhaseCount> phase_share = {stats::kNaN, stats::kNaN, stats::kNaN, stats::kNaN,
-                                                 stats::kNaN, stats::kNaN, stats::kNaN};
+  std::array<double, kPhaseCount> phase_share = [] {
+    std::array<double, kPhaseCount> none;
+    none.fill(stats::kNaN);  // every phase, comm_exposed and sync too (issue 39)
+    return none;
+  }();
   // The rank's process tree, its latest readings (NaN: none): CPU in % of one
   // core, resident MB, GPU memory MB summed over devices.
   double cpu_pct = stats::kNaN;
@@ -394,9 +400,10 @@ struct Diagnosis {
   std::vector<HostNow> host_now;
   AutoFound auto_found;
   std::vector<Capture> captures;  // by rank, then step
-  // diagnose_run only (not in the JSON document): the run's efficiency ledger
-  // in one line (steps::format_ledger_line), empty when it recorded no work.
-  std::string ledger;
+  // diagnose_run only: the run's efficiency ledger (docs/ledger.md), absent
+  // when it recorded no work; in the JSON document as "ledger" (absent there
+  // too), in the text as steps::format_ledger_line.
+  std::optional<steps::Ledger> ledger;
 
   // The labels of the run scope (the window's while running) in one line:
   // "INPUT-BOUND, STRAGGLER(compute, rank 1)".
@@ -409,6 +416,12 @@ struct Diagnosis {
 // Concludes a scope from its steps (already trimmed to the scope; warm-up
 // already dropped) and readings.
 Scope conclude(const Inputs& inputs, const Thresholds& thresholds, std::string_view name);
+
+// The ledger's word on a scope's labels (diagnose_run, on the run scope): a
+// COMPUTE-BOUND job whose MFU is below thresholds.mfu_low gets it said in its
+// evidence and next step (the compute itself is far from the device's peak).
+// Nothing without COMPUTE-BOUND or without an MFU.
+void note_ledger(Scope& scope, const steps::Ledger& ledger, const Thresholds& thresholds);
 
 // ---------------------------------------------------------------------------
 // Measuring: following a run directory

@@ -135,6 +135,10 @@ Verdict decide(double low, double high, double threshold);
 // `--fail-if-slower PCT`: true only when the interval's lower bound exceeds
 // 1 + pct/100 (so noise never fails a build); false without an interval.
 bool fails_if_slower(const Comparison& comparison, double pct);
+// The same gate for a throughput (tokens/s, steps/s: lower is slower): true
+// only when the interval's upper bound is below 1 / (1 + pct/100), the
+// inverse of fails_if_slower's bound; false without an interval.
+bool fails_if_lower(const Comparison& comparison, double pct);
 
 }  // namespace trainscope::stats
 

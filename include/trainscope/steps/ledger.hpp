@@ -90,6 +90,20 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
 // Reads the run (read_steps, each rank's metrics) and concludes its ledger.
 absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options = {});
 
+// What one step's MFU needs of a run (compare's per-step `mfu` row, the same
+// meaning as the ledger's): the FLOPs of one step, the peak of one device
+// (LedgerOptions::peak_flops, the GPU table, the measured CPU peak) and the
+// step whose FLOPs were counted (slowed by the counting: left out).
+struct MfuBasis {
+  double flops_per_step = kNoRate;
+  double peak_flops = kNoRate;
+  std::optional<std::int64_t> counted_step;
+  // FLOPs per step x steps / period / peak; NaN for the counted step, a step
+  // without a period, or a run without FLOPs or peak.
+  double step_mfu(const Step& step) const;
+};
+MfuBasis mfu_basis(const RunInfo& info, const LedgerOptions& options = {});
+
 // One line: "ledger: 12,345 tokens/s, 256 samples/s, 1.2 TFLOP/s achieved, MFU 41.3% of
 // 2.9 TFLOP/s (cpu GEMM probe)"; with what is missing and why.
 std::string format_ledger_line(const Ledger& ledger);

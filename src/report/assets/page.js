@@ -611,6 +611,19 @@
         text: "Rank " + c.rank + ", step " + c.step + " was slow (past 5\u00d7 the rolling p99): the steps after it are captured in " }));
       add(line, el("a", { href: (d.run_dir ? d.run_dir + "/" : "") + c.path, text: c.path }));
     });
+    // The efficiency ledger (docs/ledger.md): its line and each rank's figures.
+    if (d.ledger) {
+      add(parent, el("div", { class: "diag-ledger", id: "diagnosis-ledger", text: d.ledger.line }));
+      var perSecond = function (v) { return isNum(v) ? sig(v, 4) : "–"; };
+      table(parent, [
+        { label: "rank", field: "rank", get: function (r) { return r.rank; } },
+        { label: "steps", field: "steps", get: function (r) { return r.steps; }, fmt: count },
+        { label: "tokens/s", field: "tokens_per_s", get: function (r) { return r.tokens_per_s; }, fmt: perSecond },
+        { label: "samples/s", field: "samples_per_s", get: function (r) { return r.samples_per_s; }, fmt: perSecond },
+        { label: "FLOP/s", field: "achieved_flops", get: function (r) { return r.achieved_flops; }, fmt: perSecond },
+        { label: "MFU", field: "mfu", get: function (r) { return r.mfu; }, fmt: pct }],
+        d.ledger.ranks || [], { cls: "diag-ledger-ranks" });
+    }
     if ((d.window && (d.window.phases || []).length) || (d.run && (d.run.phases || []).length)) {
       add(parent, el("h3", { text: "Phases of the step" }));
       phaseTable(parent, d);
