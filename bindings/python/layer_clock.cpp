@@ -104,6 +104,7 @@ PyObject* attr_register_hook_dict = nullptr;
 PyObject* attr_register_prehook = nullptr;
 PyObject* attr_register_hook = nullptr;
 PyObject* attr_live = nullptr;
+PyObject* attr_evaluating = nullptr;
 PyObject* ordered_dict = nullptr;  // collections.OrderedDict
 PyTypeObject* hook_type = nullptr;
 PyObject* cpu_gpu_timer_type = nullptr;  // borrowed from the module (lives as long)
@@ -183,7 +184,7 @@ int Training(const ClockState& s) {
   };
   int on = s.grad_enabled.ptr != nullptr ? truth(s.grad_enabled.ptr) : 1;
   if (on == 1 && s.recorder.ptr != nullptr) {
-    PyObject* evaluating = PyObject_GetAttrString(s.recorder.ptr, "evaluating");
+    PyObject* evaluating = PyObject_GetAttr(s.recorder.ptr, attr_evaluating);
     const int yes = evaluating != nullptr ? PyObject_IsTrue(evaluating) : -1;
     Py_XDECREF(evaluating);
     on = yes < 0 ? -1 : !yes;
@@ -643,7 +644,8 @@ void RegisterLayerClock(py::module_& core, py::handle cpu_gpu_timer) {
       {&attr_register_hook_dict, "_register_hook_dict"},
       {&attr_register_prehook, "register_prehook"},
       {&attr_register_hook, "register_hook"},
-      {&attr_live, "live"}};
+      {&attr_live, "live"},
+      {&attr_evaluating, "evaluating"}};
   for (const auto& [slot, name] : names) {
     *slot = PyUnicode_InternFromString(name);
     if (*slot == nullptr) throw py::error_already_set();

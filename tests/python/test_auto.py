@@ -195,6 +195,11 @@ def test_layer_backward_on_exactly_the_sampled_steps(tmp_path, python):
     for layer in ("layer/0", "layer/1", "layer/2", "layer/3"):
         assert sorted(rows(run, layer)["step"]) == steps, layer  # forward: every step
         assert sorted(rows(run, layer + "/backward")["step"]) == [0, 3, 6, 9], layer
+    # The views say it: the diagnosis's key rows and its text.
+    d = trainscope.diagnose(run_dir)
+    every = {k.key: k.sampled_every for k in d.keys}
+    assert every["layer/3/backward"] == 3 and every["layer/3"] == 1 and every["BATCH"] == 1
+    assert "timed on 1 step in 3" in str(d)
     # The default: one step in 8 (steps 0 and 8 of 10).
     run_dir, _, _ = run_cli(tmp_path / "default", "--auto=layers=1",
                             [interpreter, JOB, "--batches", str(batches)])
