@@ -184,7 +184,8 @@ One region key: key, device, count (over the run), window_count, rate_per_s,
 p50_s and p95_s (in the window), share (of the window's wall time, per rank),
 run_median_s with run_median_low_s/run_median_high_s (95%) and run_p95_s;
 callers: the modules its rows come from when more than one ("Net, Head";
---auto's tag trainscope.auto.callers.<key>), else "".)doc")
+--auto's tag trainscope.auto.callers.<key>), else ""; sampled_every: timed on
+one step in this many (a layer's backward under --auto=layers; 1: every step).)doc")
       .def_readonly("key", &KeyRow::key)
       .def_property_readonly("device",
                              [](const KeyRow& r) { return std::string(device_name(r.device)); })
@@ -199,6 +200,7 @@ callers: the modules its rows come from when more than one ("Net, Head";
       .def_readonly("run_median_high_s", &KeyRow::run_median_high_s)
       .def_readonly("run_p95_s", &KeyRow::run_p95_s)
       .def_readonly("callers", &KeyRow::callers)
+      .def_readonly("sampled_every", &KeyRow::sampled_every)
       .def("__repr__", [](const KeyRow& r) {
         return "KeyRow(" + Quoted(r.key) + ", " + std::string(device_name(r.device)) +
                ", count=" + std::to_string(r.count) + ", p50_s=" + Number(r.p50_s) + ")";

@@ -16,6 +16,7 @@
 #include "trainscope/compare/compare.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace trainscope::compare {
 namespace {
@@ -347,6 +348,22 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
             side->runs[i].name.empty() ? side->runs[i].id : side->runs[i].name));
         break;
       }
+    }
+  }
+  // A layer's backward timed on one step in K (--auto=layers): its row compares those
+  // steps' time, and its n counts them only. Said once per side.
+  for (const auto& [side, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}}) {
+    for (const SideRun& run : side->runs) {
+      const auto sampled = std::find_if(pair.rows.begin(), pair.rows.end(), [&](const Row& row) {
+        return row.kind == SeriesKind::kRegion &&
+               steps::sampled_every(row.name, std::to_string(run.layer_backward_every)) > 1;
+      });
+      if (sampled == pair.rows.end()) continue;
+      pair.warnings.push_back(fmt::format(
+          "layer backward keys ({}, ...) are timed on 1 step in {} in {}'s run {} "
+          "(--auto=layers): their rows compare those steps only",
+          sampled->name, run.layer_backward_every, name, run.name.empty() ? run.id : run.name));
+      break;
     }
   }
   if (!only_a.empty())

@@ -120,6 +120,7 @@ ojson side_json(const Side& s, bool with_data) {
                  {"contention_share", num(r.contention_share)},
                  {"hardware", r.hardware},
                  {"key_callers", r.key_callers}};
+    if (r.layer_backward_every > 1) one["layer_backward_every"] = r.layer_backward_every;
     if (with_data) one["packages"] = r.packages;
     runs.push_back(std::move(one));
   }
@@ -163,6 +164,9 @@ Side side_from(const Field& f) {
     run.hardware = r["hardware"].string();
     if (const std::optional<Field> callers = r.find("key_callers")) {
       for (const auto& [k, v] : callers->members()) run.key_callers[k] = v.string();
+    }
+    if (const std::optional<Field> every = r.find("layer_backward_every")) {
+      run.layer_backward_every = static_cast<std::uint32_t>(every->unsigned_integer());
     }
     if (std::optional<Field> p = r.find("packages")) run.packages = p->strings();
     s.runs.push_back(std::move(run));

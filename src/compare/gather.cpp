@@ -128,6 +128,9 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   constexpr std::string_view kCallers = "trainscope.auto.callers.";
   for (const auto& [tag, value] : reader.info().tags) {
     if (tag.rfind(kCallers, 0) == 0) run.key_callers[tag.substr(kCallers.size())] = value;
+    if (tag == steps::kLayerBackwardEveryTag) {
+      run.layer_backward_every = steps::sampled_every("layer/x/backward", value);
+    }
   }
 
   const std::vector<EnvironmentRecord> envs = environments_of(reader);

@@ -287,6 +287,9 @@ Diagnosis from_document(const Field& root) {
     row.run_median_high_s = k["run_median_high_s"].number();
     row.run_p95_s = k["run_p95_s"].number();
     if (const std::optional<Field> callers = k.find("callers")) row.callers = callers->string();
+    if (const std::optional<Field> every = k.find("sampled_every")) {
+      row.sampled_every = static_cast<std::uint32_t>(every->unsigned_integer());
+    }
     d.keys.push_back(std::move(row));
   }
   for (const Field& h : root["host_now"].items()) {
@@ -398,6 +401,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                     {"run_median_high_s", num(k.run_median_high_s)},
                     {"run_p95_s", num(k.run_p95_s)}});
     if (!k.callers.empty()) keys.back()["callers"] = k.callers;
+    if (k.sampled_every > 1) keys.back()["sampled_every"] = k.sampled_every;
   }
   ojson hosts = ojson::array();
   for (const HostNow& h : d.host_now) {
@@ -491,6 +495,15 @@ std::string format_diagnosis(const Diagnosis& d) {
           "mix their calls)\n",
           k.key, k.callers);
     }
+  }
+  for (const KeyRow& k : d.keys) {  // one line for the layers' backward keys
+    if (k.sampled_every <= 1) continue;
+    out += fmt::format(
+        "layer backward keys ({}, ...): timed on 1 step in {} (--auto=layers, "
+        "TRAINSCOPE_LAYER_BACKWARD_EVERY): their counts, rates and shares are those steps' "
+        "only\n",
+        k.key, k.sampled_every);
+    break;
   }
   if (d.read_share < 1) {
     out += fmt::format(
@@ -612,12 +625,13 @@ std::string format_run_summary(const Diagnosis& d) {
     if (k.count == 0) continue;
     ++shown;
     out += fmt::format(
-        "  {:<16} {:<3} median {:>9}{}  n={}{}\n", k.key, device_name(k.device),
+        "  {:<16} {:<3} median {:>9}{}  n={}{}{}\n", k.key, device_name(k.device),
         secs(k.run_median_s),
         std::isfinite(k.run_median_low_s)
             ? fmt::format(" [{}, {}]", secs(k.run_median_low_s), secs(k.run_median_high_s))
             : std::string(),
-        k.count, k.callers.empty() ? "" : fmt::format("  (mixes {})", k.callers));
+        k.count, k.callers.empty() ? "" : fmt::format("  (mixes {})", k.callers),
+        k.sampled_every > 1 ? fmt::format("  (timed on 1 step in {})", k.sampled_every) : "");
   }
   for (const PhaseRow& p : s.phases) {
     if (p.phase == Phase::kDataWait && p.device == Device::kCPU) {

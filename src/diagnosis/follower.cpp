@@ -341,6 +341,9 @@ Diagnosis Follower::diagnose() const {
     d.keys.push_back(std::move(row));
   }
   for (KeyRow& row : d.keys) row.callers = tag("trainscope.auto.callers." + row.key);
+  const std::string layer_backward_every(tag(std::string(steps::kLayerBackwardEveryTag)));
+  for (KeyRow& row : d.keys)
+    row.sampled_every = steps::sampled_every(row.key, layer_backward_every);
   std::sort(d.keys.begin(), d.keys.end(), [](const KeyRow& a, const KeyRow& b) {
     return a.share != b.share ? a.share > b.share : a.key < b.key;
   });

@@ -21,6 +21,21 @@ constexpr std::string_view kPhaseNames[kPhaseCount] = {
 
 }  // namespace
 
+std::uint32_t sampled_every(std::string_view key, std::string_view tag_value) noexcept {
+  constexpr std::string_view kPrefix = "layer/", kSuffix = "/backward";
+  if (tag_value.empty() || key.size() <= kPrefix.size() + kSuffix.size() ||
+      key.substr(0, kPrefix.size()) != kPrefix ||
+      key.substr(key.size() - kSuffix.size()) != kSuffix) {
+    return 1;
+  }
+  std::uint32_t every = 0;
+  for (char c : tag_value) {
+    if (c < '0' || c > '9' || every > 100000000) return 1;  // not a count: as every step
+    every = every * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  return every > 0 ? every : 1;
+}
+
 std::string_view phase_name(Phase phase) noexcept {
   const auto index = static_cast<std::size_t>(phase);
   return index < kPhaseCount ? kPhaseNames[index] : std::string_view("?");

@@ -530,12 +530,14 @@ void add_key_lines(const Diagnosis& d, const ViewState& state, std::vector<Line>
     const std::string key =
         row->key.size() > key_width ? row->key.substr(0, key_width - 1) + "~" : row->key;
     out->push_back(
-        {fmt::format("{:<{}} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}{}", key, key_width,
+        {fmt::format("{:<{}} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}{}{}", key, key_width,
                      device_name(row->device), run_count(*row, d.read_share),
                      fmt_count(row->window_count), fmt_rate(row->rate_per_s),
                      stats::format_seconds_compact(row->p50_s),
                      stats::format_seconds_compact(row->p95_s), stats::format_share(row->share),
-                     row->callers.empty() ? "" : "  (mixes " + row->callers + ")"),
+                     row->callers.empty() ? "" : "  (mixes " + row->callers + ")",
+                     row->sampled_every > 1 ? fmt::format("  (1 step in {})", row->sampled_every)
+                                            : std::string()),
          Style::kNormal});
   }
 }

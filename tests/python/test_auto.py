@@ -43,14 +43,15 @@ def job_env():
     return env
 
 
-def run_cli(root, auto, command, expect=0, quiet=True):
+def run_cli(root, auto, command, expect=0, quiet=True, env=None):
     """`trainscope run [--auto...] -- command` under root: (run dir or None, stdout, stderr).
-    expect: the exit status (None: any); quiet=False: with the end-of-run summary."""
+    expect: the exit status (None: any); quiet=False: with the end-of-run summary; env:
+    variables added to the command's environment."""
     argv = [CLI, "run", "--root", os.fspath(root), "--no-sample"] + (["--quiet"] if quiet else [])
     if auto is not None:
         argv.append(auto)
     argv += ["--"] + command
-    done = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=240,
+    done = subprocess.run(argv, env=dict(job_env(), **(env or {})), capture_output=True, text=True, timeout=240,
                           check=False)
     assert expect is None or done.returncode == expect, done.stderr[-4000:]
     runs = [name for name in os.listdir(root) if not name.startswith(".")]
@@ -146,7 +147,9 @@ def test_layers_down_to_a_depth(tmp_path, python):
     if python == "framework" and not os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON"):
         pytest.skip("set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x")
     interpreter = sys.executable if python == "this" else os.environ["TRAINSCOPE_FRAMEWORK_PYTHON"]
-    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [interpreter, JOB, "--batches", "4"])
+    every = {"TRAINSCOPE_LAYER_BACKWARD_EVERY": "1"}  # layer backward on every step
+    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [interpreter, JOB, "--batches", "4"],
+                            env=every)
     run = trainscope.read_run(run_dir)
     keys = set(run.regions["key"])
     assert {"layer/0", "layer/1", "layer/2", "layer/3"} <= keys
@@ -165,11 +168,44 @@ def test_layers_down_to_a_depth(tmp_path, python):
         for a, b in zip(ends[later].itertuples(), ends[earlier].itertuples()):
             assert a.start_unix_ns + a.duration_ns <= b.start_unix_ns + 1000  # (rounding)
     run_dir2, _, _ = run_cli(tmp_path / "deep", "--auto=layers", [interpreter, JOB,
-                                                                     "--batches", "2"])
+                                                                     "--batches", "2"], env=every)
     deep = trainscope.read_run(run_dir2)
     assert "layer/2.0" in set(deep.regions["key"])  # depth 2
     # A child's backward lies inside its parent's.
     assert inside(rows(deep, "layer/2.0/backward"), rows(deep, "layer/2/backward")) == 2
+
+
+@needs_cli
+@needs_torch
+@pytest.mark.parametrize("python", ["this", "framework"])
+def test_layer_backward_on_exactly_the_sampled_steps(tmp_path, python):
+    """Issue 37, costs: layer forward every step, layer backward on the run's steps 0, K,
+    2K, ... (TRAINSCOPE_LAYER_BACKWARD_EVERY=K, default 8), said by a tag."""
+    if python == "framework" and not os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON"):
+        pytest.skip("set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x")
+    interpreter = sys.executable if python == "this" else os.environ["TRAINSCOPE_FRAMEWORK_PYTHON"]
+    batches = 10
+    run_dir, _, _ = run_cli(tmp_path, "--auto=layers=1", [interpreter, JOB, "--batches",
+                                                          str(batches)],
+                            env={"TRAINSCOPE_LAYER_BACKWARD_EVERY": "3"})
+    run = trainscope.read_run(run_dir)
+    assert run.tags["trainscope.auto.layer_backward_every"] == "3"
+    steps = sorted(rows(run, "BATCH")["step"])
+    assert steps == list(range(batches))
+    for layer in ("layer/0", "layer/1", "layer/2", "layer/3"):
+        assert sorted(rows(run, layer)["step"]) == steps, layer  # forward: every step
+        assert sorted(rows(run, layer + "/backward")["step"]) == [0, 3, 6, 9], layer
+    # The views say it: the diagnosis's key rows and its text.
+    d = trainscope.diagnose(run_dir)
+    every = {k.key: k.sampled_every for k in d.keys}
+    assert every["layer/3/backward"] == 3 and every["layer/3"] == 1 and every["BATCH"] == 1
+    assert "timed on 1 step in 3" in str(d)
+    # The default: one step in 8 (steps 0 and 8 of 10).
+    run_dir, _, _ = run_cli(tmp_path / "default", "--auto=layers=1",
+                            [interpreter, JOB, "--batches", str(batches)])
+    run = trainscope.read_run(run_dir)
+    assert run.tags["trainscope.auto.layer_backward_every"] == "8"
+    assert sorted(rows(run, "layer/3/backward")["step"]) == [0, 8]
 
 
 @needs_cli

@@ -71,7 +71,7 @@ def test_user_hooks_and_gradients_unchanged(tmp_path):
     bare = gradients(False)
     assert calls == ["outer", "inner"]
     with trainscope.start_run(root=os.fspath(tmp_path), run_name="hooks") as active:
-        with ts_torch.instrument(model=model, layers=2):
+        with ts_torch.instrument(model=model, layers=2, layer_backward_every=1):
             calls.clear()
             timed = gradients(False)
             assert calls == ["outer", "inner"]  # the user's hooks, once each, none removed
@@ -105,7 +105,7 @@ def test_parent_holds_child_backward_and_eval_has_none(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), Wrapper(), torch.nn.Linear(4, 1))
     steps = 3
     with trainscope.start_run(root=os.fspath(tmp_path), run_name="parent") as active:
-        with ts_torch.instrument(layers=2):
+        with ts_torch.instrument(layers=2, layer_backward_every=1):
             for _ in range(steps):
                 model(torch.randn(2, 4)).sum().backward()
             with torch.no_grad():
@@ -143,7 +143,7 @@ def test_a_layer_inside_itself_warns_once_and_runs_on(tmp_path):
     _auto.recorder()._warned = set()  # warnings of earlier tests in this process
     model = torch.nn.Sequential(Recursive())
     with trainscope.start_run(root=os.fspath(tmp_path), run_name="self") as active:
-        with ts_torch.instrument(layers=1):
+        with ts_torch.instrument(layers=1, layer_backward_every=1):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 for _ in range(2):

@@ -114,6 +114,25 @@ def test_a_key_that_mixes_two_modules_is_a_warning(tmp_path):
     assert "BATCH mixes" not in done.stdout
 
 
+def test_sampled_layer_backward_keys_are_a_warning(tmp_path):
+    """Issue 37: under --auto=layers a layer's backward is timed on one step in K (the tag
+    trainscope.auto.layer_backward_every); compare says its rows compare those steps only."""
+    keys = (("BATCH", "CPU"), ("layer/0", "CPU"), ("layer/0/backward", "CPU"))
+    a = write_run(str(tmp_path / "a"), keys=keys, rows_per_key=200, seed=1, name="layers-a")
+    b = write_run(str(tmp_path / "b"), keys=keys, rows_per_key=200, seed=2, name="layers-b")
+    with open(os.path.join(b, "run.json"), encoding="utf-8") as f:
+        run = json.load(f)
+    run["tags"] = dict(run.get("tags") or {}, **{"trainscope.auto.layer_backward_every": "8"})
+    with open(os.path.join(b, "run.json"), "w", encoding="utf-8") as f:
+        json.dump(run, f)
+    done = cli(a, b)
+    assert ("warning: layer backward keys (layer/0/backward, ...) are timed on 1 step in 8 in "
+            "B's run layers-b" in done.stdout), done.stdout + done.stderr
+    assert "in A's run" not in done.stdout
+    doc = json.loads(cli(a, b, "--json").stdout)
+    assert [r.get("layer_backward_every", 1) for r in doc["b"]["runs"]] == [8]
+
+
 def test_python_filters_over_a_root_and_keys(runs):
     df = trainscope.compare("params.version = '1'", "params.version = '2'", root=runs["root"],
                             keys=["FORWARD"])

@@ -139,6 +139,20 @@ TEST(Steps, CommIsEveryCollectiveAndCommExposedWhatTheStepWaitsFor) {
   EXPECT_EQ(phase_name(Phase::kSync), "sync");
 }
 
+// --auto=layers times a layer's backward on one step in K (the run's tag): only
+// layer/<path>/backward keys are sampled, and a tag that is no count reads as every step.
+TEST(Steps, OnlyLayerBackwardKeysAreSampled) {
+  EXPECT_EQ(sampled_every("layer/body.0/backward", "8"), 8u);
+  EXPECT_EQ(sampled_every("layer/body.0/backward", ""), 1u);
+  EXPECT_EQ(sampled_every("layer/body.0", "8"), 1u);
+  EXPECT_EQ(sampled_every("eval/layer/body.0", "8"), 1u);
+  EXPECT_EQ(sampled_every("BACKWARD", "8"), 1u);
+  EXPECT_EQ(sampled_every("layer//backward", "8"), 1u);
+  EXPECT_EQ(sampled_every("layer/x/backward", "0"), 1u);
+  EXPECT_EQ(sampled_every("layer/x/backward", "eight"), 1u);
+  EXPECT_EQ(sampled_every("layer/x/backward", "99999999999"), 1u);
+}
+
 // A wait that starts in one step's period and ends in the next counts in
 // each by its overlap.
 TEST(Steps, AWaitAcrossTwoPeriodsCountsInEachByItsOverlap) {

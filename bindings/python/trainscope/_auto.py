@@ -108,6 +108,10 @@ class Recorder:
         self.patched = set()
         # The anomaly capture of the timer's run (trainscope._anomaly), called at each BATCH end.
         self._anomaly = None
+        # Steps (BATCH) ended in the timer's run; `on_step(n)` is told when step n begins
+        # (the layer clock's sample of steps whose layer backward is timed: trainscope._torch_auto).
+        self.steps = 0
+        self.on_step = None
         os.register_at_fork(after_in_child=self._after_fork)
 
     @property
@@ -219,6 +223,9 @@ class Recorder:
                     self._timer = self._build()
                     self._timer_run = _active_run()
                     self._anomaly = _anomaly_capture(self._timer_run)
+                    self.steps = 0
+                    if self.on_step is not None:
+                        self.on_step(0)
                     _oom_snapshot(self._timer_run)
             if self._timer_run is not None:
                 self._flush_tags()
@@ -318,6 +325,9 @@ class Recorder:
         except Exception as error:  # pylint: disable=broad-except
             self.warn(("end", key), f"trainscope: region {key!r} not recorded: {error}")
         if key == BATCH:
+            self.steps += 1
+            if self.on_step is not None:
+                self.on_step(self.steps)
             if self._anomaly is not None:
                 self._anomaly.step()
             self._step_ended()

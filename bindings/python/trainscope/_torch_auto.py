@@ -49,6 +49,7 @@ of trainscope.
 
 import functools
 import importlib.util
+import os
 import sys
 import weakref
 
@@ -540,6 +541,36 @@ _NODE_PREHOOKS = hasattr(getattr(getattr(torch.autograd, "graph", None), "Node",
 _clock = _core._LayerClock()  # pylint: disable=protected-access
 _clock.configure(torch.is_grad_enabled, _inference, _rec, torch.Tensor, _NODE_PREHOOKS)
 
+# Layer backward is timed on one step in K (the run's steps 0, K, 2K, ...: torch's own hook
+# on each layer's output costs about 2 us a layer a step on torch 2; forward regions are
+# every step): instrument(layer_backward_every=K), else this environment variable, else
+# LAYER_BACKWARD_EVERY. The run gets the tag TAG_LAYER_BACKWARD_EVERY (docs/auto.md).
+LAYER_BACKWARD_EVERY = 8
+ENV_LAYER_BACKWARD_EVERY = "TRAINSCOPE_LAYER_BACKWARD_EVERY"
+TAG_LAYER_BACKWARD_EVERY = "trainscope.auto.layer_backward_every"
+
+
+def _layer_backward_every(every):
+    """K for instrument(layer_backward_every=every): the argument, else the environment
+    variable (a bad value: one warning and the default), else the default."""
+    if every is None:
+        text = os.environ.get(ENV_LAYER_BACKWARD_EVERY, "").strip()
+        if not text:
+            return LAYER_BACKWARD_EVERY
+        try:
+            every = int(text)
+        except ValueError:
+            every = 0
+        if every < 1:
+            _rec.warn(ENV_LAYER_BACKWARD_EVERY,
+                      f"trainscope: {ENV_LAYER_BACKWARD_EVERY}={text!r} is not a whole number "
+                      f">= 1; layer backward on one step in {LAYER_BACKWARD_EVERY}")
+            return LAYER_BACKWARD_EVERY
+    every = int(every)
+    if every < 1:
+        raise ValueError(f"layer_backward_every={every}: a whole number >= 1")
+    return every
+
 
 def _refused(what):
     """One warning per key for a layer region the timer refused (a layer inside itself)."""
@@ -592,7 +623,7 @@ class _Layers:
         self.table = {}
 
 
-def instrument(model=None, optimizer=None, loader=None, *, layers=0):
+def instrument(model=None, optimizer=None, loader=None, *, layers=0, layer_backward_every=None):
     """Instruments PyTorch; returns an Instrumentation whose remove() undoes it.
 
     With no object, everything, process-wide (what `trainscope run --auto`
@@ -603,8 +634,16 @@ def instrument(model=None, optimizer=None, loader=None, *, layers=0):
     FORWARD (and BACKWARD, which belongs to no object), optimizer -> OPTIMIZER,
     loader -> IO and BATCH (a loader or a list of loaders). layers=N adds
     layer/<module path> regions down to depth N (of `model`, else of each
-    module called outermost; with `model` or with no object).
+    module called outermost; with `model` or with no object), their backward
+    timed on one step in layer_backward_every (the run's steps 0, K, 2K, ...;
+    None: $TRAINSCOPE_LAYER_BACKWARD_EVERY, else 8; 1: every step).
     """
+    if layers:
+        every = _layer_backward_every(layer_backward_every)
+        _clock.sample(every)
+        _clock.step(_rec.steps)
+        _rec.on_step = _clock.step
+        _rec.set_tag(TAG_LAYER_BACKWARD_EVERY, str(every))
     handle = Instrumentation()
     everything = model is None and optimizer is None and loader is None
     try:

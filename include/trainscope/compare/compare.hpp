@@ -76,6 +76,9 @@ struct SideRun {
   // Keys whose rows come from several modules (--auto's tags
   // trainscope.auto.callers.<key>): key -> "Generator, Discriminator".
   std::map<std::string, std::string> key_callers;
+  // --auto=layers: the layers' backward keys are timed on one step in this many
+  // (the tag steps::kLayerBackwardEveryTag; 1: every step, or no such keys).
+  std::uint32_t layer_backward_every = 1;
 };
 
 // A measured quantity of a side, one series per run (same order as Side::runs;

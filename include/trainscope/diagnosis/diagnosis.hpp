@@ -322,6 +322,9 @@ struct KeyRow {
   // (the run's tag trainscope.auto.callers.<key>: "Generator, Discriminator");
   // empty otherwise. Its statistics then mix both callers' calls.
   std::string callers;
+  // Timed on one step in this many (a layer's backward under --auto=layers:
+  // steps::sampled_every): count, rate and share are those steps' only.
+  std::uint32_t sampled_every = 1;
 };
 
 // What `trainscope run --auto` found (the run's tags trainscope.auto,

@@ -92,6 +92,13 @@ absl::StatusOr<Phase> parse_phase(std::string_view name);
 // Compute phases: host-to-device, forward, backward, optimizer.
 bool is_compute(Phase phase) noexcept;
 
+// `trainscope run --auto=layers`: a layer's backward (layer/<path>/backward) is timed on one
+// step in K, K the run's tag kLayerBackwardEveryTag (docs/auto.md): its per-step values are
+// those steps' only, and its share of the time 1/K of what it is. K for `key` in a run whose
+// tag has `tag_value` (empty: none; 1 for every key but a layer backward one).
+inline constexpr std::string_view kLayerBackwardEveryTag = "trainscope.auto.layer_backward_every";
+std::uint32_t sampled_every(std::string_view key, std::string_view tag_value) noexcept;
+
 // The keys the auto-instrumentation records (and users may time by hand).
 inline constexpr char kOptimizerKey[] = "OPTIMIZER";  // Optimizer.step
 inline constexpr char kHostToDeviceKey[] = "H2D";     // batch to device
