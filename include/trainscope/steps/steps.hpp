@@ -19,6 +19,10 @@
 //               collective the loop waits in) and COMM_EXPOSED rows (the part
 //               of DDP's all-reduce after backward's compute)
 //   sync        the host's waits for the device (SYNC rows)
+//   gpu busy    the GPU-timed time of the compute phases' rows (h2d, forward,
+//               backward, optimizer) that start in the period: each row's
+//               device duration (its events' elapsed time on its stream), summed
+//               (they run one after another on the stream)
 //   rest        the period minus data wait, h2d, forward, backward,
 //               optimizer, sync and the COMM rows (the phases that lie
 //               outside each other), at least 0
@@ -147,6 +151,8 @@ struct Step {
   double comm_waited_s = 0;
   double collectives_s = 0;
   double ddp_exposed_s = 0;
+  // The GPU busy time (see the top of this file): GPU-timed compute rows.
+  double gpu_busy_s = 0;
 
   double data_wait_s() const { return cpu_s[static_cast<std::size_t>(Phase::kDataWait)]; }
   // The period beyond the measured CPU phases that lie outside each other, >= 0.
