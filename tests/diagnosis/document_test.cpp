@@ -131,6 +131,28 @@ TEST(Document, RoundTripsThroughTheOneReader) {
                               "HOST-PRESSURE(h2)\""));
 }
 
+// A label judged on the device (issue 39): its device round-trips, the text
+// says "gpu: backward"; a document without "device" reads as before (none).
+TEST(Document, ALabelsDeviceRoundTripsAndShows) {
+  Diagnosis d = sample();
+  Label l;
+  l.name = LabelName::kComputeBound;
+  l.kind = LabelKind::kBackward;
+  l.device = Device::kGPU;
+  l.quantity = "compute_share";
+  l.value = Interval{0.9, 0.88, 0.92};
+  d.run.labels = {l};
+  const std::string text = diagnosis_json(d, 1);
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(text, "d.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->run.labels.size(), 1u);
+  EXPECT_EQ(back->run.labels[0].device, Device::kGPU);
+  EXPECT_EQ(diagnosis_json(*back, 1), text);
+  EXPECT_THAT(format_diagnosis(*back), HasSubstr("COMPUTE-BOUND(gpu: backward)"));
+  EXPECT_FALSE(
+      parse_diagnosis(diagnosis_json(sample(), 1), "old.json")->run.labels[0].device.has_value());
+}
+
 TEST(Document, ReadsAFileAndNamesItInErrors) {
   testing::TempDir tmp;
   const std::string path = tmp.file("d.json");
@@ -216,7 +238,7 @@ TEST(Keys, ThresholdsByName) {
   EXPECT_THAT(t.set("min_steps", -1).message(), HasSubstr(">= 0"));
   EXPECT_THAT(t.set("min_steps=abc").message(), HasSubstr("expected NAME=NUMBER"));
   // + hang_factor, hang_min_s, host_pressure_contention_share, comm_bound_share
-  EXPECT_EQ(threshold_table().size(), 20u);
+  EXPECT_EQ(threshold_table().size(), 22u);
   ASSERT_TRUE(t.set("host_pressure_contention_share=0.2").ok());
   EXPECT_EQ(t.host_pressure_contention_share, 0.2);
   for (const ThresholdInfo& info : threshold_table()) EXPECT_FALSE(info.meaning.empty());
