@@ -58,6 +58,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -225,6 +226,8 @@ struct RankSteps {
   // CPU in % of one core; by time (ms).
   std::vector<std::pair<std::int64_t, double>> rss_mb;
   std::map<std::int64_t, double> gpu_mem_mb;
+  // The devices its process tree used (a system/gpu.<i>.proc reading).
+  std::set<int> gpus;
   std::map<std::int64_t, double> cpu_pct;
   // Its threads' run-queue wait, % of one core, by time (ms); empty in runs
   // recorded before it was sampled.
@@ -297,6 +300,8 @@ struct HostLoad {
   std::string host;
   int cores = 0;                    // 0: unknown (the job's CPU is then NaN)
   std::vector<HostSample> samples;  // in time order
+  // Per device, NVML's utilization (% of the time a kernel ran), by time (ms).
+  std::map<int, std::map<std::int64_t, double>> gpu_util_pct;
   HostNow now;
 };
 
