@@ -24,6 +24,7 @@ from run_files import printed_json_objects, trainscope_cli
 torch = pytest.importorskip("torch")
 
 import trainscope  # noqa: E402
+from test_gpu_jobs import _env  # noqa: E402  (the job's environment, one definition)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "auto_jobs", "gpu_shapes.py")
@@ -33,16 +34,6 @@ needs_gpu = pytest.mark.skipif(
     not CUDA, reason="needs torch with CUDA, a GPU and a CUDA build of trainscope")
 pytestmark = [needs_gpu, pytest.mark.filterwarnings("ignore::trainscope.TrainscopeWarning")]
 COMPUTE_ROWS = ("H2D", "h2d", "FORWARD", "LOSS", "BACKWARD", "OPTIMIZER")
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    for name in ("TRAINSCOPE_RUN_DIR", "TRAINSCOPE_RUNS_ROOT", "MLFLOW_TRACKING_URI",
-                 "TRAINSCOPE_AUTO"):
-        env.pop(name, None)
-    env["OMP_NUM_THREADS"] = "1"
-    return env
 
 
 def _job(run_dir, shape, batches=60):
