@@ -68,7 +68,8 @@ void BindLabel(py::module_& m) {
 One label of a scope: name (INPUT-BOUND, STRAGGLER, ...), kind (COMPUTE-BOUND: the
 largest compute phase; STRAGGLER: "input" or "compute"; MEMORY-CREEP: "host" or
 "device"; else ""), rank (STRAGGLER, MEMORY-CREEP; else None), host
-(HOST-PRESSURE; else None), quantity (what value is), value (an Interval),
+(HOST-PRESSURE; else None), device ("GPU" for COMPUTE-BOUND judged on the
+device's time; else None), quantity (what value is), value (an Interval),
 threshold and threshold_name (what the interval was held against), evidence and
 next_step (one line each).)doc")
       // Python keeps the documents' names: the enums are the C++ API's.
@@ -77,6 +78,11 @@ next_step (one line each).)doc")
                              [](const Label& l) { return std::string(label_kind_name(l.kind)); })
       .def_readonly("rank", &Label::rank)
       .def_readonly("host", &Label::host)
+      .def_property_readonly("device",
+                             [](const Label& l) -> std::optional<std::string> {
+                               if (!l.device) return std::nullopt;
+                               return std::string(device_name(*l.device));
+                             })
       .def_readonly("quantity", &Label::quantity)
       .def_readonly("value", &Label::value)
       .def_readonly("threshold", &Label::threshold)
@@ -89,6 +95,7 @@ next_step (one line each).)doc")
           out += ", kind=" + Quoted(std::string(label_kind_name(l.kind)));
         if (l.rank) out += ", rank=" + std::to_string(*l.rank);
         if (l.host) out += ", host=" + Quoted(*l.host);
+        if (l.device) out += ", device=" + Quoted(std::string(device_name(*l.device)));
         out += ", " + l.quantity + "=" + Number(l.value.value) + " [" + Number(l.value.low) + ", " +
                Number(l.value.high) + "], " + l.threshold_name + "=" + Number(l.threshold) + ")";
         return out;
@@ -391,8 +398,8 @@ void RegisterDiagnosis(py::module_& core) {
   }
   core.attr("_DIAGNOSIS_PHASES") = py::tuple(phases);
   py::list labels;
-  // Every label, HANG and COMM-BOUND (the last) included.
-  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kCommBound); ++i) {
+  // Every label, HANG and LAUNCH-BOUND (the last) included.
+  for (int i = 0; i <= static_cast<int>(diagnosis::LabelName::kLaunchBound); ++i) {
     labels.append(std::string(label_name(static_cast<diagnosis::LabelName>(i))));
   }
   core.attr("_DIAGNOSIS_LABELS") = py::tuple(labels);

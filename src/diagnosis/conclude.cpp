@@ -12,6 +12,7 @@
 #include "diagnosis/statistics.hpp"
 #include "diagnosis/text.hpp"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/stats/format_numbers.hpp"
 #include "trainscope/stats/numbers.hpp"
@@ -65,11 +66,12 @@ struct Pooled {
   std::vector<double> steps;
   std::array<std::vector<double>, kPhaseCount> cpu;
   std::array<std::vector<double>, kPhaseCount> gpu;
+  std::vector<double> gpu_busy;  // Step::gpu_busy_s
 };
 
 Pooled pool(const std::vector<const RankInput*>& ranks) {
   struct Sum {
-    double period = 0, steps = 0;
+    double period = 0, steps = 0, gpu_busy = 0;
     std::array<double, kPhaseCount> cpu{}, gpu{};
   };
   std::map<std::int64_t, Sum> by_step;
@@ -78,6 +80,7 @@ Pooled pool(const std::vector<const RankInput*>& ranks) {
       Sum& sum = by_step[s.step];
       sum.period += s.period_s;
       sum.steps += s.steps;
+      sum.gpu_busy += s.gpu_busy_s;
       for (std::size_t p = 0; p < kPhaseCount; ++p) {
         sum.cpu[p] += s.cpu_s[p];
         sum.gpu[p] += s.gpu_s[p];
@@ -88,6 +91,7 @@ Pooled pool(const std::vector<const RankInput*>& ranks) {
   for (const auto& [step, sum] : by_step) {
     out.period.push_back(sum.period);
     out.steps.push_back(sum.steps);
+    out.gpu_busy.push_back(sum.gpu_busy);
     for (std::size_t p = 0; p < kPhaseCount; ++p) {
       out.cpu[p].push_back(sum.cpu[p]);
       out.gpu[p].push_back(sum.gpu[p]);
@@ -346,6 +350,93 @@ std::vector<CollectiveRow> collective_rows(const std::vector<const RankInput*>& 
   std::sort(out.begin(), out.end(),
             [](const CollectiveRow& a, const CollectiveRow& b) { return a.seconds > b.seconds; });
   return out;
+}
+
+// The device's view of a step (issue 39): where compute phases are GPU-timed,
+// the device's time is their time. Per pooled step, over the compute phases
+// GPU-timed on some rank: their CPU time (the host launching) and their GPU
+// time, and the device's time beyond the host's (the host's wait for the
+// device, which lands in sync or the rest: compute, not waiting).
+struct DeviceView {
+  std::vector<Phase> gpu_timed;
+  std::vector<double> launch_cpu, launch_gpu, device_excess;
+};
+
+DeviceView device_view(const std::vector<const RankInput*>& ranks, const Pooled& pooled) {
+  DeviceView v;
+  for (Phase p : {Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+    if (measured_anywhere(ranks, p, true)) v.gpu_timed.push_back(p);
+  }
+  v.launch_cpu = sum_of(pooled, v.gpu_timed, false);
+  v.launch_gpu = sum_of(pooled, v.gpu_timed, true);
+  v.device_excess.assign(pooled.period.size(), 0.0);
+  for (Phase p : v.gpu_timed) {
+    for (std::size_t i = 0; i < v.device_excess.size(); ++i) {
+      v.device_excess[i] += std::max(0.0, pooled.gpu[kIndex(p)][i] - pooled.cpu[kIndex(p)][i]);
+    }
+  }
+  return v;
+}
+
+// A phase's time per pooled step on the device that judges it: the GPU's
+// where it is GPU-timed.
+const std::vector<double>& judged(const Pooled& pooled, const DeviceView& v, Phase p) {
+  const bool gpu = std::find(v.gpu_timed.begin(), v.gpu_timed.end(), p) != v.gpu_timed.end();
+  return gpu ? pooled.gpu[kIndex(p)] : pooled.cpu[kIndex(p)];
+}
+
+// The GPU busy share of the step, and what measures it: NVML's utilization
+// readings over the scope (at least kMinBusyReadings, the mean with Student's
+// t interval), else the GPU-timed compute rows (Step::gpu_busy_s over the
+// period, batch means). Unknown (NaN) without either.
+constexpr std::size_t kMinBusyReadings = 4;
+struct GpuBusy {
+  Interval share;
+  bool nvml = false;
+  std::size_t readings = 0;
+  std::string source() const {
+    return nvml ? fmt::format("NVML utilization, {} readings", readings)
+                : std::string("GPU-timed phases: event spans, gaps between kernels count as busy");
+  }
+};
+
+GpuBusy gpu_busy(const std::vector<const RankInput*>& ranks, const Pooled& pooled,
+                 const DeviceView& v, std::vector<std::string>* notes) {
+  GpuBusy b;
+  std::vector<double> util;
+  for (const RankInput* r : ranks) {
+    for (const Reading& reading : r->gpu_util_pct) {
+      if (std::isfinite(reading.value)) util.push_back(reading.value / 100.0);
+    }
+  }
+  if (util.size() >= kMinBusyReadings) {
+    b.nvml = true;
+    b.readings = util.size();
+    b.share = clip_share(mean_interval(util), "", nullptr);
+  } else if (!v.gpu_timed.empty()) {
+    b.share = share_interval(pooled.gpu_busy, pooled.period, "GPU-timed work", notes);
+  }
+  return b;
+}
+
+// LAUNCH-BOUND: compute-bound on a device that waits on the host: the
+// GPU-timed phases' CPU time is close to their GPU time (the host launching
+// paces the device) and, where NVML measures it, the GPU is seldom busy.
+Label launch_bound_label(const DeviceView& device, const Interval& ratio, const GpuBusy& busy,
+                         const Interval& compute_share, const Thresholds& t) {
+  std::vector<std::string_view> phases;
+  for (Phase p : device.gpu_timed) phases.push_back(phase_name(p));
+  return make_label(
+      LabelName::kLaunchBound, LabelKind::kNone, "cpu_gpu_ratio", ratio,
+      t.launch_bound_cpu_gpu_ratio, "launch_bound_cpu_gpu_ratio",
+      fmt::format("the host spends {} of the GPU-timed phases' device time launching them ({}); "
+                  "compute takes {} of the step; GPU busy {}",
+                  pct_interval(ratio), fmt::join(phases, ", "), pct_interval(compute_share),
+                  std::isfinite(busy.share.value)
+                      ? fmt::format("{} ({})", pct_interval(busy.share), busy.source())
+                      : std::string("not measured")),
+      "the GPU waits for the host to launch its kernels: capture the step in CUDA graphs, "
+      "torch.compile (mode=\"reduce-overhead\"), fuse small operations or use larger batches");
 }
 
 // COMM-BOUND: the step waits for communication; names the collective with
@@ -654,12 +745,29 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   std::vector<std::string>* notes = &scope.notes;
   const Interval wait =
       share_interval(pooled.cpu[kIndex(Phase::kDataWait)], pooled.period, "the data wait", notes);
-  const Interval compute_share = share_interval(
-      sum_of(pooled, compute_timed ? compute : std::vector<Phase>{Phase::kRest}, false),
-      pooled.period, "the compute phases", notes);
+  // Where compute phases are GPU-timed, the device's time judges them, and the
+  // host's wait for the device (in sync or the rest) is compute, not waiting.
+  const DeviceView device = device_view(ranks, pooled);
+  std::vector<double> compute_time(pooled.period.size(), 0.0);
+  for (Phase p : compute_timed ? compute : std::vector<Phase>{Phase::kRest}) {
+    const std::vector<double>& v = judged(pooled, device, p);
+    for (std::size_t i = 0; i < v.size(); ++i) compute_time[i] += v[i];
+  }
+  const Interval compute_share =
+      share_interval(compute_time, pooled.period, "the compute phases", notes);
+  std::vector<double> waited =
+      sum_of(pooled, {Phase::kCommExposed, Phase::kSync, Phase::kRest}, false);
+  for (std::size_t i = 0; i < waited.size(); ++i) {
+    waited[i] = std::max(0.0, waited[i] - device.device_excess[i]);
+  }
   const Interval wait_heavy =
-      share_interval(sum_of(pooled, {Phase::kCommExposed, Phase::kSync, Phase::kRest}, false),
-                     pooled.period, "communication waited for, syncs and the rest", notes);
+      share_interval(waited, pooled.period, "communication waited for, syncs and the rest", notes);
+  const GpuBusy busy = gpu_busy(ranks, pooled, device, notes);
+  // LAUNCH-BOUND's test: the host launching for (nearly) all of the device's time.
+  const Interval launch_ratio =
+      device.gpu_timed.empty() ? Interval{} : ratio_interval(device.launch_cpu, device.launch_gpu);
+  const bool launch_bound = above(launch_ratio, t.launch_bound_cpu_gpu_ratio) &&
+                            (!busy.nvml || below(busy.share, t.launch_bound_busy_share));
   const bool exposed_timed = measured_anywhere(ranks, Phase::kCommExposed, false);
   const Interval exposed = share_interval(pooled.cpu[kIndex(Phase::kCommExposed)], pooled.period,
                                           "the communication waited for", notes);
@@ -708,29 +816,38 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
     double largest_sum = -1;
     for (Phase p : compute_timed ? compute : std::vector<Phase>{Phase::kRest}) {
       double s = 0;
-      for (double v : pooled.cpu[kIndex(p)]) s += v;
+      for (double v : judged(pooled, device, p)) s += v;
       if (s > largest_sum) {
         largest_sum = s;
         largest = p;
       }
     }
-    scope.labels.push_back(make_label(
-        LabelName::kComputeBound, label_kind_of(largest), "compute_share", compute_share,
-        t.compute_bound_share, "compute_bound_share",
-        fmt::format(
-            "compute takes {} of the step, most of it in {} ({}){}", pct_interval(compute_share),
-            phase_name(largest),
-            pct(share_interval(pooled.cpu[kIndex(largest)], pooled.period, "", nullptr).value),
-            wait_timed ? fmt::format("; data wait {}", pct(wait.value))
-                       : std::string("; data wait not timed")),
-        inputs.facts.gpu_seen
-            ? fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), "
-                          "try mixed precision, a larger batch or a faster kernel",
-                          phase_name(largest))
-            : fmt::format("the step is compute-bound in {} on the CPU (no GPU seen): profile it "
-                          "(torch.profiler, py-spy), check the threads (torch.get_num_threads), "
-                          "try a larger batch, a smaller model or a GPU",
-                          phase_name(largest))));
+    const bool on_gpu = std::find(device.gpu_timed.begin(), device.gpu_timed.end(), largest) !=
+                        device.gpu_timed.end();
+    if (on_gpu && launch_bound) {
+      scope.labels.push_back(launch_bound_label(device, launch_ratio, busy, compute_share, t));
+    } else {
+      scope.labels.push_back(make_label(
+          LabelName::kComputeBound, label_kind_of(largest), "compute_share", compute_share,
+          t.compute_bound_share, "compute_bound_share",
+          fmt::format(
+              "compute takes {} of the step, most of it in {} ({}{}){}",
+              pct_interval(compute_share), phase_name(largest),
+              pct(share_interval(judged(pooled, device, largest), pooled.period, "", nullptr)
+                      .value),
+              on_gpu ? " on the GPU" : "",
+              wait_timed ? fmt::format("; data wait {}", pct(wait.value))
+                         : std::string("; data wait not timed")),
+          inputs.facts.gpu_seen
+              ? fmt::format("the step is compute-bound in {}: profile it (trainscope run --nsys), "
+                            "try mixed precision, a larger batch or a faster kernel",
+                            phase_name(largest))
+              : fmt::format("the step is compute-bound in {} on the CPU (no GPU seen): profile it "
+                            "(torch.profiler, py-spy), check the threads (torch.get_num_threads), "
+                            "try a larger batch, a smaller model or a GPU",
+                            phase_name(largest))));
+      if (on_gpu) scope.labels.back().device = Device::kGPU;
+    }
   } else {
     scope.labels.push_back(make_label(
         LabelName::kBalanced, LabelKind::kNone, "compute_share", compute_share,
@@ -744,25 +861,20 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   find_memory_creep(ranks, t, &scope);
   find_drift(pooled, t, &scope);
 
-  // GPU-IDLE: GPU-timed compute over the step.
-  std::vector<Phase> gpu_compute;
-  for (Phase p : {Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
-    if (measured_anywhere(ranks, p, true)) gpu_compute.push_back(p);
-  }
-  if (gpu_compute.empty()) {
+  // GPU-IDLE: the measured GPU busy share (NVML, else the GPU-timed rows).
+  if (!std::isfinite(busy.share.value)) {
     scope.notes.push_back(inputs.facts.gpu_seen
                               ? "GPU-IDLE: no GPU-timed phases (FORWARD, BACKWARD, ... with "
                                 "gpu=True)"
                               : "GPU-IDLE: no GPU seen (a CPU-only run)");
   } else {
-    const Interval busy =
-        share_interval(sum_of(pooled, gpu_compute, true), pooled.period, "GPU-timed work", notes);
-    if (!input_bound && below(busy, t.gpu_idle_busy_share)) {
+    const bool launch_label = scope.labels.front().name == LabelName::kLaunchBound;
+    if (!input_bound && !launch_label && below(busy.share, t.gpu_idle_busy_share)) {
       scope.labels.push_back(make_label(
-          LabelName::kGpuIdle, LabelKind::kNone, "gpu_busy_share", busy, t.gpu_idle_busy_share,
-          "gpu_idle_busy_share",
-          fmt::format("GPU-timed work covers {} of the step while the job is not input-bound",
-                      pct_interval(busy)),
+          LabelName::kGpuIdle, LabelKind::kNone, "gpu_busy_share", busy.share,
+          t.gpu_idle_busy_share, "gpu_idle_busy_share",
+          fmt::format("the GPU is busy {} of the step ({}) while the job is not input-bound",
+                      pct_interval(busy.share), busy.source()),
           "the GPU waits for the host: move work to the GPU, overlap copies (pin_memory, "
           "non_blocking), fewer host syncs, CUDA graphs or a larger batch"));
     }

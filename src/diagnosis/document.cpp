@@ -79,6 +79,7 @@ ojson scope_json(const Scope& s) {
                  {"evidence", l.evidence},        {"next_step", l.next_step}};
     if (l.rank) one["rank"] = *l.rank;
     if (l.host) one["host"] = *l.host;
+    if (l.device) one["device"] = device_name(*l.device);
     labels.push_back(std::move(one));
   }
   ojson collectives = ojson::array();
@@ -137,6 +138,7 @@ Scope scope_from(const Field& f) {
     label.next_step = l["next_step"].string();
     if (std::optional<Field> rank = l.find("rank")) label.rank = u32_from(*rank);
     if (std::optional<Field> host = l.find("host")) label.host = host->string();
+    if (std::optional<Field> device = l.find("device")) label.device = device_from(*device);
     s.labels.push_back(std::move(label));
   }
   if (std::optional<Field> collectives = f.find("collectives")) {  // version 1 before issue 39
@@ -335,10 +337,16 @@ std::string duration(std::int64_t ms) {
   return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
 }
 
+// The label's kind, with its device where judged on the GPU ("gpu: backward").
+std::string kind_text(const Label& l) {
+  const std::string_view kind = label_kind_name(l.kind);
+  return l.device == Device::kGPU ? fmt::format("gpu: {}", kind) : std::string(kind);
+}
+
 std::string label_text(const Label& l) {
   std::string out(label_name(l.name));
   std::vector<std::string> parts;
-  if (l.kind != LabelKind::kNone) parts.push_back(std::string(label_kind_name(l.kind)));
+  if (l.kind != LabelKind::kNone) parts.push_back(kind_text(l));
   if (l.rank) parts.push_back(fmt::format("rank {}", *l.rank));
   if (l.host) parts.push_back(*l.host);
   if (!parts.empty()) out += fmt::format("({})", fmt::join(parts, ", "));
@@ -545,7 +553,7 @@ std::string number(double value) { return fmt::format("{:.3g}", value); }
 // its estimate with the 95% interval (the evidence line when it has no interval).
 std::string label_tag_value(const Label& label) {
   std::vector<std::string> who;
-  if (label.kind != LabelKind::kNone) who.push_back(std::string(label_kind_name(label.kind)));
+  if (label.kind != LabelKind::kNone) who.push_back(kind_text(label));
   if (label.rank) who.push_back(fmt::format("rank {}", *label.rank));
   if (label.host) who.push_back(*label.host);
   std::string out;

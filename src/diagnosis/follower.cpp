@@ -186,6 +186,7 @@ Diagnosis Follower::diagnose() const {
   Inputs window, run;
   std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end_ns = 0;
+  const std::vector<steps::HostLoad> hosts = reader.hosts();
   for (const steps::RankSteps* rank_steps : ranks_read) {
     const steps::RankSteps& t = *rank_steps;
     const std::uint32_t rank = t.rank;
@@ -215,7 +216,8 @@ Diagnosis Follower::diagnose() const {
         w.steps.empty() ? std::numeric_limits<std::int64_t>::max() : w.steps.front().start_ns;
     const std::int64_t r_start =
         r.steps.empty() ? std::numeric_limits<std::int64_t>::max() : r.steps.front().start_ns;
-    auto add_reading = [&](std::int64_t time_ms, double value, bool device) {
+    auto add_reading = [&](std::int64_t time_ms, double value,
+                           std::vector<Reading> RankInput::*series) {
       const std::int64_t ns = time_ms * 1'000'000;
       // A reading after the rank's last row measured a process tree that may be
       // gone (0 MB once it exited): it is no point of the rank's steps.
@@ -223,16 +225,34 @@ Diagnosis Follower::diagnose() const {
       const double step = t.step_at(ns);
       if (std::isnan(step)) return;
       const Reading reading{step, value, time_ms};
-      if (ns >= r_start) (device ? r.gpu_mem_mb : r.rss_mb).push_back(reading);
-      if (ns >= w_start) (device ? w.gpu_mem_mb : w.rss_mb).push_back(reading);
+      if (ns >= r_start) (r.*series).push_back(reading);
+      if (ns >= w_start) (w.*series).push_back(reading);
     };
-    for (const auto& [time_ms, mb] : t.rss_mb) add_reading(time_ms, mb, false);
-    for (const auto& [time_ms, mb] : t.gpu_mem_mb) add_reading(time_ms, mb, true);
+    for (const auto& [time_ms, mb] : t.rss_mb) add_reading(time_ms, mb, &RankInput::rss_mb);
+    for (const auto& [time_ms, mb] : t.gpu_mem_mb) {
+      add_reading(time_ms, mb, &RankInput::gpu_mem_mb);
+    }
+    // NVML's utilization of the rank's devices, averaged over them per reading.
+    std::map<std::int64_t, std::pair<double, int>> util;
+    for (const steps::HostLoad& h : hosts) {
+      if (h.host != t.host) continue;
+      for (int gpu : t.gpus) {
+        const auto series = h.gpu_util_pct.find(gpu);
+        if (series == h.gpu_util_pct.end()) continue;
+        for (const auto& [time_ms, pct] : series->second) {
+          util[time_ms].first += pct;
+          ++util[time_ms].second;
+        }
+      }
+    }
+    for (const auto& [time_ms, sum] : util) {
+      add_reading(time_ms, sum.first / sum.second, &RankInput::gpu_util_pct);
+    }
     fill_rank_window(w.steps, t, &d.ranks.back());
     window.ranks.push_back(std::move(w));
     run.ranks.push_back(std::move(r));
   }
-  for (const steps::HostLoad& h : reader.hosts()) {
+  for (const steps::HostLoad& h : hosts) {
     HostInput all{h.host, {}, {}}, recent{h.host, {}, {}};
     std::vector<const steps::RankSteps*> on_host;
     for (const steps::RankSteps* t : reader.ranks()) {

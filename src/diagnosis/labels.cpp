@@ -10,9 +10,10 @@
 namespace trainscope::diagnosis {
 namespace {
 
-constexpr std::array<std::string_view, 12> kLabelNames = {
-    "BALANCED",         "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER", "MEMORY-CREEP",
-    "THROUGHPUT-DRIFT", "GPU-IDLE",    "HOST-PRESSURE", "HANG",       "NO-DATA",   "COMM-BOUND"};
+constexpr std::array<std::string_view, 13> kLabelNames = {
+    "BALANCED",     "INPUT-BOUND",      "COMPUTE-BOUND", "WAIT-HEAVY",    "STRAGGLER",
+    "MEMORY-CREEP", "THROUGHPUT-DRIFT", "GPU-IDLE",      "HOST-PRESSURE", "HANG",
+    "NO-DATA",      "COMM-BOUND",       "LAUNCH-BOUND"};
 constexpr std::array<std::string_view, 12> kKindNames = {
     "",     "input", "compute", "host",     "device",    "cpu",
     "swap", "h2d",   "forward", "backward", "optimizer", "rest"};

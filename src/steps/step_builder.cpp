@@ -18,6 +18,7 @@ void merge_into(Step* into, const Step& s) {
   into->comm_waited_s += s.comm_waited_s;
   into->collectives_s += s.collectives_s;
   into->ddp_exposed_s += s.ddp_exposed_s;
+  into->gpu_busy_s += s.gpu_busy_s;
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
     into->cpu_s[p] += s.cpu_s[p];
     into->gpu_s[p] += s.gpu_s[p];
@@ -58,6 +59,7 @@ void StepBuilder::credit(Step* s, const PendingRow& r) {
     return;
   }
   (r.gpu ? s->gpu_s : s->cpu_s)[static_cast<std::size_t>(r.phase)] += seconds;
+  if (r.gpu && is_compute(static_cast<Phase>(r.phase))) s->gpu_busy_s += seconds;
 }
 
 void StepBuilder::add_key(std::vector<KeySum>* sums, const PendingRow& r) {

@@ -67,7 +67,8 @@ struct HostTrack {
   // (kNoRank: a launcher of several ranks), by time; rows of one time summed.
   std::map<std::uint32_t, std::map<std::int64_t, double>> job_cpu;
   std::set<int> cores_seen;
-  int recorded_cores = 0;  // the environment record's
+  std::map<int, std::map<std::int64_t, double>> gpu_util;  // HostLoad::gpu_util_pct
+  int recorded_cores = 0;                                  // the environment record's
   HostNow now;
 };
 
@@ -272,7 +273,10 @@ struct StepReader::State {
       if (RankSteps* r = rank_for(m.rank)) r->rss_mb.emplace_back(m.timestamp_ms, v);
     } else if (gpu_key(key, &gpu, &rest)) {
       if (rest == host::kGpuProcMemUsedQuantity) {
-        if (RankSteps* r = rank_for(m.rank)) r->gpu_mem_mb[m.timestamp_ms] += v;
+        if (RankSteps* r = rank_for(m.rank)) {
+          r->gpu_mem_mb[m.timestamp_ms] += v;
+          r->gpus.insert(gpu);
+        }
         return;
       }
       auto it = std::find_if(now.gpus.begin(), now.gpus.end(),
@@ -284,7 +288,10 @@ struct StepReader::State {
         it = std::find_if(now.gpus.begin(), now.gpus.end(),
                           [gpu](const GpuNow& g) { return g.index == gpu; });
       }
-      if (rest == host::kGpuUtilQuantity) it->util_pct = v;
+      if (rest == host::kGpuUtilQuantity) {
+        it->util_pct = v;
+        h->gpu_util[gpu][m.timestamp_ms] = v;
+      }
       if (rest == host::kGpuMemUsedQuantity) it->mem_used_mb = v;
       if (rest == host::kGpuMemTotalQuantity) it->mem_total_mb = v;
     }
@@ -541,6 +548,7 @@ std::vector<HostLoad> StepReader::hosts() const {
     load.host = name;
     load.cores = h.recorded_cores > 0 ? h.recorded_cores : static_cast<int>(h.cores_seen.size());
     load.now = h.now;
+    load.gpu_util_pct = h.gpu_util;
     std::vector<const RankSteps*> on_host;
     for (const RankSteps* r : ranks()) {
       if (r->host == name) on_host.push_back(r);

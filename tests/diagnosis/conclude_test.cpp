@@ -24,6 +24,8 @@ struct Shape {
   double gpu_forward = -1;  // < 0: not GPU-timed
   double noise = 0.05;
   double growth_per_step = 0;  // added to forward, seconds per step
+  double gpu_backward = -1;    // < 0: not GPU-timed
+  double gpu_util_pct = -1;    // >= 0: an NVML reading of this (jittered) every step
 };
 
 RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
@@ -40,6 +42,7 @@ RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
   in.cpu_measured[P(Phase::kOptimizer)] = shape.optimizer > 0;
   in.cpu_measured[P(Phase::kComm)] = shape.comm > 0;
   in.gpu_measured[P(Phase::kForward)] = shape.gpu_forward >= 0;
+  in.gpu_measured[P(Phase::kBackward)] = shape.gpu_backward >= 0;
   std::int64_t t = 1'000'000'000'000'000'000;
   for (std::size_t i = 0; i < steps; ++i) {
     StepSample s;
@@ -53,6 +56,12 @@ RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
     s.cpu_s[P(Phase::kComm)] = shape.comm * jitter(rng);
     s.cpu_s[P(Phase::kRest)] = shape.rest * jitter(rng);
     if (shape.gpu_forward >= 0) s.gpu_s[P(Phase::kForward)] = shape.gpu_forward * jitter(rng);
+    if (shape.gpu_backward >= 0) s.gpu_s[P(Phase::kBackward)] = shape.gpu_backward * jitter(rng);
+    s.gpu_busy_s = s.gpu_s[P(Phase::kForward)] + s.gpu_s[P(Phase::kBackward)];
+    if (shape.gpu_util_pct >= 0) {
+      in.gpu_util_pct.push_back(
+          Reading{static_cast<double>(i), shape.gpu_util_pct * jitter(rng), t / 1'000'000});
+    }
     for (double v : s.cpu_s) s.period_s += v;
     // COMM rows (timed by hand): communication the step waits for.
     s.comm_waited_s = s.cpu_s[P(Phase::kComm)];
@@ -547,6 +556,99 @@ TEST(Conclude, GpuIdleWhenGpuWorkCoversLittleOfTheStep) {
   EXPECT_EQ(conclude(one_rank(Shape{.forward = 0.008, .gpu_forward = 0.0075}), Thresholds{}, "run")
                 .find(LabelName::kGpuIdle),
             nullptr);
+}
+
+// Device-aware phases (issue 39). A GPU-bound job under --auto: forward and
+// backward take 1 ms each to launch on the CPU, 10 and 20 ms on the GPU; the
+// host waits for the device at an untimed sync (.item()), in the rest. Judged
+// on CPU times it read WAIT-HEAVY; on the device's times it is COMPUTE-BOUND
+// on the GPU, in backward.
+TEST(Conclude, GpuBoundJobIsComputeBoundOnTheGpu) {
+  const Scope s = conclude(one_rank(Shape{.data_wait = 0.0005,
+                                          .forward = 0.001,
+                                          .backward = 0.001,
+                                          .rest = 0.029,
+                                          .gpu_forward = 0.010,
+                                          .gpu_backward = 0.020}),
+                           Thresholds{}, "run");
+  ASSERT_THAT(s.labels, Not(IsEmpty()));
+  const Label& l = s.labels.front();
+  EXPECT_EQ(l.name, LabelName::kComputeBound) << label_name(l.name);
+  EXPECT_EQ(l.kind, LabelKind::kBackward);
+  ASSERT_TRUE(l.device.has_value());
+  EXPECT_EQ(*l.device, Device::kGPU);
+  EXPECT_GT(l.value.low, 0.85);  // 30 ms of a 31.5 ms step
+  EXPECT_EQ(s.find(LabelName::kWaitHeavy), nullptr);
+  EXPECT_EQ(s.find(LabelName::kLaunchBound), nullptr);
+}
+
+// Many tiny kernels: the host launches for as long as the device runs (CPU
+// 10 + 15 ms, GPU spans 9.5 + 14 ms) and NVML sees kernels 20% of the time:
+// LAUNCH-BOUND, not COMPUTE-BOUND, with its next step; no GPU-IDLE beside it.
+// Without NVML readings the CPU/GPU ratio alone decides, and says the busy
+// share came from the event spans.
+TEST(Conclude, TinyKernelsJobIsLaunchBound) {
+  for (const double util : {20.0, -1.0}) {
+    const Scope s = conclude(one_rank(Shape{.forward = 0.010,
+                                            .backward = 0.015,
+                                            .gpu_forward = 0.0095,
+                                            .gpu_backward = 0.014,
+                                            .gpu_util_pct = util}),
+                             Thresholds{}, "run");
+    ASSERT_THAT(s.labels, Not(IsEmpty()));
+    const Label& l = s.labels.front();
+    EXPECT_EQ(l.name, LabelName::kLaunchBound) << label_name(l.name) << " util " << util;
+    EXPECT_EQ(s.find(LabelName::kComputeBound), nullptr);
+    EXPECT_EQ(s.find(LabelName::kGpuIdle), nullptr);
+    EXPECT_EQ(l.threshold_name, "launch_bound_cpu_gpu_ratio");
+    EXPECT_NEAR(l.value.value, 25.0 / 23.5, 0.02);
+    EXPECT_THAT(l.next_step, ::testing::HasSubstr("CUDA graphs"));
+    EXPECT_THAT(l.next_step, ::testing::HasSubstr("torch.compile"));
+    EXPECT_THAT(l.evidence, ::testing::HasSubstr(util >= 0 ? "NVML" : "event spans"));
+  }
+}
+
+// The host paced by a busy device (a full launch queue: CPU time close to the
+// GPU's) is no launch-bound job when NVML sees the GPU busy: COMPUTE-BOUND(gpu).
+TEST(Conclude, HostPacedByABusyGpuIsComputeBound) {
+  const Scope s = conclude(one_rank(Shape{.forward = 0.010,
+                                          .backward = 0.015,
+                                          .gpu_forward = 0.0095,
+                                          .gpu_backward = 0.014,
+                                          .gpu_util_pct = 95}),
+                           Thresholds{}, "run");
+  ASSERT_THAT(s.labels, Not(IsEmpty()));
+  EXPECT_EQ(s.labels.front().name, LabelName::kComputeBound);
+  EXPECT_EQ(s.labels.front().device, Device::kGPU);
+  EXPECT_EQ(s.find(LabelName::kLaunchBound), nullptr);
+}
+
+// GPU-IDLE on the measured busy share: GPU-timed spans cover 90% of the step,
+// but NVML sees kernels run 20% of the time (gaps inside the spans).
+TEST(Conclude, GpuIdleIsJudgedOnMeasuredBusyNotSpans) {
+  Shape shape{.forward = 0.001, .rest = 0.002, .gpu_forward = 0.027, .gpu_util_pct = 20};
+  Scope s = conclude(one_rank(shape), Thresholds{}, "run");
+  const Label* idle = s.find(LabelName::kGpuIdle);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_NEAR(idle->value.value, 0.20, 0.02);
+  EXPECT_THAT(idle->evidence, ::testing::HasSubstr("NVML"));
+  // The same spans with the GPU busy: no GPU-IDLE.
+  shape.gpu_util_pct = 90;
+  s = conclude(one_rank(shape), Thresholds{}, "run");
+  EXPECT_EQ(s.find(LabelName::kGpuIdle), nullptr);
+}
+
+// An input-bound CUDA job stays INPUT-BOUND on the device's times.
+TEST(Conclude, InputBoundCudaJobIsInputBound) {
+  const Scope s = conclude(one_rank(Shape{.data_wait = 0.020,
+                                          .forward = 0.001,
+                                          .backward = 0.001,
+                                          .rest = 0.004,
+                                          .gpu_forward = 0.003,
+                                          .gpu_backward = 0.006}),
+                           Thresholds{}, "run");
+  ASSERT_THAT(s.labels, Not(IsEmpty()));
+  EXPECT_EQ(s.labels.front().name, LabelName::kInputBound);
 }
 
 TEST(Conclude, HostPressureFromOtherProcessesOrSwap) {

@@ -175,6 +175,28 @@ TEST(Document, TheLedgerIsTypedInTheDocument) {
   EXPECT_THAT(format_diagnosis(*back), HasSubstr(steps::format_ledger_line(l)));
 }
 
+// A label judged on the device (issue 39): its device round-trips, the text
+// says "gpu: backward"; a document without "device" reads as before (none).
+TEST(Document, ALabelsDeviceRoundTripsAndShows) {
+  Diagnosis d = sample();
+  Label l;
+  l.name = LabelName::kComputeBound;
+  l.kind = LabelKind::kBackward;
+  l.device = Device::kGPU;
+  l.quantity = "compute_share";
+  l.value = Interval{0.9, 0.88, 0.92};
+  d.run.labels = {l};
+  const std::string text = diagnosis_json(d, 1);
+  absl::StatusOr<Diagnosis> back = parse_diagnosis(text, "d.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->run.labels.size(), 1u);
+  EXPECT_EQ(back->run.labels[0].device, Device::kGPU);
+  EXPECT_EQ(diagnosis_json(*back, 1), text);
+  EXPECT_THAT(format_diagnosis(*back), HasSubstr("COMPUTE-BOUND(gpu: backward)"));
+  EXPECT_FALSE(
+      parse_diagnosis(diagnosis_json(sample(), 1), "old.json")->run.labels[0].device.has_value());
+}
+
 TEST(Document, ReadsAFileAndNamesItInErrors) {
   testing::TempDir tmp;
   const std::string path = tmp.file("d.json");
@@ -259,8 +281,9 @@ TEST(Keys, ThresholdsByName) {
   EXPECT_THAT(t.set("nope", 1).message(), HasSubstr("unknown threshold 'nope'"));
   EXPECT_THAT(t.set("min_steps", -1).message(), HasSubstr(">= 0"));
   EXPECT_THAT(t.set("min_steps=abc").message(), HasSubstr("expected NAME=NUMBER"));
-  // + hang_factor, hang_min_s, host_pressure_contention_share, comm_bound_share, mfu_low
-  EXPECT_EQ(threshold_table().size(), 21u);
+  // + hang_factor, hang_min_s, host_pressure_contention_share, comm_bound_share, mfu_low,
+  // launch_bound_cpu_gpu_ratio, launch_bound_busy_share
+  EXPECT_EQ(threshold_table().size(), 23u);
   ASSERT_TRUE(t.set("mfu_low=0.4").ok());
   EXPECT_EQ(t.mfu_low, 0.4);
   ASSERT_TRUE(t.set("host_pressure_contention_share=0.2").ok());

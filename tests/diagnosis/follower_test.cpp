@@ -409,6 +409,38 @@ TEST(Follower, HostReadingsGiveMemoryCreepAndTheLatestGauges) {
   EXPECT_EQ(d->host_now[0].gpus[0].util_pct, 77);
 }
 
+// The GPU busy share from NVML (issue 39): the utilization of the rank's own
+// device (gpu.1, where its process tree holds memory), not of the host's other
+// device; GPU-timed spans cover 80% of each step, NVML sees kernels 20% of the
+// time: GPU-IDLE on the measured share, naming its source.
+TEST(Follower, GpuBusyShareFromTheRanksDevicesNvmlReadings) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 300; ++i) {
+    const std::int64_t start = kT0 + i * 10 * kMs;
+    rows += row("FORWARD", start, 3 * kMs);
+    rows += row("BACKWARD", start + 3 * kMs, 2 * kMs);
+    rows += row("BATCH", start, 10 * kMs);
+    rows += row("FORWARD", start, 8 * kMs, 0, "GPU");
+  }
+  write_file(dir / "regions-0.csv", rows, true);
+  std::string host = testing::kMetricsHeader;
+  for (int i = 0; i < 30; ++i) {
+    const std::string ms = std::to_string(kT0 / kMs + i * 100);
+    host += "system/gpu.0.util_pct,100,0," + ms + ",\n";
+    host += "system/gpu.1.util_pct,20,0," + ms + ",\n";
+    host += "system/gpu.1.proc.mem_used_mb,900,0," + ms + ",0\n";
+  }
+  write_file(dir / "host-h.csv", host);
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const Label* idle = d->run.find(LabelName::kGpuIdle);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_NEAR(idle->value.value, 0.20, 1e-9);
+  EXPECT_THAT(idle->evidence, ::testing::HasSubstr("NVML"));
+}
+
 TEST(Follower, RanksOnTwoHostsInOneDirectory) {
   // A shared filesystem: ranks 0 and 1 on host a, 2 and 3 on host b, each
   // host's launcher sampling its own host file; rank 3 is the straggler.

@@ -391,6 +391,8 @@ def test_the_threshold_table_and_the_phase_names():
                                 "comm_exposed", "sync", "rest")
     assert "STRAGGLER" in diagnosis.LABELS and "NO-DATA" in diagnosis.LABELS
     assert "COMM-BOUND" in diagnosis.LABELS and table["comm_bound_share"].default == 0.2
+    assert "LAUNCH-BOUND" in diagnosis.LABELS
+    assert table["launch_bound_cpu_gpu_ratio"].default == 0.8
 
 
 def test_unknown_names_raise_value_errors_naming_them(tmp_path):

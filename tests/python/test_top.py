@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(not CLI, reason="set TRAINSCOPE_CLI to the train
 needs_tmux = pytest.mark.skipif(not TMUX, reason="tmux is not installed (scripts/setup.sh)")
 
 LABELS = ("BALANCED", "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER", "MEMORY-CREEP",
-          "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "HANG", "NO-DATA", "COMM-BOUND")
+          "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "HANG", "NO-DATA", "COMM-BOUND",
+          "LAUNCH-BOUND")
 JOB_SECONDS = 40  # long enough for every live test of the module; the last waits for its end
 
 TRAIN = """

@@ -155,6 +155,36 @@ TEST(Steps, OnlyLayerBackwardKeysAreSampled) {
 
 // A wait that starts in one step's period and ends in the next counts in
 // each by its overlap.
+// GPU busy (issue 39): the device time of the step's GPU-timed compute rows
+// (h2d, forward, backward, optimizer), a GPU row collected after the next step
+// ended (written late) too; a GPU BATCH row, a GPU row of no phase and the CPU
+// rows (launch times) are no busy time.
+TEST(Steps, GpuBusyIsTheDeviceTimeOfTheGpuTimedComputeRows) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t start = kT0 + i * 20 * kMs;
+    rows += row("FORWARD", start + 1 * kMs, 1 * kMs);
+    rows += row("BACKWARD", start + 3 * kMs, 2 * kMs);
+    rows += row("BATCH", start, 19 * kMs);
+    rows += row("BATCH", start, 18 * kMs, 0, 0, "GPU");
+    rows += row("clip", start + 6 * kMs, 1 * kMs, 0, 0, "GPU");
+    rows += row("FORWARD", start + 1 * kMs, 4 * kMs, 0, 0, "GPU");
+    if (i > 0) {  // the previous step's backward, collected late
+      rows += row("BACKWARD", start - 17 * kMs, 9 * kMs, 0, 0, "GPU");
+    }
+  }
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  const RunSteps s = read(dir.string());
+  ASSERT_EQ(s.ranks.size(), 1u);
+  const RankSteps& r = s.ranks[0];
+  ASSERT_EQ(r.history.size(), 3u);
+  EXPECT_NEAR(r.history[0].gpu_busy_s, 0.013, 1e-12);
+  EXPECT_NEAR(r.history[1].gpu_busy_s, 0.013, 1e-12);
+  EXPECT_NEAR(r.history[2].gpu_busy_s, 0.004, 1e-12);  // its backward never collected
+}
+
 TEST(Steps, AWaitAcrossTwoPeriodsCountsInEachByItsOverlap) {
   TempDir tmp;
   const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});

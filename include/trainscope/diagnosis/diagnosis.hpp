@@ -95,6 +95,13 @@ struct Thresholds {
   // GPU-IDLE: GPU-timed work over the step, its interval wholly below, while
   // the job is not input-bound.
   double gpu_idle_busy_share = 0.50;
+  // LAUNCH-BOUND: a step compute-bound on the device whose GPU-timed phases'
+  // CPU time (the host launching) is at least this share of their GPU time
+  // (the device never ran ahead of the host), its interval wholly above, and,
+  // where NVML readings measure it, the GPU busy share wholly below
+  // launch_bound_busy_share.
+  double launch_bound_cpu_gpu_ratio = 0.80;
+  double launch_bound_busy_share = 0.50;
   // HOST-PRESSURE: the host's CPU busy at least this much (% of all cores)
   // with other processes taking at least other_cpu_share of all cores, or swap
   // in use growing by swap_growth_mb.
@@ -155,9 +162,12 @@ struct RankInput {
   std::string step_key;  // empty: the rank recorded no step key
   std::array<bool, kPhaseCount> cpu_measured{};
   std::array<bool, kPhaseCount> gpu_measured{};
-  std::vector<StepSample> steps;             // in step order
-  std::vector<Reading> rss_mb;               // system/proc.rss_mb of the rank's process tree
-  std::vector<Reading> gpu_mem_mb;           // system/gpu.<i>.proc.mem_used_mb, summed over devices
+  std::vector<StepSample> steps;    // in step order
+  std::vector<Reading> rss_mb;      // system/proc.rss_mb of the rank's process tree
+  std::vector<Reading> gpu_mem_mb;  // system/gpu.<i>.proc.mem_used_mb, summed over devices
+  // NVML's utilization of the rank's devices (% of the time a kernel ran),
+  // averaged over them: the GPU busy share's measure where present.
+  std::vector<Reading> gpu_util_pct;
   std::vector<CollectiveInput> collectives;  // the rank's last rows of each collective key
 };
 
@@ -222,10 +232,11 @@ enum class LabelName : std::uint8_t {
   kHang,
   kNoData,
   kCommBound,
+  kLaunchBound,
 };
 // "BALANCED", "INPUT-BOUND", "COMPUTE-BOUND", "WAIT-HEAVY", "STRAGGLER",
 // "MEMORY-CREEP", "THROUGHPUT-DRIFT", "GPU-IDLE", "HOST-PRESSURE", "HANG",
-// "NO-DATA", "COMM-BOUND".
+// "NO-DATA", "COMM-BOUND", "LAUNCH-BOUND".
 std::string_view label_name(LabelName name) noexcept;
 // Its inverse; InvalidArgument naming the text.
 absl::StatusOr<LabelName> parse_label_name(std::string_view name);
@@ -261,8 +272,11 @@ struct Label {
   LabelKind kind = LabelKind::kNone;
   std::optional<std::uint32_t> rank;  // STRAGGLER, MEMORY-CREEP, HANG
   std::optional<std::string> host;    // HOST-PRESSURE
-  std::string quantity;               // what `value` is ("data-wait share", "lag_s", ...)
-  Interval value;                     // the estimate and its 95% interval
+  // COMPUTE-BOUND: kGPU when its phase was judged on the device's time
+  // ("COMPUTE-BOUND(gpu: backward)"); else none.
+  std::optional<Device> device;
+  std::string quantity;  // what `value` is ("data-wait share", "lag_s", ...)
+  Interval value;        // the estimate and its 95% interval
   // What the interval was held against, in the unit of `value` (STRAGGLER:
   // seconds, from the share of the step or the minimum lag), and the name in
   // Thresholds it comes from.

@@ -19,6 +19,10 @@
 //               collective the loop waits in) and COMM_EXPOSED rows (the part
 //               of DDP's all-reduce after backward's compute)
 //   sync        the host's waits for the device (SYNC rows)
+//   gpu busy    the GPU-timed time of the compute phases' rows (h2d, forward,
+//               backward, optimizer) that start in the period: each row's
+//               device duration (its events' elapsed time on its stream), summed
+//               (they run one after another on the stream)
 //   rest        the period minus data wait, h2d, forward, backward,
 //               optimizer, sync and the COMM rows (the phases that lie
 //               outside each other), at least 0
@@ -54,6 +58,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -154,6 +159,8 @@ struct Step {
   double comm_waited_s = 0;
   double collectives_s = 0;
   double ddp_exposed_s = 0;
+  // The GPU busy time (see the top of this file): GPU-timed compute rows.
+  double gpu_busy_s = 0;
 
   double data_wait_s() const { return cpu_s[static_cast<std::size_t>(Phase::kDataWait)]; }
   // The period beyond the measured CPU phases that lie outside each other, >= 0.
@@ -226,6 +233,8 @@ struct RankSteps {
   // CPU in % of one core; by time (ms).
   std::vector<std::pair<std::int64_t, double>> rss_mb;
   std::map<std::int64_t, double> gpu_mem_mb;
+  // The devices its process tree used (a system/gpu.<i>.proc reading).
+  std::set<int> gpus;
   std::map<std::int64_t, double> cpu_pct;
   // Its threads' run-queue wait, % of one core, by time (ms); empty in runs
   // recorded before it was sampled.
@@ -298,6 +307,8 @@ struct HostLoad {
   std::string host;
   int cores = 0;                    // 0: unknown (the job's CPU is then NaN)
   std::vector<HostSample> samples;  // in time order
+  // Per device, NVML's utilization (% of the time a kernel ran), by time (ms).
+  std::map<int, std::map<std::int64_t, double>> gpu_util_pct;
   HostNow now;
 };
 

@@ -516,7 +516,7 @@
 
   // ---- diagnosis (trainscope diagnose) ---------------------------------------
   // Labels by what they ask of the user: a defect (red), a shape to know (amber), fine (green).
-  var LABEL_CLASS = { "BALANCED": "ok", "COMPUTE-BOUND": "info", "NO-DATA": "none", "WAIT-HEAVY": "warn", "GPU-IDLE": "warn" };
+  var LABEL_CLASS = { "BALANCED": "ok", "COMPUTE-BOUND": "info", "NO-DATA": "none", "WAIT-HEAVY": "warn", "GPU-IDLE": "warn", "LAUNCH-BOUND": "warn" };
   var PHASE_NAMES = { data_wait: "data wait", h2d: "host to device", forward: "forward", backward: "backward",
                       optimizer: "optimizer", comm: "communication", rest: "rest of the step" };
   function interval(v, f) {
