@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/end_of_run.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
@@ -233,6 +235,72 @@ std::string dump_json(std::uint32_t rank, const std::string& main_function,
         {"file": "/x/hang.py", "line": 55, "function": "main"}]}],
     "regions": ["BATCH"], "collectives": )" +
          collectives + R"(, "notes": []})";
+}
+
+// A job ended for a hang (`--on-hang kill`): ranks 0 and 1 KILLED at kNow, rank 0's
+// last step 2 s before, rank 1's an hour before; rank 2 FINISHED long before.
+std::string killed_for_hang_run(const TempDir& tmp, bool tagged) {
+  RankJson r0, r1, r2;
+  r0.rank = 0;
+  r1.rank = 1;
+  r2.rank = 2;
+  r0.world_size = r1.world_size = r2.world_size = 3;
+  r0.status = r1.status = "KILLED";
+  r0.end_time_ms = r1.end_time_ms = r0.heartbeat_ms = r1.heartbeat_ms = kNow / 1'000'000;
+  r2.status = "FINISHED";
+  r2.end_time_ms = r2.heartbeat_ms = (kNow - 3000 * kS) / 1'000'000;
+  RunJson run;
+  if (tagged) run.tags["trainscope.end_reason"] = "hang";
+  const auto dir = write_run_dir(tmp.file("run"), run, {r0, r1, r2});
+  const std::int64_t ms = 1'000'000;
+  std::string rows0, rows1, rows2;
+  for (int i = 0; i < 30; ++i) {
+    rows0 += batch_row(kNow - 2 * kS - (30 - i) * 10 * ms, 10 * ms, 0);
+    rows1 += batch_row(kNow - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 1);
+    rows2 += batch_row(kNow - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 2);
+  }
+  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
+  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
+  write_file(dir / "regions-2.csv", rows2, /*append=*/true);
+  return dir.string();
+}
+
+TEST(Hang, AJobEndedForAHangIsJudgedAtItsEndAndItsSummarySaysHang) {
+  TempDir tmp;
+  const std::string dir = killed_for_hang_run(tmp, /*tagged=*/true);
+  write_file(std::filesystem::path(dir) / "dump-1.json", dump_json(1, "sleep_forever", "[]"));
+  FollowOptions options;
+  options.thresholds.hang_min_s = 600;  // at the end rank 0 (2 s) is not hung, rank 1 (1 h) is
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir, options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (const Scope* s : {&d->window, &d->run}) {
+    ASSERT_FALSE(s->labels.empty());
+    EXPECT_EQ(s->labels[0].name, LabelName::kHang);
+    EXPECT_EQ(s->labels[0].rank, 1u);
+    int hangs = 0;
+    for (const Label& l : s->labels) hangs += l.name == LabelName::kHang;
+    EXPECT_EQ(hangs, 1);
+  }
+  const Label* hang = d->run.find(LabelName::kHang);
+  EXPECT_THAT(hang->evidence, HasSubstr("step 30 has not ended for 3600 s"));
+  EXPECT_THAT(hang->evidence, HasSubstr("ran until the job was ended for the hang"));
+  EXPECT_THAT(hang->evidence, HasSubstr("main thread in sleep_forever"));
+  // The end of `trainscope run` says it, with the launcher's thresholds.
+  LaunchResult result;
+  result.run_dir = dir;
+  result.status = RunStatus::kKilled;
+  auto end = std::make_shared<EndOfRun>();
+  end_of_run_hook(end, options.thresholds)(result);
+  ASSERT_TRUE(end->diagnosis.has_value()) << end->error;
+  const std::string summary = end_of_run_text(*end, dir, /*quiet=*/false);
+  EXPECT_THAT(summary, HasSubstr("HANG(rank 1)"));
+  EXPECT_THAT(summary, HasSubstr("HANG: step 30 has not ended"));
+  // Without the tag an ended run has no hang.
+  TempDir other;
+  absl::StatusOr<Diagnosis> untagged =
+      diagnose_run(killed_for_hang_run(other, /*tagged=*/false), options);
+  ASSERT_TRUE(untagged.ok()) << untagged.status();
+  EXPECT_EQ(untagged->run.find(LabelName::kHang), nullptr);
 }
 
 TEST(HangDump, ParsesThreadsMainFirstAndTheRing) {

@@ -53,7 +53,10 @@ RankProgress progress_of(const steps::RankSteps& rank);
 // The HANG label of a hung rank: quantity "stalled_s", the threshold its
 // limit, the evidence "step 20 has not ended for 12.3 s, since 12:03:07 UTC
 // (limit 5 s = max(10 x p99 12.3 ms, hang_min_s 5 s)); its process runs".
-Label hang_label(const HungRank& hung, const Thresholds& thresholds);
+// `ended`: judged at the end of a job ended for the hang (tag
+// trainscope.end_reason=hang), the evidence then ends "its process ran until
+// the job was ended for the hang".
+Label hang_label(const HungRank& hung, const Thresholds& thresholds, bool ended = false);
 
 // "HANG: rank 1 (step 20 not ended since 12:03:07 UTC); rank 0 (...)": one
 // line, the same while the same ranks hang in the same steps.
