@@ -15,8 +15,6 @@
 
 namespace trainscope {
 
-int dump_signal() noexcept { return SIGRTMIN + 7; }
-
 bool catches_signal(pid_t pid, int signal) {
   if (pid <= 0 || signal <= 0 || signal > 64) return false;
   std::ifstream status(fmt::format("/proc/{}/status", pid));

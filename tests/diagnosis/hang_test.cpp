@@ -303,6 +303,31 @@ TEST(Hang, AJobEndedForAHangIsJudgedAtItsEndAndItsSummarySaysHang) {
   EXPECT_EQ(untagged->run.find(LabelName::kHang), nullptr);
 }
 
+TEST(HangDump, RegionDumpsOfCppRanks) {
+  const std::string block =
+      "trainscope.regions-dump 1\nrank 2 pid 77 time_ms 1700000000000\n"
+      "timer 0: BATCH 12034 ms; LOAD 12030 ms\ntimer 3: EVAL 5 ms; 2 more\nend\n";
+  // The last block counts (an earlier, other text before it is left alone).
+  absl::StatusOr<RankDump> d =
+      parse_region_dump("Thread 0x1 (most recent call first):\n" + block + block, "dump-2.txt");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->rank, 2u);
+  EXPECT_EQ(d->pid, 77);
+  EXPECT_EQ(d->time_ms, 1'700'000'000'000);
+  EXPECT_EQ(d->regions, (std::vector<std::string>{"BATCH (open 12 s)", "LOAD (open 12 s)",
+                                                  "EVAL (open 5 ms)", "2 more"}));
+  // Python's faulthandler stacks: no region dump, not an error.
+  EXPECT_TRUE(absl::IsNotFound(
+      parse_region_dump("Thread 0x1 (most recent call first):\n", "dump-2.txt").status()));
+  // Cut, or a bad line: the file and the line named.
+  absl::StatusOr<RankDump> cut = parse_region_dump(block.substr(0, block.size() - 4), "d.txt");
+  EXPECT_THAT(cut.status().message(), HasSubstr("d.txt:5: the region dump is cut"));
+  absl::StatusOr<RankDump> bad =
+      parse_region_dump("trainscope.regions-dump 1\nrank 2 pid 77 time_ms 1\ntimer 0: X\nend\n",
+                        "d.txt");
+  EXPECT_THAT(bad.status().message(), HasSubstr("d.txt:3: not \"REGION MS ms\": X"));
+}
+
 TEST(HangDump, ParsesThreadsMainFirstAndTheRing) {
   absl::StatusOr<RankDump> d = parse_dump(
       dump_json(1, "sleep_forever",
@@ -319,7 +344,8 @@ TEST(HangDump, ParsesThreadsMainFirstAndTheRing) {
   EXPECT_TRUE(d->collectives[0].left);
   EXPECT_EQ(dump_text(*d),
             "main thread in sleep_forever (hang.py:20) <- main (hang.py:55); lock-taker in "
-            "take_the_other_way (hang.py:31); last left all_reduce #56 of group 0");
+            "take_the_other_way (hang.py:31); regions open: BATCH; last left all_reduce #56 of "
+            "group 0");
 }
 
 TEST(HangDump, ErrorsNameTheFileAndTheKey) {

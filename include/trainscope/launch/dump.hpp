@@ -15,12 +15,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "trainscope/run/dump_signal.hpp"  // dump_signal()
 
 namespace trainscope {
 
-// SIGRTMIN + 7: a real-time signal, so no common handler (SIGUSR1: Slurm's
-// and elastic agents' warnings, SIGUSR2, SIGPROF: profilers) collides with it.
-int dump_signal() noexcept;
 // Whether process `pid` catches `signal` (its SigCgt in /proc/<pid>/status).
 bool catches_signal(pid_t pid, int signal);
 
