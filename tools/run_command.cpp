@@ -283,7 +283,8 @@ int run_command(const std::vector<std::string>& args) {
     };
   }
   auto end = std::make_shared<diagnosis::EndOfRun>();
-  if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnosis::end_of_run_hook(end, parsed->hang_thresholds);
+  if (!parsed->no_diagnosis)
+    parsed->launch.end_tags = diagnosis::end_of_run_hook(end, parsed->hang_thresholds);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());

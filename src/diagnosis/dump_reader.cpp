@@ -110,8 +110,7 @@ absl::StatusOr<RankDump> parse_region_dump(std::string_view text, std::string_vi
     pos = end + 1;
   }
   const auto bad = [&](std::size_t i, std::string_view why) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}: {}", source, line_number + i + 1, why));
+    return absl::InvalidArgumentError(fmt::format("{}:{}: {}", source, line_number + i + 1, why));
   };
   if (lines.empty() || lines[0] != header) return bad(0, "the region dump is cut");
   RankDump d;
@@ -222,7 +221,8 @@ std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::st
 std::string dump_text(const RankDump& dump) {
   std::vector<std::string> parts;
   for (const DumpThread& t : dump.threads) parts.push_back(frames_text(t));
-  if (!dump.regions.empty()) parts.push_back(fmt::format("regions open: {}", fmt::join(dump.regions, " > ")));
+  if (!dump.regions.empty())
+    parts.push_back(fmt::format("regions open: {}", fmt::join(dump.regions, " > ")));
   if (!dump.collectives.empty()) {
     const DumpCollective& last = dump.collectives.back();
     parts.push_back(fmt::format("{} {} #{} of group {}", last.left ? "last left" : "waits in",

@@ -279,8 +279,8 @@ Diagnosis Follower::diagnose() const {
     for (const steps::RankSteps* t : ranks_read) {
       progress.push_back(progress_of(*t));
       if (ended_for_hang) {
-        progress.back().alive = t->status.running() || t->status.crashed ||
-                                t->status.recorded == RunStatus::kKilled;
+        progress.back().alive =
+            t->status.running() || t->status.crashed || t->status.recorded == RunStatus::kKilled;
       }
     }
     const std::int64_t judged_ms = in_progress || info.end_time_ms == 0 ? now : info.end_time_ms;

@@ -138,7 +138,8 @@ bool install_dump_handler(const std::string& run_dir, std::uint32_t rank) {
   ::sigaction(signal_number, nullptr, &previous);
   const bool ignored = !(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN;
   const std::string path = fmt::format("{}/dump-{}.txt", run_dir, rank);
-  const int fd = ignored ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd =
+      ignored ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     g_claimed.store(false);
     return false;

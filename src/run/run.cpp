@@ -222,7 +222,7 @@ struct Run::State {
   bool set_environment = false;  // this Run published TRAINSCOPE_RUN_DIR
   bool owns_signals = false;
   bool owns_dump = false;  // the dump signal's handler (dump_handler.hpp)
-  bool refused = false;  // another process records this rank (rank_claim.hpp)
+  bool refused = false;    // another process records this rank (rank_claim.hpp)
   std::shared_ptr<run::detail::RunStoreExporter> store;
   std::unique_ptr<ExportPipeline> pipeline;
 
@@ -369,7 +369,8 @@ absl::Status Run::State::start_heartbeat() {
   ::fcntl(wake_write, F_SETFL, O_NONBLOCK);
   if (options.handle_signals) {
     owns_signals = install_signal_handlers(wake_write, {SIGINT, SIGTERM, SIGHUP}, false);
-    if (options.role == RunRole::kRank) owns_dump = run::detail::install_dump_handler(dir, rank.rank);
+    if (options.role == RunRole::kRank)
+      owns_dump = run::detail::install_dump_handler(dir, rank.rank);
   }
   heartbeat = std::thread([this] { heartbeat_loop(); });
   return absl::OkStatus();

@@ -322,9 +322,8 @@ TEST(HangDump, RegionDumpsOfCppRanks) {
   // Cut, or a bad line: the file and the line named.
   absl::StatusOr<RankDump> cut = parse_region_dump(block.substr(0, block.size() - 4), "d.txt");
   EXPECT_THAT(cut.status().message(), HasSubstr("d.txt:5: the region dump is cut"));
-  absl::StatusOr<RankDump> bad =
-      parse_region_dump("trainscope.regions-dump 1\nrank 2 pid 77 time_ms 1\ntimer 0: X\nend\n",
-                        "d.txt");
+  absl::StatusOr<RankDump> bad = parse_region_dump(
+      "trainscope.regions-dump 1\nrank 2 pid 77 time_ms 1\ntimer 0: X\nend\n", "d.txt");
   EXPECT_THAT(bad.status().message(), HasSubstr("d.txt:3: not \"REGION MS ms\": X"));
 }
 

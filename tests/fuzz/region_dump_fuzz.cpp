@@ -15,8 +15,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using trainscope::diagnosis::RankDump;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const absl::StatusOr<RankDump> read =
-      trainscope::diagnosis::parse_region_dump(text, "fuzz.txt");
+  const absl::StatusOr<RankDump> read = trainscope::diagnosis::parse_region_dump(text, "fuzz.txt");
   if (!read.ok()) {
     if (!absl::IsInvalidArgument(read.status()) && !absl::IsNotFound(read.status())) std::abort();
     if (read.status().message().rfind("fuzz.txt", 0) != 0) std::abort();
