@@ -3,7 +3,8 @@
 // catches the dump signal gets it, and writes into the run directory its
 // threads' stacks (dump-<rank>.txt, Python's faulthandler) and
 // dump-<rank>.json (threads with names, open regions, recent collectives:
-// bindings/python/trainscope/_hang.py). Ranks are only signalled when
+// bindings/python/trainscope/_hang.py; a C++ rank appends the regions its
+// timers have open to dump-<rank>.txt: src/run/dump_handler.hpp). Ranks are only signalled when
 // /proc/<pid>/status says they catch it (its default action ends a process).
 #ifndef TRAINSCOPE_LAUNCH_DUMP_HPP_
 #define TRAINSCOPE_LAUNCH_DUMP_HPP_
