@@ -8,8 +8,8 @@
 // (each timer attached to a run with regions open: its regions outermost
 // first, each with how long it has been open). A handler the program had is
 // kept and called first; an ignored signal stays ignored.
-#ifndef TRAINSCOPE_RUN_DUMP_HANDLER_HPP_
-#define TRAINSCOPE_RUN_DUMP_HANDLER_HPP_
+#ifndef TRAINSCOPE_SRC_RUN_DUMP_HANDLER_HPP_
+#define TRAINSCOPE_SRC_RUN_DUMP_HANDLER_HPP_
 
 #include <cstdint>
 #include <string>
@@ -24,4 +24,4 @@ void remove_dump_handler();
 
 }  // namespace trainscope::run::detail
 
-#endif  // TRAINSCOPE_RUN_DUMP_HANDLER_HPP_
+#endif  // TRAINSCOPE_SRC_RUN_DUMP_HANDLER_HPP_
