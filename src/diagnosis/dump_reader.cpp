@@ -163,6 +163,25 @@ absl::StatusOr<RankDump> parse_region_dump(std::string_view text, std::string_vi
 
 std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::string>* notes) {
   std::vector<RankDump> out;
+  // Reads one file with `parse`; a file it finds no dump in (NotFound) is left alone.
+  const auto read_one = [&](const std::filesystem::path& p, auto parse) {
+    const std::string path = p.string();
+    absl::StatusOr<std::string> text = detail::read_whole_file(path);
+    if (!text.ok()) {
+      if (notes)
+        notes->push_back(
+            fmt::format("{}: not read: {}", path, std::string(text.status().message())));
+      return;
+    }
+    absl::StatusOr<RankDump> dump = parse(*text, path);
+    if (absl::IsNotFound(dump.status())) return;
+    if (!dump.ok()) {
+      if (notes) notes->push_back(std::string(dump.status().message()));
+      return;
+    }
+    dump->file = p.filename().string();
+    out.push_back(*std::move(dump));
+  };
   std::vector<std::filesystem::path> texts;  // dump-<rank>.txt: a C++ rank's when no JSON
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir, error)) {
@@ -170,48 +189,16 @@ std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::st
     if (name.rfind("dump-", 0) == 0 && name.size() > 9 &&
         name.compare(name.size() - 4, 4, ".txt") == 0) {
       texts.push_back(entry.path());
-      continue;
+    } else if (name.rfind("dump-", 0) == 0 && name.size() > 10 &&
+               name.compare(name.size() - 5, 5, ".json") == 0) {
+      read_one(entry.path(), parse_dump);
     }
-    if (name.rfind("dump-", 0) != 0 || name.size() <= 10 ||
-        name.compare(name.size() - 5, 5, ".json") != 0) {
-      continue;
-    }
-    const std::string path = entry.path().string();
-    absl::StatusOr<std::string> text = detail::read_whole_file(path);
-    if (!text.ok()) {
-      if (notes)
-        notes->push_back(
-            fmt::format("{}: not read: {}", path, std::string(text.status().message())));
-      continue;
-    }
-    absl::StatusOr<RankDump> dump = parse_dump(*text, path);
-    if (!dump.ok()) {
-      if (notes) notes->push_back(std::string(dump.status().message()));
-      continue;
-    }
-    dump->file = name;
-    out.push_back(*std::move(dump));
   }
   for (const std::filesystem::path& p : texts) {
     std::filesystem::path json = p;
     json.replace_extension(".json");
     if (std::filesystem::exists(json, error)) continue;  // Python's stacks, parsed there
-    const std::string path = p.string();
-    absl::StatusOr<std::string> text = detail::read_whole_file(path);
-    if (!text.ok()) {
-      if (notes)
-        notes->push_back(
-            fmt::format("{}: not read: {}", path, std::string(text.status().message())));
-      continue;
-    }
-    absl::StatusOr<RankDump> dump = parse_region_dump(*text, path);
-    if (absl::IsNotFound(dump.status())) continue;
-    if (!dump.ok()) {
-      if (notes) notes->push_back(std::string(dump.status().message()));
-      continue;
-    }
-    dump->file = p.filename().string();
-    out.push_back(*std::move(dump));
+    read_one(p, parse_region_dump);
   }
   std::sort(out.begin(), out.end(),
             [](const RankDump& a, const RankDump& b) { return a.rank < b.rank; });

@@ -136,6 +136,20 @@ std::string batch_row(std::int64_t start, std::int64_t ns, std::uint32_t rank) {
          std::to_string(ns) + ",0,0\n";
 }
 
+// Steps of 10 ms: rank 0's last ended 2 s before `now_ns`, ranks 1 and 2's an hour before.
+void write_three_ranks(const std::filesystem::path& dir, std::int64_t now_ns) {
+  const std::int64_t ms = 1'000'000;
+  std::string rows0, rows1, rows2;
+  for (int i = 0; i < 30; ++i) {
+    rows0 += batch_row(now_ns - 2 * kS - (30 - i) * 10 * ms, 10 * ms, 0);
+    rows1 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 1);
+    rows2 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 2);
+  }
+  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
+  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
+  write_file(dir / "regions-2.csv", rows2, /*append=*/true);
+}
+
 // Ranks 0 and 1 run (heartbeat far ahead: alive); rank 0's last step ended
 // 2 s ago, rank 1's long ago (steps of 10 ms). Rank 2 ended long ago.
 std::string hung_run(const TempDir& tmp, std::int64_t now_ns) {
@@ -149,20 +163,23 @@ std::string hung_run(const TempDir& tmp, std::int64_t now_ns) {
   r2.end_time_ms = 2;
   r2.heartbeat_ms = 2;
   const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {r0, r1, r2});
-  const std::int64_t ms = 1'000'000;
-  std::string rows0, rows1, rows2;
-  for (int i = 0; i < 30; ++i) {
-    rows0 += batch_row(now_ns - 2 * kS - (30 - i) * 10 * ms, 10 * ms, 0);
-    rows1 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 1);
-    rows2 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 2);
-  }
-  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
-  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
-  write_file(dir / "regions-2.csv", rows2, /*append=*/true);
+  write_three_ranks(dir, now_ns);
   return dir.string();
 }
 
 std::int64_t wall_now_ns() { return static_cast<std::int64_t>(absl::ToUnixNanos(absl::Now())); }
+
+// In both scopes one HANG, rank 1's, first.
+void expect_only_rank_1_hung(const Diagnosis& d) {
+  for (const Scope* s : {&d.window, &d.run}) {
+    ASSERT_FALSE(s->labels.empty());
+    EXPECT_EQ(s->labels[0].name, LabelName::kHang);
+    EXPECT_EQ(s->labels[0].rank, 1u);
+    int hangs = 0;
+    for (const Label& l : s->labels) hangs += l.name == LabelName::kHang;
+    EXPECT_EQ(hangs, 1);
+  }
+}
 
 TEST(Hang, TheDiagnosisOfARunningRunLabelsTheHungRankFirst) {
   TempDir tmp;
@@ -171,14 +188,7 @@ TEST(Hang, TheDiagnosisOfARunningRunLabelsTheHungRankFirst) {
   options.thresholds.hang_min_s = 600;  // rank 0 (2 s) is not hung, rank 1 (an hour) is
   absl::StatusOr<Diagnosis> d = diagnose_run(dir, options);
   ASSERT_TRUE(d.ok()) << d.status();
-  for (const Scope* s : {&d->window, &d->run}) {
-    ASSERT_FALSE(s->labels.empty());
-    EXPECT_EQ(s->labels[0].name, LabelName::kHang);
-    EXPECT_EQ(s->labels[0].rank, 1u);
-    int hangs = 0;
-    for (const Label& l : s->labels) hangs += l.name == LabelName::kHang;
-    EXPECT_EQ(hangs, 1);
-  }
+  expect_only_rank_1_hung(*d);
   EXPECT_THAT(d->headline(), HasSubstr("HANG(rank 1)"));
   // The document carries it both ways.
   absl::StatusOr<Diagnosis> back = parse_diagnosis(diagnosis_json(*d), "test");
@@ -252,16 +262,7 @@ std::string killed_for_hang_run(const TempDir& tmp, bool tagged) {
   RunJson run;
   if (tagged) run.tags["trainscope.end_reason"] = "hang";
   const auto dir = write_run_dir(tmp.file("run"), run, {r0, r1, r2});
-  const std::int64_t ms = 1'000'000;
-  std::string rows0, rows1, rows2;
-  for (int i = 0; i < 30; ++i) {
-    rows0 += batch_row(kNow - 2 * kS - (30 - i) * 10 * ms, 10 * ms, 0);
-    rows1 += batch_row(kNow - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 1);
-    rows2 += batch_row(kNow - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 2);
-  }
-  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
-  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
-  write_file(dir / "regions-2.csv", rows2, /*append=*/true);
+  write_three_ranks(dir, kNow);
   return dir.string();
 }
 
@@ -273,14 +274,7 @@ TEST(Hang, AJobEndedForAHangIsJudgedAtItsEndAndItsSummarySaysHang) {
   options.thresholds.hang_min_s = 600;  // at the end rank 0 (2 s) is not hung, rank 1 (1 h) is
   absl::StatusOr<Diagnosis> d = diagnose_run(dir, options);
   ASSERT_TRUE(d.ok()) << d.status();
-  for (const Scope* s : {&d->window, &d->run}) {
-    ASSERT_FALSE(s->labels.empty());
-    EXPECT_EQ(s->labels[0].name, LabelName::kHang);
-    EXPECT_EQ(s->labels[0].rank, 1u);
-    int hangs = 0;
-    for (const Label& l : s->labels) hangs += l.name == LabelName::kHang;
-    EXPECT_EQ(hangs, 1);
-  }
+  expect_only_rank_1_hung(*d);
   const Label* hang = d->run.find(LabelName::kHang);
   EXPECT_THAT(hang->evidence, HasSubstr("step 30 has not ended for 3600 s"));
   EXPECT_THAT(hang->evidence, HasSubstr("ran until the job was ended for the hang"));
