@@ -19,12 +19,14 @@ namespace dump_cmd {
 constexpr char kDumpDescription[] =
     "Asks every running rank of the run on this host to write its stacks into the run\n"
     "directory: dump-<rank>.txt (every thread's Python stack, faulthandler) and\n"
-    "dump-<rank>.json (threads by name, the open regions, the recent collectives).\n"
+    "dump-<rank>.json (threads by name, the open regions, the recent collectives); a C++\n"
+    "rank appends the regions its timers have open to dump-<rank>.txt.\n"
     "`trainscope diagnose RUN` then names where a hung rank waits.\n";
 
 constexpr char kDumpFooter[] =
     "The ranks get the signal SIGRTMIN+7, and only those that catch it: a Python rank\n"
-    "under `trainscope run --auto` or trainscope.start_run(). Ranks on other hosts:\n"
+    "under `trainscope run --auto` or trainscope.start_run(), a C++ rank whose\n"
+    "trainscope::Run handles signals (the default). Ranks on other hosts:\n"
     "run it there. A finished run is said so.\n"
     "Exit status: 0 asked (or nothing to ask), 1 no run, 2 bad usage.\n";
 

@@ -167,7 +167,8 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     out->on_hang = *on_hang;
                   });
   line->add_value("--threshold", "NAME=VALUE",
-                  "a threshold of the hang watch (repeatable): hang_factor, hang_min_s",
+                  "a threshold of the hang watch and of the end-of-run diagnosis (repeatable):\n"
+                  "hang_factor, hang_min_s",
                   [out](const std::string& value) {
                     if (absl::Status s = out->hang_thresholds.set(value); !s.ok()) {
                       bad_value("--threshold: " + std::string(s.message()));
@@ -285,7 +286,8 @@ int run_command(const std::vector<std::string>& args) {
     };
   }
   auto end = std::make_shared<diagnosis::EndOfRun>();
-  if (!parsed->no_diagnosis) parsed->launch.end_tags = diagnosis::end_of_run_hook(end);
+  if (!parsed->no_diagnosis)
+    parsed->launch.end_tags = diagnosis::end_of_run_hook(end, parsed->hang_thresholds);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());

@@ -15,6 +15,8 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "trainscope/diagnosis/hang.hpp"
+#include "trainscope/run/dump_signal.hpp"
+#include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
@@ -86,29 +88,117 @@ absl::StatusOr<RankDump> parse_dump(std::string_view text, std::string_view sour
   });
 }
 
+absl::StatusOr<RankDump> parse_region_dump(std::string_view text, std::string_view source) {
+  const std::string_view header = kRegionDumpHeader;
+  std::size_t at = std::string_view::npos;
+  for (std::size_t from = 0;;) {  // the last block: a header at the start of a line
+    const std::size_t found = text.find(header, from);
+    if (found == std::string_view::npos) break;
+    if (found == 0 || text[found - 1] == '\n') at = found;
+    from = found + 1;
+  }
+  if (at == std::string_view::npos) {
+    return absl::NotFoundError(fmt::format("{}: no region dump", source));
+  }
+  std::size_t line_number = static_cast<std::size_t>(
+      std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = at; pos < text.size();) {
+    const std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) break;  // a line without its newline: cut
+    lines.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  const auto bad = [&](std::size_t i, std::string_view why) {
+    return absl::InvalidArgumentError(fmt::format("{}:{}: {}", source, line_number + i + 1, why));
+  };
+  if (lines.empty() || lines[0] != header) return bad(0, "the region dump is cut");
+  RankDump d;
+  unsigned long long rank = 0;
+  long long pid = 0, time_ms = 0;
+  int used = 0;
+  const std::string first = lines.size() > 1 ? std::string(lines[1]) : std::string();
+  if (lines.size() < 2 ||
+      std::sscanf(first.c_str(), "rank %llu pid %lld time_ms %lld%n", &rank, &pid, &time_ms,
+                  &used) != 3 ||
+      static_cast<std::size_t>(used) != first.size() || rank > 0xffffffffULL) {
+    return bad(1, "not \"rank R pid P time_ms T\"");
+  }
+  d.rank = static_cast<std::uint32_t>(rank);
+  d.pid = pid;
+  d.time_ms = time_ms;
+  for (std::size_t i = 2;; ++i) {
+    if (i >= lines.size()) return bad(i, "the region dump is cut (no \"end\" line)");
+    const std::string_view line = lines[i];
+    if (line == "end") break;
+    const std::size_t colon = line.find(": ");
+    if (line.rfind("timer ", 0) != 0 || colon == std::string_view::npos) {
+      return bad(i, "not \"timer N: REGION MS ms; ...\"");
+    }
+    std::string_view rest = line.substr(colon + 2);
+    while (!rest.empty()) {
+      const std::size_t semi = rest.find("; ");
+      const std::string_view part = rest.substr(0, semi);
+      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 2);
+      const std::size_t space = part.rfind(' ', part.size() >= 4 ? part.size() - 4 : 0);
+      long long ms = 0;
+      const std::string number =
+          space == std::string_view::npos ? std::string() : std::string(part.substr(space + 1));
+      if (part.size() > 5 && part.substr(part.size() - 5) == " more") {
+        d.regions.push_back(std::string(part));
+        continue;
+      }
+      if (space == std::string_view::npos || space == 0 || part.size() < 3 ||
+          part.substr(part.size() - 3) != " ms" ||
+          std::sscanf(number.c_str(), "%lld ms%n", &ms, &used) != 1 ||
+          static_cast<std::size_t>(used) != number.size()) {
+        return bad(i, fmt::format("not \"REGION MS ms\": {}", part));
+      }
+      d.regions.push_back(fmt::format("{} (open {})", part.substr(0, space),
+                                      stats::format_seconds(static_cast<double>(ms) / 1e3)));
+    }
+  }
+  return d;
+}
+
 std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::string>* notes) {
   std::vector<RankDump> out;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(run_dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("dump-", 0) != 0 || name.size() <= 10 ||
-        name.compare(name.size() - 5, 5, ".json") != 0) {
-      continue;
-    }
-    const std::string path = entry.path().string();
+  // Reads one file with `parse`; a file it finds no dump in (NotFound) is left alone.
+  const auto read_one = [&](const std::filesystem::path& p, auto parse) {
+    const std::string path = p.string();
     absl::StatusOr<std::string> text = trainscope::detail::read_whole_file(path);
     if (!text.ok()) {
       if (notes)
         notes->push_back(
             fmt::format("{}: not read: {}", path, std::string(text.status().message())));
-      continue;
+      return;
     }
-    absl::StatusOr<RankDump> dump = parse_dump(*text, path);
+    absl::StatusOr<RankDump> dump = parse(*text, path);
+    if (absl::IsNotFound(dump.status())) return;
     if (!dump.ok()) {
       if (notes) notes->push_back(std::string(dump.status().message()));
-      continue;
+      return;
     }
+    dump->file = p.filename().string();
     out.push_back(*std::move(dump));
+  };
+  std::vector<std::filesystem::path> texts;  // dump-<rank>.txt: a C++ rank's when no JSON
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("dump-", 0) == 0 && name.size() > 9 &&
+        name.compare(name.size() - 4, 4, ".txt") == 0) {
+      texts.push_back(entry.path());
+    } else if (name.rfind("dump-", 0) == 0 && name.size() > 10 &&
+               name.compare(name.size() - 5, 5, ".json") == 0) {
+      read_one(entry.path(), parse_dump);
+    }
+  }
+  for (const std::filesystem::path& p : texts) {
+    std::filesystem::path json = p;
+    json.replace_extension(".json");
+    if (std::filesystem::exists(json, error)) continue;  // Python's stacks, parsed there
+    read_one(p, parse_region_dump);
   }
   std::sort(out.begin(), out.end(),
             [](const RankDump& a, const RankDump& b) { return a.rank < b.rank; });
@@ -118,6 +208,8 @@ std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::st
 std::string dump_text(const RankDump& dump) {
   std::vector<std::string> parts;
   for (const DumpThread& t : dump.threads) parts.push_back(frames_text(t));
+  if (!dump.regions.empty())
+    parts.push_back(fmt::format("regions open: {}", fmt::join(dump.regions, " > ")));
   if (!dump.collectives.empty()) {
     const DumpCollective& last = dump.collectives.back();
     parts.push_back(fmt::format("{} {} #{} of group {}", last.left ? "last left" : "waits in",
@@ -146,7 +238,7 @@ void add_dump_evidence(std::vector<Label>* hangs, const std::vector<RankDump>& d
     for (const RankDump& d : dumps) {
       if (d.rank != *l.rank) continue;
       l.evidence += fmt::format(
-          "; dump-{}.json at {}: {}", d.rank,
+          "; {} at {}: {}", d.file.empty() ? fmt::format("dump-{}.json", d.rank) : d.file,
           absl::FormatTime("%H:%M:%S UTC", absl::FromUnixMillis(d.time_ms), absl::UTCTimeZone()),
           dump_text(d));
       const bool behind = waited != nullptr &&

@@ -15,7 +15,8 @@ RunStatus final_status(const Diagnosis& d, const LaunchResult& result) {
   return status;
 }
 
-EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region_bytes) {
+EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region_bytes,
+                            const Thresholds& thresholds) {
   EndOfRun end;
   try {
     std::uint64_t region_bytes = 0;
@@ -35,7 +36,9 @@ EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region
           region_bytes / 1000000, limit, result.run_dir);
       return end;
     }
-    absl::StatusOr<Diagnosis> d = diagnose_run(result.run_dir);
+    FollowOptions options;
+    options.thresholds = thresholds;
+    absl::StatusOr<Diagnosis> d = diagnose_run(result.run_dir, options);
     if (!d.ok()) {
       end.error = std::string(d.status().message());
       return end;
@@ -53,9 +56,9 @@ EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region
 }
 
 std::function<std::map<std::string, std::string>(const LaunchResult&)> end_of_run_hook(
-    std::shared_ptr<EndOfRun> end) {
-  return [end](const LaunchResult& result) -> std::map<std::string, std::string> {
-    *end = diagnose_ended_run(result);
+    std::shared_ptr<EndOfRun> end, Thresholds thresholds) {
+  return [end, thresholds](const LaunchResult& result) -> std::map<std::string, std::string> {
+    *end = diagnose_ended_run(result, kEndOfRunMaxRegionBytes, thresholds);
     if (!end->diagnosis) return {};
     try {
       return diagnosis_tags(*end->diagnosis);

@@ -291,13 +291,22 @@ Diagnosis Follower::diagnose() const {
     s.run_cache_ms = now;
   }
   d.run = *s.run_cache;
-  // HANG (trainscope/diagnosis/hang.hpp): judged at this poll, first in both scopes.
-  if (in_progress) {
+  // HANG (trainscope/diagnosis/hang.hpp): judged at this poll, first in both scopes. A job
+  // ended for a hang (`--on-hang kill`) is judged at its end, its stopped ranks alive until then.
+  const bool ended_for_hang = tag("trainscope.end_reason") == "hang";
+  if (in_progress || ended_for_hang) {
     std::vector<RankProgress> progress;
-    for (const steps::RankSteps* t : ranks_read) progress.push_back(progress_of(*t));
+    for (const steps::RankSteps* t : ranks_read) {
+      progress.push_back(progress_of(*t));
+      if (ended_for_hang) {
+        progress.back().alive =
+            t->status.running() || t->status.crashed || t->status.recorded == RunStatus::kKilled;
+      }
+    }
+    const std::int64_t judged_ms = in_progress || info.end_time_ms == 0 ? now : info.end_time_ms;
     std::vector<Label> hangs;
-    for (const HungRank& h : find_hung(progress, now * 1'000'000, th)) {
-      hangs.push_back(hang_label(h, th));
+    for (const HungRank& h : find_hung(progress, judged_ms * 1'000'000, th)) {
+      hangs.push_back(hang_label(h, th, ended_for_hang));
     }
     // Where the hung ranks are, from their dumps (`trainscope dump`); a bad one is a warning.
     if (!hangs.empty()) add_dump_evidence(&hangs, read_dumps(d.run_dir, &d.warnings));

@@ -70,7 +70,7 @@ RankProgress progress_of(const steps::RankSteps& rank) {
   return p;
 }
 
-Label hang_label(const HungRank& hung, const Thresholds& thresholds) {
+Label hang_label(const HungRank& hung, const Thresholds& thresholds, bool ended) {
   Label l;
   l.name = LabelName::kHang;
   l.rank = hung.rank;
@@ -83,10 +83,11 @@ Label hang_label(const HungRank& hung, const Thresholds& thresholds) {
   const std::string p99 = std::isfinite(hung.p99_s) ? stats::format_seconds(hung.p99_s) : "-";
   l.evidence = fmt::format(
       "step {} has not ended for {}, since {} (limit {} = max({:g} x p99 step {}, hang_min_s "
-      "{})); its process runs",
+      "{})); {}",
       hung.step, stats::format_seconds(hung.stalled_s), utc_time(hung.since_ns),
       stats::format_seconds(hung.limit_s), thresholds.hang_factor, p99,
-      stats::format_seconds(thresholds.hang_min_s));
+      stats::format_seconds(thresholds.hang_min_s),
+      ended ? "its process ran until the job was ended for the hang" : "its process runs");
   l.next_step =
       "see where it waits: `trainscope dump RUN` writes every rank's stacks into the run; "
       "`trainscope run --on-hang kill` ends a hung job";

@@ -15,8 +15,6 @@
 
 namespace trainscope {
 
-int dump_signal() noexcept { return SIGRTMIN + 7; }
-
 bool catches_signal(pid_t pid, int signal) {
   if (pid <= 0 || signal <= 0 || signal > 64) return false;
   std::ifstream status(fmt::format("/proc/{}/status", pid));
@@ -50,7 +48,8 @@ absl::StatusOr<DumpRequest> request_dump(const std::string& run_dir) {
     if (!catches_signal(pid, signal)) {
       out.notes.push_back(fmt::format(
           "rank {} (pid {}) has no dump handler (a Python rank gets one from `trainscope run "
-          "--auto` or trainscope.start_run())",
+          "--auto` or trainscope.start_run(), a C++ rank from a trainscope::Run that handles "
+          "signals)",
           r.rank.rank, r.pid));
       continue;
     }

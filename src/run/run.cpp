@@ -26,6 +26,7 @@
 #include "common/fork_owner.hpp"
 #include "common/stable_hash.hpp"
 #include "fmt/format.h"
+#include "run/dump_handler.hpp"
 #include "run/rank_claim.hpp"
 #include "run/run_store_exporter.hpp"
 #include "trainscope/common/clock.hpp"
@@ -220,7 +221,8 @@ struct Run::State {
   RunOptions options;
   bool set_environment = false;  // this Run published TRAINSCOPE_RUN_DIR
   bool owns_signals = false;
-  bool refused = false;  // another process records this rank (rank_claim.hpp)
+  bool owns_dump = false;  // the dump signal's handler (dump_handler.hpp)
+  bool refused = false;    // another process records this rank (rank_claim.hpp)
   std::shared_ptr<run::detail::RunStoreExporter> store;
   std::unique_ptr<ExportPipeline> pipeline;
 
@@ -291,6 +293,10 @@ absl::Status Run::State::finish(RunStatus status) {
   if (owns_signals) {
     restore_signal_handlers();
     owns_signals = false;
+  }
+  if (owns_dump) {
+    run::detail::remove_dump_handler();
+    owns_dump = false;
   }
   // Later runs of this process must not attach to an ended one.
   const char* published = std::getenv(kRunDirEnv.data());
@@ -363,6 +369,8 @@ absl::Status Run::State::start_heartbeat() {
   ::fcntl(wake_write, F_SETFL, O_NONBLOCK);
   if (options.handle_signals) {
     owns_signals = install_signal_handlers(wake_write, {SIGINT, SIGTERM, SIGHUP}, false);
+    if (options.role == RunRole::kRank)
+      owns_dump = run::detail::install_dump_handler(dir, rank.rank);
   }
   heartbeat = std::thread([this] { heartbeat_loop(); });
   return absl::OkStatus();

@@ -67,9 +67,16 @@ bool RegionCore::any_open() const noexcept {
 void RegionCore::attach(RegionSink& sink) {
   detach();
   ring_ = sink.open_ring();
+  published_ = OpenStackHandle::claim();
+  for (std::size_t id = 0; id < open_.size(); ++id) {  // regions open before the attach
+    if (open_[id].open && published_.get() != nullptr) {
+      published_.get()->push(static_cast<KeyId>(id), open_[id].start_ns);
+    }
+  }
 }
 
 void RegionCore::detach() noexcept {
+  published_.release();
   if (ring_ != nullptr) {
     ring_->release();
     ring_.reset();
@@ -127,6 +134,7 @@ void RegionCore::merge_completed(const RegionCore& other) {
 }
 
 void RegionCore::reset() noexcept {
+  if (OpenStack* stack = published_.get()) stack->clear();
   for (OpenSlot& s : open_) {
     if (s.open && nvtx_) nvtx_range_end(s.nvtx);
     s = OpenSlot{};

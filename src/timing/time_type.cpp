@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "trainscope/timing/detail/open_regions.hpp"
 
 namespace trainscope {
 namespace {
@@ -23,6 +24,7 @@ class KeyRegistry {
     for (KeyId id = 1; id <= kBuiltinCount; ++id) {
       names_.emplace_back(kBuiltinNames[id]);
       ids_.emplace(names_.back(), id);
+      timing::detail::publish_key_name(id, names_.back().c_str());
     }
     count_.store(kBuiltinCount, std::memory_order_release);
   }
@@ -39,6 +41,7 @@ class KeyRegistry {
     names_.emplace_back(name);  // deque: earlier string_views stay valid
     const KeyId id = static_cast<KeyId>(names_.size());
     ids_.emplace(names_.back(), id);
+    timing::detail::publish_key_name(id, names_.back().c_str());
     count_.store(id, std::memory_order_release);
     return id;
   }

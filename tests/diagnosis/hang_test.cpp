@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/end_of_run.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
@@ -134,6 +136,20 @@ std::string batch_row(std::int64_t start, std::int64_t ns, std::uint32_t rank) {
          std::to_string(ns) + ",0,0\n";
 }
 
+// Steps of 10 ms: rank 0's last ended 2 s before `now_ns`, ranks 1 and 2's an hour before.
+void write_three_ranks(const std::filesystem::path& dir, std::int64_t now_ns) {
+  const std::int64_t ms = 1'000'000;
+  std::string rows0, rows1, rows2;
+  for (int i = 0; i < 30; ++i) {
+    rows0 += batch_row(now_ns - 2 * kS - (30 - i) * 10 * ms, 10 * ms, 0);
+    rows1 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 1);
+    rows2 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 2);
+  }
+  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
+  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
+  write_file(dir / "regions-2.csv", rows2, /*append=*/true);
+}
+
 // Ranks 0 and 1 run (heartbeat far ahead: alive); rank 0's last step ended
 // 2 s ago, rank 1's long ago (steps of 10 ms). Rank 2 ended long ago.
 std::string hung_run(const TempDir& tmp, std::int64_t now_ns) {
@@ -147,20 +163,23 @@ std::string hung_run(const TempDir& tmp, std::int64_t now_ns) {
   r2.end_time_ms = 2;
   r2.heartbeat_ms = 2;
   const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {r0, r1, r2});
-  const std::int64_t ms = 1'000'000;
-  std::string rows0, rows1, rows2;
-  for (int i = 0; i < 30; ++i) {
-    rows0 += batch_row(now_ns - 2 * kS - (30 - i) * 10 * ms, 10 * ms, 0);
-    rows1 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 1);
-    rows2 += batch_row(now_ns - 3600 * kS - (30 - i) * 10 * ms, 10 * ms, 2);
-  }
-  write_file(dir / "regions-0.csv", rows0, /*append=*/true);
-  write_file(dir / "regions-1.csv", rows1, /*append=*/true);
-  write_file(dir / "regions-2.csv", rows2, /*append=*/true);
+  write_three_ranks(dir, now_ns);
   return dir.string();
 }
 
 std::int64_t wall_now_ns() { return static_cast<std::int64_t>(absl::ToUnixNanos(absl::Now())); }
+
+// In both scopes one HANG, rank 1's, first.
+void expect_only_rank_1_hung(const Diagnosis& d) {
+  for (const Scope* s : {&d.window, &d.run}) {
+    ASSERT_FALSE(s->labels.empty());
+    EXPECT_EQ(s->labels[0].name, LabelName::kHang);
+    EXPECT_EQ(s->labels[0].rank, 1u);
+    int hangs = 0;
+    for (const Label& l : s->labels) hangs += l.name == LabelName::kHang;
+    EXPECT_EQ(hangs, 1);
+  }
+}
 
 TEST(Hang, TheDiagnosisOfARunningRunLabelsTheHungRankFirst) {
   TempDir tmp;
@@ -169,14 +188,7 @@ TEST(Hang, TheDiagnosisOfARunningRunLabelsTheHungRankFirst) {
   options.thresholds.hang_min_s = 600;  // rank 0 (2 s) is not hung, rank 1 (an hour) is
   absl::StatusOr<Diagnosis> d = diagnose_run(dir, options);
   ASSERT_TRUE(d.ok()) << d.status();
-  for (const Scope* s : {&d->window, &d->run}) {
-    ASSERT_FALSE(s->labels.empty());
-    EXPECT_EQ(s->labels[0].name, LabelName::kHang);
-    EXPECT_EQ(s->labels[0].rank, 1u);
-    int hangs = 0;
-    for (const Label& l : s->labels) hangs += l.name == LabelName::kHang;
-    EXPECT_EQ(hangs, 1);
-  }
+  expect_only_rank_1_hung(*d);
   EXPECT_THAT(d->headline(), HasSubstr("HANG(rank 1)"));
   // The document carries it both ways.
   absl::StatusOr<Diagnosis> back = parse_diagnosis(diagnosis_json(*d), "test");
@@ -235,6 +247,80 @@ std::string dump_json(std::uint32_t rank, const std::string& main_function,
          collectives + R"(, "notes": []})";
 }
 
+// A job ended for a hang (`--on-hang kill`): ranks 0 and 1 KILLED at kNow, rank 0's
+// last step 2 s before, rank 1's an hour before; rank 2 FINISHED long before.
+std::string killed_for_hang_run(const TempDir& tmp, bool tagged) {
+  RankJson r0, r1, r2;
+  r0.rank = 0;
+  r1.rank = 1;
+  r2.rank = 2;
+  r0.world_size = r1.world_size = r2.world_size = 3;
+  r0.status = r1.status = "KILLED";
+  r0.end_time_ms = r1.end_time_ms = r0.heartbeat_ms = r1.heartbeat_ms = kNow / 1'000'000;
+  r2.status = "FINISHED";
+  r2.end_time_ms = r2.heartbeat_ms = (kNow - 3000 * kS) / 1'000'000;
+  RunJson run;
+  if (tagged) run.tags["trainscope.end_reason"] = "hang";
+  const auto dir = write_run_dir(tmp.file("run"), run, {r0, r1, r2});
+  write_three_ranks(dir, kNow);
+  return dir.string();
+}
+
+TEST(Hang, AJobEndedForAHangIsJudgedAtItsEndAndItsSummarySaysHang) {
+  TempDir tmp;
+  const std::string dir = killed_for_hang_run(tmp, /*tagged=*/true);
+  write_file(std::filesystem::path(dir) / "dump-1.json", dump_json(1, "sleep_forever", "[]"));
+  FollowOptions options;
+  options.thresholds.hang_min_s = 600;  // at the end rank 0 (2 s) is not hung, rank 1 (1 h) is
+  absl::StatusOr<Diagnosis> d = diagnose_run(dir, options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  expect_only_rank_1_hung(*d);
+  const Label* hang = d->run.find(LabelName::kHang);
+  EXPECT_THAT(hang->evidence, HasSubstr("step 30 has not ended for 3600 s"));
+  EXPECT_THAT(hang->evidence, HasSubstr("ran until the job was ended for the hang"));
+  EXPECT_THAT(hang->evidence, HasSubstr("main thread in sleep_forever"));
+  // The end of `trainscope run` says it, with the launcher's thresholds.
+  LaunchResult result;
+  result.run_dir = dir;
+  result.status = RunStatus::kKilled;
+  auto end = std::make_shared<EndOfRun>();
+  end_of_run_hook(end, options.thresholds)(result);
+  ASSERT_TRUE(end->diagnosis.has_value()) << end->error;
+  const std::string summary = end_of_run_text(*end, dir, /*quiet=*/false);
+  EXPECT_THAT(summary, HasSubstr("HANG(rank 1)"));
+  EXPECT_THAT(summary, HasSubstr("HANG: step 30 has not ended"));
+  // Without the tag an ended run has no hang.
+  TempDir other;
+  absl::StatusOr<Diagnosis> untagged =
+      diagnose_run(killed_for_hang_run(other, /*tagged=*/false), options);
+  ASSERT_TRUE(untagged.ok()) << untagged.status();
+  EXPECT_EQ(untagged->run.find(LabelName::kHang), nullptr);
+}
+
+TEST(HangDump, RegionDumpsOfCppRanks) {
+  const std::string block =
+      "trainscope.regions-dump 1\nrank 2 pid 77 time_ms 1700000000000\n"
+      "timer 0: BATCH 12034 ms; LOAD 12030 ms\ntimer 3: EVAL 5 ms; 2 more\nend\n";
+  // The last block counts (an earlier, other text before it is left alone).
+  absl::StatusOr<RankDump> d =
+      parse_region_dump("Thread 0x1 (most recent call first):\n" + block + block, "dump-2.txt");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->rank, 2u);
+  EXPECT_EQ(d->pid, 77);
+  EXPECT_EQ(d->time_ms, 1'700'000'000'000);
+  EXPECT_EQ(d->regions, (std::vector<std::string>{"BATCH (open 12 s)", "LOAD (open 12 s)",
+                                                  "EVAL (open 5 ms)", "2 more"}));
+  // Python's faulthandler stacks: no region dump, not an error.
+  EXPECT_TRUE(absl::IsNotFound(
+      parse_region_dump("Thread 0x1 (most recent call first):\n", "dump-2.txt").status()));
+  // Cut, or a bad line: the file and the line named.
+  absl::StatusOr<RankDump> cut = parse_region_dump(block.substr(0, block.size() - 4), "d.txt");
+  EXPECT_THAT(cut.status().message(), HasSubstr("d.txt:5: the region dump is cut"));
+  absl::StatusOr<RankDump> bad = parse_region_dump(
+      "trainscope.regions-dump 1\nrank 2 pid 77 time_ms 1\ntimer 0: X\nend\n", "d.txt");
+  EXPECT_THAT(bad.status().message(), HasSubstr("d.txt:3: not \"REGION MS ms\": X"));
+}
+
 TEST(HangDump, ParsesThreadsMainFirstAndTheRing) {
   absl::StatusOr<RankDump> d = parse_dump(
       dump_json(1, "sleep_forever",
@@ -251,7 +337,8 @@ TEST(HangDump, ParsesThreadsMainFirstAndTheRing) {
   EXPECT_TRUE(d->collectives[0].left);
   EXPECT_EQ(dump_text(*d),
             "main thread in sleep_forever (hang.py:20) <- main (hang.py:55); lock-taker in "
-            "take_the_other_way (hang.py:31); last left all_reduce #56 of group 0");
+            "take_the_other_way (hang.py:31); regions open: BATCH; last left all_reduce #56 of "
+            "group 0");
 }
 
 TEST(HangDump, ErrorsNameTheFileAndTheKey) {

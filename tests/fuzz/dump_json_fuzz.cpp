@@ -1,8 +1,10 @@
-// A rank's dump (dump-<rank>.json) is written by a process that may be killed
-// while writing, and copied around with its run: any bytes. Its one reader
-// (diagnosis::parse_dump) must not crash, hang or trip a sanitizer, and must
-// return either a dump or an error naming the file; what it accepts is
-// summarised (dump_text) without a fault.
+// A rank's dump (dump-<rank>.json, and a C++ rank's dump-<rank>.txt appended to
+// by a signal handler) is written by a process that may be killed while
+// writing, and copied around with its run: any bytes. Its readers
+// (diagnosis::parse_dump, diagnosis::parse_region_dump) must not crash, hang or
+// trip a sanitizer, and must return either a dump or an error naming the file
+// (parse_region_dump: or NotFound, no region dump in it); what they accept is
+// summarised (dump_text, add_dump_evidence) without a fault.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,19 +15,31 @@
 #include "absl/status/statusor.h"
 #include "trainscope/diagnosis/hang.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using trainscope::diagnosis::RankDump;
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const absl::StatusOr<RankDump> read = trainscope::diagnosis::parse_dump(text, "fuzz.json");
+namespace {
+
+using trainscope::diagnosis::RankDump;
+
+void check(const absl::StatusOr<RankDump>& read, const char* source, bool may_be_absent) {
   if (!read.ok()) {
-    if (!absl::IsInvalidArgument(read.status())) std::abort();
-    if (read.status().message().rfind("fuzz.json: ", 0) != 0) std::abort();
-    return 0;
+    if (!absl::IsInvalidArgument(read.status()) &&
+        !(may_be_absent && absl::IsNotFound(read.status()))) {
+      std::abort();
+    }
+    if (read.status().message().rfind(source, 0) != 0) std::abort();
+    return;
   }
   (void)trainscope::diagnosis::dump_text(*read);
   std::vector<trainscope::diagnosis::Label> hangs(1);
   hangs[0].name = trainscope::diagnosis::LabelName::kHang;
   hangs[0].rank = read->rank;
   trainscope::diagnosis::add_dump_evidence(&hangs, {*read});
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  check(trainscope::diagnosis::parse_dump(text, "fuzz.json"), "fuzz.json: ", false);
+  check(trainscope::diagnosis::parse_region_dump(text, "fuzz.txt"), "fuzz.txt", true);
   return 0;
 }

@@ -171,6 +171,11 @@ def test_on_hang_kill_ends_the_job_killed_with_reason_hang_and_dumps_first(tmp_p
         assert run.tags.get("trainscope.end_reason") == "hang", run.tags
         assert "ending the job (--on-hang kill)" in stderr, stderr
         assert "sleep_forever" in _read(os.path.join(run_dir, "dump-1.txt"))
+        # The end-of-run summary says HANG, judged at the job's end, with rank 1's stack.
+        summary = stderr[stderr.index("trainscope: run "):]
+        assert "HANG: step 20 has not ended" in summary, summary
+        assert "ran until the job was ended for the hang" in summary, summary
+        assert "sleep_forever" in summary, summary
     finally:
         _end(launcher, mark)
     assert not _job_processes(mark)

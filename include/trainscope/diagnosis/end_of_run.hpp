@@ -38,14 +38,17 @@ RunStatus final_status(const Diagnosis& d, const LaunchResult& result);
 
 // Diagnoses the run `result` ended, with final_status(); never throws. An
 // error (the run unreadable, its region rows past `max_region_bytes`, which
-// names `trainscope diagnose DIR`) leaves no diagnosis.
+// names `trainscope diagnose DIR`) leaves no diagnosis. `thresholds`: those
+// of `trainscope run --threshold` (the hang watch's judge the HANG of a job
+// ended for it).
 EndOfRun diagnose_ended_run(const LaunchResult& result,
-                            std::uint64_t max_region_bytes = kEndOfRunMaxRegionBytes);
+                            std::uint64_t max_region_bytes = kEndOfRunMaxRegionBytes,
+                            const Thresholds& thresholds = {});
 
 // LaunchOptions::end_tags: diagnose_ended_run() into *end, the diagnosis's
 // tags for the run (none without one).
 std::function<std::map<std::string, std::string>(const LaunchResult&)> end_of_run_hook(
-    std::shared_ptr<EndOfRun> end);
+    std::shared_ptr<EndOfRun> end, Thresholds thresholds = {});
 
 // What `trainscope run` prints on stderr after the run: the summary
 // (format_run_summary, nothing when `quiet`), or the one line that says why

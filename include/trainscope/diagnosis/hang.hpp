@@ -53,7 +53,10 @@ RankProgress progress_of(const steps::RankSteps& rank);
 // The HANG label of a hung rank: quantity "stalled_s", the threshold its
 // limit, the evidence "step 20 has not ended for 12.3 s, since 12:03:07 UTC
 // (limit 5 s = max(10 x p99 12.3 ms, hang_min_s 5 s)); its process runs".
-Label hang_label(const HungRank& hung, const Thresholds& thresholds);
+// `ended`: judged at the end of a job ended for the hang (tag
+// trainscope.end_reason=hang), the evidence then ends "its process ran until
+// the job was ended for the hang".
+Label hang_label(const HungRank& hung, const Thresholds& thresholds, bool ended = false);
 
 // "HANG: rank 1 (step 20 not ended since 12:03:07 UTC); rank 0 (...)": one
 // line, the same while the same ranks hang in the same steps.
@@ -104,14 +107,20 @@ struct RankDump {
   std::int64_t pid = 0;
   std::int64_t time_ms = 0;
   std::vector<DumpThread> threads;          // the main thread first
-  std::vector<std::string> regions;         // open in the --auto recorder
+  std::vector<std::string> regions;         // open in the --auto recorder; C++: "LOAD (open 12 s)"
   std::vector<DumpCollective> collectives;  // oldest first
   std::vector<std::string> notes;
+  std::string file;  // read_dumps: the file's name ("dump-1.json", "dump-1.txt")
 };
 // {"format": "trainscope.dump", "version": 1, ...}; errors name `source` and the key.
 absl::StatusOr<RankDump> parse_dump(std::string_view text, std::string_view source);
-// The dumps in a run directory, by rank; each file that cannot be read or
-// parsed (cut, unreadable) is a note naming it, and the others are read.
+// The last block a C++ rank appended to dump-<rank>.txt (src/run/dump_handler.hpp):
+// its regions open. NotFound when the text holds none (Python's faulthandler
+// stacks); InvalidArgument naming `source` and the line when it is cut or bad.
+absl::StatusOr<RankDump> parse_region_dump(std::string_view text, std::string_view source);
+// The dumps in a run directory, by rank (dump-<rank>.json, else a C++ rank's
+// dump-<rank>.txt); each file that cannot be read or parsed (cut, unreadable)
+// is a note naming it, and the others are read.
 std::vector<RankDump> read_dumps(const std::string& run_dir, std::vector<std::string>* notes);
 // Where a dumped rank is, in one line: "main thread in sleep_forever
 // (hang.py:20) <- main (hang.py:55); lock-taker in take_the_other_way

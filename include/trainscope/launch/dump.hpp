@@ -3,7 +3,8 @@
 // catches the dump signal gets it, and writes into the run directory its
 // threads' stacks (dump-<rank>.txt, Python's faulthandler) and
 // dump-<rank>.json (threads with names, open regions, recent collectives:
-// bindings/python/trainscope/_hang.py). Ranks are only signalled when
+// bindings/python/trainscope/_hang.py; a C++ rank appends the regions its
+// timers have open to dump-<rank>.txt: src/run/dump_handler.hpp). Ranks are only signalled when
 // /proc/<pid>/status says they catch it (its default action ends a process).
 #ifndef TRAINSCOPE_LAUNCH_DUMP_HPP_
 #define TRAINSCOPE_LAUNCH_DUMP_HPP_
@@ -15,12 +16,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "trainscope/run/dump_signal.hpp"  // dump_signal()
 
 namespace trainscope {
 
-// SIGRTMIN + 7: a real-time signal, so no common handler (SIGUSR1: Slurm's
-// and elastic agents' warnings, SIGUSR2, SIGPROF: profilers) collides with it.
-int dump_signal() noexcept;
 // Whether process `pid` catches `signal` (its SigCgt in /proc/<pid>/status).
 bool catches_signal(pid_t pid, int signal);
 

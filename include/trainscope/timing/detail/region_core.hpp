@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "trainscope/common/clock.hpp"
 #include "trainscope/timing/detail/nvtx.hpp"
+#include "trainscope/timing/detail/open_regions.hpp"
 #include "trainscope/timing/detail/sample_ring.hpp"
 #include "trainscope/timing/detail/series_table.hpp"
 #include "trainscope/timing/gpu_event_source.hpp"
@@ -71,15 +72,18 @@ class RegionCore {
     s.gpu = gpu;
     if (nvtx_) s.nvtx = nvtx_range_start(id);
     s.start_ns = trainscope::detail::now_ns();
+    if (OpenStack* stack = published_.get()) stack->push(id, s.start_ns);
   }
   // Closes the slot without recording anything (cancel()).
   void abandon(OpenSlot& s) noexcept {
     s.open = false;
+    if (OpenStack* stack = published_.get()) stack->pop(static_cast<KeyId>(&s - open_.data()));
     if (nvtx_) nvtx_range_end(s.nvtx);
   }
   // Records the CPU duration up to `end_ns` and closes the slot.
   void close(OpenSlot& s, KeyId id, std::int64_t end_ns) {
     s.open = false;
+    if (OpenStack* stack = published_.get()) stack->pop(id);
     if (nvtx_) nvtx_range_end(s.nvtx);
     record(id, Device::kCPU, s.start_ns, end_ns - s.start_ns);
   }
@@ -134,6 +138,7 @@ class RegionCore {
   SeriesTable cpu_;
   SeriesTable gpu_;
   std::shared_ptr<SampleRing> ring_;
+  OpenStackHandle published_;  // while attached: the regions open, for a dump
 };
 
 }  // namespace trainscope::timing::detail
