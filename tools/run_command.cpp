@@ -269,22 +269,17 @@ int run_command(const std::vector<std::string>& args) {
   // The endpoint binds before the command starts: a port in use stops here.
   std::shared_ptr<prometheus::Endpoint> endpoint;
   if (parsed->prometheus) {
-    absl::StatusOr<std::unique_ptr<prometheus::Endpoint>> started =
-        prometheus::Endpoint::Start(*parsed->prometheus);
+    std::string line;
+    absl::StatusOr<std::shared_ptr<prometheus::Endpoint>> started =
+        prometheus::serve_launch(*parsed->prometheus, &parsed->launch, &line);
     if (!started.ok()) {
       std::fprintf(stderr, "trainscope run: %s\n", std::string(started.status().message()).c_str());
       return kExitFailed;
     }
     endpoint = *std::move(started);
-    std::fprintf(stderr, "trainscope run: Prometheus metrics at %s%s\n",
-                 prometheus::metrics_url(*endpoint).c_str(),
-                 prometheus::is_loopback(endpoint->address())
-                     ? ""
-                     : " (not a loopback address: other machines can read them)");
-    parsed->launch.run_started = [endpoint](const std::string& run_dir) {
-      endpoint->follow(run_dir);
-    };
+    std::fprintf(stderr, "trainscope run: %s\n", line.c_str());
   }
+
   auto end = std::make_shared<diagnosis::EndOfRun>();
   if (!parsed->no_diagnosis)
     parsed->launch.end_tags = diagnosis::end_of_run_hook(end, parsed->hang_thresholds);

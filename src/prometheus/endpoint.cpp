@@ -406,6 +406,20 @@ void Endpoint::stop() {
 int Endpoint::port() const { return impl_->port; }
 const std::string& Endpoint::address() const { return impl_->options.address; }
 
+absl::StatusOr<std::shared_ptr<Endpoint>> serve_launch(EndpointOptions options,
+                                                       LaunchOptions* launch,
+                                                       std::string* start_line) {
+  absl::StatusOr<std::unique_ptr<Endpoint>> started = Endpoint::Start(std::move(options));
+  if (!started.ok()) return started.status();
+  std::shared_ptr<Endpoint> endpoint = *std::move(started);
+  *start_line = fmt::format("Prometheus metrics at {}{}", metrics_url(*endpoint),
+                            is_loopback(endpoint->address())
+                                ? ""
+                                : " (not a loopback address: other machines can read them)");
+  launch->run_started = [endpoint](const std::string& run_dir) { endpoint->follow(run_dir); };
+  return endpoint;
+}
+
 std::string metrics_url(const Endpoint& endpoint) {
   const std::string& address = endpoint.address();
   return address.find(':') != std::string::npos

@@ -130,7 +130,7 @@ void read_hardware(LegResult* leg) {
     absl::StatusOr<Chunk<MetricPoint>> points = reader->read_host_metrics(host);
     if (!points.ok()) continue;
     for (const MetricPoint& p : points->rows) {
-      if (p.key == "system/disk.read_mb_s" && p.value > 0) {
+      if (p.key == host::kDiskReadMbPerSecMetric && p.value > 0) {
         disk_sum += p.value;
         ++disk_n;
       } else if (p.key == host::kProcReadMbMetric) {

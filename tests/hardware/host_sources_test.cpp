@@ -26,6 +26,7 @@
 #include "support/temp_dir.hpp"
 #include "support/warnings.hpp"
 #include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/hardware/host/host_sources.hpp"
 #include "trainscope/hardware/sampler.hpp"
 
@@ -430,6 +431,8 @@ TEST(HostLoad, FsyncedWritesShowOnTheDevice) {
   // The tree's block-layer writes are the child's own: 200 MB +-10%.
   EXPECT_GE(v.at("system/proc.write_mb"), 0.9 * kMegabytes);
   EXPECT_LE(v.at("system/proc.write_mb"), 1.1 * kMegabytes);
+  // The summed read rate under the name stalls reads (one definition, host_metrics.hpp).
+  EXPECT_EQ(v.count(trainscope::host::kDiskReadMbPerSecMetric), 1u);
   if (disk.empty()) {
     GTEST_SKIP() << tmp.str() << " is on no block device (overlay/tmpfs): checked the process "
                  << "tree's /proc/<pid>/io write_bytes above, not the device's counters";

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainscope/launch/launch.hpp"
 #include "trainscope/prometheus/exposition.hpp"
 
 namespace trainscope::prometheus {
@@ -85,6 +86,14 @@ class Endpoint {
 
 // "http://ADDR:PORT/metrics" ([ADDR] for IPv6).
 std::string metrics_url(const Endpoint& endpoint);
+
+// `trainscope run --prometheus`: starts the endpoint before the command (a port
+// in use is the error, and nothing is launched) and makes `launch` follow the
+// run it starts (LaunchOptions::run_started). `start_line` gets the line to
+// show: where the metrics are, and whether other machines can read them.
+absl::StatusOr<std::shared_ptr<Endpoint>> serve_launch(EndpointOptions options,
+                                                       LaunchOptions* launch,
+                                                       std::string* start_line);
 
 // `trainscope serve --prometheus [ADDR:]PORT [ROOT]`: Start + follow_root,
 // then serves until SIGINT or SIGTERM (blocked in the calling thread while it

@@ -14,6 +14,7 @@
 #include "hardware/gpu/nvml_library.hpp"
 #include "hardware/gpu/visible_devices.hpp"
 #include "trainscope/common/errors.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 
 namespace trainscope::dcgm {
 
@@ -417,8 +418,9 @@ absl::Status DcgmSource::map_targets(const std::vector<JobDevice>& devices,
   for (const JobDevice& d : devices) {
     Target t;
     t.device = d;
-    t.prefix = d.gpu_instance ? fmt::format("system/gpu.{}.mig{}.", d.index, *d.gpu_instance)
-                              : fmt::format("system/gpu.{}.", d.index);
+    t.prefix = d.gpu_instance
+                   ? fmt::format("{}{}.mig{}.", host::kGpuMetricPrefix, d.index, *d.gpu_instance)
+                   : fmt::format("{}{}.", host::kGpuMetricPrefix, d.index);
     std::optional<abi::EntityId> id;
     if (d.gpu_instance) {
       if (!hierarchy) {

@@ -122,9 +122,10 @@ InstanceNames make_names(std::string_view family, std::string_view instance,
                          absl::Span<const std::string_view> quantities) {
   InstanceNames result{std::string(instance), {}};
   for (std::string_view quantity : quantities) {
-    result.names.push_back(instance.empty()
-                               ? fmt::format("system/{}.{}", family, quantity)
-                               : fmt::format("system/{}.{}.{}", family, instance, quantity));
+    result.names.push_back(
+        instance.empty()
+            ? fmt::format("{}{}.{}", kSystemMetricPrefix, family, quantity)
+            : fmt::format("{}{}.{}.{}", kSystemMetricPrefix, family, instance, quantity));
   }
   return result;
 }
@@ -373,17 +374,17 @@ class MemorySource : public HardwareSource {
         m.has_available ? m.available_kb : m.free_kb + m.buffers_kb + m.cached_kb;
     const std::uint64_t used = counter_delta(m.total_kb, available);
     const auto mb = [](std::uint64_t kb) { return static_cast<double>(kb) * 1024.0 / kMB; };
-    out->push_back({"system/mem.total_mb", mb(m.total_kb)});
-    out->push_back({"system/mem.used_mb", mb(used)});
+    out->push_back({kMemTotalMbMetric, mb(m.total_kb)});
+    out->push_back({kMemUsedMbMetric, mb(used)});
     out->push_back({host::kMemUsedPctMetric,
                     m.total_kb == 0
                         ? 0.0
                         : 100.0 * static_cast<double>(used) / static_cast<double>(m.total_kb)});
-    out->push_back({"system/mem.available_mb", mb(available)});
-    out->push_back({"system/mem.free_mb", mb(m.free_kb)});
-    out->push_back({"system/mem.buffers_mb", mb(m.buffers_kb)});
-    out->push_back({"system/mem.cached_mb", mb(m.cached_kb)});
-    out->push_back({"system/swap.total_mb", mb(m.swap_total_kb)});
+    out->push_back({kMemAvailableMbMetric, mb(available)});
+    out->push_back({kMemFreeMbMetric, mb(m.free_kb)});
+    out->push_back({kMemBuffersMbMetric, mb(m.buffers_kb)});
+    out->push_back({kMemCachedMbMetric, mb(m.cached_kb)});
+    out->push_back({kSwapTotalMbMetric, mb(m.swap_total_kb)});
     out->push_back({host::kSwapUsedMbMetric, mb(counter_delta(m.swap_total_kb, m.swap_free_kb))});
     return absl::OkStatus();
   }
@@ -409,7 +410,7 @@ class DiskSource : public HardwareSource {
     for (const DiskCounters& c : counters_) device_for(c);
     last_ = std::chrono::steady_clock::now();
     total_ = Device{};
-    total_.names = make_names("disk", "", kQuantities);
+    total_.names = make_names(kDiskFamily, "", kQuantities);
     return absl::OkStatus();
   }
 
@@ -434,8 +435,8 @@ class DiskSource : public HardwareSource {
   }
 
  private:
-  static constexpr std::string_view kQuantities[] = {"read_mb_s",  "write_mb_s", "read_iops",
-                                                     "write_iops", "read_mb",    "write_mb"};
+  static constexpr std::string_view kQuantities[] = {
+      kReadMbPerSecQuantity, "write_mb_s", "read_iops", "write_iops", "read_mb", "write_mb"};
 
   struct Delta {
     double read_mb = 0, write_mb = 0, reads = 0, writes = 0;
@@ -486,7 +487,7 @@ class DiskSource : public HardwareSource {
       if (d.names.instance == c.name) return d.included ? &d : nullptr;
     }
     Device d;
-    d.names = make_names("disk", c.name, kQuantities);
+    d.names = make_names(kDiskFamily, c.name, kQuantities);
     d.last = c;
     const bool virtual_ram =
         c.name.rfind("loop", 0) == 0 || c.name.rfind("ram", 0) == 0 || c.name.rfind("zram", 0) == 0;
@@ -635,8 +636,8 @@ class ProcessTreeSource : public HardwareSource {
     write_mb_ += write_mb;
     if (seconds > 0) {
       out->push_back({host::kProcCpuMetric, 100.0 * cpu_s / seconds});
-      out->push_back({"system/proc.read_mb_s", read_mb / seconds});
-      out->push_back({"system/proc.write_mb_s", write_mb / seconds});
+      out->push_back({kProcReadMbPerSecMetric, read_mb / seconds});
+      out->push_back({kProcWriteMbPerSecMetric, write_mb / seconds});
     }
     // The threads' run-queue wait: a tree whose tasks cannot be read (another
     // user's, a kernel without schedstat) only lacks these readings.
@@ -650,9 +651,9 @@ class ProcessTreeSource : public HardwareSource {
     }
     sched_ok_ = sched_ok;
     out->push_back({host::kProcRssMbMetric, static_cast<double>(t.rss_pages) * page_mb_});
-    out->push_back({"system/proc.count", static_cast<double>(t.count)});
+    out->push_back({kProcCountMetric, static_cast<double>(t.count)});
     out->push_back({kProcReadMbMetric, read_mb_});
-    out->push_back({"system/proc.write_mb", write_mb_});
+    out->push_back({kProcWriteMbMetric, write_mb_});
     return absl::OkStatus();
   }
 

@@ -15,6 +15,24 @@ using ::trainscope::kSystemMetricPrefix;
 // The bytes the rank's process tree read from storage, in MB (cumulative).
 inline constexpr char kProcReadMbMetric[] = "system/proc.read_mb";
 
+// The rest of what the host sources write (hardware/host/host_sources.cpp), each
+// defined here once, beside the ones the readers interpret.
+inline constexpr char kMemTotalMbMetric[] = "system/mem.total_mb";
+inline constexpr char kMemUsedMbMetric[] = "system/mem.used_mb";
+inline constexpr char kMemAvailableMbMetric[] = "system/mem.available_mb";
+inline constexpr char kMemFreeMbMetric[] = "system/mem.free_mb";
+inline constexpr char kMemBuffersMbMetric[] = "system/mem.buffers_mb";
+inline constexpr char kMemCachedMbMetric[] = "system/mem.cached_mb";
+inline constexpr char kSwapTotalMbMetric[] = "system/swap.total_mb";
+inline constexpr char kProcReadMbPerSecMetric[] = "system/proc.read_mb_s";
+inline constexpr char kProcWriteMbPerSecMetric[] = "system/proc.write_mb_s";
+inline constexpr char kProcWriteMbMetric[] = "system/proc.write_mb";
+inline constexpr char kProcCountMetric[] = "system/proc.count";
+// The disks': "system/disk.<quantity>" for all physical disks summed,
+// "system/disk.<device>.<quantity>" per device; stalls reads the summed read rate.
+inline constexpr char kDiskFamily[] = "disk";
+inline constexpr char kReadMbPerSecQuantity[] = "read_mb_s";
+inline constexpr char kDiskReadMbPerSecMetric[] = "system/disk.read_mb_s";
 // The whole host's CPU busy, in % of all its cores.
 inline constexpr char kCpuUtilMetric[] = "system/cpu.util_pct";
 // One core's: "system/cpu.<core>.util_pct".
