@@ -79,6 +79,48 @@ def test_an_exception_ends_the_run_failed_and_ctrl_c_killed(tmp_path):
     assert _rank(killed.dir)["status"] == "KILLED"
 
 
+def test_an_error_raised_while_ctrl_c_is_handled_ends_the_run_killed(tmp_path):
+    """Ctrl-C in a DataLoader loop kills its workers too: their SIGCHLD raises "DataLoader
+    worker ... exited unexpectedly" over the KeyboardInterrupt (and a DDP peer that died of
+    the same signal fails this rank's collective). The run was interrupted: KILLED, in a
+    `with start_run()` and in the implicit run a timer joins under `trainscope run`."""
+    with pytest.raises(RuntimeError):
+        with trainscope.start_run(root=tmp_path) as explicit:
+            try:
+                raise KeyboardInterrupt
+            finally:
+                raise RuntimeError("DataLoader worker (pid 1234) exited unexpectedly")
+    assert _rank(explicit.dir)["status"] == "KILLED"
+    with pytest.raises(RuntimeError):
+        with trainscope.start_run(root=tmp_path) as caused:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as interrupt:
+                raise RuntimeError("peer closed") from interrupt
+    assert _rank(caused.dir)["status"] == "KILLED"
+    with pytest.raises(RuntimeError):
+        with trainscope.start_run(root=tmp_path) as failed:
+            try:
+                raise ValueError("not an interrupt")
+            finally:
+                raise RuntimeError("second error")
+    assert _rank(failed.dir)["status"] == "FAILED"
+    implicit = tmp_path / "implicit"
+    child = _python("""
+        import trainscope
+        tmr = trainscope.Timer()
+        with tmr.scope("BATCH"):
+            pass
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise RuntimeError("DataLoader worker (pid 1234) exited unexpectedly")
+    """, env={"TRAINSCOPE_RUN_DIR": str(implicit)})
+    child.communicate(timeout=60)
+    assert child.returncode == 1
+    assert _rank(implicit)["status"] == "KILLED"
+
+
 def test_bad_input_is_a_clear_error_and_loses_nothing(tmp_path):
     with trainscope.start_run(root=tmp_path, params={"lr": 0.1}) as run:
         trainscope.log_metric("ok", 1.0, step=0)

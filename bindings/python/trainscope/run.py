@@ -146,13 +146,23 @@ class ActiveRun:
         return self
 
     def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            self.end("FINISHED")
-        elif issubclass(exc_type, KeyboardInterrupt):
-            self.end("KILLED")
-        else:
-            self.end("FAILED")
+        self.end("FINISHED" if exc_type is None else _status_of_exception(exc_type, exc))
         return False
+
+
+def _status_of_exception(exc_type, exc):
+    """KILLED for an interrupt, and for an error raised while one was being handled: Ctrl-C
+    (or a launcher's SIGINT) in a DataLoader loop also kills its workers, whose SIGCHLD
+    raises "DataLoader worker ... exited unexpectedly" over the KeyboardInterrupt, and a
+    DDP peer that died of the same signal fails this rank's collective. FAILED otherwise."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return "KILLED"
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return "KILLED" if exc_type is not None and issubclass(exc_type, KeyboardInterrupt) \
+        else "FAILED"
 
 
 # SIGTERM and SIGHUP (a closed terminal or ssh session; `trainscope run`
@@ -192,6 +202,25 @@ def _install_sigterm(core):
     if installed:
         _handlers_pid = os.getpid()
         core.back_up_signal_handlers(installed)
+
+
+def _restore_sigterm_in_child():
+    """A forked child dies of SIGTERM and SIGHUP as it would without trainscope.
+
+    Python runs a handler between bytecodes only, and checks for one before a lock's
+    blocking wait, not while it blocks: a fork-context Pool worker that its terminate()
+    signalled between the two waited on the pool's lock forever (1 in ~100 under load).
+    The child has no run of its parent's to end, so it gets back the action it would
+    have had; a run of its own installs the handlers again.
+    """
+    global _handlers_pid
+    try:
+        while _previous_handlers:
+            signum, previous = _previous_handlers.popitem()
+            signal.signal(signum, previous)
+    except (ValueError, OSError):  # not the main thread of an embedding host
+        _previous_handlers.clear()
+    _handlers_pid = None
 
 
 def _restore_sigterm():
@@ -328,7 +357,7 @@ def _register_exit_hooks():
 
     def excepthook(exc_type, exc, traceback):
         global _exit_status
-        _exit_status = "KILLED" if issubclass(exc_type, KeyboardInterrupt) else "FAILED"
+        _exit_status = _status_of_exception(exc_type, exc)
         previous_hook(exc_type, exc, traceback)
 
     sys.excepthook = excepthook
@@ -355,6 +384,7 @@ def _after_fork_in_child():
     # Another thread may have held it at the fork: it would stay held forever.
     _lock = threading.RLock()
     _exit_status = None
+    _restore_sigterm_in_child()
     run = _active
     _active = None
     if run is None:
