@@ -26,11 +26,16 @@ void add_diagnosis_options(CommandLine* line, diagnosis::FollowOptions* options)
                     }
                   })
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  line->add_value("--threshold", "NAME=VALUE",
-                  "override a threshold of the labels (repeatable; docs/diagnosis.md\n"
-                  "lists them, e.g. --threshold input_bound_share=0.3)",
-                  [options](const std::string& v) {
-                    if (absl::Status s = options->thresholds.set(v); !s.ok()) {
+  add_threshold_option(line, &options->thresholds,
+                       "override a threshold of the labels (repeatable; docs/diagnosis.md\n"
+                       "lists them, e.g. --threshold input_bound_share=0.3)");
+}
+
+void add_threshold_option(CommandLine* line, diagnosis::Thresholds* thresholds,
+                          const std::string& help) {
+  line->add_value("--threshold", "NAME=VALUE", help,
+                  [thresholds](const std::string& v) {
+                    if (absl::Status s = thresholds->set(v); !s.ok()) {
                       bad_value("--threshold: " + std::string(s.message()));
                     }
                   })

@@ -166,15 +166,9 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     if (!on_hang.ok()) bad_value(std::string(on_hang.status().message()));
                     out->on_hang = *on_hang;
                   });
-  line->add_value("--threshold", "NAME=VALUE",
-                  "a threshold of the hang watch and of the end-of-run diagnosis (repeatable):\n"
-                  "hang_factor, hang_min_s",
-                  [out](const std::string& value) {
-                    if (absl::Status s = out->hang_thresholds.set(value); !s.ok()) {
-                      bad_value("--threshold: " + std::string(s.message()));
-                    }
-                  })
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_threshold_option(line, &out->hang_thresholds,
+                       "a threshold of the hang watch and of the end-of-run diagnosis\n"
+                       "(repeatable): hang_factor, hang_min_s");
   line->add_value("--capture-steps", "N",
                   "--auto: after a step slower than 5x the rolling p99, a torch.profiler\n"
                   "capture of the next N steps into captures/ (default 3; 0: none)",

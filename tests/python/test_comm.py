@@ -157,7 +157,8 @@ def test_a_hook_registered_after_the_first_step_replaces_the_default_one(tmp_pat
         assert f"rank {rank} hook calls {2 * (STEPS - 1)} " in out, out[-2000:]
 
 
-RING_JOB = """
+# One gloo rank in this process (what the in-process jobs below start with).
+ONE_RANK = """
     import json, os, socket
     import torch, torch.distributed as dist
     import trainscope.torch
@@ -169,6 +170,9 @@ RING_JOB = """
         port = s.getsockname()[1]
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
                             world_size=1)
+"""
+
+RING_JOB = ONE_RANK + """
     plain = torch.ones(10)
     untouched = torch.Tensor.item
     run = trainscope.start_run(root=os.environ["RUNS"])
@@ -243,3 +247,47 @@ def test_sync_wrappers_leave_cpu_tensors_untouched(tmp_path):
     assert "SYNC" not in keys
     # The run has the collectives' rows of the job (the ring's, recorded).
     assert {"COMM", "COMM/all_reduce/world", "COMM_EXPOSED"} <= keys, keys
+
+
+# Torch runs a future's Python callback on the thread that completes the future (gloo's
+# worker) and releases it there afterwards, which needs the GIL; destroying a process group
+# with the GIL held (the last reference to a DDP model dropped as the function holding it
+# returns) joins that thread. One two-rank --auto job in about 25 hung at exit that way on
+# a loaded machine (the main thread in ~ProcessGroupGloo's join, gloo's thread waiting for
+# the GIL to release trainscope's bucket callback). drain() runs first, from DDP's finalizer,
+# destroy_process_group and exit, and waits until torch released every callback of ours:
+# this checks that the count it waits on comes back to zero after real DDP buckets and an
+# async collective, and where drain() is installed. The hang itself is a race (measured by
+# bench/ddp_exit_hang.sh: see docs/diagnosis.md).
+DRAIN_JOB = ONE_RANK + """
+    out = {}
+    with trainscope.torch.instrument():
+        out["finalizer"] = "__del__" in DistributedDataParallel.__dict__
+        out["destroy_wrapped"] = hasattr(dist.destroy_process_group, "__wrapped__")
+        model = DistributedDataParallel(torch.nn.Linear(8, 2))
+        for _ in range(5):
+            model(torch.randn(4, 8)).sum().backward()
+        dist.all_reduce(torch.ones(3), async_op=True).wait()
+        _torch_comm.drain()
+        out["made"] = _torch_comm._unreleased()[1]
+        out["unreleased"] = _torch_comm._unreleased()[0]
+        del model
+        dist.destroy_process_group()
+    out["finalizer_removed"] = "__del__" not in DistributedDataParallel.__dict__
+    out["destroy_restored"] = not hasattr(dist.destroy_process_group, "__wrapped__")
+    print(json.dumps(out))
+"""
+
+
+@needs_torch
+def test_drain_waits_until_torch_released_every_callback_of_trainscope(tmp_path):
+    script = tmp_path / "drain.py"
+    script.write_text(textwrap.dedent(DRAIN_JOB))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["finalizer"] and out["destroy_wrapped"], out
+    assert out["made"] >= 6, out  # a bucket a step, and the async all_reduce
+    assert out["unreleased"] == 0, out
+    assert out["finalizer_removed"] and out["destroy_restored"], out

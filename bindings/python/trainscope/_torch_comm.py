@@ -40,6 +40,7 @@ whoever asks which collective a rank is stuck in (issue 40's hang detection).
 n-th of a group is the same collective on every rank.
 """
 
+import atexit
 import collections
 import functools
 import inspect
@@ -69,7 +70,60 @@ _seq = {}  # group name -> the next sequence number
 # step thread: (key, start monotonic ns, duration ns).
 _pending = []
 _in_hook = threading.local()  # depth of DDP hooks in progress on this thread
+# Our future callbacks that torch has not released yet. Torch runs a future's Python
+# callback on the thread that completes the future (gloo's worker, NCCL's) and releases it
+# there once the next future of the chain is complete, which needs the GIL. A process group
+# destroyed while the GIL is held (the last reference to a DDP model dropped as the function
+# that held it returns, destroy_process_group) joins those threads: one still waiting for
+# the GIL then waits forever (seen: 1 two-rank DDP job in about 25 on a loaded machine hung
+# at exit). drain() lets them finish first.
+_callbacks = {"made": 0, "released": 0}
+_callbacks_lock = threading.Lock()
+DRAIN_TIMEOUT_S = 2.0
+_drain_registered = False  # drain() at exit
 _ring = {"run": None, "ring": None}  # the active run's _RegionRing
+
+
+class _Callback:
+    """A future's callback of ours, counted until torch releases it (drain())."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn):
+        self._fn = fn
+        with _callbacks_lock:
+            _callbacks["made"] += 1
+
+    def __call__(self, fut):
+        return self._fn(fut)
+
+    def __del__(self):
+        with _callbacks_lock:
+            _callbacks["released"] += 1
+
+
+def _unreleased():
+    with _callbacks_lock:
+        return _callbacks["made"] - _callbacks["released"], _callbacks["made"]
+
+
+def drain(timeout_s=DRAIN_TIMEOUT_S):
+    """Waits (GIL released, at most timeout_s) until torch's communication threads have
+    released our callbacks, then a little longer for the callbacks after ours in each chain
+    (DDP's default hook divides by the world size in one). Called before a process group
+    can be destroyed: a DDP model's finalizer, destroy_process_group, exit. Never raises."""
+    try:
+        pending, made = _unreleased()
+        if made == 0:
+            return
+        deadline = time.monotonic() + timeout_s
+        while pending > 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+            pending, _ = _unreleased()
+        for _ in range(10):
+            time.sleep(0.001)
+    except Exception:  # pylint: disable=broad-except  (interpreter shutdown)
+        pass
 
 
 def recent_collectives():
@@ -201,7 +255,7 @@ def _make_collective(original, op, dist):
             result = original(*args, **kwargs)
             if result is not None and hasattr(result, "get_future"):  # async_op=True: a Work
                 try:
-                    result.get_future().then(lambda fut: _leave(entry))
+                    result.get_future().then(_Callback(lambda fut: _leave(entry)))
                     completed_later = True
                 except Exception:  # pylint: disable=broad-except  (no future: at return)
                     pass
@@ -223,6 +277,7 @@ def instrument_collectives(handle):
         return False
     if not dist.is_available():
         return False
+    _drain_at_exit()
     any_patched = False
     for name in COLLECTIVES:
         if hasattr(dist, name):
@@ -282,7 +337,7 @@ class _TimedHook:
                     backward.last_left = now
             return fut.value()
         try:
-            return future.then(done)
+            return future.then(_Callback(done))
         except Exception:  # pylint: disable=broad-except  (not a torch future: untimed)
             return future
 
@@ -311,6 +366,34 @@ def backward_done():
     except Exception as error:  # pylint: disable=broad-except
         _rec.warn("comm-exposed", f"trainscope: COMM_EXPOSED not recorded: {error}")
     flush()
+
+
+def _drain_at_exit():
+    """drain() at exit too: the process groups still registered are destroyed after it."""
+    global _drain_registered
+    if not _drain_registered:
+        _drain_registered = True
+        atexit.register(drain)
+
+
+def _install_finalizer(handle, ddp_class):
+    """DistributedDataParallel.__del__ = drain (its reducer holds the process group; the
+    class has none of its own), undone by handle.remove()."""
+    if "__del__" in ddp_class.__dict__:
+        return
+
+    def __del__(model):  # pylint: disable=unused-argument
+        drain()
+
+    try:
+        ddp_class.__del__ = __del__
+    except Exception:  # pylint: disable=broad-except
+        return
+
+    def undo():
+        if ddp_class.__dict__.get("__del__") is __del__:
+            del ddp_class.__del__
+    handle._add_undo(undo)  # pylint: disable=protected-access
 
 
 def instrument_ddp(handle):
@@ -385,7 +468,19 @@ def instrument_ddp(handle):
             return original(model, *args, **kwargs)
         return forward
 
+    def make_destroy(original):
+        @functools.wraps(original)
+        def destroy_process_group(*args, **kwargs):
+            drain()
+            return original(*args, **kwargs)
+        return destroy_process_group
+
     # pylint: disable=protected-access
+    _drain_at_exit()
+    _install_finalizer(handle, DistributedDataParallel)
+    if hasattr(dist, "destroy_process_group"):
+        handle._patch(dist, "destroy_process_group", make_destroy,
+                      "torch.distributed.destroy_process_group (COMM)")
     ok = handle._patch(DistributedDataParallel, "register_comm_hook", make_register,
                        "DistributedDataParallel.register_comm_hook (COMM)")
     if ok:
