@@ -46,7 +46,7 @@ import inspect
 import threading
 import time
 
-from trainscope._auto import COMM, recorder
+from trainscope._auto import BACKWARD, COMM, FORWARD, recorder
 
 __all__ = ["COMM_EXPOSED", "COMM_PREFIX", "recent_collectives", "instrument_collectives",
            "instrument_ddp", "flush"]
@@ -56,10 +56,17 @@ COMM_PREFIX = "COMM/"
 RECENT = 64
 
 COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
-               "all_to_all", "all_to_all_single", "barrier", "broadcast",
-               "broadcast_object_list", "gather", "gather_object", "reduce", "reduce_scatter",
-               "reduce_scatter_tensor", "scatter", "scatter_object_list", "send", "recv",
+               "all_gather_single", "_all_gather_base", "all_to_all", "all_to_all_single",
+               "barrier", "broadcast", "broadcast_object_list", "gather", "gather_object",
+               "reduce", "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single",
+               "_reduce_scatter_base", "scatter", "scatter_object_list", "send", "recv",
                "isend", "irecv")
+# The one-tensor forms of a collective (FSDP's): the collective's name in the rows, and
+# their bytes are the whole's (all-gather: its output; reduce-scatter: its input).
+WHOLE = {"all_gather_into_tensor": "all_gather", "all_gather_single": "all_gather",
+         "_all_gather_base": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+         "reduce_scatter_single": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter"}
+TAG_BYTES = "trainscope.comm.bytes."  # + <op>/<group>: the sizes of one call seen (bytes)
 
 _rec = recorder()
 _recent = collections.deque(maxlen=RECENT)  # the ring of recent_collectives()
@@ -102,10 +109,13 @@ def _nbytes(value):
         return 0
 
 
-def _payload_bytes(bound):
+def _payload_bytes(bound, whole=False):
     """Bytes of a collective's input: its tensor arguments, else the tensors of its
-    first list argument (object collectives: 0)."""
+    first list argument (object collectives: 0); `whole` (WHOLE's forms): its largest
+    tensor (the gathered output, the input reduced)."""
     import torch  # pylint: disable=import-outside-toplevel
+    if whole:
+        return max([_nbytes(v) for v in bound.values() if isinstance(v, torch.Tensor)] or [0])
     total = 0
     first_list = None
     for name, value in bound.items():
@@ -129,10 +139,20 @@ def _enter(op, group, nbytes):
     return entry
 
 
-def _leave(entry, now_ns=None, record=True):
-    """A collective completed (on any thread): its ring entry and its COMM/ row."""
+def _leave(entry, now_ns=None, record=True, grads=None, blocked=False):
+    """A collective completed (on any thread): its ring entry and its COMM/ row; `grads`:
+    a backward's _ReduceScatters it counts in (`blocked`: the call returned with it)."""
     now_ns = time.monotonic_ns() if now_ns is None else now_ns
     entry["left"] = time.time()
+    if grads is not None:
+        with _lock:
+            grads.calls += 1
+            if blocked:
+                grads.blocked_ns += now_ns - entry["_start"]
+            elif grads.last_entered is None or entry["_start"] > grads.last_entered:
+                grads.last_entered = entry["_start"]
+            if grads.last_left is None or now_ns > grads.last_left:
+                grads.last_left = now_ns
     if record:
         _record(COMM_PREFIX + entry["op"] + "/" + entry["group"], entry["_start"],
                 now_ns - entry["_start"])
@@ -179,29 +199,75 @@ def flush():
 
 # --- collectives called from Python ---------------------------------------------------
 
-def _make_collective(original, op, dist):
+class _ReduceScatters:
+    """The reduce-scatters of the backward in progress (FSDP's gradients): what the step
+    waits for of them. A call that returns when the collective completed (gloo; FSDP's
+    sync calls) blocks backward's thread all the while: all of it is waited for. Of
+    those completing later (async_op=True), the part after the last one began (the
+    end of backward's compute), as DDP's buckets."""
+
+    __slots__ = ("calls", "blocked_ns", "last_entered", "last_left")
+
+    def __init__(self):
+        self.calls = 0
+        self.blocked_ns = 0  # the calls' own durations, summed
+        self.last_entered = None
+        self.last_left = None  # of those completing later; else of the calls
+
+    def exposed(self):
+        """(start, duration) of the COMM_EXPOSED row, or None."""
+        if not self.calls or self.last_left is None:
+            return None
+        later = 0
+        if self.last_entered is not None:
+            later = max(self.last_left - self.last_entered - self.blocked_ns, 0)
+        duration = self.blocked_ns + later
+        return self.last_left - duration, duration
+
+
+_reduce_scatters = _ReduceScatters()
+
+
+def _note_size(op, group, nbytes, sizes={}):  # pylint: disable=dangerous-default-value
+    """TAG_BYTES + op/group: the sizes of one call seen, first 8 (set when one is new)."""
+    seen = sizes.setdefault(op + "/" + group, [])
+    if nbytes in seen or len(seen) >= 8:
+        return
+    seen.append(nbytes)
+    _rec.set_tag(TAG_BYTES + op + "/" + group, ", ".join(str(b) for b in seen))
+
+
+def _make_collective(original, name, dist):
     try:
         signature = inspect.signature(original)
     except (TypeError, ValueError):
         signature = None
+    op = WHOLE.get(name, name)
 
     @functools.wraps(original)
     def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
         if getattr(_in_hook, "depth", 0) > 0:  # inside a DDP hook: the bucket's entry times it
             return original(*args, **kwargs)
+        rec = _rec
         try:
             bound = signature.bind(*args, **kwargs).arguments if signature is not None else {}
-            entry = _enter(op, _group_name(dist, bound.get("group")), _payload_bytes(bound))
+            entry = _enter(op, _group_name(dist, bound.get("group")),
+                           _payload_bytes(bound, name in WHOLE))
+            # Inside forward or backward (FSDP's all-gathers and reduce-scatters) it is
+            # that phase's time: its COMM/ row only, no COMM row.
+            backward = rec.is_open(BACKWARD)
+            in_phase = backward or rec.is_open(FORWARD)
+            grads = _reduce_scatters if backward and op == "reduce_scatter" else None
+            _note_size(op, entry["group"], entry["bytes"])
         except Exception:  # pylint: disable=broad-except  (a bad call: torch says why)
             return original(*args, **kwargs)
-        rec = _rec
-        started = rec.start(COMM)
+        started = False if in_phase else rec.start(COMM)
         completed_later = False
         try:
             result = original(*args, **kwargs)
             if result is not None and hasattr(result, "get_future"):  # async_op=True: a Work
                 try:
-                    result.get_future().then(lambda fut: _leave(entry))
+                    result.get_future().then(lambda fut: _leave(entry, grads=grads))
                     completed_later = True
                 except Exception:  # pylint: disable=broad-except  (no future: at return)
                     pass
@@ -210,7 +276,7 @@ def _make_collective(original, op, dist):
             if started:
                 rec.end(COMM)
             if not completed_later:
-                _leave(entry)
+                _leave(entry, grads=grads, blocked=True)
     return trainscope_timed_call
 
 
@@ -228,7 +294,7 @@ def instrument_collectives(handle):
         if hasattr(dist, name):
             # pylint: disable=protected-access
             any_patched = handle._patch(
-                dist, name, functools.partial(_make_collective, op=name, dist=dist),
+                dist, name, functools.partial(_make_collective, name=name, dist=dist),
                 f"torch.distributed.{name} (COMM)") or any_patched
     return any_patched
 
@@ -299,8 +365,15 @@ _hooks = []  # weak references to the _TimedHooks of live models (backward_done)
 
 
 def backward_done():
-    """Called after each backward: every DDP model's exposed part, then flush()."""
+    """Called after each backward: every DDP model's exposed part and that of the
+    backward's reduce-scatters (FSDP), then flush()."""
+    global _reduce_scatters  # pylint: disable=global-statement
     try:
+        with _lock:
+            done, _reduce_scatters = _reduce_scatters, _ReduceScatters()
+            exposed = done.exposed()
+            if exposed is not None:
+                _pending.append((COMM_EXPOSED, exposed[0], exposed[1]))
         alive = []
         for ref in _hooks:
             hook = ref()
