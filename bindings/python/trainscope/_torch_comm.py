@@ -6,13 +6,18 @@ of the collectives, through the process's one recorder (trainscope._auto):
 - ``COMM``: the time the calling thread spends in a collective it called from
   Python (``dist.all_reduce`` in the loop, ...): the steps room's ``comm`` phase,
   outside backward. A collective a DDP communication hook calls is no row of
-  its own: the bucket's (below) times it.
+  its own: the bucket's (below) times it. One called while FORWARD or BACKWARD
+  is open (FSDP's all-gathers and reduce-scatters) is that phase's time: its
+  ``COMM/`` row only.
 - ``COMM/<op>/<group>`` (``COMM/all_reduce/world``): every collective, from the
   moment it is entered to its completion (for ``async_op=True``, when its work's
   future completes; where the backend gives no future, when the call returns),
   whoever called it: the loop, or DDP's gradient all-reduce of each bucket. The
   group is ``world`` for the default group, else ``group<name>`` (its
-  torch name). Recorded with the start and duration they had (the
+  torch name). The one-tensor forms (WHOLE: ``all_gather_into_tensor``,
+  ``all_gather_single``, ``reduce_scatter_tensor``, ...) are the collective's
+  ``all_gather``/``reduce_scatter``, their bytes the whole's; the run's tag
+  TAG_BYTES + ``<op>/<group>`` has the sizes of one call seen. Recorded with the start and duration they had (the
   ``_core._RegionRing`` of the active run), so a collective completed on the
   backend's thread is timed all the same. They have no entry in the rank's
   summary file.
@@ -21,7 +26,9 @@ of the collectives, through the process's one recorder (trainscope._auto):
   compute (the last bucket entering its communication hook) to the completion
   of the last bucket (what ``backward()`` returns after, and the optimizer waits
   for). The all-reduce that ran while backward still computed is hidden
-  (``COMM/all_reduce/<group>`` minus this).
+  (``COMM/all_reduce/<group>`` minus this). Per backward with reduce-scatters
+  (FSDP's gradients, _ReduceScatters): the time backward's thread spends in those
+  returning completed, plus the tail of those completing later.
 
 DDP is timed through its communication hook. A model that registers its own
 hook (PowerSGD, fp16 compression, any Python hook) keeps it: the hook is
@@ -228,9 +235,12 @@ class _ReduceScatters:
 _reduce_scatters = _ReduceScatters()
 
 
-def _note_size(op, group, nbytes, sizes={}):  # pylint: disable=dangerous-default-value
+_sizes = {}  # <op>/<group> -> the sizes of one call seen (TAG_BYTES)
+
+
+def _note_size(op, group, nbytes):
     """TAG_BYTES + op/group: the sizes of one call seen, first 8 (set when one is new)."""
-    seen = sizes.setdefault(op + "/" + group, [])
+    seen = _sizes.setdefault(op + "/" + group, [])
     if nbytes in seen or len(seen) >= 8:
         return
     seen.append(nbytes)
