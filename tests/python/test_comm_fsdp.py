@@ -12,6 +12,7 @@ loaded machine adds.
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -43,7 +44,9 @@ def fsdp_job(tmp_path, *args):
             pytest.skip("the framework python's torch has no FSDP2 (fully_shard)")
     run_dir, out, err = run_cli(tmp_path, "--auto", [
         FRAMEWORK_PYTHON, LAUNCH2, FSDP_JOB, "--steps", str(STEPS)] + list(args))
-    reports = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    # The two ranks' lines (one stdout: they may interleave on one line).
+    found = re.findall(r'\{"rank": \d+, "layer_bytes": \{[^}]*\}\}', out)
+    reports = [json.loads(report) for report in found]
     assert sorted(r["rank"] for r in reports) == [0, 1], (out[-2000:], err[-3000:])
     return trainscope.read_run(run_dir), {r["rank"]: r["layer_bytes"] for r in reports}
 
@@ -108,18 +111,18 @@ def test_fsdp_all_gathers_and_reduce_scatters_are_timed_with_their_bytes(tmp_pat
 @needs_cli
 @needs_framework
 def test_a_late_reduce_scatter_is_exposed_and_comm_bound(tmp_path):
-    """Rank 1 enters the first layer's reduce-scatter 0.2 s late (through FSDP's
-    set_custom_reduce_scatter): rank 0's backward waits that long in it, COMM_EXPOSED;
-    the diagnosis reads COMM-BOUND on reduce_scatter, naming rank 1 as the late one."""
+    """Rank 1 enters each reduce-scatter 0.2 s late (through FSDP's
+    set_custom_reduce_scatter): rank 0's backward waits that long in each, COMM_EXPOSED
+    (two a step); the diagnosis reads COMM-BOUND on reduce_scatter, naming rank 1 as the
+    late one."""
     run, _ = fsdp_job(tmp_path, "--late-s", str(DELAY_S))
     scatters = rows(run, SCATTER, 0)
     assert len(scatters) == 2 * STEPS
-    # Per step one of rank 0's two reduce-scatters waits for rank 1.
-    longest = sorted(seconds(scatters.iloc[2 * s:2 * s + 2]).max() for s in range(1, STEPS))
-    assert 0.8 * DELAY_S <= longest[len(longest) // 2] <= 1.2 * DELAY_S, longest
-    waited = sorted(per_backward(run, "COMM_EXPOSED", 0)[1:])
-    assert waited[len(waited) // 2] >= 0.8 * DELAY_S, waited
-    assert waited == pytest.approx(sorted(per_backward(run, SCATTER, 0)[1:]), abs=1e-5)
+    waits = sorted(seconds(scatters.iloc[2:]))  # (the first step's: warm-up)
+    assert 0.8 * DELAY_S <= waits[len(waits) // 2] <= 1.2 * DELAY_S, waits
+    waited = per_backward(run, "COMM_EXPOSED", 0)[1:]
+    assert sorted(waited)[len(waited) // 2] >= 1.6 * DELAY_S, waited
+    assert waited == pytest.approx(per_backward(run, SCATTER, 0)[1:], abs=1e-5)
     late = sorted(per_backward(run, "COMM_EXPOSED", 1)[1:])
     assert late[len(late) // 2] < 0.5 * DELAY_S, late
     scope = trainscope.diagnose(run.dir, thresholds={"warmup_steps": 1, "min_steps": 4}).run
@@ -128,4 +131,5 @@ def test_a_late_reduce_scatter_is_exposed_and_comm_bound(tmp_path):
     assert "reduce_scatter on group world" in comm_bound.evidence, comm_bound.evidence
     assert comm_bound.rank == 1, comm_bound.evidence
     (scatter,) = [c for c in scope.collectives if c.key == SCATTER]
-    assert scatter.last_rank == 1 and 0.8 * DELAY_S <= scatter.lag_s <= 1.2 * DELAY_S, scatter
+    assert scatter.last_rank == 1 and scatter.last_share >= 0.9, scatter
+    assert 0.8 * DELAY_S <= scatter.lag_s <= 1.2 * DELAY_S, scatter

@@ -17,9 +17,9 @@ of the collectives, through the process's one recorder (trainscope._auto):
   torch name). The one-tensor forms (WHOLE: ``all_gather_into_tensor``,
   ``all_gather_single``, ``reduce_scatter_tensor``, ...) are the collective's
   ``all_gather``/``reduce_scatter``, their bytes the whole's; the run's tag
-  TAG_BYTES + ``<op>/<group>`` has the sizes of one call seen. Recorded with the start and duration they had (the
-  ``_core._RegionRing`` of the active run), so a collective completed on the
-  backend's thread is timed all the same. They have no entry in the rank's
+  TAG_BYTES + ``<op>/<group>`` has the sizes of one call seen. Recorded with
+  the start and duration they had (the ``_core._RegionRing`` of the active
+  run), so a collective completed on the backend's thread is timed all the same. They have no entry in the rank's
   summary file.
 - ``COMM_EXPOSED``: per backward of a DistributedDataParallel model, the part of
   its gradient communication the step waits for: from the end of backward's

@@ -1,13 +1,12 @@
 """A two-rank FSDP2 job (`fully_shard`, gloo, CPU) with no trainscope in it, for
-`trainscope run --auto` (tests/python/test_comm.py): two Linear layers, each
-sharded on its own (one all-gather in forward, one in backward and one
+`trainscope run --auto` (tests/python/test_comm_fsdp.py): two Linear layers,
+each sharded on its own (one all-gather in forward, one in backward and one
 reduce-scatter per layer and step), the root holding no parameter of its own.
---late-s: rank 1 enters the first layer's reduce-scatter (backward's last) that
-late, through the hook FSDP offers (set_custom_reduce_scatter): rank 0's
-backward waits for it there. Prints one JSON line per rank: the bytes of each
-layer's parameters (float32), which the all-gather and the reduce-scatter of
-that layer move. Run by diagnosis_jobs/launch2.py (or torchrun) as two ranks.
-FSDP1 (`FullyShardedDataParallel`) needs an accelerator in torch >= 2.x here.
+--late-s: rank 1 enters each reduce-scatter that late, through the hook FSDP
+offers (set_custom_reduce_scatter): rank 0's backward waits for it there.
+Prints one JSON line per rank: the bytes of each layer's parameters
+(float32), which the all-gather and the reduce-scatter of that layer move.
+Run by diagnosis_jobs/launch2.py (or torchrun) as two ranks. FSDP1 (`FullyShardedDataParallel`) needs an accelerator in torch >= 2.x here.
 """
 
 import argparse
@@ -53,7 +52,8 @@ def main():
         fully_shard(layer)
     fully_shard(model)
     if rank == 1 and args.late_s:
-        model[0].set_custom_reduce_scatter(late_reduce_scatter(args.late_s))
+        for index in (0, 2):
+            model[index].set_custom_reduce_scatter(late_reduce_scatter(args.late_s))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(32, 64)
     for _ in range(args.steps):
