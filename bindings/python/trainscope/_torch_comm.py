@@ -19,8 +19,8 @@ of the collectives, through the process's one recorder (trainscope._auto):
   ``all_gather``/``reduce_scatter``, their bytes the whole's; the run's tag
   TAG_BYTES + ``<op>/<group>`` has the sizes of one call seen. Recorded with
   the start and duration they had (the ``_core._RegionRing`` of the active
-  run), so a collective completed on the backend's thread is timed all the same. They have no entry in the rank's
-  summary file.
+  run), so a collective completed on the backend's thread is timed all the
+  same. They have no entry in the rank's summary file.
 - ``COMM_EXPOSED``: per backward of a DistributedDataParallel model, the part of
   its gradient communication the step waits for: from the end of backward's
   compute (the last bucket entering its communication hook) to the completion

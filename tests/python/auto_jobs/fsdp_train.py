@@ -6,7 +6,8 @@ reduce-scatter per layer and step), the root holding no parameter of its own.
 offers (set_custom_reduce_scatter): rank 0's backward waits for it there.
 Prints one JSON line per rank: the bytes of each layer's parameters
 (float32), which the all-gather and the reduce-scatter of that layer move.
-Run by diagnosis_jobs/launch2.py (or torchrun) as two ranks. FSDP1 (`FullyShardedDataParallel`) needs an accelerator in torch >= 2.x here.
+Run by diagnosis_jobs/launch2.py (or torchrun) as two ranks. FSDP1
+(`FullyShardedDataParallel`) needs an accelerator in torch >= 2.x here.
 """
 
 import argparse
