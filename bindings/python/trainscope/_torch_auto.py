@@ -397,8 +397,9 @@ class Instrumentation:
                     if started:
                         rec.end(BACKWARD)
                     depth["backward"] -= 1
-                    if _comm._hooks or _comm._pending:  # pylint: disable=protected-access
-                        _comm.backward_done()  # DDP's COMM_EXPOSED and bucket rows
+                    # pylint: disable=protected-access
+                    if _comm._hooks or _comm._pending or _comm._reduce_scatters.calls:
+                        _comm.backward_done()  # DDP's and FSDP's COMM_EXPOSED, bucket rows
                 _steps.backward_done()
                 return result
             return trainscope_timed_call

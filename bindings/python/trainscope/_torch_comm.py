@@ -6,22 +6,29 @@ of the collectives, through the process's one recorder (trainscope._auto):
 - ``COMM``: the time the calling thread spends in a collective it called from
   Python (``dist.all_reduce`` in the loop, ...): the steps room's ``comm`` phase,
   outside backward. A collective a DDP communication hook calls is no row of
-  its own: the bucket's (below) times it.
+  its own: the bucket's (below) times it. One called while FORWARD or BACKWARD
+  is open (FSDP's all-gathers and reduce-scatters) is that phase's time: its
+  ``COMM/`` row only.
 - ``COMM/<op>/<group>`` (``COMM/all_reduce/world``): every collective, from the
   moment it is entered to its completion (for ``async_op=True``, when its work's
   future completes; where the backend gives no future, when the call returns),
   whoever called it: the loop, or DDP's gradient all-reduce of each bucket. The
   group is ``world`` for the default group, else ``group<name>`` (its
-  torch name). Recorded with the start and duration they had (the
-  ``_core._RegionRing`` of the active run), so a collective completed on the
-  backend's thread is timed all the same. They have no entry in the rank's
-  summary file.
+  torch name). The one-tensor forms (WHOLE: ``all_gather_into_tensor``,
+  ``all_gather_single``, ``reduce_scatter_tensor``, ...) are the collective's
+  ``all_gather``/``reduce_scatter``, their bytes the whole's; the run's tag
+  TAG_BYTES + ``<op>/<group>`` has the sizes of one call seen. Recorded with
+  the start and duration they had (the ``_core._RegionRing`` of the active
+  run), so a collective completed on the backend's thread is timed all the
+  same. They have no entry in the rank's summary file.
 - ``COMM_EXPOSED``: per backward of a DistributedDataParallel model, the part of
   its gradient communication the step waits for: from the end of backward's
   compute (the last bucket entering its communication hook) to the completion
   of the last bucket (what ``backward()`` returns after, and the optimizer waits
   for). The all-reduce that ran while backward still computed is hidden
-  (``COMM/all_reduce/<group>`` minus this).
+  (``COMM/all_reduce/<group>`` minus this). Per backward with reduce-scatters
+  (FSDP's gradients, _ReduceScatters): the time backward's thread spends in those
+  returning completed, plus the tail of those completing later.
 
 DDP is timed through its communication hook. A model that registers its own
 hook (PowerSGD, fp16 compression, any Python hook) keeps it: the hook is
@@ -47,7 +54,7 @@ import inspect
 import threading
 import time
 
-from trainscope._auto import COMM, recorder
+from trainscope._auto import BACKWARD, COMM, FORWARD, recorder
 
 __all__ = ["COMM_EXPOSED", "COMM_PREFIX", "recent_collectives", "instrument_collectives",
            "instrument_ddp", "flush"]
@@ -57,10 +64,17 @@ COMM_PREFIX = "COMM/"
 RECENT = 64
 
 COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
-               "all_to_all", "all_to_all_single", "barrier", "broadcast",
-               "broadcast_object_list", "gather", "gather_object", "reduce", "reduce_scatter",
-               "reduce_scatter_tensor", "scatter", "scatter_object_list", "send", "recv",
+               "all_gather_single", "_all_gather_base", "all_to_all", "all_to_all_single",
+               "barrier", "broadcast", "broadcast_object_list", "gather", "gather_object",
+               "reduce", "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single",
+               "_reduce_scatter_base", "scatter", "scatter_object_list", "send", "recv",
                "isend", "irecv")
+# The one-tensor forms of a collective (FSDP's): the collective's name in the rows, and
+# their bytes are the whole's (all-gather: its output; reduce-scatter: its input).
+WHOLE = {"all_gather_into_tensor": "all_gather", "all_gather_single": "all_gather",
+         "_all_gather_base": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+         "reduce_scatter_single": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter"}
+TAG_BYTES = "trainscope.comm.bytes."  # + <op>/<group>: the sizes of one call seen (bytes)
 
 _rec = recorder()
 _recent = collections.deque(maxlen=RECENT)  # the ring of recent_collectives()
@@ -156,10 +170,13 @@ def _nbytes(value):
         return 0
 
 
-def _payload_bytes(bound):
+def _payload_bytes(bound, whole=False):
     """Bytes of a collective's input: its tensor arguments, else the tensors of its
-    first list argument (object collectives: 0)."""
+    first list argument (object collectives: 0); `whole` (WHOLE's forms): its largest
+    tensor (the gathered output, the input reduced)."""
     import torch  # pylint: disable=import-outside-toplevel
+    if whole:
+        return max([_nbytes(v) for v in bound.values() if isinstance(v, torch.Tensor)] or [0])
     total = 0
     first_list = None
     for name, value in bound.items():
@@ -183,10 +200,20 @@ def _enter(op, group, nbytes):
     return entry
 
 
-def _leave(entry, now_ns=None, record=True):
-    """A collective completed (on any thread): its ring entry and its COMM/ row."""
+def _leave(entry, now_ns=None, record=True, grads=None, blocked=False):
+    """A collective completed (on any thread): its ring entry and its COMM/ row; `grads`:
+    a backward's _ReduceScatters it counts in (`blocked`: the call returned with it)."""
     now_ns = time.monotonic_ns() if now_ns is None else now_ns
     entry["left"] = time.time()
+    if grads is not None:
+        with _lock:
+            grads.calls += 1
+            if blocked:
+                grads.blocked_ns += now_ns - entry["_start"]
+            elif grads.last_entered is None or entry["_start"] > grads.last_entered:
+                grads.last_entered = entry["_start"]
+            if grads.last_left is None or now_ns > grads.last_left:
+                grads.last_left = now_ns
     if record:
         _record(COMM_PREFIX + entry["op"] + "/" + entry["group"], entry["_start"],
                 now_ns - entry["_start"])
@@ -233,29 +260,78 @@ def flush():
 
 # --- collectives called from Python ---------------------------------------------------
 
-def _make_collective(original, op, dist):
+class _ReduceScatters:
+    """The reduce-scatters of the backward in progress (FSDP's gradients): what the step
+    waits for of them. A call that returns when the collective completed (gloo; FSDP's
+    sync calls) blocks backward's thread all the while: all of it is waited for. Of
+    those completing later (async_op=True), the part after the last one began (the
+    end of backward's compute), as DDP's buckets."""
+
+    __slots__ = ("calls", "blocked_ns", "last_entered", "last_left")
+
+    def __init__(self):
+        self.calls = 0
+        self.blocked_ns = 0  # the calls' own durations, summed
+        self.last_entered = None
+        self.last_left = None  # of those completing later; else of the calls
+
+    def exposed(self):
+        """(start, duration) of the COMM_EXPOSED row, or None."""
+        if not self.calls or self.last_left is None:
+            return None
+        later = 0
+        if self.last_entered is not None:
+            later = max(self.last_left - self.last_entered - self.blocked_ns, 0)
+        duration = self.blocked_ns + later
+        return self.last_left - duration, duration
+
+
+_reduce_scatters = _ReduceScatters()
+
+
+_sizes = {}  # <op>/<group> -> the sizes of one call seen (TAG_BYTES)
+
+
+def _note_size(op, group, nbytes):
+    """TAG_BYTES + op/group: the sizes of one call seen, first 8 (set when one is new)."""
+    seen = _sizes.setdefault(op + "/" + group, [])
+    if nbytes in seen or len(seen) >= 8:
+        return
+    seen.append(nbytes)
+    _rec.set_tag(TAG_BYTES + op + "/" + group, ", ".join(str(b) for b in seen))
+
+
+def _make_collective(original, name, dist):
     try:
         signature = inspect.signature(original)
     except (TypeError, ValueError):
         signature = None
+    op = WHOLE.get(name, name)
 
     @functools.wraps(original)
     def trainscope_timed_call(*args, **kwargs):  # trainscope's one frame: a timed call
         if getattr(_in_hook, "depth", 0) > 0:  # inside a DDP hook: the bucket's entry times it
             return original(*args, **kwargs)
+        rec = _rec
         try:
             bound = signature.bind(*args, **kwargs).arguments if signature is not None else {}
-            entry = _enter(op, _group_name(dist, bound.get("group")), _payload_bytes(bound))
+            entry = _enter(op, _group_name(dist, bound.get("group")),
+                           _payload_bytes(bound, name in WHOLE))
+            # Inside forward or backward (FSDP's all-gathers and reduce-scatters) it is
+            # that phase's time: its COMM/ row only, no COMM row.
+            backward = rec.is_open(BACKWARD)
+            in_phase = backward or rec.is_open(FORWARD)
+            grads = _reduce_scatters if backward and op == "reduce_scatter" else None
+            _note_size(op, entry["group"], entry["bytes"])
         except Exception:  # pylint: disable=broad-except  (a bad call: torch says why)
             return original(*args, **kwargs)
-        rec = _rec
-        started = rec.start(COMM)
+        started = False if in_phase else rec.start(COMM)
         completed_later = False
         try:
             result = original(*args, **kwargs)
             if result is not None and hasattr(result, "get_future"):  # async_op=True: a Work
                 try:
-                    result.get_future().then(_Callback(lambda fut: _leave(entry)))
+                    result.get_future().then(_Callback(lambda fut: _leave(entry, grads=grads)))
                     completed_later = True
                 except Exception:  # pylint: disable=broad-except  (no future: at return)
                     pass
@@ -264,7 +340,7 @@ def _make_collective(original, op, dist):
             if started:
                 rec.end(COMM)
             if not completed_later:
-                _leave(entry)
+                _leave(entry, grads=grads, blocked=True)
     return trainscope_timed_call
 
 
@@ -283,7 +359,7 @@ def instrument_collectives(handle):
         if hasattr(dist, name):
             # pylint: disable=protected-access
             any_patched = handle._patch(
-                dist, name, functools.partial(_make_collective, op=name, dist=dist),
+                dist, name, functools.partial(_make_collective, name=name, dist=dist),
                 f"torch.distributed.{name} (COMM)") or any_patched
     return any_patched
 
@@ -354,8 +430,15 @@ _hooks = []  # weak references to the _TimedHooks of live models (backward_done)
 
 
 def backward_done():
-    """Called after each backward: every DDP model's exposed part, then flush()."""
+    """Called after each backward: every DDP model's exposed part and that of the
+    backward's reduce-scatters (FSDP), then flush()."""
+    global _reduce_scatters  # pylint: disable=global-statement
     try:
+        with _lock:
+            done, _reduce_scatters = _reduce_scatters, _ReduceScatters()
+            exposed = done.exposed()
+            if exposed is not None:
+                _pending.append((COMM_EXPOSED, exposed[0], exposed[1]))
         alive = []
         for ref in _hooks:
             hook = ref()
