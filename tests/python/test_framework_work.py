@@ -1,0 +1,111 @@
+"""The work per step (docs/ledger.md) on the framework paths of `trainscope run --auto`:
+the Hugging Face Trainer (its batches, or its own num_input_tokens_seen) and Lightning
+(its batches, samples by its own extract_batch_size), on real transformers and
+Lightning (tests/python/framework_jobs/work_train.py: every sample has the same
+number of real tokens, so a step's samples and tokens are known by construction).
+
+Each run's every step records exactly the samples and tokens the job says, the
+ledger's rates are those figures over the steps' time, and the run's tag says where
+they came from. Needs TRAINSCOPE_FRAMEWORK_PYTHON (torch 2.x, transformers,
+Lightning) and TRAINSCOPE_CLI; skipped otherwise.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import trainscope
+from trainscope import _core
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "framework_jobs", "work_train.py")
+CLI = os.environ.get("TRAINSCOPE_CLI")
+FRAMEWORK_PYTHON = os.environ.get("TRAINSCOPE_FRAMEWORK_PYTHON")
+needs_frameworks = pytest.mark.skipif(
+    not (CLI and FRAMEWORK_PYTHON),
+    reason="set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x, transformers and "
+           "Lightning (tests/python/requirements-frameworks.txt) and TRAINSCOPE_CLI")
+
+
+def run_job(root, options):
+    """The job under `trainscope run --auto`: (run directory, the job's truth)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT",
+                        "TRAINSCOPE_AUTO")}
+    # The framework python imports this trainscope (a build tree's python/ directory).
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(trainscope.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false", TRAINSCOPE_FLOPS="off")
+    truth_path = os.path.join(root, "truth.json")
+    done = subprocess.run([CLI, "run", "--root", os.path.join(root, "runs"), "--no-sample",
+                           "--quiet", "--auto", "--", FRAMEWORK_PYTHON, JOB, "--out",
+                           truth_path, "--root-dir", root] + options,
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    runs = os.listdir(os.path.join(root, "runs"))
+    assert len(runs) == 1, runs
+    with open(truth_path, encoding="utf-8") as truth:
+        return os.path.join(root, "runs", runs[0]), json.load(truth)
+
+
+def check_work(run_dir, truth):
+    """Every step's samples and tokens are the job's; the ledger's rates are them over
+    the steps' time (within 2%); the run's source tag."""
+    run = trainscope.read_run(run_dir)
+    metrics = run.metrics
+    for key, expected in ((_core._STEP_SAMPLES_METRIC, truth["samples_per_step"]),
+                          (_core._STEP_TOKENS_METRIC, truth["tokens_per_step"])):
+        rows = metrics[metrics["key"] == key].sort_values("step")
+        assert list(rows["step"]) == list(range(truth["steps"])), (key, rows)
+        assert set(rows["value"]) == {expected}, (key, list(rows["value"]), expected)
+    ledger = trainscope.ledger(run_dir)
+    assert ledger["steps"] == truth["steps"], ledger
+    (rank,) = ledger["ranks"]
+    step_time = rank["seconds"] / rank["steps"]  # the steps' mean period
+    assert ledger["tokens_per_s"] == pytest.approx(truth["tokens_per_step"] / step_time,
+                                                   rel=0.02), ledger
+    assert ledger["samples_per_s"] == pytest.approx(truth["samples_per_step"] / step_time,
+                                                    rel=0.02), ledger
+    # `trainscope diagnose --json` holds the same ledger.
+    done = subprocess.run([CLI, "diagnose", run_dir, "--json"], capture_output=True, text=True,
+                          timeout=120, check=True)
+    document = json.loads(done.stdout)["ledger"]
+    assert document["tokens_per_s"] == pytest.approx(ledger["tokens_per_s"])
+    return run.tags[_core._WORK_SOURCE_TAG]
+
+
+@needs_frameworks
+def test_hugging_face_counts_the_trainers_batches(tmp_path):
+    # The Trainer counts no tokens: the batches', padding excluded by attention_mask.
+    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "hf", "--count", "no"])
+    assert truth["steps"] == 12 and truth["num_input_tokens_seen"] == 0
+    source = check_work(run_dir, truth)
+    assert source == ("samples: the Trainer's batch; tokens: the Trainer's batch: "
+                      "attention_mask"), source
+
+
+@needs_frameworks
+def test_hugging_face_takes_the_trainers_own_token_count(tmp_path):
+    # include_num_input_tokens_seen="all": the Trainer's count, padding included (what
+    # the user asked it to count), step by step: not the batches' unpadded tokens.
+    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "hf", "--count", "all"])
+    assert truth["num_input_tokens_seen"] == truth["tokens_per_step"] * truth["steps"]
+    source = check_work(run_dir, truth)
+    assert source == ("samples: the Trainer's batch; tokens: "
+                      "Trainer.num_input_tokens_seen (all)"), source
+
+
+@needs_frameworks
+def test_lightning_counts_its_batch_once_however_many_modules_it_calls(tmp_path):
+    # training_step calls an embedding and a head: the batch's samples once (Lightning's
+    # extract_batch_size), its tokens from the dict's attention_mask.
+    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "lightning"])
+    assert truth["steps"] == 12
+    source = check_work(run_dir, truth)
+    assert source == ("samples: the Lightning batch; tokens: the Lightning batch: "
+                      "attention_mask"), source
