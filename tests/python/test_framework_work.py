@@ -29,8 +29,9 @@ needs_frameworks = pytest.mark.skipif(
            "Lightning (tests/python/requirements-frameworks.txt) and TRAINSCOPE_CLI")
 
 
-def run_job(root, options):
-    """The job under `trainscope run --auto`: (run directory, the job's truth)."""
+def run_job(root, options, ranks=1):
+    """The job under `trainscope run --auto` (`ranks` > 1: under torchrun, DDP on the
+    CPU): (run directory, the job's truth)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT",
                         "TRAINSCOPE_AUTO")}
@@ -42,7 +43,9 @@ def run_job(root, options):
                TOKENIZERS_PARALLELISM="false", TRAINSCOPE_FLOPS="off")
     truth_path = os.path.join(root, "truth.json")
     done = subprocess.run([CLI, "run", "--root", os.path.join(root, "runs"), "--no-sample",
-                           "--quiet", "--auto", "--", FRAMEWORK_PYTHON, JOB, "--out",
+                           "--quiet", "--auto", "--", FRAMEWORK_PYTHON] +
+                          (["-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                            str(ranks)] if ranks > 1 else []) + [JOB, "--out",
                            truth_path, "--root-dir", root] + options,
                           cwd=root, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
@@ -54,23 +57,33 @@ def run_job(root, options):
 
 
 def check_work(run_dir, truth):
-    """Every step's samples and tokens are the job's; the ledger's rates are them over
-    the steps' time (within 2%); the run's source tag."""
+    """Every step of every rank has the job's samples and tokens (per rank); the
+    ledger's rates are them over each rank's steps' time (within 2%), summed over
+    ranks; the run's source tag."""
     run = trainscope.read_run(run_dir)
     metrics = run.metrics
-    for key, expected in ((_core._STEP_SAMPLES_METRIC, truth["samples_per_step"]),
-                          (_core._STEP_TOKENS_METRIC, truth["tokens_per_step"])):
-        rows = metrics[metrics["key"] == key].sort_values("step")
-        assert list(rows["step"]) == list(range(truth["steps"])), (key, rows)
-        assert set(rows["value"]) == {expected}, (key, list(rows["value"]), expected)
+    world = truth["world_size"]
+    for rank in range(world):
+        for key, expected in ((_core._STEP_SAMPLES_METRIC, truth["samples_per_step"]),
+                              (_core._STEP_TOKENS_METRIC, truth["tokens_per_step"])):
+            rows = metrics[(metrics["key"] == key) & (metrics["rank"] == rank)]
+            rows = rows.sort_values("step")
+            assert list(rows["step"]) == list(range(truth["steps"])), (rank, key, rows)
+            assert set(rows["value"]) == {expected}, (rank, key, list(rows["value"]), expected)
     ledger = trainscope.ledger(run_dir)
-    assert ledger["steps"] == truth["steps"], ledger
-    (rank,) = ledger["ranks"]
-    step_time = rank["seconds"] / rank["steps"]  # the steps' mean period
-    assert ledger["tokens_per_s"] == pytest.approx(truth["tokens_per_step"] / step_time,
-                                                   rel=0.02), ledger
-    assert ledger["samples_per_s"] == pytest.approx(truth["samples_per_step"] / step_time,
-                                                    rel=0.02), ledger
+    assert ledger["steps"] == truth["steps"] * world, ledger  # (every rank's)
+    assert [rank["rank"] for rank in ledger["ranks"]] == list(range(world)), ledger
+    tokens_per_s = samples_per_s = 0.0
+    for rank in ledger["ranks"]:
+        step_time = rank["seconds"] / rank["steps"]  # the rank's mean step period
+        assert rank["tokens_per_s"] == pytest.approx(truth["tokens_per_step"] / step_time,
+                                                     rel=0.02), ledger
+        assert rank["samples_per_s"] == pytest.approx(truth["samples_per_step"] / step_time,
+                                                      rel=0.02), ledger
+        tokens_per_s += truth["tokens_per_step"] / step_time
+        samples_per_s += truth["samples_per_step"] / step_time
+    assert ledger["tokens_per_s"] == pytest.approx(tokens_per_s, rel=0.02), ledger
+    assert ledger["samples_per_s"] == pytest.approx(samples_per_s, rel=0.02), ledger
     # `trainscope diagnose --json` holds the same ledger.
     done = subprocess.run([CLI, "diagnose", run_dir, "--json"], capture_output=True, text=True,
                           timeout=120, check=True)
@@ -106,6 +119,27 @@ def test_lightning_counts_its_batch_once_however_many_modules_it_calls(tmp_path)
     # extract_batch_size), its tokens from the dict's attention_mask.
     run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "lightning"])
     assert truth["steps"] == 12
+    source = check_work(run_dir, truth)
+    assert source == ("samples: the Lightning batch; tokens: the Lightning batch: "
+                      "attention_mask"), source
+
+
+@needs_frameworks
+def test_hugging_face_under_ddp_shares_the_trainers_gathered_count_among_ranks(tmp_path):
+    # num_input_tokens_seen is every rank's (gathered): each rank records its share.
+    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "hf", "--count", "all"],
+                             ranks=2)
+    assert truth["world_size"] == 2
+    assert truth["num_input_tokens_seen"] == 2 * truth["tokens_per_step"] * truth["steps"]
+    source = check_work(run_dir, truth)
+    assert source == ("samples: the Trainer's batch; tokens: "
+                      "Trainer.num_input_tokens_seen (all, all ranks' / 2)"), source
+
+
+@needs_frameworks
+def test_lightning_under_ddp_counts_each_ranks_batches(tmp_path):
+    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "lightning"], ranks=2)
+    assert truth["world_size"] == 2 and truth["steps"] == 12
     source = check_work(run_dir, truth)
     assert source == ("samples: the Lightning batch; tokens: the Lightning batch: "
                       "attention_mask"), source

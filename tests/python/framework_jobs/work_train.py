@@ -5,6 +5,7 @@ tests/python/test_framework_work.py (the ledger's samples and tokens under
 
     work_train.py --framework hf --count no|all|non_padding --out truth.json
     work_train.py --framework lightning --out truth.json --root-dir DIR
+    torchrun --nproc-per-node 2 work_train.py ...  (DDP on the CPU, gloo; rank 0 writes --out)
 
 hf: a run_clm-like causal LM: a tiny GPT-2 built from a config, a word-level
 tokenizer built here (tokenizers), texts of WORDS words each, padded by
@@ -15,7 +16,7 @@ lightning: an embedding and a head called one after the other in training_step
 attention mask (PADDING pad tokens per sample).
 
 Every sample has SEQUENCE - PADDING real tokens, so a step's work does not depend
-on the order of the samples; --out gets the figures the test expects.
+on the order of the samples; --out gets the figures the test expects (per rank).
 """
 
 import argparse
@@ -29,6 +30,7 @@ WORDS = 13  # real tokens per sample
 SEQUENCE = 16  # tokens per sample once padded
 PADDING = SEQUENCE - WORDS
 VOCAB_WORDS = 50
+WORLD = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's
 
 
 def hf_job(options):
@@ -58,7 +60,8 @@ def hf_job(options):
         max_steps=options.steps, per_device_train_batch_size=options.batch,
         gradient_accumulation_steps=options.accum, learning_rate=1e-3, seed=5,
         include_num_input_tokens_seen=options.count, logging_steps=4, save_strategy="no",
-        report_to="none", disable_tqdm=True, use_cpu=True, dataloader_num_workers=0)
+        report_to="none", disable_tqdm=True, use_cpu=True, dataloader_num_workers=0,
+        ddp_backend="gloo" if WORLD > 1 else None)
     trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator)
     trainer.train()
     samples = options.batch * options.accum
@@ -103,7 +106,8 @@ def lightning_job(options):
     loader = torch.utils.data.DataLoader(Tokens(options.train_size), batch_size=options.batch,
                                          shuffle=True)
     trainer = pl.Trainer(max_steps=options.steps, accumulate_grad_batches=options.accum,
-                         default_root_dir=options.root_dir, accelerator="cpu", devices=1,
+                         default_root_dir=options.root_dir, accelerator="cpu", devices=WORLD,
+                         strategy="ddp" if WORLD > 1 else "auto",
                          logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False)
     trainer.fit(TwoModules(), loader)
@@ -126,8 +130,10 @@ def main():
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")  # the frameworks' advice on workers and loggers
     truth = hf_job(options) if options.framework == "hf" else lightning_job(options)
-    with open(options.out, "w", encoding="utf-8") as out:
-        json.dump(truth, out)
+    truth["world_size"] = WORLD
+    if os.environ.get("RANK", "0") == "0":
+        with open(options.out, "w", encoding="utf-8") as out:
+            json.dump(truth, out)
 
 
 if __name__ == "__main__":
