@@ -10,6 +10,8 @@ they came from. Needs TRAINSCOPE_FRAMEWORK_PYTHON (torch 2.x, transformers,
 Lightning) and TRAINSCOPE_CLI; skipped otherwise.
 """
 
+import collections
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +29,55 @@ needs_frameworks = pytest.mark.skipif(
     not (CLI and FRAMEWORK_PYTHON),
     reason="set TRAINSCOPE_FRAMEWORK_PYTHON to a python with torch 2.x, transformers and "
            "Lightning (tests/python/requirements-frameworks.txt) and TRAINSCOPE_CLI")
+
+
+class Books:
+    """What StepWork.step_ended writes, held here (no run)."""
+
+    def __init__(self):
+        self.tags, self.rows = {}, []
+
+    def set_tag(self, key, value):
+        self.tags[key] = value
+
+    def warn(self, what, message):
+        raise AssertionError(message)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_a_frameworks_batches_replace_the_forwards_until_it_lets_go():
+    import torch  # pylint: disable=import-outside-toplevel
+    from trainscope._work import StepWork  # pylint: disable=import-outside-toplevel
+    work, books = StepWork(), Books()
+    work.flush = lambda rec: books.rows.extend(work._pending) or work._pending.clear()
+    ids = torch.ones(4, 16, dtype=torch.long)
+    mask = torch.ones(4, 16, dtype=torch.long)
+    mask[:, 13:] = 0
+    # A batch as a Mapping that is no dict (Hugging Face's BatchEncoding is a UserDict).
+    batch = collections.UserDict(input_ids=ids, attention_mask=mask)
+    work.batch(torch, None, (ids,), {})  # a forward before the framework's first batch
+    work.framework_batch("the X batch", batch)
+    work.batch(torch, None, (ids,), {})  # two model calls inside the step: not counted
+    work.batch(torch, None, (ids.float(),), {})
+    work.framework_batch("the X batch", batch, samples=5)  # the framework's own size
+    work.step_ended(books)
+    assert books.rows == [(0, 9, 2 * 4 * 13)]
+    assert books.tags == {trainscope._work.SOURCE_TAG:
+                          "samples: the X batch; tokens: the X batch: attention_mask"}
+    # The framework's token count replaces the batches' for its step only.
+    work.framework_batch("the X batch", batch)
+    work.framework_step_tokens(64.0, "X.tokens_seen")
+    work.step_ended(books)
+    work.framework_batch("the X batch", batch)
+    work.step_ended(books)
+    assert books.rows[1:] == [(1, 4, 64.0), (2, 4, 52)]
+    # Once it lets go, the forwards count again (batch x sequence without a mask).
+    work.release("the X batch")
+    work.batch(torch, None, (ids,), {})
+    work.step_ended(books)
+    assert books.rows[3:] == [(3, 4, 64)]
+    assert books.tags[trainscope._work.SOURCE_TAG] == \
+        "samples: the model's inputs; tokens: the model's inputs: ids"
 
 
 def run_job(root, options, ranks=1):

@@ -182,7 +182,7 @@ class StepWork:
             return
         if self.owner != owner:  # (what forwards counted of this step is left out)
             self.owner = owner
-            self._samples, self._tokens, self._has_tokens = 0, 0, False
+            self._samples, self._tokens, self._has_tokens, self._counted = 0, 0, False, None
         import torch  # pylint: disable=import-outside-toplevel
         self._count(torch, (batch,), {}, samples)
 
