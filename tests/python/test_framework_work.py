@@ -154,14 +154,15 @@ def test_hugging_face_counts_the_trainers_batches(tmp_path):
 
 
 @needs_frameworks
-def test_hugging_face_takes_the_trainers_own_token_count(tmp_path):
+@pytest.mark.parametrize("count", ["all", "non_padding"])
+def test_hugging_face_takes_the_trainers_own_token_count(tmp_path, count):
     # include_num_input_tokens_seen="all": the Trainer's count, padding included (what
     # the user asked it to count), step by step: not the batches' unpadded tokens.
-    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "hf", "--count", "all"])
+    run_dir, truth = run_job(os.fspath(tmp_path), ["--framework", "hf", "--count", count])
     assert truth["num_input_tokens_seen"] == truth["tokens_per_step"] * truth["steps"]
     source = check_work(run_dir, truth)
     assert source == ("samples: the Trainer's batch; tokens: "
-                      "Trainer.num_input_tokens_seen (all)"), source
+                      f"Trainer.num_input_tokens_seen ({count})"), source
 
 
 @needs_frameworks
