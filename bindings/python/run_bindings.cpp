@@ -662,6 +662,7 @@ void RegisterRun(py::module_& m) {
   m.attr("_PEAK_FLOPS_PARAM") = std::string(kPeakFlopsParam);
   m.attr("_PEAK_SOURCE_PARAM") = std::string(kPeakSourceParam);
   m.attr("_FLOPS_NOTE_TAG") = std::string(kFlopsNoteTag);
+  m.attr("_WORK_SOURCE_TAG") = std::string(kWorkSourceTag);
   m.def(
       "_read_ledger",
       [](const std::string& dir, std::optional<double> peak_flops,

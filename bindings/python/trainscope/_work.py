@@ -19,6 +19,16 @@ the diagnosis's warm-up), with torch.utils.flop_counter.FlopCounterMode (torch
 TAG_FLOPS says why (torch 1.13 has no FlopCounterMode). TRAINSCOPE_FLOPS=off
 leaves the count out.
 
+Under the Hugging Face Trainer and Lightning (trainscope.hf, trainscope.lightning)
+the framework hands each training micro-batch in instead (``framework_batch``:
+the Trainer's ``training_step`` inputs; Lightning's batch, its samples by
+Lightning's own ``extract_batch_size``), and the forwards are not counted then
+(a training_step that calls two modules would count its samples twice); the
+Trainer's own token count (``state.num_input_tokens_seen``, when
+``include_num_input_tokens_seen`` is on) replaces the batches' tokens
+(``framework_step_tokens``). The run's tag SOURCE_TAG says where the figures
+came from.
+
 ``trainscope.log_step_work(samples=, tokens=)`` and
 ``trainscope.log_step_flops(flops)`` are the user's: once a user logs work, the
 automatic count of that process stops (one writer per step).
@@ -30,12 +40,15 @@ import json
 import os
 import socket
 import time
+from collections.abc import Mapping
 
 from trainscope import _core
 
 WARMUP_STEPS = 3  # steps before the one whose FLOPs are counted
 _READ_BACK = 64  # steps whose GPU token counts wait to be read at once
 TAG_FLOPS = _core._FLOPS_NOTE_TAG  # why the FLOPs were not counted (a tag)
+SOURCE_TAG = _core._WORK_SOURCE_TAG  # where the samples and tokens come from (a tag)
+MODEL_INPUTS = "the model's inputs"  # the forwards' (FORWARD), the default source
 _FLOPS_ENV = "TRAINSCOPE_FLOPS"
 
 
@@ -86,7 +99,7 @@ def first_tensor(torch, value):
             found = first_tensor(torch, item)
             if found is not None:
                 return found
-    elif isinstance(value, dict):
+    elif isinstance(value, (dict, Mapping)):  # (a Hugging Face BatchEncoding: a UserDict)
         for item in value.values():
             found = first_tensor(torch, item)
             if found is not None:
@@ -98,7 +111,7 @@ def _mask_of(torch, args, kwargs):
     mask = kwargs.get("attention_mask")
     if mask is None:
         for value in args:
-            if isinstance(value, dict):
+            if isinstance(value, (dict, Mapping)):
                 mask = value.get("attention_mask")
                 break
     return mask if isinstance(mask, torch.Tensor) else None
@@ -107,20 +120,28 @@ def _mask_of(torch, args, kwargs):
 def batch_work(torch, args, kwargs):
     """(samples, tokens) of a model's inputs: tokens None for non-integer
     inputs, a 0-d tensor when summed from a mask (not read back)."""
+    samples, tokens, _ = _batch_work(torch, args, kwargs)
+    return samples, tokens
+
+
+def _batch_work(torch, args, kwargs):
+    """batch_work's (samples, tokens) and how the tokens were counted (None, or
+    "attention_mask", or "ids" for batch x sequence)."""
     first = first_tensor(torch, args)
     if first is None:
         first = first_tensor(torch, kwargs)
     if first is None or first.dim() == 0:
-        return None, None
+        return None, None, None
     samples = int(first.shape[0])
     if first.dim() < 2 or first.is_floating_point() or first.is_complex() or \
             first.dtype == torch.bool:
-        return samples, None
+        return samples, None, None
     mask = _mask_of(torch, args, kwargs)
     if mask is not None and tuple(mask.shape[:2]) == tuple(first.shape[:2]):
-        tokens = mask.sum()
-        return samples, (int(tokens) if tokens.device.type == "cpu" else tokens)
-    return samples, samples * int(first.shape[1])
+        tokens = mask.sum()  # on a GPU: no sync here (read back every _READ_BACK steps)
+        return samples, (int(tokens) if tokens.device.type == "cpu" else tokens), \
+            "attention_mask"
+    return samples, samples * int(first.shape[1]), "ids"
 
 
 class StepWork:
@@ -138,25 +159,59 @@ class StepWork:
         self._counted_step = None
         self._dtype = None  # of the matrix products in the counted step
         self._exit_hook = False
+        # A framework that hands the batches in (framework_batch): its name, the
+        # samples' source; the forwards are not counted meanwhile.
+        self.owner = None
+        self._counted = None  # how this step's tokens were counted ("ids", "attention_mask")
+        self._step_tokens = None  # (tokens, source): the framework's count of this step
+        self._source = None  # SOURCE_TAG's value as set
 
     def batch(self, torch, module, args, kwargs):
         """The inputs of a training forward (outermost, a module with parameters)."""
         if self._counter is not None and self._dtype is None:
             self._dtype = _dtype_in_use(torch, module)
+        if self.user or self.owner is not None:
+            return
+        self._count(torch, args, kwargs, None)
+
+    def framework_batch(self, owner, batch, samples=None):
+        """A training micro-batch as the framework `owner` ("the Lightning batch")
+        sees it; `samples`: the framework's own batch size (else the first tensor's
+        leading dimension). The forwards are not counted until release(owner)."""
         if self.user:
             return
+        if self.owner != owner:  # (what forwards counted of this step is left out)
+            self.owner = owner
+            self._samples, self._tokens, self._has_tokens, self._counted = 0, 0, False, None
+        import torch  # pylint: disable=import-outside-toplevel
+        self._count(torch, (batch,), {}, samples)
+
+    def framework_step_tokens(self, tokens, source):
+        """The tokens of the step about to end, as the framework counted them
+        (the Trainer's num_input_tokens_seen): they replace the batches' count."""
+        self._step_tokens = (tokens, source)
+
+    def release(self, owner):
+        """The framework `owner` hands no more batches in (its training ended)."""
+        if self.owner == owner:
+            self.owner = None
+
+    def _count(self, torch, args, kwargs, samples_given):
         try:
-            samples, tokens = batch_work(torch, args, kwargs)
+            samples, tokens, counted = _batch_work(torch, args, kwargs)
         except Exception as error:  # pylint: disable=broad-except
             from trainscope._auto import recorder  # pylint: disable=import-outside-toplevel
             recorder().warn("batch-work", f"trainscope: the work of a batch not counted: {error}")
             return
+        if samples_given is not None:
+            samples = int(samples_given)
         if samples is None:
             return
         self._samples += samples
         if tokens is not None:
             self._tokens = self._tokens + tokens
             self._has_tokens = True
+            self._counted = counted if self._counted in (None, counted) else "ids, attention_mask"
 
     def step_ended(self, rec):
         """BATCH ended: the step's work is logged (or queued while on the GPU)."""
@@ -166,16 +221,28 @@ class StepWork:
             self._flops_counted(rec)
         elif not self.flops_done and self.step == WARMUP_STEPS:
             self._count_next_step(rec)
+        step_tokens, self._step_tokens = self._step_tokens, None
         if self.user or not self._samples:
             return
         samples, tokens = self._samples, (self._tokens if self._has_tokens else None)
-        self._samples, self._tokens, self._has_tokens = 0, 0, False
+        origin = self.owner or MODEL_INPUTS
+        tokens_source = None if tokens is None else f"{origin}: {self._counted}"
+        if step_tokens is not None:
+            tokens, tokens_source = step_tokens
+        self._samples, self._tokens, self._has_tokens, self._counted = 0, 0, False, None
+        self._say_source(rec, f"samples: {origin}; tokens: {tokens_source or 'none'}")
         self._pending.append((step, samples, tokens))
-        if tokens is None or isinstance(tokens, int) or len(self._pending) >= _READ_BACK:
+        if tokens is None or isinstance(tokens, (int, float)) or \
+                len(self._pending) >= _READ_BACK:
             self.flush(rec)
         elif not self._exit_hook:
             self._exit_hook = True
             atexit.register(self.flush, rec)  # before the run's own (registered earlier)
+
+    def _say_source(self, rec, source):
+        if source != self._source:
+            self._source = source
+            rec.set_tag(SOURCE_TAG, source)
 
     def flush(self, rec):
         pending, self._pending = self._pending, []

@@ -31,6 +31,13 @@ so the regions land in the active run (under `trainscope run`, its run):
   step (the sum of its micro-batches' ``training_step`` losses, as the
   Trainer's ``loss`` sums them), also between the Trainer's logging steps;
   read from the device in batches (at most one host sync per 64 steps).
+- the work of each step (docs/ledger.md): samples and tokens from the batches
+  ``training_step`` gets (``input_ids``, padding excluded by ``attention_mask``),
+  summed over the step's micro-batches; where the Trainer counts its tokens
+  (``include_num_input_tokens_seen``), the step's tokens are the growth of
+  ``state.num_input_tokens_seen`` over the step (its count: every rank's,
+  gathered, so each rank records its 1/world_size share); the run's tag
+  ``trainscope.work.source`` says which.
 - params: the TrainingArguments that matter (learning rate, per-device and
   total batch size, accumulation, epochs, max steps, precision, seed, world
   size, optimizer, scheduler, weight decay, gradient clipping).
@@ -59,6 +66,7 @@ except ImportError as _error:
 
 from trainscope import _auto, _framework
 from trainscope._framework import SUBSTEP
+from trainscope._work import work
 
 __all__ = ["TrainscopeCallback", "install", "SUBSTEP", "EVAL_BATCH", "EVAL_EPOCH"]
 
@@ -68,6 +76,7 @@ EVAL_EPOCH = _auto.EVAL_PREFIX + _auto.EPOCH  # "eval/EPOCH"
 STEP_LOSS = "step_loss"  # the metric: the training loss of each optimizer step
 _LOSS_BATCH = 64  # step losses read from the device at once
 _TRAINER_MODULE = "transformers.trainer"
+WORK_SOURCE = "the Trainer's batch"  # the samples' source (trainscope._work)
 
 
 def _warn(what, message):
@@ -131,6 +140,7 @@ class _Hooks(_framework.Hooks):
         self._evaluating_before = False
         self._micro_losses = []  # this step's training_step losses (tensors)
         self._step_losses = []  # (global_step, loss tensor) not logged yet
+        self._tokens_seen = None  # state.num_input_tokens_seen at the last step's end
 
     # --- training --------------------------------------------------------------
 
@@ -146,6 +156,10 @@ class _Hooks(_framework.Hooks):
         self._take_steps()
         self._log_params(_params(args, state))
         self._instrument_torch(kwargs.get("model"), kwargs.get("train_dataloader"))
+        counting = getattr(args, "include_num_input_tokens_seen", "no")
+        self._tokens_seen = None
+        if counting not in (None, False, "no"):
+            self._tokens_seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
 
     def _instrument_torch(self, model, loader):
         """The data wait at the training loader (IO) and, with phases, the model's
@@ -185,6 +199,7 @@ class _Hooks(_framework.Hooks):
         self._flush_losses()
         self._release_torch()
         self._give_steps_back()
+        work().release(WORK_SOURCE)
 
     @_guarded
     def on_epoch_begin(self, args, state, control, **kwargs):
@@ -221,6 +236,8 @@ class _Hooks(_framework.Hooks):
     def on_step_end(self, args, state, control, **kwargs):
         self._end(SUBSTEP)  # (transformers without on_pre_optimizer_step)
         self._end(_auto.OPTIMIZER)
+        if self._tokens_seen is not None:
+            self._trainers_tokens(args, state)
         self._end(_auto.BATCH)
         micro, self._micro_losses = self._micro_losses, []
         if micro:
@@ -230,6 +247,23 @@ class _Hooks(_framework.Hooks):
             self._step_losses.append((int(getattr(state, "global_step", 0) or 0), total))
             if len(self._step_losses) >= _LOSS_BATCH:
                 self._flush_losses()
+
+    def _trainers_tokens(self, args, state):
+        """The step's tokens as the Trainer counted them (a Python int: the Trainer
+        read it back itself), before BATCH ends and logs the step's work."""
+        seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
+        grown, self._tokens_seen = seen - self._tokens_seen, seen
+        world = max(int(getattr(args, "world_size", 1) or 1), 1)
+        counting = getattr(args, "include_num_input_tokens_seen", "all")
+        counting = "all" if counting is True else str(counting)
+        share = f", all ranks' / {world}" if world > 1 else ""
+        work().framework_step_tokens(grown / world,
+                                     f"Trainer.num_input_tokens_seen ({counting}{share})")
+
+    def _training_batch(self, inputs):
+        """A micro-batch training_step got (Trainer.training_step, patched)."""
+        if self._active is not False:
+            work().framework_batch(WORK_SOURCE, inputs)
 
     def _training_loss(self, loss):
         """A training_step's loss (Trainer.training_step, patched by _patch_trainer)."""
@@ -365,9 +399,15 @@ def _patch_trainer(module):
 
         @functools.wraps(original_step)
         def training_step(self, *args, **kwargs):
-            loss = original_step(self, *args, **kwargs)
             try:
                 hooks = _hooks_of(self)
+                if hooks is not None:  # (model, inputs, ...): the step's work
+                    inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
+                    hooks._training_batch(inputs)  # pylint: disable=protected-access
+            except Exception:  # pylint: disable=broad-except
+                hooks = None
+            loss = original_step(self, *args, **kwargs)
+            try:
                 if hooks is not None:
                     hooks._training_loss(loss)  # pylint: disable=protected-access
             except Exception:  # pylint: disable=broad-except

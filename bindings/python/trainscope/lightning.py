@@ -53,6 +53,12 @@ it lands in the active run (under ``trainscope run``, the wrapper's run):
   included), ``eval/BATCH`` per batch, ``eval/IO`` per fetch. They are no part of
   a training BATCH (unless validation runs in the middle of an accumulation
   group).
+- The work of each step (docs/ledger.md): the training batches of the step
+  (``on_train_batch_start``, each rank its own under DDP), their samples by
+  Lightning's own ``extract_batch_size`` (what ``self.log`` infers) and tokens
+  where the batch holds integer token ids (its first tensor; padding excluded
+  by an ``attention_mask`` key); the model's calls inside ``training_step`` are
+  not counted then (two modules called would count the batch twice).
 - Params: ``pl_module.hparams`` (``save_hyperparameters``) and the datamodule's,
   nested keys joined by ".", plus ``lightning.accumulate_grad_batches``,
   ``lightning.max_epochs``, ``lightning.max_steps``, ``lightning.precision`` and
@@ -85,6 +91,7 @@ import sys
 from trainscope import _auto, _framework
 from trainscope._auto import BACKWARD, BATCH, EPOCH, EVAL_PREFIX, FORWARD, IO, OPTIMIZER
 from trainscope._framework import SUBSTEP
+from trainscope._work import work
 
 __all__ = ["SUBSTEP", "TrainscopeCallback", "install", "lightning_callbacks_factory",
            "pytorch_lightning_callbacks_factory"]
@@ -96,6 +103,7 @@ _MISSING = ("trainscope.lightning needs PyTorch Lightning: pip install lightning
 # their own fetch bracket.
 _FETCH_VIA_PROFILER = False
 _PARAM_VALUE_MAX = 6000  # run-format: a param value has at most 6000 characters
+WORK_SOURCE = "the Lightning batch"  # the samples' source (trainscope._work)
 
 
 _guarded = _framework.guarded("lightning")
@@ -150,10 +158,11 @@ class _Hooks(_framework.Hooks):
         self._logged_step = 0  # trainer.global_step at the last step-metrics flush
         self._micro = False  # accumulate_grad_batches > 1: SUBSTEP per training batch
         self._forward = True  # automatic optimization: FORWARD from the hooks
+        self._batch_size = None  # Lightning's extract_batch_size (False: none)
 
     _RUNTIME = ("_active", "_rec", "_open", "_group_open", "_group_step", "_fetch_patches",
                 "_post_hooks", "_owner_before", "_owning", "_seen", "_pending",
-                "_logged_step", "_micro", "_forward", "_params_done")
+                "_logged_step", "_micro", "_forward", "_params_done", "_batch_size")
 
     def __getstate__(self):
         # Picklable (spawn launchers send the Trainer to their processes): a copy
@@ -190,6 +199,7 @@ class _Hooks(_framework.Hooks):
                 pass
         self._post_hooks = {}
         self._give_steps_back()
+        work().release(WORK_SOURCE)
 
     def _time_fetches(self, trainer):
         """IO (eval/IO) around each fetch of the train (validation, test) loader: the
@@ -380,6 +390,30 @@ class _Hooks(_framework.Hooks):
             self._start(SUBSTEP)
         if self._forward:
             self._start(FORWARD)
+        self._count_batch(trainer, batch)
+
+    def _count_batch(self, trainer, batch):
+        """The batch's samples (Lightning's extract_batch_size) and tokens: the step's work."""
+        if self._batch_size is None:
+            self._batch_size = False
+            try:
+                package = next(cls.__module__.split(".trainer", 1)[0]
+                               for cls in type(trainer).__mro__
+                               if cls.__module__.startswith(_PACKAGES))
+                data = sys.modules.get(package + ".utilities.data")
+                if data is None:
+                    import importlib  # pylint: disable=import-outside-toplevel
+                    data = importlib.import_module(package + ".utilities.data")
+                self._batch_size = data.extract_batch_size
+            except Exception:  # pylint: disable=broad-except
+                pass  # (the first tensor's leading dimension)
+        samples = None
+        if self._batch_size:
+            try:
+                samples = self._batch_size(batch)
+            except Exception:  # pylint: disable=broad-except
+                samples = None  # (Lightning could not tell: the first tensor's)
+        work().framework_batch(WORK_SOURCE, batch, samples)
 
     @_guarded
     def on_before_zero_grad(self, trainer, pl_module, optimizer):

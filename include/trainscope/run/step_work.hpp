@@ -42,6 +42,9 @@ inline constexpr std::string_view kPeakFlopsParam = "work/peak_flops";
 inline constexpr std::string_view kPeakSourceParam = "work/peak_source";
 // Why the FLOPs were not counted (a tag).
 inline constexpr std::string_view kFlopsNoteTag = "trainscope.work.flops";
+// Where the samples and tokens per step come from (a tag: "samples: the Lightning
+// batch; tokens: Trainer.num_input_tokens_seen (all)", docs/ledger.md).
+inline constexpr std::string_view kWorkSourceTag = "trainscope.work.source";
 
 struct StepWork {
   std::optional<double> samples;
