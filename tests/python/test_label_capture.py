@@ -175,3 +175,25 @@ def test_a_steady_job_gets_no_label_capture(tmp_path):
     run_dir, err = _label_job(tmp_path, "steady", "--steps", "250")
     assert trainscope.diagnose(run_dir).captures == [], err[-3000:]
     assert not os.path.exists(os.path.join(run_dir, "capture-request.json")), err[-3000:]
+
+
+@needs_cli
+def test_a_two_rank_straggler_gets_a_capture_on_both_ranks(tmp_path):
+    # STRAGGLER asks every rank that runs: the straggler's trace beside the one waiting.
+    launch2 = os.path.join(HERE, "diagnosis_jobs", "launch2.py")
+    root = tmp_path / "runs"
+    env = _env()
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    out = subprocess.run([CLI, "run", "--root", str(root), "--no-sample", "--", sys.executable,
+                          launch2, os.path.join(HERE, "hang_jobs", "label_straggler.py")],
+                         capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    runs = [p for p in root.iterdir() if not p.name.startswith(".")]
+    run_dir = str(runs[0])
+    found = [c for c in trainscope.diagnose(run_dir).captures if c["label"] == "STRAGGLER"]
+    assert sorted(c["rank"] for c in found) == [0, 1], (found, out.stderr[-3000:])
+    for c in found:
+        assert c["path"] == f"captures/capture-r{c['rank']}-s{c['step']}-straggler.json"
+        assert any(str(e.get("name", "")).startswith("aten::")
+                   for e in _trace_events(os.path.join(run_dir, c["path"])))
+    assert "STRAGGLER appeared at step" in out.stderr and "asked ranks 0, 1" in out.stderr
