@@ -22,8 +22,10 @@ def capture_on_anomaly(factor=5.0, steps=3, max_captures=3, max_bytes=100 * 1000
     """A torch.profiler capture of the `steps` steps after one slower than `factor` x the
     rolling p99, into the run (captures/capture-r<rank>-s<step>.json, Chrome trace), at most
     `max_captures` and `max_bytes`; call .step() at the end of every step (`trainscope run
-    --auto` does it by itself). `run`: the active run (start_run(), or the one a timer
-    joined) by default. docs/diagnosis.md, "Anomaly captures"."""
+    --auto` does it by itself). Under `trainscope run` it also captures the steps after a
+    STRAGGLER, MEMORY-CREEP or THROUGHPUT-DRIFT label appears (the launcher's request:
+    captures/capture-r<rank>-s<step>-<label>.json). `run`: the active run (start_run(), or
+    the one a timer joined) by default. docs/auto.md, "Anomaly capture"."""
     # pylint: disable=import-outside-toplevel
     from trainscope import _anomaly
     from trainscope import run as _runs
