@@ -304,9 +304,9 @@ headline() is the labels in one line; to_json() the document
               one["rank"] = c.rank;
               one["step"] = c.step;
               one["path"] = c.path;
-              one["label"] = c.label ? py::object(py::str(std::string(
-                                           diagnosis::label_name(*c.label))))
-                                     : py::object(py::none());
+              one["label"] = c.label
+                                 ? py::object(py::str(std::string(diagnosis::label_name(*c.label))))
+                                 : py::object(py::none());
               out.append(std::move(one));
             }
             return out;

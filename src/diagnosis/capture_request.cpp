@@ -85,8 +85,7 @@ std::function<WatchVerdict(const std::string& run_dir)> with_capture_requests(
     bool failed = false;  // the request file could not be written: said once, then off
   };
   auto state = std::make_shared<State>();
-  return [state, inner = std::move(inner),
-          thresholds](const std::string& run_dir) -> WatchVerdict {
+  return [state, inner = std::move(inner), thresholds](const std::string& run_dir) -> WatchVerdict {
     WatchVerdict verdict = inner ? inner(run_dir) : WatchVerdict{};
     if (state->failed || verdict.action == WatchVerdict::Action::kStop) return verdict;
     if (!state->follower) {
@@ -105,14 +104,16 @@ std::function<WatchVerdict(const std::string& run_dir)> with_capture_requests(
     std::string said;
     if (absl::Status written = write_capture_requests(run_dir, all); !written.ok()) {
       state->failed = true;
-      said = fmt::format("trainscope run: no capture on labels: {}", std::string(written.message()));
+      said =
+          fmt::format("trainscope run: no capture on labels: {}", std::string(written.message()));
     } else {
       state->asked = std::move(all);
       for (const CaptureRequest& r : fresh) {
-        said += fmt::format("{}trainscope run: {} appeared at step {}: asked rank{} {} for a "
-                            "capture of the next steps (captures/)",
-                            said.empty() ? "" : "\n", label_name(r.label), r.step,
-                            r.ranks.size() == 1 ? "" : "s", fmt::join(r.ranks, ", "));
+        said += fmt::format(
+            "{}trainscope run: {} appeared at step {}: asked rank{} {} for a "
+            "capture of the next steps (captures/)",
+            said.empty() ? "" : "\n", label_name(r.label), r.step, r.ranks.size() == 1 ? "" : "s",
+            fmt::join(r.ranks, ", "));
       }
     }
     verdict.message = verdict.message.empty() ? said : verdict.message + "\n" + said;

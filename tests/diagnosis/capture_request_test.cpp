@@ -63,7 +63,7 @@ TEST(CaptureRequest, EachLabelAsksOnceWithTheRanksItConcerns) {
   ASSERT_EQ(fresh.size(), 3u);
   EXPECT_EQ(fresh[0].label, LabelName::kStraggler);
   EXPECT_THAT(fresh[0].ranks, ElementsAre(0u, 2u));  // every rank that runs, not rank 1
-  EXPECT_EQ(fresh[0].step, 57u);                      // the most steps of any rank
+  EXPECT_EQ(fresh[0].step, 57u);                     // the most steps of any rank
   EXPECT_EQ(fresh[0].time_ms, 1500);
   EXPECT_EQ(fresh[1].label, LabelName::kMemoryCreep);
   EXPECT_THAT(fresh[1].ranks, ElementsAre(0u));  // the rank it names

@@ -33,9 +33,9 @@ bool asks_capture(LabelName name) noexcept;
 
 struct CaptureRequest {
   LabelName label = LabelName::kStraggler;
-  std::uint64_t step = 0;              // steps ended (the most of any rank) when it appeared
-  std::vector<std::uint32_t> ranks;    // the ranks asked, in order
-  std::int64_t time_ms = 0;            // Unix ms of the watch's read
+  std::uint64_t step = 0;            // steps ended (the most of any rank) when it appeared
+  std::vector<std::uint32_t> ranks;  // the ranks asked, in order
+  std::int64_t time_ms = 0;          // Unix ms of the watch's read
 };
 
 // The pure step: the requests the labels of `diagnosis` (its window and run
