@@ -173,8 +173,12 @@ def test_a_label_appearing_gives_one_capture_named_for_it(tmp_path, mode, label)
 @needs_cli
 def test_a_steady_job_gets_no_label_capture(tmp_path):
     run_dir, err = _label_job(tmp_path, "steady", "--steps", "250")
-    assert trainscope.diagnose(run_dir).captures == [], err[-3000:]
-    assert not os.path.exists(os.path.join(run_dir, "capture-request.json")), err[-3000:]
+    request = os.path.join(run_dir, "capture-request.json")
+    said = open(request, encoding="utf-8").read() if os.path.exists(request) else ""
+    assert said == "", (said, err[-3000:])
+    # A slow step's capture (a late wake-up on a loaded machine) is another matter.
+    found = trainscope.diagnose(run_dir).captures
+    assert [c for c in found if c["label"] is not None] == [], (found, err[-3000:])
 
 
 @needs_cli
