@@ -97,6 +97,7 @@ def test_a_request_for_other_ranks_captures_nothing(tmp_path):
     ("{\"format\": \"trainscope.capture_request\", \"version\": 1, \"requests\": "
      "[{\"label\": \"STRAGGLER\", \"step\": -1, \"ranks\": [0]}]}", "requests[0].step"),
     ("[]", "\"format\""),
+    ("[" * 100000, "not JSON"),
 ])
 def test_a_damaged_request_file_is_said_naming_it_and_ignored(tmp_path, capsys, text, said):
     from trainscope import _anomaly  # pylint: disable=import-outside-toplevel
@@ -119,6 +120,35 @@ def test_a_damaged_request_file_is_said_naming_it_and_ignored(tmp_path, capsys, 
     assert str(path) in err and said in err, err
     assert [os.path.basename(p) for p in capture.captures] == [
         "capture-r0-s8-throughput-drift.json"]
+
+
+def test_the_request_parser_raises_only_value_errors_on_any_mutation():
+    # The parser's fuzz (a seeded mutation of a good file): a damaged file is a ValueError
+    # naming the file, never another exception, whatever its bytes.
+    import random  # pylint: disable=import-outside-toplevel
+    from trainscope import _anomaly  # pylint: disable=import-outside-toplevel
+    good = json.dumps({"format": "trainscope.capture_request", "version": 1, "requests": [
+        {"label": "STRAGGLER", "step": 3, "ranks": [0, 1], "time_ms": 5},
+        {"label": "MEMORY-CREEP", "step": 9, "ranks": [1], "time_ms": 6}]})
+    assert _anomaly.parse_requests(good, "f.json") == [("STRAGGLER", 3, (0, 1)),
+                                                       ("MEMORY-CREEP", 9, (1,))]
+    rng = random.Random(40)
+    pieces = ['"', "{", "}", "[", "]", ",", ":", "-1", "1e400", "null", "true", '"x"', " ", "0"]
+    for _ in range(3000):
+        text = list(good)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(text))
+            choice = rng.random()
+            if choice < 0.4:
+                del text[i]
+            elif choice < 0.8:
+                text.insert(i, rng.choice(pieces))
+            else:
+                text[i] = chr(rng.randrange(1, 0x2FF))
+        try:
+            _anomaly.parse_requests("".join(text), "f.json")
+        except ValueError as error:
+            assert str(error).startswith("f.json"), error
 
 
 def test_the_poller_is_a_daemon_thread_that_looks_once_a_second(tmp_path):

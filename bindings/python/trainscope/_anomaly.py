@@ -46,7 +46,7 @@ def parse_requests(text, source):
     `source` and the key when it is damaged."""
     try:
         doc = json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise ValueError(f"{source}: not JSON ({error})") from None
     if not isinstance(doc, dict) or doc.get("format") != "trainscope.capture_request":
         raise ValueError(f"{source}: \"format\" is not \"trainscope.capture_request\"")
