@@ -70,6 +70,10 @@ def test_a_request_naming_the_rank_captures_its_next_steps_named_for_the_label(t
         _request(str(tmp_path), "MEMORY-CREEP", 4, [0, 1])  # the same request again
         capture._poller.poll()  # pylint: disable=protected-access
         _steps(capture, 10)
+        # Another launcher of the job (a Slurm task's) writes the label at its own step.
+        _request(str(tmp_path), "MEMORY-CREEP", 9, [1])
+        capture._poller.poll()  # pylint: disable=protected-access
+        _steps(capture, 10)
     finally:
         capture.close()
     assert [os.path.basename(p) for p in capture.captures] == ["capture-r1-s5-memory-creep.json"]  # began after its step 5

@@ -186,7 +186,9 @@ class _RequestPoller:
     def __init__(self, capture):
         self._capture = capture
         self.path = os.path.join(capture.run_dir, REQUEST_FILE)
-        self._seen = set()  # (label, step) of the requests handled
+        # The labels handled: each once per run, also when several launchers of one job
+        # (one per Slurm task) each write the file with their own step.
+        self._seen = set()
         self._stamp = None  # (mtime_ns, size) of the file last read
         self._stopped = threading.Event()
         self.polls = 0
@@ -224,9 +226,8 @@ class _RequestPoller:
             sys.stderr.write(f"trainscope: capture request ignored: {error}\n")
             return
         capture = self._capture
-        for label, step, ranks in requests:
-            if (label, step) in self._seen:
+        for label, _, ranks in requests:
+            if label in self._seen or capture.rank not in ranks:
                 continue
-            self._seen.add((label, step))
-            if capture.rank in ranks:
-                capture._asked.append(label)  # pylint: disable=protected-access
+            self._seen.add(label)
+            capture._asked.append(label)  # pylint: disable=protected-access
