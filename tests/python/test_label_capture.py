@@ -59,24 +59,26 @@ def _steps(capture, n):
         capture.step()
 
 
+def _ask(capture, label, step, ranks, then):
+    """A request of `trainscope run`'s watch, the poller's look, then `then` steps."""
+    _request(capture.run_dir, label, step, ranks)
+    capture._poller.poll()  # pylint: disable=protected-access  (the thread's look, here)
+    _steps(capture, then)
+
+
 def test_a_request_naming_the_rank_captures_its_next_steps_named_for_the_label(tmp_path):
     from trainscope import _anomaly  # pylint: disable=import-outside-toplevel
     capture = _anomaly.AnomalyCapture(str(tmp_path), 1, steps=3)
     try:
         _steps(capture, 5)
-        _request(str(tmp_path), "MEMORY-CREEP", 4, [0, 1])
-        capture._poller.poll()  # pylint: disable=protected-access  (the thread's look)
-        _steps(capture, 10)
-        _request(str(tmp_path), "MEMORY-CREEP", 4, [0, 1])  # the same request again
-        capture._poller.poll()  # pylint: disable=protected-access
-        _steps(capture, 10)
+        _ask(capture, "MEMORY-CREEP", 4, [0, 1], then=10)
+        _ask(capture, "MEMORY-CREEP", 4, [0, 1], then=10)  # the same request again
         # Another launcher of the job (a Slurm task's) writes the label at its own step.
-        _request(str(tmp_path), "MEMORY-CREEP", 9, [1])
-        capture._poller.poll()  # pylint: disable=protected-access
-        _steps(capture, 10)
+        _ask(capture, "MEMORY-CREEP", 9, [1], then=10)
     finally:
         capture.close()
-    assert [os.path.basename(p) for p in capture.captures] == ["capture-r1-s5-memory-creep.json"]  # began after its step 5
+    # It began after the rank's step 5 (when it saw the request).
+    assert [os.path.basename(p) for p in capture.captures] == ["capture-r1-s5-memory-creep.json"]
     assert any(str(e.get("name", "")).startswith("aten::")
                for e in _trace_events(capture.captures[0]))
 
@@ -86,9 +88,7 @@ def test_a_request_for_other_ranks_captures_nothing(tmp_path):
     capture = _anomaly.AnomalyCapture(str(tmp_path), 1, steps=3)
     try:
         _steps(capture, 3)
-        _request(str(tmp_path), "STRAGGLER", 2, [0])
-        capture._poller.poll()  # pylint: disable=protected-access
-        _steps(capture, 8)
+        _ask(capture, "STRAGGLER", 2, [0], then=8)
     finally:
         capture.close()
     assert capture.captures == []
@@ -114,9 +114,7 @@ def test_a_damaged_request_file_is_said_naming_it_and_ignored(tmp_path, capsys, 
         capture._poller.poll()  # pylint: disable=protected-access  (said once)
         _steps(capture, 5)
         # A good request written after it is still read.
-        _request(str(tmp_path), "THROUGHPUT-DRIFT", 7, [0])
-        capture._poller.poll()  # pylint: disable=protected-access
-        _steps(capture, 5)
+        _ask(capture, "THROUGHPUT-DRIFT", 7, [0], then=5)
     finally:
         capture.close()
     err = capsys.readouterr().err
@@ -223,7 +221,8 @@ def test_a_two_rank_straggler_gets_a_capture_on_both_ranks(tmp_path):
     env = _env()
     env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     out = subprocess.run([CLI, "run", "--root", str(root), "--no-sample", "--", sys.executable,
-                          launch2, os.path.join(HERE, "hang_jobs", "label_straggler.py")],
+                          launch2, os.path.join(HERE, "diagnosis_jobs", "straggler.py"),
+                          "--steps", "300", "--capture-on-anomaly"],
                          capture_output=True, text=True, timeout=300, check=False, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     runs = [p for p in root.iterdir() if not p.name.startswith(".")]
