@@ -167,6 +167,22 @@ def test_the_poller_is_a_daemon_thread_that_looks_once_a_second(tmp_path):
     finally:
         capture.close()
     assert _anomaly.AnomalyCapture(str(tmp_path), 0, steps=0)._poller is None  # pylint: disable=protected-access
+    # A capture dropped without close() (a new run's) ends its thread within a look.
+    def pollers():
+        return sum(t.name == "trainscope-capture-requests"
+                   for t in __import__("threading").enumerate())
+
+    def settled(count):
+        deadline = time.monotonic() + 30
+        while pollers() > count and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return pollers()
+
+    assert settled(0) == 0  # the captures closed above ended theirs
+    dropped = _anomaly.AnomalyCapture(str(tmp_path), 0, steps=2)
+    assert pollers() == 1
+    del dropped
+    assert settled(0) == 0
 
 
 def _label_job(tmp_path, mode, *extra):

@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 CAPTURES_DIR = "captures"
 REQUEST_FILE = "capture-request.json"
@@ -181,10 +182,10 @@ class AnomalyCapture:
 class _RequestPoller:
     """A daemon thread: one os.stat of <run>/capture-request.json a second; when it
     changed, the requests not seen yet that name this rank go to capture._asked. It ends
-    once the capture is off (its caps reached) or closed."""
+    once the capture is off (its caps reached), closed or gone (it holds it weakly)."""
 
     def __init__(self, capture):
-        self._capture = capture
+        self._capture = weakref.ref(capture)
         self.path = os.path.join(capture.run_dir, REQUEST_FILE)
         # The labels handled: each once per run, also when several launchers of one job
         # (one per Slurm task) each write the file with their own step.
@@ -201,8 +202,10 @@ class _RequestPoller:
 
     def _loop(self):
         while not self._stopped.wait(REQUEST_POLL_S):
-            if self._capture._off:  # pylint: disable=protected-access
+            capture = self._capture()
+            if capture is None or capture._off:  # pylint: disable=protected-access
                 return
+            del capture
             try:
                 self.poll()
             except Exception:  # pylint: disable=broad-except
@@ -225,7 +228,9 @@ class _RequestPoller:
         except (OSError, UnicodeDecodeError, ValueError) as error:
             sys.stderr.write(f"trainscope: capture request ignored: {error}\n")
             return
-        capture = self._capture
+        capture = self._capture()
+        if capture is None:
+            return
         for label, _, ranks in requests:
             if label in self._seen or capture.rank not in ranks:
                 continue
