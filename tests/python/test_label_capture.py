@@ -153,12 +153,13 @@ def test_the_request_parser_raises_only_value_errors_on_any_mutation():
             assert str(error).startswith("f.json"), error
 
 
-def test_the_poller_is_a_daemon_thread_that_looks_once_a_second(tmp_path):
+def test_the_poller_is_a_daemon_thread_that_ends_with_its_capture(tmp_path):
     from trainscope import _anomaly  # pylint: disable=import-outside-toplevel
     capture = _anomaly.AnomalyCapture(str(tmp_path), 0, steps=2)
     try:
-        assert any(t.name == "trainscope-capture-requests" and t.daemon
-                   for t in __import__("threading").enumerate())
+        thread = capture._poller.thread  # pylint: disable=protected-access
+        assert thread.name == "trainscope-capture-requests" and thread.daemon
+        assert thread.is_alive()
         _request(str(tmp_path), "STRAGGLER", 0, [0])
         deadline = time.monotonic() + 30
         while not capture._asked and time.monotonic() < deadline:  # pylint: disable=protected-access
@@ -166,23 +167,16 @@ def test_the_poller_is_a_daemon_thread_that_looks_once_a_second(tmp_path):
         assert list(capture._asked) == ["STRAGGLER"]  # pylint: disable=protected-access
     finally:
         capture.close()
+    thread.join(30)
+    assert not thread.is_alive()  # close() ends it
     assert _anomaly.AnomalyCapture(str(tmp_path), 0, steps=0)._poller is None  # pylint: disable=protected-access
     # A capture dropped without close() (a new run's) ends its thread within a look.
-    def pollers():
-        return sum(t.name == "trainscope-capture-requests"
-                   for t in __import__("threading").enumerate())
-
-    def settled(count):
-        deadline = time.monotonic() + 30
-        while pollers() > count and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return pollers()
-
-    assert settled(0) == 0  # the captures closed above ended theirs
     dropped = _anomaly.AnomalyCapture(str(tmp_path), 0, steps=2)
-    assert pollers() == 1
+    thread = dropped._poller.thread  # pylint: disable=protected-access
+    assert thread.is_alive() and thread.daemon
     del dropped
-    assert settled(0) == 0
+    thread.join(30)
+    assert not thread.is_alive()
 
 
 def _label_job(tmp_path, mode, *extra):

@@ -193,9 +193,9 @@ class _RequestPoller:
         self._stamp = None  # (mtime_ns, size) of the file last read
         self._stopped = threading.Event()
         self.polls = 0
-        thread = threading.Thread(target=self._loop, name="trainscope-capture-requests",
-                                  daemon=True)
-        thread.start()
+        self.thread = threading.Thread(target=self._loop, name="trainscope-capture-requests",
+                                       daemon=True)
+        self.thread.start()
 
     def stop(self):
         self._stopped.set()
