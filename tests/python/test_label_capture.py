@@ -244,3 +244,17 @@ def test_a_two_rank_straggler_gets_a_capture_on_both_ranks(tmp_path):
         assert any(str(e.get("name", "")).startswith("aten::")
                    for e in _trace_events(os.path.join(run_dir, c["path"])))
     assert "STRAGGLER appeared at step" in out.stderr and "asked ranks 0, 1" in out.stderr
+
+
+@needs_cli
+def test_capture_steps_0_asks_for_nothing(tmp_path):
+    root = tmp_path / "runs"
+    out = subprocess.run([CLI, "run", "--root", str(root), "--interval", "0.2", "--auto",
+                          "--capture-steps", "0", "--", sys.executable, JOB, "--mode", "creep",
+                          "--steps", "300"], capture_output=True, text=True, timeout=300,
+                         check=False, env=_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = [p for p in root.iterdir() if not p.name.startswith(".")]
+    assert "MEMORY-CREEP" in out.stderr, out.stderr[-3000:]  # the end-of-run diagnosis says it
+    assert not (run_dir / "capture-request.json").exists()
+    assert not (run_dir / "captures").exists()
