@@ -11,6 +11,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "trainscope/diagnosis/capture_request.hpp"
 #include "trainscope/diagnosis/end_of_run.hpp"
 #include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
@@ -84,6 +85,9 @@ struct RunArgs {
   bool no_diagnosis = false;
   diagnosis::OnHang on_hang = diagnosis::OnHang::kNone;
   diagnosis::Thresholds hang_thresholds;
+  // A label's capture request (trainscope/diagnosis/capture_request.hpp)
+  // unless --capture-steps 0 or --capture-max 0.
+  bool capture_on_labels = true;
   std::optional<prometheus::EndpointOptions> prometheus;  // set: --prometheus
   std::optional<std::string> prometheus_labels;
 };
@@ -170,17 +174,20 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                        "a threshold of the hang watch and of the end-of-run diagnosis\n"
                        "(repeatable): hang_factor, hang_min_s");
   line->add_value("--capture-steps", "N",
-                  "--auto: after a step slower than 5x the rolling p99, a torch.profiler\n"
-                  "capture of the next N steps into captures/ (default 3; 0: none)",
+                  "--auto: after a step slower than 5x the rolling p99, or once STRAGGLER,\n"
+                  "MEMORY-CREEP or THROUGHPUT-DRIFT appears, a torch.profiler capture\n"
+                  "of the next N steps into captures/ (default 3; 0: none)",
                   [out](const std::string& value) {
-                    out->launch.environment["TRAINSCOPE_CAPTURE_STEPS"] =
-                        std::to_string(count("--capture-steps", value, 0));
+                    const auto steps = count("--capture-steps", value, 0);
+                    out->launch.environment["TRAINSCOPE_CAPTURE_STEPS"] = std::to_string(steps);
+                    if (steps == 0) out->capture_on_labels = false;
                   });
   line->add_value("--capture-max", "N",
                   "--auto: at most N such captures per rank (default 3; 100 MB in all)",
                   [out](const std::string& value) {
-                    out->launch.environment["TRAINSCOPE_CAPTURE_MAX"] =
-                        std::to_string(count("--capture-max", value, 0));
+                    const auto most = count("--capture-max", value, 0);
+                    out->launch.environment["TRAINSCOPE_CAPTURE_MAX"] = std::to_string(most);
+                    if (most == 0) out->capture_on_labels = false;
                   });
   line->add_value("--prometheus", "[ADDR:]PORT",
                   "serve the run's live metrics for Prometheus at\n"
@@ -259,6 +266,10 @@ int run_command(const std::vector<std::string>& args) {
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
   parsed->launch.watch = diagnosis::hang_watch(parsed->on_hang, parsed->hang_thresholds);
+  if (parsed->capture_on_labels) {  // STRAGGLER, MEMORY-CREEP, THROUGHPUT-DRIFT: a capture
+    parsed->launch.watch =
+        diagnosis::with_capture_requests(std::move(parsed->launch.watch), parsed->hang_thresholds);
+  }
   parsed->launch.watch_interval = absl::Seconds(2);
   // The endpoint binds before the command starts: a port in use stops here.
   std::shared_ptr<prometheus::Endpoint> endpoint;

@@ -304,11 +304,16 @@ headline() is the labels in one line; to_json() the document
               one["rank"] = c.rank;
               one["step"] = c.step;
               one["path"] = c.path;
+              one["label"] = c.label
+                                 ? py::object(py::str(std::string(diagnosis::label_name(*c.label))))
+                                 : py::object(py::none());
               out.append(std::move(one));
             }
             return out;
           },
-          "The anomaly captures: [{'rank', 'step' (the slow one), 'path' (in the run)}].")
+          "The anomaly captures: [{'rank', 'step' (the slow one, or the step a label's capture "
+          "began after), 'path' (in the run), 'label' (the label that asked for it; None: a "
+          "slow step)}].")
       .def_property_readonly(
           "ledger",
           [](const Diagnosis& d) -> py::object {

@@ -322,7 +322,11 @@ Diagnosis from_document(const Field& root) {
   if (const std::optional<Field> ledger = root.find("ledger")) d.ledger = ledger_from(*ledger);
   if (const std::optional<Field> captures = root.find("captures")) {
     for (const Field& c : captures->items()) {
-      d.captures.push_back(Capture{u32_from(c["rank"]), c["step"].integer(0), c["path"].string()});
+      Capture capture{u32_from(c["rank"]), c["step"].integer(0), c["path"].string(), std::nullopt};
+      if (const std::optional<Field> label = c.find("label")) {
+        capture.label = enum_from(*label, parse_label_name);
+      }
+      d.captures.push_back(std::move(capture));
     }
   }
   return d;
@@ -455,7 +459,9 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
   if (!d.captures.empty()) {  // anomaly captures (trainscope/diagnosis/hang.hpp)
     ojson captures = ojson::array();
     for (const Capture& c : d.captures) {
-      captures.push_back({{"rank", c.rank}, {"step", c.step}, {"path", c.path}});
+      ojson one = {{"rank", c.rank}, {"step", c.step}, {"path", c.path}};
+      if (c.label) one["label"] = std::string(label_name(*c.label));  // asked by a label
+      captures.push_back(std::move(one));
     }
     doc["captures"] = std::move(captures);
   }
@@ -490,6 +496,11 @@ std::string format_diagnosis(const Diagnosis& d) {
     out += found + "\n";
   }
   for (const Capture& c : d.captures) {
+    if (c.label) {
+      out += fmt::format("rank {}: {} appeared by step {}: the steps after it are captured in {}\n",
+                         c.rank, label_name(*c.label), c.step, c.path);
+      continue;
+    }
     out += fmt::format(
         "rank {}: step {} was slow (past 5x the rolling p99): the steps after it "
         "are captured in {}\n",

@@ -1,8 +1,10 @@
 // The one reader of a rank's dump (dump-<rank>.json; its writer is
 // bindings/python/trainscope/_hang.py): trainscope/diagnosis/hang.hpp.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -14,6 +16,7 @@
 #include "common/json_field.hpp"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "trainscope/diagnosis/capture_request.hpp"
 #include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/run/dump_signal.hpp"
 #include "trainscope/stats/format_numbers.hpp"
@@ -254,6 +257,28 @@ void add_dump_evidence(std::vector<Label>* hangs, const std::vector<RankDump>& d
   }
 }
 
+namespace {
+
+// capture-r<rank>-s<step>-<label>.json, <label> a label that asks for a
+// capture in lower case (trainscope/diagnosis/capture_request.hpp).
+std::optional<Capture> label_capture(const std::string& name) {
+  unsigned rank = 0;
+  long long step = 0;
+  int used = 0;
+  if (std::sscanf(name.c_str(), "capture-r%u-s%lld-%n", &rank, &step, &used) != 2 || used <= 0 ||
+      step < 0 || name.size() <= static_cast<std::size_t>(used) + 5 ||
+      name.compare(name.size() - 5, 5, ".json") != 0) {
+    return std::nullopt;
+  }
+  std::string label = name.substr(static_cast<std::size_t>(used), name.size() - used - 5);
+  for (char& c : label) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  absl::StatusOr<LabelName> parsed = parse_label_name(label);
+  if (!parsed.ok() || !asks_capture(*parsed)) return std::nullopt;
+  return Capture{rank, step, "captures/" + name, *parsed};
+}
+
+}  // namespace
+
 std::vector<Capture> find_captures(const std::string& run_dir) {
   std::vector<Capture> out;
   std::error_code error;
@@ -265,7 +290,9 @@ std::vector<Capture> find_captures(const std::string& run_dir) {
     int used = 0;
     if (std::sscanf(name.c_str(), "capture-r%u-s%lld.json%n", &rank, &step, &used) == 2 &&
         static_cast<std::size_t>(used) == name.size() && step >= 0) {
-      out.push_back(Capture{rank, step, "captures/" + name});
+      out.push_back(Capture{rank, step, "captures/" + name, std::nullopt});
+    } else if (std::optional<Capture> asked = label_capture(name)) {
+      out.push_back(*std::move(asked));
     }
   }
   std::sort(out.begin(), out.end(), [](const Capture& a, const Capture& b) {

@@ -240,7 +240,7 @@ def test_one_slow_step_gives_one_capture_of_the_steps_after_it(tmp_path):
     # The diagnosis names the step (C++ and Python alike).
     run_dir = os.path.dirname(os.path.dirname(path))
     assert trainscope.diagnose(run_dir).captures == [
-        {"rank": 0, "step": 40, "path": "captures/capture-r0-s40.json"}]
+        {"rank": 0, "step": 40, "path": "captures/capture-r0-s40.json", "label": None}]
     text = _cli("diagnose", run_dir).stdout
     assert "rank 0: step 40 was slow" in text, text
 

@@ -880,3 +880,25 @@ def test_the_diagnosis_shows_the_ledger_and_each_ranks_figures(tmp_path):
     shown = [float(v) for v in re.findall(r'data-value="([^"]+)" data-field="tokens_per_s"',
                                           dom_text)]
     assert shown == pytest.approx([r["tokens_per_s"] for r in ledger["ranks"]], rel=1e-12)
+
+
+def test_the_diagnosis_names_the_label_of_a_labels_capture(tmp_path):
+    """A capture asked by a label (captures/capture-r0-s57-memory-creep.json, issue 40): the
+    page says the label at its step and links the trace."""
+    run_dir = write_run(str(tmp_path / "run"), keys=(("BATCH", "CPU"),), rows_per_key=50)
+    os.makedirs(os.path.join(run_dir, "captures"))
+    with open(os.path.join(run_dir, "captures", "capture-r0-s57-memory-creep.json"), "w",
+              encoding="utf-8") as f:
+        f.write("[]")
+    out = tmp_path / "label.html"
+    write_page([run_dir], out)
+    data, _ = page_data(out)
+    assert data["diagnosis"]["captures"] == [
+        {"rank": 0, "step": 57, "path": "captures/capture-r0-s57-memory-creep.json",
+         "label": "MEMORY-CREEP"}]
+    dom_text, console = browse(out, tmp_path)
+    check_rendered(dom_text, console, run_charts(data))
+    assert ('class="diag-capture" data-rank="0" data-step="57" data-label="MEMORY-CREEP"'
+            in dom_text), dom_text[:2000]
+    assert "Rank 0, MEMORY-CREEP appeared by step 57" in dom_text
+    assert f'href="{run_dir}/captures/capture-r0-s57-memory-creep.json"' in dom_text

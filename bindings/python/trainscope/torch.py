@@ -18,12 +18,15 @@ __version__ = trainscope.__version__
 
 
 def capture_on_anomaly(factor=5.0, steps=3, max_captures=3, max_bytes=100 * 1000 * 1000,
-                       run=None):
+                       run=None, on_labels=True):
     """A torch.profiler capture of the `steps` steps after one slower than `factor` x the
     rolling p99, into the run (captures/capture-r<rank>-s<step>.json, Chrome trace), at most
     `max_captures` and `max_bytes`; call .step() at the end of every step (`trainscope run
-    --auto` does it by itself). `run`: the active run (start_run(), or the one a timer
-    joined) by default. docs/diagnosis.md, "Anomaly captures"."""
+    --auto` does it by itself). Under `trainscope run` it also captures the steps after a
+    STRAGGLER, MEMORY-CREEP or THROUGHPUT-DRIFT label appears (the launcher's request:
+    captures/capture-r<rank>-s<step>-<label>.json). `run`: the active run (start_run(), or
+    the one a timer joined) by default; `on_labels=False`: slow steps only. docs/auto.md,
+    "Anomaly capture"."""
     # pylint: disable=import-outside-toplevel
     from trainscope import _anomaly
     from trainscope import run as _runs
@@ -31,4 +34,5 @@ def capture_on_anomaly(factor=5.0, steps=3, max_captures=3, max_bytes=100 * 1000
     if active is None:
         active = _runs._implicit_run()  # pylint: disable=protected-access
     return _anomaly.AnomalyCapture(active.dir, active.rank, factor=factor, steps=steps,
-                                   max_captures=max_captures, max_bytes=max_bytes)
+                                   max_captures=max_captures, max_bytes=max_bytes,
+                                   on_labels=on_labels)

@@ -388,6 +388,10 @@ struct Capture {
   std::uint32_t rank = 0;
   std::int64_t step = 0;  // the slow step, from 0; the capture holds the steps after it
   std::string path;       // relative to the run directory
+  // The label whose appearance asked for it (capture-r<rank>-s<step>-<label>.json:
+  // trainscope/diagnosis/capture_request.hpp; <step> the step it began after);
+  // none: a slow step.
+  std::optional<LabelName> label;
 };
 
 struct Diagnosis {

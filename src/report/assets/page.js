@@ -607,8 +607,10 @@
     (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });
     // Anomaly captures (docs/auto.md): a link to each Chrome trace, at its step.
     (d.captures || []).forEach(function (c) {
+      var why = c.label ? c.label + " appeared by step " + c.step  // a label's capture (docs/auto.md)
+        : "step " + c.step + " was slow (past 5\u00d7 the rolling p99)";
       var line = add(parent, el("div", { class: "diag-capture", "data-rank": String(c.rank), "data-step": String(c.step),
-        text: "Rank " + c.rank + ", step " + c.step + " was slow (past 5\u00d7 the rolling p99): the steps after it are captured in " }));
+        "data-label": c.label || "", text: "Rank " + c.rank + ", " + why + ": the steps after it are captured in " }));
       add(line, el("a", { href: (d.run_dir ? d.run_dir + "/" : "") + c.path, text: c.path }));
     });
     // The efficiency ledger (docs/ledger.md): its line and each rank's figures.

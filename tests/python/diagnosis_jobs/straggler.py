@@ -7,6 +7,8 @@ compute phases), where the fast rank waits the delay. By construction:
 STRAGGLER(compute or input, the slow rank), lag = the delay. `--slow none` is a
 balanced two-rank job. Every step also computes for `--compute-ms` (a wait in
 FORWARD, as a GPU would) plus a small model's real forward and backward.
+`--capture-on-anomaly`: trainscope.torch.capture_on_anomaly() and .step() at each step's
+end (tests/python/test_label_capture.py: STRAGGLER's capture, asked from code).
 """
 
 import time
@@ -41,6 +43,7 @@ def main():
     p.add_argument("--slow-rank", type=int, default=1)
     p.add_argument("--delay-ms", type=float, default=25.0)
     p.add_argument("--compute-ms", type=float, default=15.0)
+    p.add_argument("--capture-on-anomaly", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -54,6 +57,10 @@ def main():
     loader = DataLoader(Batches(args.steps, load_s), batch_size=None, num_workers=0)
     tmr = trainscope.Timer()  # joins TRAINSCOPE_RUN_DIR as rank RANK
     world = dist.get_world_size()
+    capture = None
+    if args.capture_on_anomaly:
+        from trainscope import torch as ts_torch  # pylint: disable=import-outside-toplevel
+        capture = ts_torch.capture_on_anomaly(steps=3)
     for inputs, targets in tmr.timed(loader):
         with tmr.scope(trainscope.TimeType.BATCH):
             with tmr.scope(trainscope.TimeType.FORWARD):
@@ -71,6 +78,10 @@ def main():
                     param.grad /= world
             with tmr.scope("OPTIMIZER"):
                 optimizer.step()
+        if capture is not None:
+            capture.step()
+    if capture is not None:
+        capture.close()
     dist.destroy_process_group()
 
 
