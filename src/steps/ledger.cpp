@@ -354,6 +354,18 @@ absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions&
   return conclude_ledger(steps->info, ranks, work.work(), options, energy_series(steps->hosts));
 }
 
+absl::Status add_ledger_columns(const RunReader& run, std::map<std::string, std::string>* row) {
+  absl::StatusOr<Ledger> ledger = read_ledger(run);
+  if (!ledger.ok()) return ledger.status();
+  for (const auto& [name, value] : {std::pair<const char*, double>{"ledger.tokens_per_s",
+                                                                   ledger->tokens_per_s},
+                                    {"ledger.samples_per_s", ledger->samples_per_s},
+                                    {"ledger.mfu", ledger->mfu}}) {
+    if (std::isfinite(value)) (*row)[name] = absl::StrFormat("%.17g", value);
+  }
+  return absl::OkStatus();
+}
+
 std::string format_ledger_line(const Ledger& ledger, bool notes) {
   std::vector<std::string> parts;
   if (std::isfinite(ledger.tokens_per_s)) parts.push_back(si(ledger.tokens_per_s) + "tokens/s");
@@ -364,8 +376,9 @@ std::string format_ledger_line(const Ledger& ledger, bool notes) {
     parts.push_back(si(ledger.achieved_flops) + "FLOP/s achieved");
   }
   if (std::isfinite(ledger.mfu)) {
-    parts.push_back(absl::StrCat("MFU ", stats::format_share(ledger.mfu), " of ",
-                                 si(ledger.peak_flops), "FLOP/s (", ledger.peak_source, ")"));
+    parts.push_back(absl::StrCat(
+        "MFU ", stats::format_share(ledger.mfu), " of ", si(ledger.peak_flops), "FLOP/s",
+        ledger.peak_source.empty() ? "" : absl::StrCat(" (", ledger.peak_source, ")")));
   }
   if (std::isfinite(ledger.energy_j)) {
     std::string energy = absl::StrCat(si(ledger.energy_j), "J CPU energy");

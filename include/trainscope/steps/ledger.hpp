@@ -136,6 +136,11 @@ class WorkReader {
 // Reads the run (read_steps, each rank's work) and concludes its ledger.
 absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options = {});
 
+// The ledger's figures as the run filter's columns (RunFilterRowOptions::
+// ledger_columns, trainscope/run/run_filter.hpp): ledger.tokens_per_s,
+// ledger.samples_per_s and ledger.mfu of read_ledger, each where it is a number.
+absl::Status add_ledger_columns(const RunReader& run, std::map<std::string, std::string>* row);
+
 // What one step's MFU needs of a run (compare's per-step `mfu` row, the same
 // meaning as the ledger's): the FLOPs of one step, the peak of one device
 // (LedgerOptions::peak_flops, the GPU table, the measured CPU peak) and the
