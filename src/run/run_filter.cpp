@@ -856,9 +856,8 @@ absl::StatusOr<std::map<std::string, std::string>> run_filter_row(
       for (const auto& [rank, value] : by_rank) mean.add(value);
       row[absl::StrCat("metrics.", key)] = mean.text();
     }
-    if (options.ledger_columns &&
-        (row.count("metrics." + std::string(kStepSamplesMetric)) > 0 ||
-         row.count("metrics." + std::string(kStepTokensMetric)) > 0)) {
+    if (options.ledger_columns && (row.count("metrics." + std::string(kStepSamplesMetric)) > 0 ||
+                                   row.count("metrics." + std::string(kStepTokensMetric)) > 0)) {
       if (absl::Status derived = options.ledger_columns(run, &row); !derived.ok()) return derived;
     }
   }

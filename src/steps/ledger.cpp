@@ -357,10 +357,10 @@ absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions&
 absl::Status add_ledger_columns(const RunReader& run, std::map<std::string, std::string>* row) {
   absl::StatusOr<Ledger> ledger = read_ledger(run);
   if (!ledger.ok()) return ledger.status();
-  for (const auto& [name, value] : {std::pair<const char*, double>{"ledger.tokens_per_s",
-                                                                   ledger->tokens_per_s},
-                                    {"ledger.samples_per_s", ledger->samples_per_s},
-                                    {"ledger.mfu", ledger->mfu}}) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"ledger.tokens_per_s", ledger->tokens_per_s},
+        {"ledger.samples_per_s", ledger->samples_per_s},
+        {"ledger.mfu", ledger->mfu}}) {
     if (std::isfinite(value)) (*row)[name] = absl::StrFormat("%.17g", value);
   }
   return absl::OkStatus();
