@@ -67,9 +67,10 @@ struct HostTrack {
   // (kNoRank: a launcher of several ranks), by time; rows of one time summed.
   std::map<std::uint32_t, std::map<std::int64_t, double>> job_cpu;
   std::set<int> cores_seen;
-  std::map<int, std::map<std::int64_t, double>> gpu_util;      // HostLoad::gpu_util_pct
-  std::vector<std::pair<std::int64_t, double>> rapl_energy_j;  // HostLoad::rapl_energy_j
-  int recorded_cores = 0;                                      // the environment record's
+  std::map<int, std::map<std::int64_t, double>> gpu_util;  // HostLoad::gpu_util_pct
+  int recorded_cores = 0;                                  // the environment record's
+  // HostLoad::rapl_energy_j
+  std::vector<std::pair<std::int64_t, double>> rapl_energy_j;
   HostNow now;
 };
 
