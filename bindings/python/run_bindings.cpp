@@ -505,6 +505,7 @@ for a file or no path.)doc");
             options.device = device == "GPU" ? Device::kGPU : Device::kCPU;
             options.regions = regions;
             options.metrics = metrics;
+            options.ledger_columns = steps::add_ledger_columns;  // ledger.*, docs/ledger.md
             absl::StatusOr<std::map<std::string, std::string>> row;
             {
               py::gil_scoped_release release;  // reads summaries and metrics
@@ -514,7 +515,8 @@ for a file or no path.)doc");
           },
           py::arg("device") = "CPU", py::arg("regions") = true, py::arg("metrics") = true,
           "The run's row of search_runs and its filter (run_filter_row in "
-          "trainscope/run/run_filter.hpp), every value as text.")
+          "trainscope/run/run_filter.hpp, with the ledger's ledger.* columns), every value as "
+          "text.")
       .def(
           "check_summary",
           [](const RunReader& r, std::uint32_t rank) { ValueOrThrow(r.read_summary(rank)); },

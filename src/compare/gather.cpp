@@ -446,9 +446,11 @@ absl::StatusOr<Side> gather_filtered(const std::string& root, std::string_view f
       warn(fmt::format("{}: skipped: {}", dir, std::string(reader.status().message())));
       continue;
     }
-    // The row search_runs filters (regions.* and metrics.* read when the filter names them).
-    absl::StatusOr<std::map<std::string, std::string>> row =
-        run_filter_row(*reader, row_options_for(*parsed));
+    // The row search_runs filters (regions.* and metrics.* read when the filter names them;
+    // ledger.* with metrics.*, for runs with work).
+    RunFilterRowOptions row_options = row_options_for(*parsed);
+    row_options.ledger_columns = steps::add_ledger_columns;
+    absl::StatusOr<std::map<std::string, std::string>> row = run_filter_row(*reader, row_options);
     if (!row.ok()) {
       warn(fmt::format("{}: skipped: {}", dir, std::string(row.status().message())));
       continue;

@@ -455,7 +455,7 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                {"run", scope_json(d.run)},
                {"keys", std::move(keys)},
                {"host_now", std::move(hosts)}};
-  if (d.ledger) doc["ledger"] = ledger_json(*d.ledger);  // diagnose_run's (docs/ledger.md)
+  if (d.ledger) doc["ledger"] = ledger_json(*d.ledger);  // the Follower's (docs/ledger.md)
   if (!d.captures.empty()) {  // anomaly captures (trainscope/diagnosis/hang.hpp)
     ojson captures = ojson::array();
     for (const Capture& c : d.captures) {

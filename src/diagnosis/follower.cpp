@@ -88,6 +88,9 @@ void fill_rank_window(const std::vector<StepSample>& window, const steps::RankSt
 struct Follower::State {
   explicit State(steps::StepReader r) : reader(std::move(r)) {}
   steps::StepReader reader;
+  // The work of the ranks' steps (the ledger's, docs/ledger.md), read beside the steps.
+  steps::WorkReader work;
+  mutable std::optional<steps::Ledger> ledger_cache;  // with run_cache
   FollowOptions options;
   std::vector<KeyTrack> keys;              // by the reader's key index
   mutable std::optional<Scope> run_cache;  // see diagnose()
@@ -106,6 +109,8 @@ struct Follower::State {
     };
     observer.restart = [this]() {
       keys.clear();
+      work.restart();
+      ledger_cache.reset();
       run_cache.reset();
       run_cache_steps = 0;
       run_cache_ms = 0;
@@ -136,7 +141,15 @@ std::uint64_t Follower::bytes_read() const noexcept { return state_->reader.byte
 std::uint64_t Follower::rows_read() const noexcept { return state_->reader.rows_read(); }
 std::uint64_t Follower::bytes_skipped() const noexcept { return state_->reader.bytes_skipped(); }
 
-absl::Status Follower::poll() { return state_->reader.poll(); }
+absl::Status Follower::poll() {
+  State& s = *state_;
+  absl::StatusOr<RunReader> reader = RunReader::Open(s.reader.run_dir());
+  if (!reader.ok()) return reader.status();
+  if (absl::Status polled = s.reader.poll(*reader); !polled.ok()) return polled;
+  if (absl::Status polled = s.work.poll(*reader); !polled.ok()) return polled;
+  s.work.compact(s.reader.ranks());
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<RunProblem>> Follower::check() const { return state_->reader.check(); }
 
@@ -289,8 +302,15 @@ Diagnosis Follower::diagnose() const {
     s.run_cache = conclude(run, th, "run");
     s.run_cache_steps = history_steps;
     s.run_cache_ms = now;
+    // The ledger (docs/ledger.md), as often as the run scope: over every step with work read.
+    s.ledger_cache = steps::conclude_ledger(info, ranks_read, s.work.work(), s.options.ledger,
+                                            steps::energy_series(hosts));
   }
   d.run = *s.run_cache;
+  if (s.ledger_cache && !s.ledger_cache->ranks.empty()) {
+    note_ledger(d.run, *s.ledger_cache, th);
+    d.ledger = s.ledger_cache;
+  }
   // HANG (trainscope/diagnosis/hang.hpp): judged at this poll, first in both scopes. A job
   // ended for a hang (`--on-hang kill`) is judged at its end, its stopped ranks alive until then.
   const bool ended_for_hang = tag("trainscope.end_reason") == "hang";
@@ -396,14 +416,6 @@ absl::StatusOr<Diagnosis> diagnose_run(const std::string& run_dir, const FollowO
   std::vector<std::string> warnings = run_problem_warnings(*problems);
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   out.warnings = std::move(warnings);
-  // The ledger (its own read: rates over every step with work, docs/ledger.md).
-  if (absl::StatusOr<RunReader> reader = RunReader::Open(run_dir); reader.ok()) {
-    absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader, options.ledger);
-    if (ledger.ok() && !ledger->ranks.empty()) {
-      note_ledger(out.run, *ledger, options.thresholds);
-      out.ledger = std::move(*ledger);
-    }
-  }
   return out;
 }
 

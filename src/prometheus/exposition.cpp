@@ -16,6 +16,7 @@
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/export/run_record.hpp"
 #include "trainscope/run/run_status.hpp"
+#include "trainscope/steps/ledger.hpp"
 
 namespace trainscope::prometheus {
 namespace {
@@ -128,6 +129,33 @@ void per_gpu(Writer* w, const std::vector<RunMetrics>& runs, std::string_view na
                   gpu.*field * scale);
       }
     }
+  }
+}
+
+// A family of the ledger's per-rank figures (docs/ledger.md): ranks with work only.
+void per_rank_ledger(Writer* w, const std::vector<RunMetrics>& runs, std::string_view name,
+                     std::string_view help, double steps::RankLedger::*field) {
+  w->family(name, "gauge", help);
+  for (const RunMetrics& r : runs) {
+    if (!r.diagnosis.ledger) continue;
+    const Labels base = run_labels(r);
+    for (const RankNow& rank : r.diagnosis.ranks) {
+      if (!on_host(r, rank.host)) continue;
+      for (const steps::RankLedger& row : r.diagnosis.ledger->ranks) {
+        if (row.rank != rank.rank) continue;
+        w->sample(with(with(base, "rank", std::to_string(rank.rank)), "host", rank.host),
+                  row.*field);
+      }
+    }
+  }
+}
+
+// A family of the ledger's job-wide figures.
+void run_ledger(Writer* w, const std::vector<RunMetrics>& runs, std::string_view name,
+                std::string_view help, double steps::Ledger::*field) {
+  w->family(name, "gauge", help);
+  for (const RunMetrics& r : runs) {
+    if (r.diagnosis.ledger) w->sample(run_labels(r), *r.diagnosis.ledger.*field);
   }
 }
 
@@ -250,6 +278,18 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
                l.value.value);
     }
   }
+  run_ledger(&w, runs, "trainscope_run_tokens_per_second",
+             "Tokens per second of the job (the ledger: its ranks' summed), over the steps with "
+             "work so far.",
+             &steps::Ledger::tokens_per_s);
+  run_ledger(&w, runs, "trainscope_run_samples_per_second",
+             "Samples per second of the job (the ledger: its ranks' summed), over the steps "
+             "with work so far.",
+             &steps::Ledger::samples_per_s);
+  run_ledger(&w, runs, "trainscope_run_mfu_ratio",
+             "Model FLOPs utilisation of the job (the ledger: its ranks' mean), achieved FLOP/s "
+             "over one device's peak.",
+             &steps::Ledger::mfu);
   w.family("trainscope_diagnosis_read_ratio", "gauge",
            "The share of the run's region rows the endpoint read (1 unless the run writes "
            "faster than its read budget: the window stays exact).");
@@ -293,6 +333,17 @@ std::string exposition(const std::vector<RunMetrics>& runs) {
   per_rank(&w, runs, "trainscope_process_gpu_memory_bytes", "gauge",
            "GPU memory the rank's process tree holds, summed over its devices.",
            [](const RankNow& rank, const RankEmit& emit) { emit({}, rank.gpu_mem_mb * kMB); });
+
+  per_rank_ledger(&w, runs, "trainscope_tokens_per_second",
+                  "Tokens per second of the rank (the ledger), over its steps with work so far.",
+                  &steps::RankLedger::tokens_per_s);
+  per_rank_ledger(&w, runs, "trainscope_samples_per_second",
+                  "Samples per second of the rank (the ledger), over its steps with work so far.",
+                  &steps::RankLedger::samples_per_s);
+  per_rank_ledger(&w, runs, "trainscope_mfu_ratio",
+                  "Model FLOPs utilisation of the rank (the ledger): its achieved FLOP/s over "
+                  "one device's peak.",
+                  &steps::RankLedger::mfu);
 
   // ---- per GPU of the run's hosts
   per_gpu(&w, runs, "trainscope_gpu_utilization_ratio",

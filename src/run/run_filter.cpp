@@ -1,5 +1,6 @@
 #include "trainscope/run/run_filter.hpp"
 #include "trainscope/hardware/host/host_metrics.hpp"
+#include "trainscope/run/step_work.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -460,7 +461,7 @@ absl::StatusOr<std::string> filter_column(std::string_view name, std::string_vie
     if (column == "id") column = "run_id";
   }
   if (is_attribute(column)) return column;
-  for (std::string_view prefix : {"params.", "tags.", "regions.", "metrics."}) {
+  for (std::string_view prefix : {"params.", "tags.", "regions.", "metrics.", "ledger."}) {
     if (absl::StartsWith(column, absl::string_view(prefix.data(), prefix.size())) &&
         column.size() > prefix.size() && !is_space(decode(column, prefix.size()).value)) {
       return column;
@@ -471,7 +472,8 @@ absl::StatusOr<std::string> filter_column(std::string_view name, std::string_vie
                          absl::StrJoin(
                              std::begin(kRunFilterAttributes), std::end(kRunFilterAttributes), ", ",
                              [](std::string* out, std::string_view name) { out->append(name); }),
-                         ", params.<k>, tags.<k>, regions.<KEY>.<stat>, metrics.<k>)"));
+                         ", params.<k>, tags.<k>, regions.<KEY>.<stat>, metrics.<k>, "
+                         "ledger.<figure>)"));
 }
 
 // Python's float() of a str: its white space and decimal digits (of any
@@ -750,7 +752,7 @@ bool clause_matches(const RunFilterClause& clause, const std::string& value) {
     return number && !std::isnan(*number) && compare(*number, clause.op, clause.number);
   }
   if (clause.column == "duration_s" || absl::StartsWith(clause.column, "regions.") ||
-      absl::StartsWith(clause.column, "metrics.")) {
+      absl::StartsWith(clause.column, "metrics.") || absl::StartsWith(clause.column, "ledger.")) {
     const std::optional<double> number = py_float(value);
     if (number && std::isnan(*number)) return false;
   }
@@ -765,7 +767,9 @@ RunFilterRowOptions row_options_for(const RunFilter& filter, Device device) {
   options.regions = options.metrics = false;
   for (const RunFilterClause& clause : filter.clauses) {
     options.regions = options.regions || absl::StartsWith(clause.column, "regions.");
-    options.metrics = options.metrics || absl::StartsWith(clause.column, "metrics.");
+    // ledger.*: derived for runs whose metrics hold work.
+    options.metrics = options.metrics || absl::StartsWith(clause.column, "metrics.") ||
+                      absl::StartsWith(clause.column, "ledger.");
   }
   return options;
 }
@@ -851,6 +855,10 @@ absl::StatusOr<std::map<std::string, std::string>> run_filter_row(
       Mean mean;
       for (const auto& [rank, value] : by_rank) mean.add(value);
       row[absl::StrCat("metrics.", key)] = mean.text();
+    }
+    if (options.ledger_columns && (row.count("metrics." + std::string(kStepSamplesMetric)) > 0 ||
+                                   row.count("metrics." + std::string(kStepTokensMetric)) > 0)) {
+      if (absl::Status derived = options.ledger_columns(run, &row); !derived.ok()) return derived;
     }
   }
   return row;

@@ -38,27 +38,6 @@ std::string text_param(const std::map<std::string, std::string>& params, std::st
   return it == params.end() ? std::string() : it->second;
 }
 
-// Per step index: samples and tokens (summed when logged twice).
-struct StepFigures {
-  double samples = 0;
-  double tokens = 0;
-  bool has_tokens = false;
-};
-
-std::map<std::int64_t, StepFigures> work_by_step(const std::vector<MetricPoint>& metrics) {
-  std::map<std::int64_t, StepFigures> out;
-  for (const MetricPoint& point : metrics) {
-    if (point.key == kStepSamplesMetric) {
-      out[point.step].samples += point.value;
-    } else if (point.key == kStepTokensMetric) {
-      StepFigures& figures = out[point.step];
-      figures.tokens += point.value;
-      figures.has_tokens = true;
-    }
-  }
-  return out;
-}
-
 // The peak of one device and where it comes from; notes why there is none.
 std::pair<double, std::string> peak_of(const RunInfo& info, const LedgerOptions& options,
                                        std::vector<std::string>& notes) {
@@ -158,10 +137,50 @@ void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::
 
 }  // namespace
 
+namespace {
+
+// A metric row of the work's names into `work`; other rows nothing.
+void add_ledger_work(const MetricPoint& point, WorkByStep* work) {
+  if (point.key == kStepSamplesMetric) {
+    (*work)[point.step].samples += point.value;
+  } else if (point.key == kStepTokensMetric) {
+    WorkFigures& figures = (*work)[point.step];
+    figures.tokens += point.value;
+    figures.has_tokens = true;
+  }
+}
+
+}  // namespace
+
+WorkByStep work_by_step(const std::vector<MetricPoint>& metrics) {
+  WorkByStep out;
+  for (const MetricPoint& point : metrics) add_ledger_work(point, &out);
+  return out;
+}
+
+std::vector<EnergySeries> energy_series(const std::vector<HostLoad>& hosts) {
+  std::vector<EnergySeries> out;
+  for (const HostLoad& host : hosts) {
+    if (!host.rapl_energy_j.empty()) out.push_back(host.rapl_energy_j);
+  }
+  return out;
+}
+
 Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
                        const LedgerOptions& options, const std::vector<EnergySeries>& energy) {
+  std::vector<const RankSteps*> ranks;
+  std::map<std::uint32_t, WorkByStep> work;
+  for (std::size_t i = 0; i < steps.ranks.size() && i < metrics.size(); ++i) {
+    ranks.push_back(&steps.ranks[i]);
+    work[steps.ranks[i].rank] = work_by_step(metrics[i]);
+  }
+  return conclude_ledger(steps.info, ranks, work, options, energy);
+}
+
+Ledger conclude_ledger(const RunInfo& info, const std::vector<const RankSteps*>& ranks,
+                       const std::map<std::uint32_t, WorkByStep>& work_of,
+                       const LedgerOptions& options, const std::vector<EnergySeries>& energy) {
   Ledger out;
-  const RunInfo& info = steps.info;
   out.device = text_param(info.params, kStepDeviceParam);
   out.dtype = text_param(info.params, kStepDtypeParam);
   if (std::optional<double> flops = number_param(info.params, kStepFlopsParam);
@@ -181,11 +200,11 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
   std::uint64_t most_steps = 0;
   std::int64_t window_start_ns = std::numeric_limits<std::int64_t>::max();
   std::int64_t window_end_ns = std::numeric_limits<std::int64_t>::min();
-  for (std::size_t i = 0; i < steps.ranks.size(); ++i) {
-    const RankSteps& rank = steps.ranks[i];
-    if (i >= metrics.size()) break;
-    const std::map<std::int64_t, StepFigures> work = work_by_step(metrics[i]);
-    if (work.empty()) continue;
+  for (const RankSteps* rank_steps : ranks) {
+    const RankSteps& rank = *rank_steps;
+    const auto rank_work = work_of.find(rank.rank);
+    if (rank_work == work_of.end() || rank_work->second.empty()) continue;
+    const WorkByStep& work = rank_work->second;
     RankLedger row;
     row.rank = rank.rank;
     double tokens = 0;
@@ -250,7 +269,7 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
   if (window_end_ns > window_start_ns) {
     out.seconds = static_cast<double>(window_end_ns - window_start_ns) * 1e-9;
     conclude_energy(out, energy, window_start_ns, window_end_ns, most_steps,
-                    with_tokens > 0 ? all_tokens : kNoRate, steps.info, options);
+                    with_tokens > 0 ? all_tokens : kNoRate, info, options);
   }
   return out;
 }
@@ -273,41 +292,81 @@ double MfuBasis::step_mfu(const Step& step) const {
   return flops_per_step * static_cast<double>(step.steps) / step.period_s / peak_flops;
 }
 
+absl::Status WorkReader::poll(const RunReader& reader) {
+  if (reader.info().id != run_id_ || reader.info().start_time_ms != start_time_ms_) {
+    restart();
+    run_id_ = reader.info().id;
+    start_time_ms_ = reader.info().start_time_ms;
+  }
+  for (const RunFile& file : reader.files()) {
+    if (file.kind != RunFileKind::kMetrics) continue;
+    std::uint64_t& offset = offsets_[file.rank];
+    if (file.size_bytes <= offset) continue;
+    absl::StatusOr<Chunk<MetricPoint>> chunk = reader.read_metrics(file.rank, offset);
+    if (absl::IsNotFound(chunk.status())) continue;
+    if (!chunk.ok()) return chunk.status();
+    WorkByStep& work = work_[file.rank];
+    for (const MetricPoint& point : chunk->rows) add_ledger_work(point, &work);
+    offset = std::max(offset, chunk->next_offset);
+  }
+  return absl::OkStatus();
+}
+
+void WorkReader::restart() {
+  offsets_.clear();
+  work_.clear();
+}
+
+void WorkReader::compact(const std::vector<const RankSteps*>& ranks) {
+  for (const RankSteps* t : ranks) {
+    auto found = work_.find(t->rank);
+    if (found == work_.end() || t->history.empty()) continue;
+    WorkByStep& work = found->second;
+    // Most polls: nothing to do (the history's steps are few, and so is the work).
+    if (work.size() <= 2 * t->history.size() + 64) continue;
+    WorkByStep kept;
+    for (const Step& step : t->history) {
+      auto it = work.lower_bound(step.step);
+      if (it == work.end() || it->first >= step.step + step.steps) continue;
+      WorkFigures& sum = kept[step.step];
+      for (; it != work.end() && it->first < step.step + step.steps; ++it) {
+        sum.samples += it->second.samples;
+        sum.tokens += it->second.tokens;
+        sum.has_tokens = sum.has_tokens || it->second.has_tokens;
+      }
+    }
+    // Past the last step read: the open step's, and those not read yet.
+    const Step& last = t->history.back();
+    for (auto it = work.lower_bound(last.step + last.steps); it != work.end(); ++it) {
+      kept.insert(*it);
+    }
+    work = std::move(kept);
+  }
+}
+
 absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options) {
   absl::StatusOr<RunSteps> steps = read_steps(reader);
   if (!steps.ok()) return steps.status();
-  std::vector<std::vector<MetricPoint>> metrics;
-  for (const RankSteps& rank : steps->ranks) {
-    std::vector<MetricPoint> work;
-    std::uint64_t offset = 0;
-    for (;;) {
-      absl::StatusOr<Chunk<MetricPoint>> chunk = reader.read_metrics(rank.rank, offset);
-      if (!chunk.ok()) return chunk.status();
-      for (MetricPoint& point : chunk->rows) {
-        if (point.key == kStepSamplesMetric || point.key == kStepTokensMetric) {
-          work.push_back(std::move(point));
-        }
-      }
-      if (chunk->next_offset == offset || chunk->rows.empty()) break;
-      offset = chunk->next_offset;
-    }
-    metrics.push_back(std::move(work));
-  }
-  std::vector<EnergySeries> energy;
-  for (const std::string& host_name : reader.hosts()) {
-    absl::StatusOr<Chunk<MetricPoint>> chunk = reader.read_host_metrics(host_name);
-    if (!chunk.ok()) return chunk.status();
-    EnergySeries series;
-    for (const MetricPoint& point : chunk->rows) {
-      if (point.key == host::kRaplEnergyMetric)
-        series.emplace_back(point.timestamp_ms, point.value);
-    }
-    if (!series.empty()) energy.push_back(std::move(series));
-  }
-  return conclude_ledger(*steps, metrics, options, energy);
+  WorkReader work;
+  if (absl::Status polled = work.poll(reader); !polled.ok()) return polled;
+  std::vector<const RankSteps*> ranks;
+  for (const RankSteps& rank : steps->ranks) ranks.push_back(&rank);
+  return conclude_ledger(steps->info, ranks, work.work(), options, energy_series(steps->hosts));
 }
 
-std::string format_ledger_line(const Ledger& ledger) {
+absl::Status add_ledger_columns(const RunReader& run, std::map<std::string, std::string>* row) {
+  absl::StatusOr<Ledger> ledger = read_ledger(run);
+  if (!ledger.ok()) return ledger.status();
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"ledger.tokens_per_s", ledger->tokens_per_s},
+        {"ledger.samples_per_s", ledger->samples_per_s},
+        {"ledger.mfu", ledger->mfu}}) {
+    if (std::isfinite(value)) (*row)[name] = absl::StrFormat("%.17g", value);
+  }
+  return absl::OkStatus();
+}
+
+std::string format_ledger_line(const Ledger& ledger, bool notes) {
   std::vector<std::string> parts;
   if (std::isfinite(ledger.tokens_per_s)) parts.push_back(si(ledger.tokens_per_s) + "tokens/s");
   if (std::isfinite(ledger.samples_per_s)) {
@@ -317,8 +376,9 @@ std::string format_ledger_line(const Ledger& ledger) {
     parts.push_back(si(ledger.achieved_flops) + "FLOP/s achieved");
   }
   if (std::isfinite(ledger.mfu)) {
-    parts.push_back(absl::StrCat("MFU ", stats::format_share(ledger.mfu), " of ",
-                                 si(ledger.peak_flops), "FLOP/s (", ledger.peak_source, ")"));
+    parts.push_back(absl::StrCat(
+        "MFU ", stats::format_share(ledger.mfu), " of ", si(ledger.peak_flops), "FLOP/s",
+        ledger.peak_source.empty() ? "" : absl::StrCat(" (", ledger.peak_source, ")")));
   }
   if (std::isfinite(ledger.energy_j)) {
     std::string energy = absl::StrCat(si(ledger.energy_j), "J CPU energy");
@@ -333,7 +393,9 @@ std::string format_ledger_line(const Ledger& ledger) {
   if (std::isfinite(ledger.cost)) parts.push_back(absl::StrFormat("cost %.4g", ledger.cost));
   if (std::isfinite(ledger.co2_g)) parts.push_back(absl::StrFormat("%.3g g CO2", ledger.co2_g));
   std::string line = absl::StrCat("ledger: ", parts.empty() ? "-" : absl::StrJoin(parts, ", "));
-  if (!ledger.notes.empty()) absl::StrAppend(&line, "; ", absl::StrJoin(ledger.notes, "; "));
+  if (notes && !ledger.notes.empty()) {
+    absl::StrAppend(&line, "; ", absl::StrJoin(ledger.notes, "; "));
+  }
   return line;
 }
 

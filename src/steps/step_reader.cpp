@@ -69,6 +69,8 @@ struct HostTrack {
   std::set<int> cores_seen;
   std::map<int, std::map<std::int64_t, double>> gpu_util;  // HostLoad::gpu_util_pct
   int recorded_cores = 0;                                  // the environment record's
+  // HostLoad::rapl_energy_j
+  std::vector<std::pair<std::int64_t, double>> rapl_energy_j;
   HostNow now;
 };
 
@@ -269,6 +271,8 @@ struct StepReader::State {
       now.swap_used_mb = v;
     } else if (key == host::kProcCpuWaitMetric) {
       if (RankSteps* r = rank_for(m.rank)) r->cpu_wait_pct[m.timestamp_ms] += v;
+    } else if (key == host::kRaplEnergyMetric) {
+      h->rapl_energy_j.emplace_back(m.timestamp_ms, v);
     } else if (key == host::kProcRssMbMetric) {
       if (RankSteps* r = rank_for(m.rank)) r->rss_mb.emplace_back(m.timestamp_ms, v);
     } else if (gpu_key(key, &gpu, &rest)) {
@@ -549,6 +553,7 @@ std::vector<HostLoad> StepReader::hosts() const {
     load.cores = h.recorded_cores > 0 ? h.recorded_cores : static_cast<int>(h.cores_seen.size());
     load.now = h.now;
     load.gpu_util_pct = h.gpu_util;
+    load.rapl_energy_j = h.rapl_energy_j;
     std::vector<const RankSteps*> on_host;
     for (const RankSteps* r : ranks()) {
       if (r->host == name) on_host.push_back(r);

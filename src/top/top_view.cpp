@@ -26,6 +26,7 @@
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
 #include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/steps/ledger.hpp"
 #include "trainscope/sweep/sweep_state.hpp"
 
 namespace trainscope::top {
@@ -615,6 +616,12 @@ std::vector<Line> view_lines(const ViewState& state) {
   // The run appends faster than top reads (FollowOptions::read_budget_bytes_per_s).
   if (d.read_share < 1) rate += fmt::format("  sampled {}", stats::format_share(d.read_share));
   out.push_back({rate, Style::kNormal});
+  // The efficiency ledger over the steps with work read (docs/ledger.md), without its notes.
+  if (d.ledger) {
+    for (std::string& text : wrap(steps::format_ledger_line(*d.ledger, false), state.width, 8)) {
+      out.push_back({std::move(text), Style::kNormal});
+    }
+  }
 
   // The labels of the run while it runs are the window's (Diagnosis::headline).
   const diagnosis::Scope& scope = running ? d.window : d.run;

@@ -14,7 +14,10 @@
 #include "gtest/gtest.h"
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
+#include "trainscope/common/clock.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/run/run_reader.hpp"
+#include "trainscope/steps/ledger.hpp"
 
 namespace trainscope::diagnosis {
 namespace {
@@ -737,6 +740,74 @@ TEST(Follower, PerRankWindowFigures) {
   EXPECT_DOUBLE_EQ(back->ranks[1].phase_share[static_cast<std::size_t>(Phase::kForward)],
                    share(b, Phase::kForward));
   EXPECT_TRUE(std::isnan(back->ranks[0].rss_mb));
+}
+
+}  // namespace
+}  // namespace trainscope::diagnosis
+
+namespace trainscope::diagnosis {
+namespace {
+
+// A live run's ledger (docs/ledger.md) as the follower derives it, poll by poll, with a
+// history merged past its cap and the work kept flat (steps::WorkReader::compact): the same
+// figures as read_ledger's over the whole run, exact steps. Rank 1's steps are slower.
+TEST(Follower, TheLedgerOfALiveRunIsTheEndOfRunLedger) {
+  TempDir tmp;
+  // Two live ranks (their heartbeat fresh: another host's rank is alive while it beats).
+  RankJson r0, r1;
+  r0.rank = 0;
+  r1.rank = 1;
+  r0.world_size = r1.world_size = 2;
+  r0.heartbeat_ms = r1.heartbeat_ms = trainscope::detail::unix_now_ms() + 3'600'000;
+  RunJson run;
+  run.params["work/flops_per_step"] = "2e+06";
+  run.params["work/peak_flops"] = "1e+09";
+  const auto dir = write_run_dir(tmp.file("run"), run, {r0, r1});
+  FollowOptions options = live_options();
+  options.max_history_steps = 64;
+  options.run_refresh_s = 0;  // the run scope and the ledger concluded again at every diagnose
+  absl::StatusOr<Follower> follower = Follower::Open(dir.string(), options);
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  constexpr int kSteps = 600;
+  for (int part = 0; part < 6; ++part) {
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+      std::string regions, metrics;
+      for (int i = part * kSteps / 6; i < (part + 1) * kSteps / 6; ++i) {
+        // Steps of 10, 11 and 12 ms in turn (rank 1: 5 ms more), back to back.
+        const std::int64_t period = (10 + 5 * rank + i % 3) * kMs;
+        const std::int64_t start =
+            kT0 + ((10 + 5 * rank) * i + 3 * (i / 3) + (i % 3 == 2 ? 1 : 0)) * kMs;
+        regions += "BATCH,CPU," + std::to_string(rank) + ",0," + std::to_string(start) + "," +
+                   std::to_string(period) + "," + std::to_string(i) + ",0\n";
+        metrics += "work/samples,4," + std::to_string(i) + ",1," + std::to_string(rank) + "\n";
+        metrics += "work/tokens,128," + std::to_string(i) + ",1," + std::to_string(rank) + "\n";
+      }
+      write_file(dir / ("regions-" + std::to_string(rank) + ".csv"), regions, /*append=*/true);
+      write_file(dir / ("metrics-" + std::to_string(rank) + ".csv"), metrics, /*append=*/true);
+    }
+    ASSERT_TRUE(follower->poll().ok());
+    (void)follower->diagnose();  // concludes the ledger at each poll, as a live view does
+  }
+  const Diagnosis live = follower->diagnose();
+  ASSERT_TRUE(live.ledger.has_value());
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir.string());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<steps::Ledger> whole = steps::read_ledger(*reader);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(live.ledger->ranks.size(), 2u);
+  ASSERT_EQ(whole->ranks.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    // The open last step of a live rank is in neither (its period is not known yet).
+    EXPECT_EQ(live.ledger->ranks[i].steps, whole->ranks[i].steps);
+    EXPECT_NEAR(live.ledger->ranks[i].tokens_per_s, whole->ranks[i].tokens_per_s, 1e-9);
+    EXPECT_NEAR(live.ledger->ranks[i].mfu, whole->ranks[i].mfu, 1e-12);
+    EXPECT_NEAR(live.ledger->ranks[i].tokens_per_s, 32 * live.ledger->ranks[i].samples_per_s, 1e-9);
+  }
+  // 128 tokens a step of 11 ms on average (rank 1: 16 ms).
+  EXPECT_NEAR(live.ledger->ranks[0].tokens_per_s, 128 / 0.011, 128 / 0.011 * 0.01);
+  EXPECT_NEAR(live.ledger->ranks[1].tokens_per_s, 128 / 0.016, 128 / 0.016 * 0.01);
+  EXPECT_NEAR(live.ledger->tokens_per_s, whole->tokens_per_s, 1e-9);
+  EXPECT_NEAR(live.ledger->mfu, whole->mfu, 1e-12);
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ needs_prometheus = pytest.mark.skipif(
     not PROMETHEUS, reason="the prometheus binary is not installed (Debian's prometheus)")
 
 IO_MS, FORWARD_MS, RANK1_EXTRA_MS = 20.0, 30.0, 15.0
+SAMPLES, TOKENS, FLOPS, PEAK = 16, 16 * 128, 5e6, 1e9  # the ledger's work per step
 MIN_STEPS = 150  # per rank before measuring: the window (100 after 5 warm-up) is full
 DEADLINE_S = 180
 
@@ -111,7 +112,9 @@ def start_job(tmp_path, listen, extra=()):
     cmd = [CLI, "run", "--root", str(tmp_path / "runs"), "--name", "prom", "--quiet",
            "--prometheus", listen, *extra, "--", sys.executable, LAUNCH2, JOB,
            "--io-ms", str(IO_MS), "--forward-ms", str(FORWARD_MS),
-           "--rank1-extra-ms", str(RANK1_EXTRA_MS), "--stop", str(stop), "--lr", "0.25"]
+           "--rank1-extra-ms", str(RANK1_EXTRA_MS), "--stop", str(stop), "--lr", "0.25",
+           "--samples", str(SAMPLES), "--tokens", str(TOKENS), "--flops", str(FLOPS),
+           "--peak-flops", str(PEAK)]
     process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return process, stop
 
@@ -150,6 +153,18 @@ def test_prometheus_scrapes_a_live_two_rank_job_and_agrees_with_diagnose(tmp_pat
         p50 = by_rank(prometheus.query("trainscope_step_p50_seconds"))
         wait_share = by_rank(prometheus.query('trainscope_step_phase_ratio{phase="data_wait"}'))
         info = prometheus.query("trainscope_diagnosis_info")
+        tokens = by_rank(prometheus.query("trainscope_tokens_per_second"))
+        mfu = by_rank(prometheus.query("trainscope_mfu_ratio"))
+        # Ratios within one scrape (an instant query reads both families at one moment).
+        per_sample = by_rank(prometheus.query(
+            "trainscope_tokens_per_second / trainscope_samples_per_second"))
+        mfu_per_token = by_rank(prometheus.query(
+            "trainscope_mfu_ratio / trainscope_tokens_per_second"))
+        job_tokens = prometheus.query(
+            "vector(scalar(trainscope_run_tokens_per_second)"
+            " / scalar(sum(trainscope_tokens_per_second)))")
+        job_mfu = prometheus.query(
+            "vector(scalar(trainscope_run_mfu_ratio) / scalar(avg(trainscope_mfu_ratio)))")
         run_dir = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
         done = subprocess.run([CLI, "diagnose", run_dir, "--json"], capture_output=True,
                               text=True, timeout=120)
@@ -168,6 +183,18 @@ def test_prometheus_scrapes_a_live_two_rank_job_and_agrees_with_diagnose(tmp_pat
         assert p50[rank] == pytest.approx(said, rel=0.05), (rank, p50[rank], said)
         said_wait = ranks[rank]["window"]["phase_share"]["data_wait"]
         assert wait_share[rank] == pytest.approx(said_wait, abs=0.03), (rank, wait_share, said_wait)
+    # The ledger (docs/ledger.md) while the run goes on: per rank and job-wide, as diagnose's
+    # (rates over every step with work: a few more steps by diagnose's moment change little).
+    said = {str(r["rank"]): r for r in d["ledger"]["ranks"]}
+    for rank in ("0", "1"):
+        assert tokens[rank] == pytest.approx(said[rank]["tokens_per_s"], rel=0.1), (rank, tokens)
+        assert mfu[rank] == pytest.approx(said[rank]["mfu"], rel=0.1), (rank, mfu)
+        assert per_sample[rank] == pytest.approx(TOKENS / SAMPLES), (rank, per_sample)
+        assert mfu_per_token[rank] == pytest.approx(FLOPS / PEAK / TOKENS), (rank, mfu_per_token)
+    assert tokens["1"] < tokens["0"]  # rank 1's steps are longer
+    # Job-wide: the ranks' tokens/s summed, their MFU's mean.
+    assert len(job_tokens) == 1 and job_tokens[0][1] == pytest.approx(1.0), job_tokens
+    assert len(job_mfu) == 1 and job_mfu[0][1] == pytest.approx(1.0), job_mfu
     # Rank 1's step is longer by construction, and its wait share smaller.
     assert p50["1"] > p50["0"]
     assert wait_share["1"] < wait_share["0"]

@@ -9,9 +9,11 @@ Needs torch and TRAINSCOPE_CLI; the FLOP counts need TRAINSCOPE_FRAMEWORK_PYTHON
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -199,3 +201,41 @@ def test_compare_has_a_tokens_per_second_row(tmp_path):
     rows = [row for pair in json.loads(done.stdout)["pairs"] for row in pair["rows"]]
     names = [row["name"] for row in rows]
     assert "tokens/s" in names, names
+
+
+def test_search_runs_has_the_ledgers_figures_as_columns(tmp_path, no_inherited_run):
+    # A run with known work per step (4 samples of 32 tokens, FLOPs and a peak given) and
+    # one without work.
+    with trainscope.start_run(run_name="work", root=str(tmp_path)) as run:
+        timer = trainscope.Timer()
+        trainscope.log_step_flops(2e6)
+        trainscope.log_param(_core._PEAK_FLOPS_PARAM, "1e9")
+        for _ in range(12):
+            with timer.scope(trainscope.TimeType.BATCH):
+                time.sleep(0.005)
+            trainscope.log_step_work(samples=4, tokens=4 * 32)
+        work_dir = run.dir
+    with trainscope.start_run(run_name="none", root=str(tmp_path)):
+        timer = trainscope.Timer()
+        for _ in range(3):
+            with timer.scope(trainscope.TimeType.BATCH):
+                time.sleep(0.001)
+    frame = trainscope.search_runs(str(tmp_path))
+    rows = {row["name"]: row for _, row in frame.iterrows()}
+    assert set(rows) == {"work", "none"}, frame
+    work = rows["work"]
+    # The ledger's own figures (its reader, not a second formula), with the known work.
+    ledger = trainscope.ledger(work_dir)
+    assert ledger["steps"] > 0 and ledger["tokens_per_s"] > 0, ledger
+    assert work["ledger.tokens_per_s"] == pytest.approx(ledger["tokens_per_s"], rel=1e-12)
+    assert work["ledger.samples_per_s"] == pytest.approx(ledger["samples_per_s"], rel=1e-12)
+    assert work["ledger.mfu"] == pytest.approx(ledger["mfu"], rel=1e-12)
+    assert work["ledger.tokens_per_s"] == pytest.approx(32 * work["ledger.samples_per_s"])
+    assert work["ledger.mfu"] == pytest.approx(work["ledger.tokens_per_s"] / 128 * 2e6 / 1e9)
+    none = rows["none"]
+    assert all(math.isnan(none[c]) for c in
+               ("ledger.tokens_per_s", "ledger.samples_per_s", "ledger.mfu")), none
+    # The run filter takes the columns, as it takes metrics.*.
+    kept = trainscope.search_runs(str(tmp_path), "ledger.tokens_per_s > 0")
+    assert list(kept["name"]) == ["work"]
+    assert trainscope.search_runs(str(tmp_path), "ledger.mfu > 1").empty

@@ -38,6 +38,10 @@ TRAIN = """
     seconds = float(sys.argv[1])
     rank = int(os.environ["RANK"])
     tmr = trainscope.Timer()            # joins TRAINSCOPE_RUN_DIR as this RANK
+    # The ledger's work (docs/ledger.md): SAMPLES x SEQ tokens and FLOPS per step, PEAK FLOP/s.
+    trainscope.log_step_flops(FLOPS)
+    if rank == 0:
+        trainscope.log_param("work/peak_flops", str(PEAK))
     end = time.time() + seconds
     while time.time() < end:
         tmr.start(trainscope.TimeType.BATCH)
@@ -46,7 +50,9 @@ TRAIN = """
         with tmr.scope(trainscope.TimeType.FORWARD):
             time.sleep(0.015 + 0.005 * rank)
         tmr.end(trainscope.TimeType.BATCH)
+        trainscope.log_step_work(samples=SAMPLES, tokens=SAMPLES * SEQ)
 """
+SAMPLES, SEQ, FLOPS, PEAK = 8, 64, 4e6, 1e9
 
 LAUNCHER = """
     import os, subprocess, sys
@@ -68,7 +74,9 @@ def _env(**extra):
 
 def _start_job(work, root, seconds, name="toptest"):
     work.mkdir(parents=True, exist_ok=True)
-    (work / "train.py").write_text(textwrap.dedent(TRAIN))
+    (work / "train.py").write_text(textwrap.dedent(TRAIN).replace("SAMPLES", str(SAMPLES))
+                                   .replace("SEQ", str(SEQ)).replace("FLOPS", repr(FLOPS))
+                                   .replace("PEAK", repr(PEAK)))
     (work / "launcher.py").write_text(textwrap.dedent(LAUNCHER))
     return subprocess.Popen(
         [CLI, "run", "--root", str(root), "--interval", "0.5", "--name", name, "--",
@@ -255,6 +263,9 @@ def test_once_prints_a_plain_snapshot_of_the_live_job(live_job):
     assert set(_rank_steps(out)) == {0, 1}, out
     assert _diagnosis_labels(out), out
     assert re.search(r"^key\s+dev\s+count", out, re.M), out
+    # The ledger while the run is live: tokens/s, samples/s and MFU (FLOPs and a peak given).
+    assert re.search(r"^ledger: [\d.]+ k?tokens/s, [\d.]+ samples/s, .*MFU [\d.]+% of 1 GFLOP/s$",
+                     out, re.M), out
     # Not a terminal: the same snapshot without --once.
     piped = subprocess.run([CLI, "top", str(run_dir)], env=_env(), capture_output=True,
                            text=True, timeout=60, check=False)
@@ -273,6 +284,18 @@ def test_json_prints_the_diagnosis_document(live_job):
     assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
     names = [label["name"] for label in doc["window"]["labels"] + doc["run"]["labels"]]
     assert names and all(name in LABELS for name in names), names
+    # The ledger of the live run, per rank from the same steps: tokens are SEQ x the samples,
+    # and MFU is the FLOPs per step x steps/s over the peak (steps/s = tokens/s / tokens a step).
+    ledger = doc["ledger"]
+    assert sorted(r["rank"] for r in ledger["ranks"]) == [0, 1], ledger
+    for r in ledger["ranks"]:
+        assert r["steps"] > 0 and r["tokens_per_s"] > 0, r
+        assert r["tokens_per_s"] == pytest.approx(SEQ * r["samples_per_s"]), r
+        assert r["mfu"] == pytest.approx(r["tokens_per_s"] / (SAMPLES * SEQ) * FLOPS / PEAK), r
+    assert ledger["tokens_per_s"] == pytest.approx(sum(r["tokens_per_s"] for r in ledger["ranks"]))
+    # Rank 1's steps are longer (by construction): fewer tokens a second.
+    by_rank = {r["rank"]: r for r in ledger["ranks"]}
+    assert by_rank[1]["tokens_per_s"] < by_rank[0]["tokens_per_s"], ledger
 
 
 @needs_tmux

@@ -181,7 +181,7 @@ TEST(RunFilterTest, DigitsOfAnyScript) {
 
 constexpr char kColumns[] =
     "(one of run_id, name, experiment, status, start_time, end_time, duration_s, world_size, "
-    "dir, params.<k>, tags.<k>, regions.<KEY>.<stat>, metrics.<k>)";
+    "dir, params.<k>, tags.<k>, regions.<KEY>.<stat>, metrics.<k>, ledger.<figure>)";
 constexpr char kCannotRead[] = "(expected: column op value [and ...], op one of = != < > <= >=)";
 constexpr char kExpected[] = "(op one of = != < > <= >=; quote strings: params.lr = '0.1')";
 
@@ -459,6 +459,23 @@ TEST_F(RunFilterRunTest, RegionStatisticsAndMetricsAreColumnsOfTheRow) {
   const Row lean = run_filter_row(reader, only).value();
   EXPECT_THAT(lean, Not(Contains(Key("regions.BATCH.median"))));
   EXPECT_THAT(lean, Contains(Key("metrics.loss")));
+  // ledger.*: by the caller's deriver, for runs whose metrics hold work only (this one has none).
+  const RunFilterRowOptions ledger = row_options_for(parse("ledger.tokens_per_s > 1"));
+  EXPECT_TRUE(ledger.metrics);
+  RunFilterRowOptions derived;
+  int calls = 0;
+  derived.ledger_columns = [&calls](const RunReader&, std::map<std::string, std::string>* out) {
+    ++calls;
+    (*out)["ledger.tokens_per_s"] = "5.0";
+    return absl::OkStatus();
+  };
+  EXPECT_THAT(run_filter_row(reader, derived).value(), Not(Contains(Key("ledger.tokens_per_s"))));
+  EXPECT_EQ(calls, 0);
+  testing::write_file(dir / "metrics-0.csv", "work/samples,4,0,1,0\n", /*append=*/true);
+  const Row with_work = run_filter_row(open_run(dir.string()), derived).value();
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(matches("ledger.tokens_per_s > 1", with_work));
+  EXPECT_FALSE(matches("ledger.tokens_per_s > 1", row));  // a run without it never matches
   // A metrics file that cannot be read is an error naming it.
   testing::write_file(dir / "metrics-1.csv", "loss,x,0,1,1\n", /*append=*/true);
   const absl::StatusOr<Row> bad = run_filter_row(open_run(dir.string()));

@@ -413,6 +413,9 @@ _ATTRIBUTES = ("run_id", "name", "experiment", "status", "start_time", "end_time
                "world_size", "dir")
 
 
+_LEDGER_COLUMNS = ("ledger.tokens_per_s", "ledger.samples_per_s", "ledger.mfu")
+
+
 def _typed_row(row, keys, stat):
     """The C++ row of a run (_RunReader.filter_row: every value as text) with the types of
     search_runs' columns: times as UTC Timestamps, numbers as float, world_size as int;
@@ -431,6 +434,7 @@ def _typed_row(row, keys, stat):
         column = f"regions.{key}.{stat}"
         out[column] = float(row.get(column, "nan"))
     out.update((k, float(v)) for k, v in row.items() if k.startswith("metrics."))
+    out.update((k, float(v)) for k, v in row.items() if k.startswith("ledger."))
     return out
 
 
@@ -446,7 +450,11 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     p99, cv, median_ci_low, median_ci_high, warmup_excluded) of region KEY on `device`,
     durations in seconds, the mean over ranks (NaN where no rank has it), then
     metrics.<k> for each metric the runs logged (log_metric): its last value (each
-    rank's last, the mean over ranks; NaN where a run has none).
+    rank's last, the mean over ranks; NaN where a run has none), then
+    ledger.tokens_per_s, ledger.samples_per_s and ledger.mfu: the efficiency ledger's
+    figures (trainscope.ledger, docs/ledger.md) of the runs that recorded work per step
+    (metrics.work/samples or metrics.work/tokens; derived by the ledger's reader, which
+    reads their steps; NaN where a run has none).
 
     root: a run, a directory of runs, or a sweep directory (its runs/), as every command
     takes them; a directory without a run gives an empty DataFrame and a TrainscopeWarning
@@ -456,7 +464,7 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     the run does not have are absent) and returning whether to keep it, or a string of
     comparisons joined by `and`: `column op literal`, op one of = != < > <= >=, e.g.
     "params.lr = '0.1' and status = 'FINISHED' and regions.BATCH.median < 0.5 and
-    metrics.loss < 0.2".
+    metrics.loss < 0.2 and ledger.tokens_per_s > 1000".
     A quoted literal compares as a string, a number numerically; a run without the
     column never matches. Column names as above (also `attributes.status`), and
     regions.<KEY>.<stat> of any key and statistic on `device` (not only `keys` and `stat`);
@@ -511,8 +519,9 @@ def search_runs(root, filter=None, keys=("BATCH", "EPOCH"), stat="median", devic
     params = sorted({c for r in rows for c in r if c.startswith("params.")})
     tags = sorted({c for r in rows for c in r if c.startswith("tags.")})
     metrics = sorted({c for r in rows for c in r if c.startswith("metrics.")})
+    ledger = [c for c in _LEDGER_COLUMNS if any(c in r for r in rows)]
     columns = (list(_ATTRIBUTES) + params + tags + [f"regions.{k}.{stat}" for k in keys] +
-               metrics)
+               metrics + ledger)
     frame = pd.DataFrame(rows, columns=columns)
     if len(frame):
         frame = frame.sort_values("start_time", ascending=False, kind="stable")

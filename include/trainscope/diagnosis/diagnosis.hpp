@@ -421,9 +421,10 @@ struct Diagnosis {
   std::vector<HostNow> host_now;
   AutoFound auto_found;
   std::vector<Capture> captures;  // by rank, then step
-  // diagnose_run only: the run's efficiency ledger (docs/ledger.md), absent
-  // when it recorded no work; in the JSON document as "ledger" (absent there
-  // too), in the text as steps::format_ledger_line.
+  // The run's efficiency ledger (docs/ledger.md; a live Follower's concluded
+  // again with the run scope, over the steps read), absent when it recorded
+  // no work; in the JSON document as "ledger" (absent there too), in the text
+  // as steps::format_ledger_line.
   std::optional<steps::Ledger> ledger;
 
   // The labels of the run scope (the window's while running) in one line:
@@ -438,7 +439,7 @@ struct Diagnosis {
 // already dropped) and readings.
 Scope conclude(const Inputs& inputs, const Thresholds& thresholds, std::string_view name);
 
-// The ledger's word on a scope's labels (diagnose_run, on the run scope): a
+// The ledger's word on a scope's labels (Follower::diagnose, on the run scope): a
 // COMPUTE-BOUND job whose MFU is below thresholds.mfu_low gets it said in its
 // evidence and next step (the compute itself is far from the device's peak).
 // Nothing without COMPUTE-BOUND or without an MFU.

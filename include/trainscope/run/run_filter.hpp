@@ -18,7 +18,8 @@
 // and a filter is `name op (string|number)` joined by the name `and` (any
 // case). A column loses its backticks and an `attributes.` prefix (`id` is
 // run_id) and must be one of kRunFilterAttributes or params.<k>, tags.<k>,
-// regions.<KEY>.<stat> (a region's statistic), metrics.<k> (a logged metric). Text is UTF-8, read
+// regions.<KEY>.<stat> (a region's statistic), metrics.<k> (a logged metric),
+// ledger.<figure> (RunFilterRowOptions::ledger_columns). Text is UTF-8, read
 // as Python reads a str: \s is Python's white space (also U+001C-U+001F, U+0085, U+00A0,
 // U+2000-U+200A, U+3000, ...), \w a letter, digit or `_` and \d a decimal digit of any script, by
 // Python 3.11's Unicode 14 tables (code points unassigned there may differ); a byte that is not
@@ -27,6 +28,7 @@
 #ifndef TRAINSCOPE_RUN_RUN_FILTER_HPP_
 #define TRAINSCOPE_RUN_RUN_FILTER_HPP_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -77,6 +79,13 @@ struct RunFilterRowOptions {
   Device device = Device::kCPU;
   bool regions = true;  // read the summaries for regions.*
   bool metrics = true;  // read the metrics files for metrics.*
+  // ledger.<figure> (tokens_per_s, samples_per_s, mfu: the efficiency ledger's,
+  // docs/ledger.md) of a run whose metrics hold work (metrics.work/samples or
+  // metrics.work/tokens: read with `metrics`): derived by a room above this one
+  // (steps::add_ledger_columns), set by the callers that show or filter them
+  // (search_runs, `trainscope compare`); none when unset.
+  std::function<absl::Status(const RunReader& run, std::map<std::string, std::string>* row)>
+      ledger_columns;
 };
 // What a filter needs (its regions.* and metrics.* columns), for callers that
 // read the row only to filter.

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -80,15 +81,65 @@ struct Ledger {
   std::vector<std::string> notes;
 };
 
-// The pure step: the ledger of `steps` given each rank's work metrics (any
-// metrics: those of the work's names are used), the run's params and tags
-// (steps.info) and each host's energy readings.
+// The work of one step index (its kStepSamplesMetric and kStepTokensMetric
+// rows, summed when logged twice), and of each index of one rank.
+struct WorkFigures {
+  double samples = 0;
+  double tokens = 0;
+  bool has_tokens = false;
+};
+using WorkByStep = std::map<std::int64_t, WorkFigures>;
+WorkByStep work_by_step(const std::vector<MetricPoint>& metrics);
+
+// The pure step: the ledger of `ranks` (their steps: history, merged or not)
+// given each rank's work (by rank), the run's params and tags (info) and each
+// host's energy readings. Every reader of the ledger ends here (read_ledger,
+// the live diagnosis::Follower).
+Ledger conclude_ledger(const RunInfo& info, const std::vector<const RankSteps*>& ranks,
+                       const std::map<std::uint32_t, WorkByStep>& work,
+                       const LedgerOptions& options = {},
+                       const std::vector<EnergySeries>& energy = {});
+// The same on hand-made steps and each rank's work metrics (any metrics:
+// those of the work's names are used), by the position of steps.ranks.
 Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
                        const LedgerOptions& options = {},
                        const std::vector<EnergySeries>& energy = {});
 
-// Reads the run (read_steps, each rank's metrics) and concludes its ledger.
+// Each host's energy readings (HostLoad::rapl_energy_j).
+std::vector<EnergySeries> energy_series(const std::vector<HostLoad>& hosts);
+
+// Reads the work of a run's ranks (their metric rows of the work's names)
+// from where it stopped: read_ledger reads once, a live reader (the
+// diagnosis's Follower: `trainscope top`, the Prometheus endpoint) at every
+// poll what the ranks appended. Another run at the path is read from its start.
+class WorkReader {
+ public:
+  // Reads what each rank's metrics file gained since the last poll (a cut
+  // last line is left for the next); an error names the file.
+  absl::Status poll(const RunReader& reader);
+  // Forgets what was read (the steps' reader read the run again from its start).
+  void restart();
+  // Keeps memory flat while a live run goes on: the work of a merged step of
+  // a rank's history summed at its first index, the work of steps that were
+  // not read (a sampled read skipped them) dropped. The ledger of `ranks` is
+  // the same before and after.
+  void compact(const std::vector<const RankSteps*>& ranks);
+  const std::map<std::uint32_t, WorkByStep>& work() const noexcept { return work_; }
+
+ private:
+  std::string run_id_;
+  std::int64_t start_time_ms_ = 0;
+  std::map<std::uint32_t, std::uint64_t> offsets_;
+  std::map<std::uint32_t, WorkByStep> work_;
+};
+
+// Reads the run (read_steps, each rank's work) and concludes its ledger.
 absl::StatusOr<Ledger> read_ledger(const RunReader& reader, const LedgerOptions& options = {});
+
+// The ledger's figures as the run filter's columns (RunFilterRowOptions::
+// ledger_columns, trainscope/run/run_filter.hpp): ledger.tokens_per_s,
+// ledger.samples_per_s and ledger.mfu of read_ledger, each where it is a number.
+absl::Status add_ledger_columns(const RunReader& run, std::map<std::string, std::string>* row);
 
 // What one step's MFU needs of a run (compare's per-step `mfu` row, the same
 // meaning as the ledger's): the FLOPs of one step, the peak of one device
@@ -105,8 +156,9 @@ struct MfuBasis {
 MfuBasis mfu_basis(const RunInfo& info, const LedgerOptions& options = {});
 
 // One line: "ledger: 12,345 tokens/s, 256 samples/s, 1.2 TFLOP/s achieved, MFU 41.3% of
-// 2.9 TFLOP/s (cpu GEMM probe)"; with what is missing and why.
-std::string format_ledger_line(const Ledger& ledger);
+// 2.9 TFLOP/s (cpu GEMM probe)"; with what is missing and why (`notes`:
+// false for a live view's line, `trainscope top`).
+std::string format_ledger_line(const Ledger& ledger, bool notes = true);
 
 }  // namespace trainscope::steps
 

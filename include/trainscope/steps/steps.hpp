@@ -309,6 +309,9 @@ struct HostLoad {
   std::vector<HostSample> samples;  // in time order
   // Per device, NVML's utilization (% of the time a kernel ran), by time (ms).
   std::map<int, std::map<std::int64_t, double>> gpu_util_pct;
+  // The CPU's cumulative energy (host::kRaplEnergyMetric, joules), by time
+  // (ms): the ledger's energy (trainscope/steps/ledger.hpp).
+  std::vector<std::pair<std::int64_t, double>> rapl_energy_j;
   HostNow now;
 };
 
