@@ -290,7 +290,8 @@ constexpr std::uint64_t kColumnReadBytes = std::uint64_t{16} << 20;
 // "epoch": int64 arrays, "truncated": a last line cut short was left out}.
 py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
   std::vector<std::int32_t> key, device;
-  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch;
+  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch, gpu_start, stream;
+  std::vector<std::uint8_t> gpu_start_missing;
   CategoryCodes keys;
   bool seen[2] = {false, false};
   absl::Status status;
@@ -302,7 +303,7 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
     const std::uint64_t size =
         ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     const std::size_t expected = ExpectedRows(path);
-    for (auto* column : {&ranks, &thread, &start, &duration, &step, &epoch}) {
+    for (auto* column : {&ranks, &thread, &start, &duration, &step, &epoch, &gpu_start, &stream}) {
       column->reserve(expected);
     }
     key.reserve(expected);
@@ -318,6 +319,10 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
       duration.push_back(row.duration_ns);
       step.push_back(row.step);
       epoch.push_back(row.epoch);
+      const bool missing = row.gpu_start_ns == kNoGpuStart;
+      gpu_start.push_back(missing ? 0 : row.gpu_start_ns);
+      gpu_start_missing.push_back(missing ? 1 : 0);
+      stream.push_back(row.stream);
     };
     // What is there now: rows appended while it is read are for the next read.
     std::uint64_t offset = 0;
@@ -350,6 +355,9 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
   out["duration_ns"] = ToArray(std::move(duration));
   out["step"] = ToArray(std::move(step));
   out["epoch"] = ToArray(std::move(epoch));
+  out["gpu_start_ns"] = ToArray(std::move(gpu_start));  // Int64: missing where unknown
+  out["gpu_start_ns_missing"] = ToArray(std::move(gpu_start_missing), "?");
+  out["stream"] = ToArray(std::move(stream));
   out["truncated"] = truncated;
   return std::move(out);
 }

@@ -87,4 +87,17 @@ absl::Status SimulatedEventSource::elapsed_ns(Event start, Event end, std::int64
   return absl::OkStatus();
 }
 
+absl::Status SimulatedEventSource::offset_ns(Event from, Event to, std::int64_t* out) {
+  // Not counted in elapsed_reads(): tests count the reads of region durations.
+  SimEvent* f = find(from);
+  SimEvent* t = find(to);
+  if (f == nullptr || t == nullptr) return absl::InvalidArgumentError("offset of an unknown event");
+  if (now_ns_ < f->gpu_time_ns + completion_delay_ns_ ||
+      now_ns_ < t->gpu_time_ns + completion_delay_ns_) {
+    return absl::UnavailableError("simulated events not complete");
+  }
+  *out = t->gpu_time_ns - f->gpu_time_ns;
+  return absl::OkStatus();
+}
+
 }  // namespace trainscope::testing

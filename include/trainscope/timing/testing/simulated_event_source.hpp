@@ -51,6 +51,7 @@ class SimulatedEventSource final : public GpuEventSource {
   absl::Status synchronize(Event event) override;
   absl::Status elapsed_ns(Event start, Event end, std::int64_t* out) override;
   std::uint64_t blocking_waits() const noexcept override { return syncs_; }
+  absl::Status offset_ns(Event from, Event to, std::int64_t* out) override;
 
  private:
   struct SimEvent {
