@@ -576,7 +576,9 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
       if (result == CsvScanner::Result::kIncomplete) break;
       if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
       if (fields.size() != columns && fields.size() != old_columns) {
-        return row_error(source, fmt::format("{} fields, expected {}", fields.size(), columns));
+        return row_error(source,
+                         fmt::format("{} fields, expected {} (or {}, written before device starts)",
+                                     fields.size(), columns, old_columns));
       }
       if (first) {
         std::string found(fields[0]);

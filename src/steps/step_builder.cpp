@@ -73,7 +73,7 @@ double StepBuilder::place(std::int64_t step_start_ns, const PendingRow& r) {
   }
   if (intervals == nullptr) return -1;
   const std::int64_t end =
-      r.duration_ns > std::numeric_limits<std::int64_t>::max() - r.gpu_start_ns
+      r.gpu_start_ns > 0 && r.duration_ns > std::numeric_limits<std::int64_t>::max() - r.gpu_start_ns
           ? std::numeric_limits<std::int64_t>::max()
           : r.gpu_start_ns + r.duration_ns;
   return static_cast<double>(intervals->add(r.gpu_start_ns, end)) * 1e-9;

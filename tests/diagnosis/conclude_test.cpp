@@ -633,7 +633,7 @@ TEST(Conclude, HostPacedByABusyGpuIsComputeBound) {
 // once overlaps count once. The union wins over NVML and over the spans, and
 // the evidence says so; a step with a row of no device start falls back.
 TEST(Conclude, GpuIdleIsJudgedOnTheDeviceUnionFirst) {
-  Shape shape{.forward = 0.001, .rest = 0.002, .gpu_forward = 0.027, .gpu_union = 0.009};
+  Shape shape{.forward = 0.001, .rest = 0.029, .gpu_forward = 0.027, .gpu_union = 0.009};
   for (const double util : {-1.0, 90.0}) {
     shape.gpu_util_pct = util;
     const Scope s = conclude(one_rank(shape), Thresholds{}, "run");
