@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -576,6 +577,10 @@ for a file or no path.)doc");
                                               "start_unix_ns", "period_s", "data_wait_s"};
             for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
               names.push_back(std::string(steps::phase_name(static_cast<steps::Phase>(p))) + "_s");
+            // The GPU busy time: the event spans summed, and the measured device union
+            // (NaN where a step's GPU rows have no device start): docs/steps.md.
+            names.push_back("gpu_busy_s");
+            names.push_back("gpu_union_s");
             const py::dict columns = table(names);
             for (const steps::RankSteps& t : s.ranks) {
               const std::int64_t warmup = steps::warmup_steps(t);  // docs/steps.md, "Warm-up"
@@ -589,6 +594,10 @@ for a file or no path.)doc");
                 const steps::Step full = steps::with_rest(x);
                 for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
                   row.push_back(py::float_(full.cpu_s[p]));
+                row.push_back(py::float_(x.gpu_busy_s));
+                row.push_back(py::float_(x.gpu_union_known()
+                                             ? x.gpu_union_s
+                                             : std::numeric_limits<double>::quiet_NaN()));
                 append(columns, row);
               }
             }

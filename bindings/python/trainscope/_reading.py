@@ -328,7 +328,9 @@ class Run:
         start_unix_ns, period_s (to the next step's start; the last step its own duration),
         data_wait_s (the step thread's IO overlapping the period) and each phase's CPU time
         (h2d_s, forward_s, backward_s, optimizer_s, comm_s, comm_exposed_s,
-        sync_s, rest_s)."""
+        sync_s, rest_s), then the GPU busy time: gpu_busy_s (the GPU-timed compute rows'
+        event spans, summed) and gpu_union_s (the union of their device intervals over all
+        streams; NaN where a row of the step has no device start)."""
         return self._cached("steps", lambda: _pandas().DataFrame(self._steps_and_load()[0]))
 
     @property
