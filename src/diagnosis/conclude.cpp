@@ -66,7 +66,7 @@ struct Pooled {
   std::vector<double> steps;
   std::array<std::vector<double>, kPhaseCount> cpu;
   std::array<std::vector<double>, kPhaseCount> gpu;
-  std::vector<double> gpu_busy;  // Step::gpu_busy_s
+  std::vector<double> gpu_busy;   // Step::gpu_busy_s
   std::vector<double> gpu_union;  // Step::gpu_union_s
   bool gpu_union_known = true;    // in every step with GPU-timed compute rows
 };
@@ -404,7 +404,7 @@ enum class BusySource { kNone, kDeviceUnion, kNvml, kEventSpans };
 struct GpuBusy {
   Interval share;
   BusySource from = BusySource::kNone;
-  bool nvml = false;     // NVML's readings, whichever source the share is from
+  bool nvml = false;  // NVML's readings, whichever source the share is from
   Interval nvml_share;
   std::size_t readings = 0;
   std::string source() const {

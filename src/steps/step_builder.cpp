@@ -44,9 +44,9 @@ bool impossible(RankSteps* out, const Step& s, const PendingRow& r) {
 std::int64_t DeviceIntervals::add(std::int64_t start, std::int64_t end) {
   if (end <= start) return 0;
   // The first kept interval that ends at or after `start`: those before it lie apart.
-  auto first = std::lower_bound(
-      spans_.begin(), spans_.end(), start,
-      [](const std::pair<std::int64_t, std::int64_t>& s, std::int64_t at) { return s.second < at; });
+  auto first = std::lower_bound(spans_.begin(), spans_.end(), start,
+                                [](const std::pair<std::int64_t, std::int64_t>& s,
+                                   std::int64_t at) { return s.second < at; });
   std::int64_t covered = 0;
   std::int64_t merged_start = start;
   std::int64_t merged_end = end;
@@ -73,7 +73,8 @@ double StepBuilder::place(std::int64_t step_start_ns, const PendingRow& r) {
   }
   if (intervals == nullptr) return -1;
   const std::int64_t end =
-      r.gpu_start_ns > 0 && r.duration_ns > std::numeric_limits<std::int64_t>::max() - r.gpu_start_ns
+      r.gpu_start_ns > 0 &&
+              r.duration_ns > std::numeric_limits<std::int64_t>::max() - r.gpu_start_ns
           ? std::numeric_limits<std::int64_t>::max()
           : r.gpu_start_ns + r.duration_ns;
   return static_cast<double>(intervals->add(r.gpu_start_ns, end)) * 1e-9;

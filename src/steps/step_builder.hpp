@@ -28,7 +28,7 @@ struct PendingRow {
   // A data wait already held to the step it starts in (its overlap with a
   // later step is still to come).
   bool carried = false;
-  bool collective = false;  // a COMM/ key's row (Step::collectives_s)
+  bool collective = false;                  // a COMM/ key's row (Step::collectives_s)
   std::int64_t gpu_start_ns = kNoGpuStart;  // a GPU row's device start (RegionView's)
 };
 

@@ -165,8 +165,8 @@ absl::Status GpuEventSource::reference(int device, Event candidate, Event* out, 
     *adopted = true;
   }
   if (device != reference_device_) {
-    return absl::FailedPreconditionError(fmt::format(
-        "the GPU reference event is on device {}, not {}", reference_device_, device));
+    return absl::FailedPreconditionError(
+        fmt::format("the GPU reference event is on device {}, not {}", reference_device_, device));
   }
   *out = reference_;
   return absl::OkStatus();

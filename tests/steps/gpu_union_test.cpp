@@ -144,8 +144,7 @@ TEST_F(GpuUnionTest, AnOldRunWithoutTheColumnsReadsAsBefore) {
   for (int i = 0; i < 3; ++i) {
     const std::int64_t t = t0 + i * 20 * kMs;
     rows += "BATCH,CPU,0,0," + std::to_string(t) + "," + std::to_string(19 * kMs) + ",0,0\n";
-    rows += "FORWARD,GPU,0,0," + std::to_string(t + kMs) + "," + std::to_string(4 * kMs) +
-            ",0,0\n";
+    rows += "FORWARD,GPU,0,0," + std::to_string(t + kMs) + "," + std::to_string(4 * kMs) + ",0,0\n";
     rows += "LOSS,GPU,0,0," + std::to_string(t + 2 * kMs) + "," + std::to_string(kMs) + ",0,0\n";
   }
   testing::write_file(dir / "regions-0.csv", rows, /*append=*/true);
