@@ -552,7 +552,8 @@ def test_a_damaged_json_file_is_named(tmp_path, file_name, content, message):
     ("regions-0.csv", "key,device\nBATCH,CPU\n",
      r"regions-0.csv:1: 2 fields, expected 10 \(or 8, written before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER.replace("step", "stop") + "BATCH,CPU,0,0,1,5,0,0\n",
-     r'regions-0.csv:1: header "key,.*,stop,epoch", expected "key,.*,step,epoch,gpu_start_ns,stream"$'),
+     r'regions-0.csv:1: header "key,.*,stop,epoch", '
+     r'expected "key,.*,step,epoch,gpu_start_ns,stream"$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0,9\n",
      r"regions-0.csv:2: 9 fields, expected 10 \(or 8, written before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0\nBATCH,CPU,0,0,1,5,0,0,9\n",
