@@ -7,6 +7,9 @@
 // from a per-device pool that grows on demand, so the number of outstanding
 // regions is limited by memory only. With no GPU visible, gpu=true regions are
 // timed on the CPU only (one warning per process) unless require_gpu is set.
+// A GPU region also records its device start and stream (RegionSample): read
+// when its pair is harvested, against the previous harvested start, never by
+// waiting (docs/run-format.md `gpu_start_ns`).
 //
 // Thread safety: as Timer (one thread at a time; merge() to combine).
 #ifndef TRAINSCOPE_TIMING_CPU_GPU_TIMER_HPP_

@@ -107,7 +107,9 @@ class SampleRing {
     std::int64_t gpu_start_ns;
   };
   static constexpr std::uint32_t kDeviceBit = std::uint32_t{1} << 31;
-  static constexpr int kStreamShift = 23;  // GPU samples: thread in bits 0-22
+  // GPU samples: the thread index in bits 0-22 (a process's 8,388,608th and
+  // later threads share indices), the stream in 23-30.
+  static constexpr int kStreamShift = 23;
   static constexpr std::uint32_t kGpuThreadMask = (std::uint32_t{1} << kStreamShift) - 1;
   static constexpr std::uint32_t kMaxStream = 255;  // a later stream shares index 255
   static Slot pack(const RegionSample& s) noexcept {
