@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -290,7 +291,8 @@ constexpr std::uint64_t kColumnReadBytes = std::uint64_t{16} << 20;
 // "epoch": int64 arrays, "truncated": a last line cut short was left out}.
 py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
   std::vector<std::int32_t> key, device;
-  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch;
+  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch, gpu_start, stream;
+  std::vector<std::uint8_t> gpu_start_missing;
   CategoryCodes keys;
   bool seen[2] = {false, false};
   absl::Status status;
@@ -302,7 +304,7 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
     const std::uint64_t size =
         ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     const std::size_t expected = ExpectedRows(path);
-    for (auto* column : {&ranks, &thread, &start, &duration, &step, &epoch}) {
+    for (auto* column : {&ranks, &thread, &start, &duration, &step, &epoch, &gpu_start, &stream}) {
       column->reserve(expected);
     }
     key.reserve(expected);
@@ -318,6 +320,10 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
       duration.push_back(row.duration_ns);
       step.push_back(row.step);
       epoch.push_back(row.epoch);
+      const bool missing = row.gpu_start_ns == kNoGpuStart;
+      gpu_start.push_back(missing ? 0 : row.gpu_start_ns);
+      gpu_start_missing.push_back(missing ? 1 : 0);
+      stream.push_back(row.stream);
     };
     // What is there now: rows appended while it is read are for the next read.
     std::uint64_t offset = 0;
@@ -350,6 +356,9 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
   out["duration_ns"] = ToArray(std::move(duration));
   out["step"] = ToArray(std::move(step));
   out["epoch"] = ToArray(std::move(epoch));
+  out["gpu_start_ns"] = ToArray(std::move(gpu_start));  // Int64: missing where unknown
+  out["gpu_start_ns_missing"] = ToArray(std::move(gpu_start_missing), "?");
+  out["stream"] = ToArray(std::move(stream));
   out["truncated"] = truncated;
   return std::move(out);
 }
@@ -570,6 +579,10 @@ for a file or no path.)doc");
                                               "start_unix_ns", "period_s", "data_wait_s"};
             for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
               names.push_back(std::string(steps::phase_name(static_cast<steps::Phase>(p))) + "_s");
+            // The GPU busy time: the event spans summed, and the measured device union
+            // (NaN where a step's GPU rows have no device start): docs/steps.md.
+            names.push_back("gpu_busy_s");
+            names.push_back("gpu_union_s");
             const py::dict columns = table(names);
             for (const steps::RankSteps& t : s.ranks) {
               const std::int64_t warmup = steps::warmup_steps(t);  // docs/steps.md, "Warm-up"
@@ -583,6 +596,10 @@ for a file or no path.)doc");
                 const steps::Step full = steps::with_rest(x);
                 for (std::size_t p = 1; p < steps::kPhaseCount; ++p)
                   row.push_back(py::float_(full.cpu_s[p]));
+                row.push_back(py::float_(x.gpu_busy_s));
+                row.push_back(py::float_(x.gpu_union_known()
+                                             ? x.gpu_union_s
+                                             : std::numeric_limits<double>::quiet_NaN()));
                 append(columns, row);
               }
             }

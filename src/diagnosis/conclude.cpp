@@ -66,12 +66,15 @@ struct Pooled {
   std::vector<double> steps;
   std::array<std::vector<double>, kPhaseCount> cpu;
   std::array<std::vector<double>, kPhaseCount> gpu;
-  std::vector<double> gpu_busy;  // Step::gpu_busy_s
+  std::vector<double> gpu_busy;   // Step::gpu_busy_s
+  std::vector<double> gpu_union;  // Step::gpu_union_s
+  bool gpu_union_known = true;    // in every step with GPU-timed compute rows
 };
 
 Pooled pool(const std::vector<const RankInput*>& ranks) {
   struct Sum {
-    double period = 0, steps = 0, gpu_busy = 0;
+    double period = 0, steps = 0, gpu_busy = 0, gpu_union = 0;
+    bool union_known = true;
     std::array<double, kPhaseCount> cpu{}, gpu{};
   };
   std::map<std::int64_t, Sum> by_step;
@@ -81,6 +84,9 @@ Pooled pool(const std::vector<const RankInput*>& ranks) {
       sum.period += s.period_s;
       sum.steps += s.steps;
       sum.gpu_busy += s.gpu_busy_s;
+      sum.gpu_union += s.gpu_union_s;
+      const bool gpu_rows = s.gpu_rows_placed + s.gpu_rows_unplaced > 0;
+      sum.union_known &= !gpu_rows || s.gpu_union_known();
       for (std::size_t p = 0; p < kPhaseCount; ++p) {
         sum.cpu[p] += s.cpu_s[p];
         sum.gpu[p] += s.gpu_s[p];
@@ -92,6 +98,8 @@ Pooled pool(const std::vector<const RankInput*>& ranks) {
     out.period.push_back(sum.period);
     out.steps.push_back(sum.steps);
     out.gpu_busy.push_back(sum.gpu_busy);
+    out.gpu_union.push_back(sum.gpu_union);
+    out.gpu_union_known &= sum.union_known;
     for (std::size_t p = 0; p < kPhaseCount; ++p) {
       out.cpu[p].push_back(sum.cpu[p]);
       out.gpu[p].push_back(sum.gpu[p]);
@@ -385,18 +393,29 @@ const std::vector<double>& judged(const Pooled& pooled, const DeviceView& v, Pha
   return gpu ? pooled.gpu[kIndex(p)] : pooled.cpu[kIndex(p)];
 }
 
-// The GPU busy share of the step, and what measures it: NVML's utilization
-// readings over the scope (at least kMinBusyReadings, the mean with Student's
-// t interval), else the GPU-timed compute rows (Step::gpu_busy_s over the
-// period, batch means). Unknown (NaN) without either.
+// The GPU busy share of the step, and what measures it: the union of the
+// GPU-timed compute rows' device intervals (Step::gpu_union_s over the period,
+// batch means) where every step has it, else NVML's utilization readings over
+// the scope (at least kMinBusyReadings, the mean with Student's t interval),
+// else the GPU-timed compute rows' spans (Step::gpu_busy_s). Unknown (NaN)
+// without any.
 constexpr std::size_t kMinBusyReadings = 4;
+enum class BusySource { kNone, kDeviceUnion, kNvml, kEventSpans };
 struct GpuBusy {
   Interval share;
-  bool nvml = false;
+  BusySource from = BusySource::kNone;
+  bool nvml = false;  // NVML's readings, whichever source the share is from
+  Interval nvml_share;
   std::size_t readings = 0;
   std::string source() const {
-    return nvml ? fmt::format("NVML utilization, {} readings", readings)
-                : std::string("GPU-timed phases: event spans, gaps between kernels count as busy");
+    switch (from) {
+      case BusySource::kDeviceUnion:
+        return "measured: the union of the GPU-timed phases' device intervals over all streams";
+      case BusySource::kNvml:
+        return fmt::format("NVML utilization, {} readings", readings);
+      default:
+        return "GPU-timed phases: event spans, gaps between kernels count as busy";
+    }
   }
 };
 
@@ -412,8 +431,18 @@ GpuBusy gpu_busy(const std::vector<const RankInput*>& ranks, const Pooled& poole
   if (util.size() >= kMinBusyReadings) {
     b.nvml = true;
     b.readings = util.size();
-    b.share = clip_share(mean_interval(util), "", nullptr);
+    b.nvml_share = clip_share(mean_interval(util), "", nullptr);
+  }
+  if (!v.gpu_timed.empty() && pooled.gpu_union_known &&
+      std::any_of(pooled.gpu_union.begin(), pooled.gpu_union.end(),
+                  [](double u) { return u > 0; })) {
+    b.from = BusySource::kDeviceUnion;
+    b.share = share_interval(pooled.gpu_union, pooled.period, "GPU-timed work", notes);
+  } else if (b.nvml) {
+    b.from = BusySource::kNvml;
+    b.share = b.nvml_share;
   } else if (!v.gpu_timed.empty()) {
+    b.from = BusySource::kEventSpans;
     b.share = share_interval(pooled.gpu_busy, pooled.period, "GPU-timed work", notes);
   }
   return b;
@@ -767,7 +796,7 @@ Scope conclude(const Inputs& inputs, const Thresholds& t, std::string_view name)
   const Interval launch_ratio =
       device.gpu_timed.empty() ? Interval{} : ratio_interval(device.launch_cpu, device.launch_gpu);
   const bool launch_bound = above(launch_ratio, t.launch_bound_cpu_gpu_ratio) &&
-                            (!busy.nvml || below(busy.share, t.launch_bound_busy_share));
+                            (!busy.nvml || below(busy.nvml_share, t.launch_bound_busy_share));
   const bool exposed_timed = measured_anywhere(ranks, Phase::kCommExposed, false);
   const Interval exposed = share_interval(pooled.cpu[kIndex(Phase::kCommExposed)], pooled.period,
                                           "the communication waited for", notes);

@@ -420,6 +420,10 @@ absl::StatusOr<RegionView> parse_region(const std::vector<std::string_view>& fie
   row.duration_ns = p.non_negative<std::int64_t>(5, "duration_ns");
   row.step = p.integer<std::int64_t>(6, "step");
   row.epoch = p.integer<std::int64_t>(7, "epoch");
+  if (fields.size() > 8) {  // rows of runs written before these columns have 8 fields
+    if (!fields[8].empty()) row.gpu_start_ns = p.integer<std::int64_t>(8, "gpu_start_ns");
+    if (!fields[9].empty()) row.stream = p.integer<std::uint32_t>(9, "stream");
+  }
   if (!p.status().ok()) return p.status();
   return row;
 }
@@ -547,7 +551,9 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
     const std::string& path, std::uint64_t offset, std::uint64_t max_bytes,
     absl::FunctionRef<void(const RegionView&)> visit) {
   const std::string_view header = run::detail::kRegionsHeader;
+  const std::string_view old_header = run::detail::kRegionsHeaderWithoutGpu;
   const std::size_t columns = field_count(header);
+  const std::size_t old_columns = field_count(old_header);
   std::vector<std::string_view> fields;
   std::vector<std::string> scratch;
   thread_local std::string buffer;  // kept between calls: no allocation per poll
@@ -569,8 +575,10 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
       const CsvScanner::Result result = scanner.next_views(&fields, &scratch);
       if (result == CsvScanner::Result::kIncomplete) break;
       if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
-      if (fields.size() != columns) {
-        return row_error(source, fmt::format("{} fields, expected {}", fields.size(), columns));
+      if (fields.size() != columns && fields.size() != old_columns) {
+        return row_error(source,
+                         fmt::format("{} fields, expected {} (or {}, written before device starts)",
+                                     fields.size(), columns, old_columns));
       }
       if (first) {
         std::string found(fields[0]);
@@ -579,7 +587,7 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
           found += fields[i];
         }
         const std::string expected(header.substr(0, header.size() - 1));
-        if (found != expected) {
+        if (found != expected && found != old_header.substr(0, old_header.size() - 1)) {
           return row_error(source, fmt::format("header \"{}\", expected \"{}\"",
                                                absl::CHexEscape(found), expected));
         }
@@ -607,7 +615,8 @@ absl::StatusOr<Chunk<RegionRow>> collect_regions(const std::string& path, std::u
   absl::StatusOr<RunReader::Scan> scan =
       scan_regions_file(path, offset, max_bytes, [&chunk](const RegionView& v) {
         chunk.rows.push_back(RegionRow{std::string(v.key), v.device, v.rank, v.thread,
-                                       v.start_unix_ns, v.duration_ns, v.step, v.epoch});
+                                       v.start_unix_ns, v.duration_ns, v.step, v.epoch,
+                                       v.gpu_start_ns, v.stream});
       });
   if (!scan.ok()) return scan.status();
   chunk.next_offset = scan->next_offset;

@@ -441,8 +441,8 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
   // interval in memory, where a burst would reach max_buffered_bytes. A write
   // that fails leaves its lines pending: flush() retries and reports it.
   constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
-  // A line without its key: device, 5 integers of at most 20 characters, commas, newline.
-  constexpr std::size_t kMaxLineTail = 3 + 6 + 5 * 20 + 1;
+  // A line without its key: device, 7 integers of at most 20 characters, commas, newline.
+  constexpr std::size_t kMaxLineTail = 3 + 8 + 7 * 20 + 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const RegionSample& s : samples) {
@@ -479,7 +479,7 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
       ++dropped_regions_;
     }
     if (write) {
-      // key,device,rank,thread,start_unix_ns,duration_ns,step,epoch
+      // key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream
       char* p = line;
       const auto put = [&p](std::string_view text) {
         std::memcpy(p, text.data(), text.size());
@@ -502,6 +502,10 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
       put_int(progress.batches);
       *p++ = ',';
       put_int(progress.epochs);
+      *p++ = ',';
+      if (s.device == Device::kGPU && s.gpu_start_ns != kNoGpuStart) put_int(s.gpu_start_ns);
+      *p++ = ',';
+      if (s.device == Device::kGPU) put_int(s.stream);
       *p++ = '\n';
       pending += key_field(s.key);
       pending.append(line, static_cast<std::size_t>(p - line));

@@ -19,6 +19,9 @@ void merge_into(Step* into, const Step& s) {
   into->collectives_s += s.collectives_s;
   into->ddp_exposed_s += s.ddp_exposed_s;
   into->gpu_busy_s += s.gpu_busy_s;
+  into->gpu_union_s += s.gpu_union_s;
+  into->gpu_rows_placed += s.gpu_rows_placed;
+  into->gpu_rows_unplaced += s.gpu_rows_unplaced;
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
     into->cpu_s[p] += s.cpu_s[p];
     into->gpu_s[p] += s.gpu_s[p];
@@ -38,7 +41,46 @@ bool impossible(RankSteps* out, const Step& s, const PendingRow& r) {
 
 }  // namespace
 
-void StepBuilder::credit(Step* s, const PendingRow& r) {
+std::int64_t DeviceIntervals::add(std::int64_t start, std::int64_t end) {
+  if (end <= start) return 0;
+  // The first kept interval that ends at or after `start`: those before it lie apart.
+  auto first = std::lower_bound(spans_.begin(), spans_.end(), start,
+                                [](const std::pair<std::int64_t, std::int64_t>& s,
+                                   std::int64_t at) { return s.second < at; });
+  std::int64_t covered = 0;
+  std::int64_t merged_start = start;
+  std::int64_t merged_end = end;
+  auto last = first;
+  for (; last != spans_.end() && last->first <= end; ++last) {
+    covered += std::min(end, last->second) - std::max(start, last->first);
+    merged_start = std::min(merged_start, last->first);
+    merged_end = std::max(merged_end, last->second);
+  }
+  const auto at = spans_.erase(first, last);
+  spans_.insert(at, {merged_start, merged_end});
+  return (end - start) - covered;
+}
+
+double StepBuilder::place(std::int64_t step_start_ns, const PendingRow& r) {
+  if (r.gpu_start_ns == kNoGpuStart) return -1;
+  DeviceIntervals* intervals = nullptr;
+  if (out_.open && step_start_ns == current_.start_ns) {
+    intervals = &current_intervals_;
+  } else {
+    for (auto& [start, kept] : closed_intervals_) {
+      if (start == step_start_ns) intervals = &kept;
+    }
+  }
+  if (intervals == nullptr) return -1;
+  const std::int64_t end =
+      r.gpu_start_ns > 0 &&
+              r.duration_ns > std::numeric_limits<std::int64_t>::max() - r.gpu_start_ns
+          ? std::numeric_limits<std::int64_t>::max()
+          : r.gpu_start_ns + r.duration_ns;
+  return static_cast<double>(intervals->add(r.gpu_start_ns, end)) * 1e-9;
+}
+
+void StepBuilder::credit(Step* s, const PendingRow& r, double union_s) {
   const double seconds = static_cast<double>(r.duration_ns) * 1e-9;
   if (r.phase < 0) return;
   if (is_wait(r)) {
@@ -59,7 +101,15 @@ void StepBuilder::credit(Step* s, const PendingRow& r) {
     return;
   }
   (r.gpu ? s->gpu_s : s->cpu_s)[static_cast<std::size_t>(r.phase)] += seconds;
-  if (r.gpu && is_compute(static_cast<Phase>(r.phase))) s->gpu_busy_s += seconds;
+  if (is_gpu_compute(r)) {
+    s->gpu_busy_s += seconds;
+    if (union_s >= 0) {
+      s->gpu_union_s += union_s;
+      ++s->gpu_rows_placed;
+    } else {
+      ++s->gpu_rows_unplaced;
+    }
+  }
 }
 
 void StepBuilder::add_key(std::vector<KeySum>* sums, const PendingRow& r) {
@@ -103,7 +153,7 @@ void StepBuilder::take_pending(std::int64_t until) {
       add_key(&current_keys_, r);
       if (impossible(&out_, current_, r)) continue;
     }
-    credit(&current_, r);
+    credit(&current_, r, is_gpu_compute(r) ? place(current_.start_ns, r) : -1);
     if (is_wait(r) && r.end_ns > period_end_ns(current_)) {
       r.carried = true;  // its overlap with the next steps
       keep.push_back(r);
@@ -113,6 +163,9 @@ void StepBuilder::take_pending(std::int64_t until) {
 }
 
 void StepBuilder::finalize() {
+  closed_intervals_.emplace_back(current_.start_ns, std::move(current_intervals_));
+  current_intervals_ = DeviceIntervals{};
+  while (closed_intervals_.size() > kKeptIntervalSteps) closed_intervals_.pop_front();
   out_.window.push_back(current_);
   while (out_.window.size() > window_steps_) out_.window.pop_front();
   if (key_sums_) out_.key_sums.push_back(std::move(current_keys_));
@@ -203,8 +256,11 @@ void StepBuilder::add_late(const PendingRow& r) {
   // Held to the window's step (exact) when it is there, else to the history's.
   if (impossible(&out_, w != out_.window.begin() ? *std::prev(w) : *h, r)) return;
   if (!is_wait(r)) {
-    if (w != out_.window.begin()) credit(&*std::prev(w), r);
-    credit(&*h, r);
+    // The row's place in its step's device union, once for both copies of the step.
+    const double union_s =
+        is_gpu_compute(r) && w != out_.window.begin() ? place(std::prev(w)->start_ns, r) : -1;
+    if (w != out_.window.begin()) credit(&*std::prev(w), r, union_s);
+    credit(&*h, r, union_s);
     return;
   }
   // A data wait: its overlap with every step it reaches into, the open one too.
@@ -248,6 +304,8 @@ void StepBuilder::skip(std::uint64_t bytes) {
   pending_.clear();
   current_ = Step{};
   current_keys_.clear();
+  current_intervals_ = DeviceIntervals{};
+  closed_intervals_.clear();
   const double per_step =
       out_.step_rows ? static_cast<double>(out_.read_bytes) / static_cast<double>(out_.step_rows)
                      : 0.0;

@@ -6,10 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "trainscope/steps/steps.hpp"
+#include "trainscope/timing/region_sink.hpp"
 
 namespace trainscope::steps::detail {
 
@@ -25,7 +28,21 @@ struct PendingRow {
   // A data wait already held to the step it starts in (its overlap with a
   // later step is still to come).
   bool carried = false;
-  bool collective = false;  // a COMM/ key's row (Step::collectives_s)
+  bool collective = false;                  // a COMM/ key's row (Step::collectives_s)
+  std::int64_t gpu_start_ns = kNoGpuStart;  // a GPU row's device start (RegionView's)
+};
+
+// The device intervals [start, end) of one step's GPU-timed compute rows, kept
+// disjoint and sorted: add() returns the time a new interval adds to their
+// union (0 for one inside what is there: nested regions, a second stream's
+// overlapping work).
+class DeviceIntervals {
+ public:
+  std::int64_t add(std::int64_t start, std::int64_t end);
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& intervals() const { return spans_; }
+
+ private:
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans_;
 };
 
 class StepBuilder {
@@ -58,7 +75,16 @@ class StepBuilder {
   }
   // Adds the row's phase time to `s` (a CPU row longer than the step is left
   // out and counted): by start, or a data wait by its overlap with the period.
-  void credit(Step* s, const PendingRow& r);
+  // `union_s`: the time a GPU compute row adds to its step's device union
+  // (Step::gpu_union_s), or < 0 where it has no place in it.
+  void credit(Step* s, const PendingRow& r, double union_s = -1);
+  // The time GPU compute row `r` adds to the union of step `step_start_ns`'s
+  // device intervals; < 0 where the row has no device start or the step's
+  // intervals are no longer kept.
+  double place(std::int64_t step_start_ns, const PendingRow& r);
+  bool is_gpu_compute(const PendingRow& r) const {
+    return r.gpu && r.phase >= 0 && is_compute(static_cast<Phase>(r.phase));
+  }
   void add_key(std::vector<KeySum>* sums, const PendingRow& r);
   void take_pending(std::int64_t until);
   void finalize();
@@ -73,6 +99,11 @@ class StepBuilder {
   std::int64_t current_end_ns_ = 0;
   std::vector<KeySum> current_keys_;
   std::vector<PendingRow> pending_;
+  // The device intervals of the open step and of the last kKeptIntervalSteps
+  // closed ones (by step start), for the GPU rows collected after their step.
+  static constexpr std::size_t kKeptIntervalSteps = 64;
+  DeviceIntervals current_intervals_;
+  std::deque<std::pair<std::int64_t, DeviceIntervals>> closed_intervals_;
   bool after_skip_ = false;
   std::uint64_t steps_at_skip_ = 0;
   // Late rows that start before this joined no step read (the first step

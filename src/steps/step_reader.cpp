@@ -225,6 +225,7 @@ struct StepReader::State {
           row.start_unix_ns,          end,       row.duration_ns, k.id, phase,
           row.device == Device::kGPU, row.thread};
       pending.collective = k.collective;
+      pending.gpu_start_ns = row.gpu_start_ns;
       if (k.collective && row.device == Device::kCPU) keep_collective(&t, k.id, row);
       b->on_row(pending);
     }

@@ -3,7 +3,9 @@
 #include "common/no_gpu.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -37,6 +39,56 @@ absl::Status gpu_error(Key key, const char* what, const absl::Status& cause) {
 CPUGPUTimer::CPUGPUTimer(CPUGPUTimerOptions options)
     : CPUGPUTimer(default_gpu_event_source(), options) {}
 
+namespace timing::detail {
+// Streams in the order the process's timers first harvested a region on
+// them; the default stream (nullptr) is 0.
+std::uint32_t process_stream_index(StreamHandle stream) {
+  if (stream == nullptr) return 0;
+  static std::mutex mu;
+  static std::vector<StreamHandle> streams;
+  std::lock_guard<std::mutex> lock(mu);
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    if (streams[i] == stream) return static_cast<std::uint32_t>(i + 1);
+  }
+  streams.push_back(stream);
+  return static_cast<std::uint32_t>(streams.size());
+}
+}  // namespace timing::detail
+
+std::uint32_t CPUGPUTimer::stream_index(StreamHandle stream) {
+  if (stream == nullptr) return 0;
+  if (stream != cached_stream_) {  // a lock once per change of stream, not per region
+    cached_stream_index_ = timing::detail::process_stream_index(stream);
+    cached_stream_ = stream;
+  }
+  return cached_stream_index_;
+}
+
+std::int64_t CPUGPUTimer::device_start(const Pending& p, bool* keep_start) {
+  *keep_start = false;
+  if (ABSL_PREDICT_FALSE(!reference_asked_)) {  // once per timer; without it, no device starts
+    reference_asked_ = true;
+    bool adopted = false;
+    if (source_->reference(p.device, p.start, &reference_, &adopted).ok()) {
+      reference_device_ = p.device;
+      if (adopted) {  // the process's first region: the source owns its start now
+        *keep_start = true;
+        return 0;
+      }
+    }
+  }
+  if (reference_ == nullptr || p.device != reference_device_) return kNoGpuStart;
+  std::int64_t offset = 0;
+  if (!source_->offset_ns(anchor_ != nullptr ? anchor_ : reference_, p.start, &offset).ok())
+    return kNoGpuStart;  // e.g. the reference not complete yet: no wait for it
+  const std::int64_t start = (anchor_ != nullptr ? anchor_ns_ : 0) + offset;
+  if (anchor_ != nullptr) release_event(reference_device_, anchor_);
+  anchor_ = p.start;
+  anchor_ns_ = start;
+  *keep_start = true;
+  return start;
+}
+
 namespace {
 const CPUGPUTimerOptions& checked(const CPUGPUTimerOptions& options) {
   detail::throw_if_error(validate_options(options));
@@ -69,6 +121,7 @@ CPUGPUTimer::~CPUGPUTimer() {
   for (auto& pool : pools_) {
     for (GpuEventSource::Event e : pool) source_->destroy_event(e);
   }
+  if (anchor_ != nullptr) source_->destroy_event(anchor_);
 }
 
 absl::Status CPUGPUTimer::acquire_event(int device, GpuEventSource::Event* out) {
@@ -180,8 +233,10 @@ bool CPUGPUTimer::finish_front(bool wait, absl::Status* error, bool known_ready)
   }
   pop_pending();
   if (status.ok()) {
-    core_.record(p.key, Device::kGPU, p.cpu_start_ns, ns);
-    release_event(p.device, p.start);
+    bool keep_start = false;
+    const std::int64_t gpu_start = device_start(p, &keep_start);
+    core_.record(p.key, Device::kGPU, p.cpu_start_ns, ns, gpu_start, stream_index(p.stream));
+    if (!keep_start) release_event(p.device, p.start);
     release_event(p.device, p.end);
     return true;
   }

@@ -31,6 +31,7 @@ class UnavailableEventSource final : public GpuEventSource {
   absl::Status synchronize(Event) override { return unavailable(); }
   absl::Status elapsed_ns(Event, Event, std::int64_t*) override { return unavailable(); }
   std::uint64_t blocking_waits() const noexcept override { return 0; }
+  absl::Status offset_ns(Event, Event, std::int64_t*) override { return unavailable(); }
 
  private:
   absl::Status unavailable() const { return absl::FailedPreconditionError(reason_); }
@@ -97,6 +98,14 @@ class CudaEventSource final : public GpuEventSource {
   std::uint64_t blocking_waits() const noexcept override {
     return waits_.load(std::memory_order_relaxed);
   }
+  absl::Status offset_ns(Event from, Event to, std::int64_t* out) override {
+    float ms = 0.0f;
+    absl::Status status = cuda_status(
+        cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)),
+        "cudaEventElapsedTime");
+    if (status.ok()) *out = std::llround(static_cast<double>(ms) * 1e6);
+    return status;
+  }
 
  private:
   std::string description_;
@@ -146,6 +155,22 @@ std::shared_ptr<GpuEventSource> make_default_source() {
 #endif
 
 }  // namespace
+
+absl::Status GpuEventSource::reference(int device, Event candidate, Event* out, bool* adopted) {
+  std::lock_guard<std::mutex> lock(reference_mu_);
+  *adopted = false;
+  if (reference_ == nullptr) {
+    reference_ = candidate;
+    reference_device_ = device;
+    *adopted = true;
+  }
+  if (device != reference_device_) {
+    return absl::FailedPreconditionError(
+        fmt::format("the GPU reference event is on device {}, not {}", reference_device_, device));
+  }
+  *out = reference_;
+  return absl::OkStatus();
+}
 
 std::shared_ptr<GpuEventSource> default_gpu_event_source() {
   // One probe per process: cudaGetDeviceCount initialises the driver.

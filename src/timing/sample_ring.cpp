@@ -48,9 +48,15 @@ RegionSample SampleRing::unpack(const Slot& slot) noexcept {
   RegionSample s;
   s.key = slot.key;
   s.device = (slot.thread_device & kDeviceBit) != 0 ? Device::kGPU : Device::kCPU;
-  s.thread = slot.thread_device & ~kDeviceBit;
+  if (s.device == Device::kGPU) {
+    s.thread = slot.thread_device & kGpuThreadMask;
+    s.stream = (slot.thread_device & ~kDeviceBit) >> kStreamShift;
+  } else {
+    s.thread = slot.thread_device & ~kDeviceBit;
+  }
   s.start_unix_ns = slot.start_ns;
   s.duration_ns = slot.duration_ns;
+  s.gpu_start_ns = slot.gpu_start_ns;
   return s;
 }
 
@@ -66,7 +72,7 @@ SampleRing::SampleRing(Options options)
       waker_(std::move(options.waker)) {
   static_assert(sizeof(Chunk) <= kHeaderBytes);
   static_assert(kHeaderBytes % alignof(Slot) == 0);
-  static_assert(sizeof(Slot) == 24);
+  static_assert(sizeof(Slot) == 32);
   // The first chunk is charged but never refused.
   Chunk* first = allocate_chunk();
   if (first == nullptr) throw std::bad_alloc();

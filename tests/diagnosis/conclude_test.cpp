@@ -26,6 +26,7 @@ struct Shape {
   double growth_per_step = 0;  // added to forward, seconds per step
   double gpu_backward = -1;    // < 0: not GPU-timed
   double gpu_util_pct = -1;    // >= 0: an NVML reading of this (jittered) every step
+  double gpu_union = -1;       // >= 0: the steps' measured device union (Step::gpu_union_s)
 };
 
 RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
@@ -58,6 +59,10 @@ RankInput rank_input(std::uint32_t rank, std::size_t steps, const Shape& shape,
     if (shape.gpu_forward >= 0) s.gpu_s[P(Phase::kForward)] = shape.gpu_forward * jitter(rng);
     if (shape.gpu_backward >= 0) s.gpu_s[P(Phase::kBackward)] = shape.gpu_backward * jitter(rng);
     s.gpu_busy_s = s.gpu_s[P(Phase::kForward)] + s.gpu_s[P(Phase::kBackward)];
+    if (shape.gpu_union >= 0) {
+      s.gpu_union_s = shape.gpu_union * jitter(rng);
+      s.gpu_rows_placed = 2;
+    }
     if (shape.gpu_util_pct >= 0) {
       in.gpu_util_pct.push_back(
           Reading{static_cast<double>(i), shape.gpu_util_pct * jitter(rng), t / 1'000'000});
@@ -621,6 +626,27 @@ TEST(Conclude, HostPacedByABusyGpuIsComputeBound) {
   EXPECT_EQ(s.labels.front().name, LabelName::kComputeBound);
   EXPECT_EQ(s.labels.front().device, Device::kGPU);
   EXPECT_EQ(s.find(LabelName::kLaunchBound), nullptr);
+}
+
+// GPU-IDLE on the measured device union (issue 39): GPU-timed rows whose spans
+// sum to 90% of the step (nested regions, two streams at once) cover 30% of it
+// once overlaps count once. The union wins over NVML and over the spans, and
+// the evidence says so; a step with a row of no device start falls back.
+TEST(Conclude, GpuIdleIsJudgedOnTheDeviceUnionFirst) {
+  Shape shape{.forward = 0.001, .rest = 0.029, .gpu_forward = 0.027, .gpu_union = 0.009};
+  for (const double util : {-1.0, 90.0}) {
+    shape.gpu_util_pct = util;
+    const Scope s = conclude(one_rank(shape), Thresholds{}, "run");
+    const Label* idle = s.find(LabelName::kGpuIdle);
+    ASSERT_NE(idle, nullptr) << "util " << util;
+    EXPECT_NEAR(idle->value.value, 0.30, 0.03);
+    EXPECT_THAT(idle->evidence, ::testing::HasSubstr("union of the GPU-timed phases' device"));
+  }
+  shape.gpu_util_pct = -1;
+  Inputs in = one_rank(shape);
+  in.ranks[0].steps[7].gpu_rows_unplaced = 1;  // one row the union has no place for
+  const Scope spans = conclude(in, Thresholds{}, "run");
+  EXPECT_EQ(spans.find(LabelName::kGpuIdle), nullptr);  // spans: 90% busy
 }
 
 // GPU-IDLE on the measured busy share: GPU-timed spans cover 90% of the step,

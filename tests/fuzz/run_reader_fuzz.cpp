@@ -1,6 +1,6 @@
 // Every RunReader method on a run directory whose files are built from
 // arbitrary bytes: run.json, a rank file, a launcher file, the summary, both
-// CSV files, environment.json and a log.
+// CSV files, environment.json and a log; then the steps of what it read.
 // Nothing may crash, hang or trip a sanitizer; errors are fine.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -15,6 +15,7 @@
 #include "support/run_files.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/steps/steps.hpp"
 
 namespace {
 
@@ -36,7 +37,9 @@ const std::array<std::string, std::size(kFiles)>& seeds() {
       R"({"format":"trainscope.launcher","version":2,"host":"h","pid":1,"status":"RUNNING",)"
       R"("start_time_ms":0,"end_time_ms":0,"heartbeat_ms":0,"flush_interval_ms":1000})",
       R"({"format":"trainscope.stats","version":1,"has_gpu_section":false,"entries":[]})",
-      trainscope::testing::kRegionsHeader,
+      // Both row shapes: without and with a GPU region's device start and stream.
+      std::string(trainscope::testing::kRegionsHeader) + "BATCH,CPU,0,0,100,50,0,0\n" +
+          "FORWARD,GPU,0,0,110,20,0,0,-5,1\n",
       trainscope::testing::kMetricsHeader,
       R"({"hostname":"h"})",
       "line\n",
@@ -100,5 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
       }
     }
   }
+  // The steps of what was read: periods, phases and the device union of
+  // arbitrary device starts and durations.
+  (void)trainscope::steps::read_steps(*reader);
   return 0;
 }

@@ -19,6 +19,13 @@
                                        the GPU's share of the step by torch.cuda.Event;
                                        --cpu: the same loop with waits on the host
                                        (the job's own check, no GPU needed)
+  gpu_workload.py union --root DIR [--steps N] [--host-ms H]
+                                       a run under DIR whose steps hold GPU regions
+                                       that overlap and leave gaps: per BATCH a
+                                       FORWARD (spins of 2 ms, with a LOSS of 1 ms
+                                       nested inside it), H ms of host work (the GPU
+                                       idle), a BACKWARD (a spin of 2 ms); prints
+                                       JSON: the run directory
 """
 
 import argparse
@@ -194,9 +201,35 @@ def steps(args):
               sys.stdout)
 
 
+def union(args):
+    """See the module's docstring: the device busy 5 ms a step, the spans 6 ms."""
+    import trainscope  # pylint: disable=import-outside-toplevel
+    import trainscope.torch as timer  # pylint: disable=import-outside-toplevel
+
+    per_ms = cycles_per_ms()
+    tmr = timer.CPUGPUTimer(require_gpu=True)
+    with trainscope.start_run(root=args.root) as run:
+        run.attach(tmr)
+        for _ in range(args.steps):
+            with tmr.scope(timer.TimeType.BATCH):
+                with tmr.scope(timer.TimeType.FORWARD, gpu=True):
+                    torch.cuda._sleep(int(2 * per_ms))  # pylint: disable=protected-access
+                    with tmr.scope("LOSS", gpu=True):
+                        torch.cuda._sleep(int(per_ms))  # pylint: disable=protected-access
+                torch.cuda.synchronize()
+                time.sleep(args.host_ms / 1e3)  # host work: the GPU idles
+                with tmr.scope(timer.TimeType.BACKWARD, gpu=True):
+                    torch.cuda._sleep(int(2 * per_ms))  # pylint: disable=protected-access
+                torch.cuda.synchronize()
+        tmr.complete_all()
+        run_dir = run.dir
+    json.dump({"run_dir": run_dir, "cycles_per_ms": per_ms}, sys.stdout)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["time", "kernels", "nvtx", "alloc", "steps"])
+    parser.add_argument("mode", choices=["time", "kernels", "nvtx", "alloc", "steps", "union"])
+    parser.add_argument("--root", default=None, help="union: where its run goes")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--gib", type=float, default=4)
     parser.add_argument("--hold", type=float, default=3)
@@ -218,6 +251,8 @@ def main():
         nvtx()
     elif args.mode == "steps":
         steps(args)
+    elif args.mode == "union":
+        union(args)
     else:
         alloc(args.gib, args.hold)
 

@@ -154,6 +154,36 @@ def test_trainscope_ranges_select_the_kernels_nsight_compute_profiles(tmp_path, 
 
 
 @needs_gpu
+@needs_ncu
+def test_step_gpu_busy_is_the_union_of_the_kernels_nsight_compute_sees(tmp_path, record_property):
+    """Issue 39: a step's measured GPU busy time (the union of its GPU regions'
+    device intervals: LOSS nested in FORWARD counts once, the host's gap between
+    FORWARD and BACKWARD not at all) against Nsight Compute's kernel durations of
+    the step summed: within 5%. The event spans summed count LOSS twice."""
+    steps = 20
+    ran = json.loads(_workload("union", "--steps", str(steps), "--host-ms", "3",
+                               "--root", str(tmp_path / "runs")).stdout)
+    frame = trainscope.read_run(ran["run_dir"]).steps
+    frame = frame[~frame.warmup]
+    assert len(frame) >= steps - 6 and not frame.gpu_union_s.isna().any(), frame
+    ours = statistics.median(frame.gpu_union_s)
+    spans = statistics.median(frame.gpu_busy_s)
+    rows = _ncu(tmp_path, "union", ["--metrics", "gpu__time_duration.sum"],
+                ["union", "--steps", str(steps), "--host-ms", "3",
+                 "--root", str(tmp_path / "ncu-runs")])
+    spins = [float(r["Metric Value"].replace(",", "")) for r in rows
+             if "spin" in r["Kernel Name"].lower() and r["Metric Name"] == "gpu__time_duration.sum"]
+    assert len(spins) >= 3 * steps, len(spins)
+    spins = spins[-3 * steps:]  # the loop's: FORWARD's, LOSS's, BACKWARD's per step
+    ncu_s = statistics.median(sum(spins[3 * i:3 * i + 3]) for i in range(steps)) * 1e-9
+    record_property("step_gpu_union_median_s", ours)
+    record_property("step_gpu_spans_median_s", spans)
+    record_property("step_ncu_kernels_median_s", ncu_s)
+    assert abs(ours - ncu_s) <= 0.05 * ncu_s, (ours, ncu_s)
+    assert spans > 1.1 * ours, (spans, ours)  # the nested LOSS counted twice
+
+
+@needs_gpu
 def test_process_tree_gpu_memory_shows_a_child_allocating_4_gib(tmp_path, record_property):
     cli = trainscope_cli()
     run_dir = tmp_path / "run"

@@ -129,13 +129,14 @@ def test_a_two_rank_run_reads_back_as_its_files_say(two_rank_run):
 
     regions = run.regions
     assert list(regions.columns) == ["key", "device", "rank", "thread", "start_unix_ns",
-                                     "duration_ns", "step", "epoch"]
+                                     "duration_ns", "step", "epoch", "gpu_start_ns", "stream"]
     assert str(regions["key"].dtype) == "category" and str(regions["device"].dtype) == "category"
     expected = [(r["key"], r["device"], int(r["rank"]), int(r["thread"]),
                  int(r["start_unix_ns"]), int(r["duration_ns"]), int(r["step"]), int(r["epoch"]))
                 for rank in (0, 1)
                 for r in _rows(os.path.join(two_rank_run, f"regions-{rank}.csv"))]
-    assert [tuple(row) for row in regions.itertuples(index=False)] == expected
+    assert [tuple(row)[:8] for row in regions.itertuples(index=False)] == expected
+    assert regions["gpu_start_ns"].isna().all() and (regions["stream"] == 0).all()  # CPU rows
     assert len(expected) == 16
 
     metrics = run.metrics
@@ -548,15 +549,17 @@ def test_a_damaged_json_file_is_named(tmp_path, file_name, content, message):
 
 # The C++ RunReader's messages (the CLI's): file, line and field.
 @pytest.mark.parametrize("file_name, content, message", [
-    ("regions-0.csv", "key,device\nBATCH,CPU\n", r"regions-0.csv:1: 2 fields, expected 8$"),
+    ("regions-0.csv", "key,device\nBATCH,CPU\n",
+     r"regions-0.csv:1: 2 fields, expected 10 \(or 8, written before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER.replace("step", "stop") + "BATCH,CPU,0,0,1,5,0,0\n",
-     r'regions-0.csv:1: header "key,.*,stop,epoch", expected "key,.*,step,epoch"$'),
+     r'regions-0.csv:1: header "key,.*,stop,epoch", '
+     r'expected "key,.*,step,epoch,gpu_start_ns,stream"$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0,9\n",
-     r"regions-0.csv:2: 9 fields, expected 8$"),
+     r"regions-0.csv:2: 9 fields, expected 10 \(or 8, written before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0\nBATCH,CPU,0,0,1,5,0,0,9\n",
-     r"regions-0.csv:3: 9 fields, expected 8$"),
+     r"regions-0.csv:3: 9 fields, expected 10 \(or 8, written before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0\n",
-     r"regions-0.csv:2: 7 fields, expected 8$"),
+     r"regions-0.csv:2: 7 fields, expected 10 \(or 8, written before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,five,0,0\n",
      r'regions-0.csv:2: duration_ns is "five", not an integer in range$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,TPU,0,0,1,5,0,0\n",

@@ -77,7 +77,8 @@ def _read_error(read):
     ("BATCH,CPU,4294967296,0,1,5,0,0", 'rank is "4294967296", not an integer in range'),
     ("BATCH,CPU,0,0,1,-5,0,0", 'duration_ns is "-5", not a non-negative integer'),
     ("BATCH,TPU,0,0,1,5,0,0", 'device is "TPU", not CPU or GPU'),
-    ("BATCH,CPU,0,0,1,5,0", "7 fields, expected 8"),
+    ("BATCH,CPU,0,0,1,5,0", "7 fields, expected 10 (or 8, written before device starts)"),
+    ("BATCH,GPU,0,0,1,5,0,0,4x2,0", 'gpu_start_ns is "4x2", not an integer in range'),
 ])
 def test_a_bad_region_row_is_the_clis_error_naming_file_line_and_field(tmp_path, row, what):
     run_dir = _run(tmp_path)
@@ -157,10 +158,17 @@ def test_the_frames_hold_the_rows_an_independent_parser_reads(tmp_path):
     rows = [[keys[rng.randrange(len(keys))], rng.choice(["CPU", "GPU"]), 0, rng.randrange(4),
              START_MS * 1_000_000 + i, rng.randrange(10**9), i // 3, i // 100]
             for i in range(1000)]
+    # Rank 0's GPU rows carry a device start (some none) and a stream, its CPU rows neither.
+    for r in rows:
+        gpu = r[1] == "GPU"
+        r += [rng.choice([rng.randrange(-10**6, 0), rng.randrange(10**12), ""]) if gpu else "",
+              rng.randrange(3) if gpu else ""]
     text = io.StringIO(newline="")
     csv.writer(text, lineterminator="\n").writerows(rows)
-    _write(os.path.join(run_dir, "regions-0.csv"), REGIONS_HEADER + text.getvalue())
-    # Rank 1 has no rank file and only GPU rows: its own categories, unioned.
+    _write(os.path.join(run_dir, "regions-0.csv"),
+           REGIONS_HEADER.rstrip("\n") + ",gpu_start_ns,stream\n" + text.getvalue())
+    # Rank 1 has no rank file and only GPU rows, in the columns of runs recorded before
+    # device starts: its own categories, unioned.
     _write(os.path.join(run_dir, "regions-1.csv"),
            REGIONS_HEADER + "BATCH,GPU,1,0,5,6,0,0\nnew key,GPU,1,0,7,8,0,0\n")
     _write(os.path.join(run_dir, "metrics-0.csv"), METRICS_HEADER +
@@ -179,12 +187,19 @@ def test_the_frames_hold_the_rows_an_independent_parser_reads(tmp_path):
     assert list(regions.columns) == list(expected.columns)
     assert {c: str(t) for c, t in regions.dtypes.items()} == {
         "key": "category", "device": "category", "rank": "int64", "thread": "int64",
-        "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64", "epoch": "int64"}
+        "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64", "epoch": "int64",
+        "gpu_start_ns": "Int64", "stream": "int64"}
     # Each file's categories sorted (as pandas sorts them), then unioned in rank order.
     assert list(regions["key"].cat.categories) == sorted(keys) + ["new key"]
     assert list(regions["device"].cat.categories) == ["CPU", "GPU"]
-    for column in expected.columns:
+    for column in expected.columns[:8]:
         assert regions[column].astype(object).tolist() == expected[column].astype(object).tolist()
+    # No device start: <NA> (an empty field, a row of 8); no stream: 0.
+    want_start = [None if v == "" or pd.isna(v) else int(v) for v in expected["gpu_start_ns"]]
+    assert [None if pd.isna(v) else int(v) for v in regions["gpu_start_ns"]] == want_start
+    assert any(v is not None and v < 0 for v in want_start)  # before the reference
+    want_stream = [0 if v == "" or pd.isna(v) else int(v) for v in expected["stream"]]
+    assert regions["stream"].tolist() == want_stream
     assert isinstance(regions.index, pd.RangeIndex) and regions.index.start == 0
 
     metrics = run.metrics

@@ -129,3 +129,47 @@ def test_logged_means_name_cpu_and_gpu_keys_like_deep500(monkeypatch):
         "train/CPU/data_aug": tmr.get_time_stats("data_aug").mean,
         "train/GPU/BATCH": pytest.approx(4e-3, rel=1e-12),
     }
+
+
+def test_a_run_records_device_starts_and_steps_measure_the_device_union(tmp_path, monkeypatch):
+    """Issue 39: each GPU row's device start and stream reach read_run, and Run.steps
+    holds the union of a step's device intervals beside the event spans summed:
+    FORWARD [0, 3) ms with LOSS [2, 3) inside it, the stream idle 5 ms, BACKWARD
+    [8, 10) on a second stream beside OPTIMIZER [8, 10): spans 3+1+2+2 = 8 ms,
+    busy 5 ms."""
+    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
+    gpu, tmr = simulated(harvest_per_end=0)
+    with trainscope.start_run(root=tmp_path) as run:
+        run.attach(tmr)
+        for _ in range(4):
+            tmr.start(TimeType.BATCH)
+            tmr.start(TimeType.FORWARD, gpu=True, stream=0)
+            gpu.enqueue_work(0, 2 * MS)
+            gpu_region(tmr, gpu, "LOSS", MS, work_stream=0, stream=0)
+            tmr.end(TimeType.FORWARD, gpu=True, stream=0)
+            gpu.advance(8 * MS)
+            tmr.start(TimeType.BACKWARD, gpu=True, stream=5)
+            gpu_region(tmr, gpu, "OPTIMIZER", 2 * MS, work_stream=0, stream=0)
+            gpu.enqueue_work(5, 2 * MS)
+            tmr.end(TimeType.BACKWARD, gpu=True, stream=5)
+            gpu.advance(10 * MS)
+            tmr.harvest()
+            tmr.end(TimeType.BATCH)
+        tmr.complete_all()
+        run_dir = run.dir
+    read = trainscope.read_run(run_dir)
+    regions = read.regions
+    gpu_rows = regions[regions.device == "GPU"]
+    assert len(gpu_rows) == 16 and not gpu_rows.gpu_start_ns.isna().any()
+    assert regions[regions.device == "CPU"].gpu_start_ns.isna().all()
+    by_key = {k: list(gpu_rows[gpu_rows.key == k].gpu_start_ns) for k in
+              ("FORWARD", "LOSS", "BACKWARD", "OPTIMIZER")}
+    for fwd, loss, bwd, opt in zip(*by_key.values()):
+        assert (loss - fwd, bwd - fwd, opt - fwd) == (2 * MS, 8 * MS, 8 * MS)
+    streams = {k: set(gpu_rows[gpu_rows.key == k].stream) for k in ("FORWARD", "BACKWARD")}
+    assert streams["FORWARD"] == {0} and len(streams["BACKWARD"]) == 1
+    assert streams["BACKWARD"] != {0}
+    steps = read.steps
+    assert len(steps) == 4
+    assert steps.gpu_busy_s.tolist() == pytest.approx([8e-3] * 4, rel=1e-9)
+    assert steps.gpu_union_s.tolist() == pytest.approx([5e-3] * 4, rel=1e-9)

@@ -27,7 +27,7 @@ __all__ = ["Run", "read_run", "search_runs"]
 
 _REGIONS_DTYPES = {"key": "category", "device": "category", "rank": "int64", "thread": "int64",
                    "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64",
-                   "epoch": "int64"}
+                   "epoch": "int64", "gpu_start_ns": "Int64", "stream": "int64"}
 _METRICS_DTYPES = {"key": "category", "value": "float64", "step": "int64",
                    "timestamp_ms": "int64", "rank": "int64"}
 # Host files leave `rank` empty for host-wide readings.
@@ -71,9 +71,9 @@ def _frame(columns, dtypes):
             codes, categories = value
             value = pd.Categorical.from_codes(np.asarray(codes),
                                               categories=pd.Index(categories, dtype=object))
-        elif name == "rank" and (dtype == "Int64" or columns.get("rank_missing") is not None):
-            # Host-wide readings have no rank.
-            mask = columns["rank_missing"]
+        elif dtype == "Int64" or columns.get(name + "_missing") is not None:
+            # Host-wide readings have no rank; CPU regions no gpu_start_ns.
+            mask = columns.get(name + "_missing")
             value = pd.arrays.IntegerArray(
                 np.asarray(value),
                 np.asarray(mask) if mask is not None else np.zeros(len(value), dtype=bool))
@@ -223,7 +223,8 @@ class Run:
     @property
     def regions(self):
         """Every rank's regions-<r>.csv, in rank order: key, device (categorical), rank,
-        thread, start_unix_ns, duration_ns, step, epoch (int64)."""
+        thread, start_unix_ns, duration_ns, step, epoch, stream (int64), gpu_start_ns
+        (nullable Int64: a GPU region's device start, docs/run-format.md)."""
         return self._cached("regions", self._read_regions)
 
     def _read_regions(self):
@@ -327,7 +328,9 @@ class Run:
         start_unix_ns, period_s (to the next step's start; the last step its own duration),
         data_wait_s (the step thread's IO overlapping the period) and each phase's CPU time
         (h2d_s, forward_s, backward_s, optimizer_s, comm_s, comm_exposed_s,
-        sync_s, rest_s)."""
+        sync_s, rest_s), then the GPU busy time: gpu_busy_s (the GPU-timed compute rows'
+        event spans, summed) and gpu_union_s (the union of their device intervals over all
+        streams; NaN where a row of the step has no device start)."""
         return self._cached("steps", lambda: _pandas().DataFrame(self._steps_and_load()[0]))
 
     @property

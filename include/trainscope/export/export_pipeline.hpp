@@ -29,7 +29,7 @@ class ExportPipeline final : public RegionSink {
   struct Options {
     absl::Duration flush_interval = absl::Milliseconds(200);
     // Samples per chunk of an attached timer's queue (rounded up to a power of
-    // two): each queue starts with one chunk (24 bytes a sample) and grows by
+    // two): each queue starts with one chunk (32 bytes a sample) and grows by
     // chunks of this size. Before queues could grow this was their fixed size.
     std::size_t ring_capacity = std::size_t{1} << 15;
     // Samples waiting in the queues of all pipelines of the process may take

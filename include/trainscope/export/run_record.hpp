@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "trainscope/stats/summary.hpp"
+#include "trainscope/timing/region_sink.hpp"
 
 namespace trainscope {
 
@@ -74,6 +75,10 @@ struct RegionRow {
   std::int64_t duration_ns = 0;
   std::int64_t step = 0;   // CPU BATCH regions this thread completed before this one ended
   std::int64_t epoch = 0;  // likewise for EPOCH
+  // GPU rows: the device start, ns after the rank's reference event, and the
+  // stream index (RegionSample's); kNoGpuStart / 0 where the row has none.
+  std::int64_t gpu_start_ns = kNoGpuStart;
+  std::uint32_t stream = 0;
 };
 
 // A region row as a reader scans it: the key is a view into the reader's
@@ -87,6 +92,8 @@ struct RegionView {
   std::int64_t duration_ns = 0;
   std::int64_t step = 0;
   std::int64_t epoch = 0;
+  std::int64_t gpu_start_ns = kNoGpuStart;
+  std::uint32_t stream = 0;
 };
 
 // One rank's process, as its rank file records it.

@@ -22,7 +22,11 @@
 //   gpu busy    the GPU-timed time of the compute phases' rows (h2d, forward,
 //               backward, optimizer) that start in the period: each row's
 //               device duration (its events' elapsed time on its stream), summed
-//               (they run one after another on the stream)
+//               (they run one after another on the stream). Measured busy
+//               (gpu_union_s): the union of those rows' device intervals
+//               [gpu_start, gpu_start + duration), per stream and over all
+//               streams (device busy: time any stream ran a timed region),
+//               where every such row of the step has a device start
 //   rest        the period minus data wait, h2d, forward, backward,
 //               optimizer, sync and the COMM rows (the phases that lie
 //               outside each other), at least 0
@@ -161,6 +165,15 @@ struct Step {
   double ddp_exposed_s = 0;
   // The GPU busy time (see the top of this file): GPU-timed compute rows.
   double gpu_busy_s = 0;
+  // The measured GPU busy time (see the top of this file): the union of the
+  // GPU-timed compute rows' device intervals, over every stream; known where
+  // every such row of the step has a device start. Rows without one: of runs
+  // recorded before device starts, of another device than the rank's
+  // reference, or collected after their step left the builder's window.
+  double gpu_union_s = 0;
+  std::uint32_t gpu_rows_placed = 0;
+  std::uint32_t gpu_rows_unplaced = 0;
+  bool gpu_union_known() const { return gpu_rows_placed > 0 && gpu_rows_unplaced == 0; }
 
   double data_wait_s() const { return cpu_s[static_cast<std::size_t>(Phase::kDataWait)]; }
   // The period beyond the measured CPU phases that lie outside each other, >= 0.

@@ -7,6 +7,9 @@
 // from a per-device pool that grows on demand, so the number of outstanding
 // regions is limited by memory only. With no GPU visible, gpu=true regions are
 // timed on the CPU only (one warning per process) unless require_gpu is set.
+// A GPU region also records its device start and stream (RegionSample): read
+// when its pair is harvested, against the previous harvested start, never by
+// waiting (docs/run-format.md `gpu_start_ns`).
 //
 // Thread safety: as Timer (one thread at a time; merge() to combine).
 #ifndef TRAINSCOPE_TIMING_CPU_GPU_TIMER_HPP_
@@ -163,6 +166,14 @@ class CPUGPUTimer {
       harvest(options_.harvest_per_end);
   }
 
+  // The per-process index of `stream` (RegionSample::stream), cached per timer.
+  std::uint32_t stream_index(StreamHandle stream);
+  // The device start of a harvested pair, ns after the source's reference
+  // event (kNoGpuStart where unknown). Measured from the previous harvested
+  // start (the anchor, kept out of the pool) so that cudaEventElapsedTime's
+  // float milliseconds stay short; *keep_start: p.start is the new anchor.
+  std::int64_t device_start(const Pending& p, bool* keep_start);
+
   absl::Status start_gpu(Key key, timing::detail::OpenSlot& slot, StreamHandle stream);
   absl::Status end_gpu(Key key, timing::detail::OpenSlot& slot, std::int64_t now,
                        StreamHandle stream);
@@ -185,6 +196,16 @@ class CPUGPUTimer {
   std::uint64_t blocking_waits_ = 0;
   std::uint64_t events_created_ = 0;
   std::uint64_t gpu_errors_ = 0;
+  // Device starts: the source's reference event (asked once, at the first
+  // harvested GPU region) and the anchor (the last harvested start, at
+  // anchor_ns_ after the reference).
+  bool reference_asked_ = false;
+  GpuEventSource::Event reference_ = nullptr;
+  int reference_device_ = 0;
+  GpuEventSource::Event anchor_ = nullptr;
+  std::int64_t anchor_ns_ = 0;
+  StreamHandle cached_stream_ = nullptr;
+  std::uint32_t cached_stream_index_ = 0;
 };
 
 }  // namespace trainscope

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -40,6 +41,24 @@ class GpuEventSource {
   virtual absl::Status elapsed_ns(Event start, Event end, std::int64_t* out) = 0;
   // Blocking waits so far (synchronize calls).
   virtual std::uint64_t blocking_waits() const noexcept = 0;
+  // Signed GPU time from `from` to `to` (both completed), in nanoseconds:
+  // negative where `to` ran first (events on two streams).
+  virtual absl::Status offset_ns(Event from, Event to, std::int64_t* out) = 0;
+
+  // The process's reference event, against which regions' device starts are
+  // measured (CPUGPUTimer; docs/run-format.md `gpu_start_ns`): the first call
+  // adopts `candidate` (a completed region start event on `device`; the source
+  // owns it from then on, *adopted is set) and later calls return it. One
+  // reference per source, on the first device: another device fails (its
+  // regions have no device start). Takes a lock: a timer asks once, at its
+  // first harvested GPU region. The event lives as long as the process (a
+  // base class cannot destroy it): one event per source.
+  absl::Status reference(int device, Event candidate, Event* out, bool* adopted);
+
+ private:
+  std::mutex reference_mu_;
+  Event reference_ = nullptr;
+  int reference_device_ = -1;
 };
 
 // CUDA events when this build has CUDA and a GPU is visible; otherwise a

@@ -11,6 +11,10 @@
 
 namespace trainscope {
 
+// A GPU region whose device start is unknown (a CPU region, an older run, a
+// region on another device than the rank's reference event).
+inline constexpr std::int64_t kNoGpuStart = INT64_MIN;
+
 // One completed region, as streamed to exporters.
 struct RegionSample {
   KeyId key = 0;
@@ -18,6 +22,11 @@ struct RegionSample {
   std::uint32_t thread = 0;        // small per-process thread index
   std::int64_t start_unix_ns = 0;  // wall clock at start (CPU start for GPU regions)
   std::int64_t duration_ns = 0;
+  // GPU regions: the device start, ns after the rank's reference event
+  // (GpuEventSource::reference), and the per-process index of the stream of
+  // its end event (0: the default stream). kNoGpuStart where unknown.
+  std::int64_t gpu_start_ns = kNoGpuStart;
+  std::uint32_t stream = 0;
 };
 
 namespace timing::detail {

@@ -87,9 +87,12 @@ class RegionCore {
     if (nvtx_) nvtx_range_end(s.nvtx);
     record(id, Device::kCPU, s.start_ns, end_ns - s.start_ns);
   }
-  void record(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns) {
+  // `gpu_start_ns` and `stream`: a GPU region's device start and stream index
+  // (RegionSample's fields).
+  void record(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns,
+              std::int64_t gpu_start_ns = kNoGpuStart, std::uint32_t stream = 0) {
     (device == Device::kCPU ? cpu_ : gpu_).add(id, duration_ns);
-    if (ring_ != nullptr) push_sample(id, device, start_ns, duration_ns);
+    if (ring_ != nullptr) push_sample(id, device, start_ns, duration_ns, gpu_start_ns, stream);
   }
 
   bool any_open() const noexcept;
@@ -121,14 +124,16 @@ class RegionCore {
  private:
   absl::Status grow_for(Key key, OpenSlot** slot);
   // Inline: with the ring's push, a few stores and no call but the thread index.
-  void push_sample(KeyId id, Device device, std::int64_t start_ns,
-                   std::int64_t duration_ns) noexcept {
+  void push_sample(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns,
+                   std::int64_t gpu_start_ns, std::uint32_t stream) noexcept {
     RegionSample sample;
     sample.key = id;
     sample.device = device;
     sample.thread = trainscope::detail::thread_index();
     sample.start_unix_ns = start_ns;  // steady ns; the pipeline converts to wall time
     sample.duration_ns = duration_ns;
+    sample.gpu_start_ns = gpu_start_ns;
+    sample.stream = stream;
     ring_->push(sample);
   }
 

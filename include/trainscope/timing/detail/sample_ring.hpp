@@ -91,23 +91,33 @@ class SampleRing {
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
   std::size_t chunk_capacity() const noexcept { return static_cast<std::size_t>(capacity_); }
-  // Bytes of one chunk as charged to the budget (24 bytes a sample, and 64).
+  // Bytes of one chunk as charged to the budget (32 bytes a sample, and 64).
   std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
 
  private:
-  // A sample as a chunk stores it: 24 bytes rather than RegionSample's 32 (the
-  // device rides in the top bit of the thread index), so the producer writes
-  // a quarter less and the budget holds a third more.
+  // A sample as a chunk stores it: 32 bytes rather than RegionSample's 48 (the
+  // device rides in the top bit of the thread index and, for a GPU sample,
+  // the stream index in the 8 bits below it), so the producer writes a third
+  // less and the budget holds half as many more.
   struct Slot {
     KeyId key;
     std::uint32_t thread_device;
     std::int64_t start_ns;
     std::int64_t duration_ns;
+    std::int64_t gpu_start_ns;
   };
   static constexpr std::uint32_t kDeviceBit = std::uint32_t{1} << 31;
+  // GPU samples: the thread index in bits 0-22 (a process's 8,388,608th and
+  // later threads share indices), the stream in 23-30.
+  static constexpr int kStreamShift = 23;
+  static constexpr std::uint32_t kGpuThreadMask = (std::uint32_t{1} << kStreamShift) - 1;
+  static constexpr std::uint32_t kMaxStream = 255;  // a later stream shares index 255
   static Slot pack(const RegionSample& s) noexcept {
-    return {s.key, (s.thread & ~kDeviceBit) | (s.device == Device::kCPU ? 0u : kDeviceBit),
-            s.start_unix_ns, s.duration_ns};
+    if (s.device == Device::kCPU)
+      return {s.key, s.thread & ~kDeviceBit, s.start_unix_ns, s.duration_ns, kNoGpuStart};
+    const std::uint32_t stream = s.stream < kMaxStream ? s.stream : kMaxStream;
+    return {s.key, kDeviceBit | (stream << kStreamShift) | (s.thread & kGpuThreadMask),
+            s.start_unix_ns, s.duration_ns, s.gpu_start_ns};
   }
   static RegionSample unpack(const Slot& slot) noexcept;
 

@@ -51,6 +51,7 @@ class SimulatedEventSource final : public GpuEventSource {
   absl::Status synchronize(Event event) override;
   absl::Status elapsed_ns(Event start, Event end, std::int64_t* out) override;
   std::uint64_t blocking_waits() const noexcept override { return syncs_; }
+  absl::Status offset_ns(Event from, Event to, std::int64_t* out) override;
 
  private:
   struct SimEvent {
@@ -59,6 +60,8 @@ class SimulatedEventSource final : public GpuEventSource {
     std::int64_t gpu_time_ns = 0;
   };
   SimEvent* find(Event event);
+  // The signed virtual time from `from` to `to`, both complete.
+  absl::Status difference(Event from, Event to, std::int64_t* out);
 
   std::int64_t now_ns_ = 1'000'000'000;
   std::int64_t completion_delay_ns_ = 0;
