@@ -135,6 +135,26 @@ void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::
   if (options.grams_co2_per_kwh) out.co2_g = *options.grams_co2_per_kwh * kwh;
 }
 
+// MFU above 1 is impossible: the achieved FLOP/s cannot pass the peak. When it does, the
+// peak is what is wrong (a CPU probe taken while the machine was busy, a table row of another
+// model or type): no MFU is shown, and the note says why and what to do.
+void refuse_impossible_mfu(Ledger& out) {
+  bool above = std::isfinite(out.mfu) && out.mfu > 1.0;
+  for (const RankLedger& row : out.ranks) above = above || (std::isfinite(row.mfu) && row.mfu > 1.0);
+  if (!above) return;
+  double most = out.ranks.empty() ? out.achieved_flops : 0.0;  // a rank's: MFU is per device
+  for (RankLedger& row : out.ranks) {
+    if (std::isfinite(row.achieved_flops)) most = std::max(most, row.achieved_flops);
+    row.mfu = kNoRate;
+  }
+  out.mfu = kNoRate;
+  out.notes.push_back(absl::StrCat(
+      "MFU not shown: the achieved ", si(most), "FLOP/s is above the peak of ",
+      si(out.peak_flops), "FLOP/s (", out.peak_source,
+      "), so the peak is too low (a CPU probe taken while the machine was busy, or a peak of "
+      "another device or type): give the device's peak with --peak-flops"));
+}
+
 }  // namespace
 
 namespace {
@@ -266,6 +286,7 @@ Ledger conclude_ledger(const RunInfo& info, const std::vector<const RankSteps*>&
   if (with_tokens > 0) out.tokens_per_s = tokens_per_s;
   if (std::isfinite(out.flops_per_step)) out.achieved_flops = achieved;
   if (with_mfu > 0) out.mfu = mfu_sum / static_cast<double>(with_mfu);
+  refuse_impossible_mfu(out);
   if (window_end_ns > window_start_ns) {
     out.seconds = static_cast<double>(window_end_ns - window_start_ns) * 1e-9;
     conclude_energy(out, energy, window_start_ns, window_end_ns, most_steps,
@@ -289,7 +310,8 @@ double MfuBasis::step_mfu(const Step& step) const {
   if (!(step.period_s > 0) || !std::isfinite(flops_per_step) || !(peak_flops > 0)) return kNoRate;
   if (counted_step && *counted_step >= step.step && *counted_step < step.step + step.steps)
     return kNoRate;
-  return flops_per_step * static_cast<double>(step.steps) / step.period_s / peak_flops;
+  const double mfu = flops_per_step * static_cast<double>(step.steps) / step.period_s / peak_flops;
+  return mfu > 1.0 ? kNoRate : mfu;  // impossible: the peak is too low (refuse_impossible_mfu)
 }
 
 absl::Status WorkReader::poll(const RunReader& reader) {

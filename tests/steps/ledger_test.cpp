@@ -85,6 +85,29 @@ TEST(LedgerTest, TheCountedStepAndStepsWithoutWorkAreLeftOut) {
   EXPECT_EQ(ledger.peak_source, "cpu GEMM probe");
 }
 
+// Seen on pytorch/examples' word_language_model under --auto: "MFU 122.5% of 25.9 GFLOP/s"
+// against a CPU probe cached while the machine was busy. Above 1 is impossible: no MFU, a note.
+TEST(LedgerTest, AnAchievedRateAboveThePeakShowsNoMfuAndSaysThePeakIsTooLow) {
+  RunSteps steps;
+  steps.ranks = {rank_with(0, {0.1, 0.1, 0.1}), rank_with(1, {0.4, 0.4, 0.4})};
+  steps.info.params[std::string(kStepFlopsParam)] = "3e+09";  // 30 GFLOP/s on rank 0
+  steps.info.params[std::string(kPeakFlopsParam)] = "2.5e+10";
+  steps.info.params[std::string(kPeakSourceParam)] = "cpu GEMM probe, cached";
+  const Ledger ledger = conclude_ledger(steps, {work(3, 4, 64), work(3, 4, 64)});
+  EXPECT_TRUE(std::isnan(ledger.mfu));
+  ASSERT_EQ(ledger.ranks.size(), 2u);
+  EXPECT_TRUE(std::isnan(ledger.ranks[0].mfu));
+  EXPECT_TRUE(std::isnan(ledger.ranks[1].mfu));  // 0.3 alone, but the peak is known wrong
+  EXPECT_DOUBLE_EQ(ledger.ranks[0].achieved_flops, 3e10);  // the rates stay
+  EXPECT_THAT(ledger.notes, ::testing::Contains(HasSubstr(
+                               "MFU not shown: the achieved 30 GFLOP/s is above the peak of 25 "
+                               "GFLOP/s (cpu GEMM probe, cached)")));
+  EXPECT_THAT(format_ledger_line(ledger), ::testing::Not(HasSubstr("MFU 1")));
+  const MfuBasis basis = mfu_basis(steps.info, {});
+  EXPECT_TRUE(std::isnan(basis.step_mfu(steps.ranks[0].history[0])));
+  EXPECT_DOUBLE_EQ(basis.step_mfu(steps.ranks[1].history[0]), 3e9 / 0.4 / 2.5e10);
+}
+
 TEST(LedgerTest, PeakFlopsGivenWinsAndMissingFiguresSayWhy) {
   RunSteps steps;
   steps.ranks = {rank_with(0, {0.5, 0.5})};
