@@ -140,7 +140,8 @@ void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::
 // model or type): no MFU is shown, and the note says why and what to do.
 void refuse_impossible_mfu(Ledger& out) {
   bool above = std::isfinite(out.mfu) && out.mfu > 1.0;
-  for (const RankLedger& row : out.ranks) above = above || (std::isfinite(row.mfu) && row.mfu > 1.0);
+  for (const RankLedger& row : out.ranks)
+    above = above || (std::isfinite(row.mfu) && row.mfu > 1.0);
   if (!above) return;
   double most = out.ranks.empty() ? out.achieved_flops : 0.0;  // a rank's: MFU is per device
   for (RankLedger& row : out.ranks) {
@@ -149,8 +150,8 @@ void refuse_impossible_mfu(Ledger& out) {
   }
   out.mfu = kNoRate;
   out.notes.push_back(absl::StrCat(
-      "MFU not shown: the achieved ", si(most), "FLOP/s is above the peak of ",
-      si(out.peak_flops), "FLOP/s (", out.peak_source,
+      "MFU not shown: the achieved ", si(most), "FLOP/s is above the peak of ", si(out.peak_flops),
+      "FLOP/s (", out.peak_source,
       "), so the peak is too low (a CPU probe taken while the machine was busy, or a peak of "
       "another device or type): give the device's peak with --peak-flops"));
 }

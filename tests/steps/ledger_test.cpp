@@ -97,11 +97,11 @@ TEST(LedgerTest, AnAchievedRateAboveThePeakShowsNoMfuAndSaysThePeakIsTooLow) {
   EXPECT_TRUE(std::isnan(ledger.mfu));
   ASSERT_EQ(ledger.ranks.size(), 2u);
   EXPECT_TRUE(std::isnan(ledger.ranks[0].mfu));
-  EXPECT_TRUE(std::isnan(ledger.ranks[1].mfu));  // 0.3 alone, but the peak is known wrong
+  EXPECT_TRUE(std::isnan(ledger.ranks[1].mfu));            // 0.3 alone, but the peak is known wrong
   EXPECT_DOUBLE_EQ(ledger.ranks[0].achieved_flops, 3e10);  // the rates stay
   EXPECT_THAT(ledger.notes, ::testing::Contains(HasSubstr(
-                               "MFU not shown: the achieved 30 GFLOP/s is above the peak of 25 "
-                               "GFLOP/s (cpu GEMM probe, cached)")));
+                                "MFU not shown: the achieved 30 GFLOP/s is above the peak of 25 "
+                                "GFLOP/s (cpu GEMM probe, cached)")));
   EXPECT_THAT(format_ledger_line(ledger), ::testing::Not(HasSubstr("MFU 1")));
   const MfuBasis basis = mfu_basis(steps.info, {});
   EXPECT_TRUE(std::isnan(basis.step_mfu(steps.ranks[0].history[0])));
