@@ -231,7 +231,7 @@ std::string value(double v, SeriesKind kind, const std::string& name) {
   if (!std::isfinite(v)) return "-";
   if (kind == SeriesKind::kMetric) {
     if (name == kThroughput || name == kTokensPerSecond) return fmt::format("{:.4g}/s", v);
-    if (name == kDataWait) return stats::format_share(v);
+    if (name == kDataWait || name == kGpuBusy) return stats::format_share(v);
     if (name == kComm || name == kCommExposed || name == kSync) return stats::format_seconds(v, 4);
     return fmt::format("{:.4g}", v);
   }

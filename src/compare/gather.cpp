@@ -155,7 +155,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   // one value), rows in no step each alone, in the order they ran.
   std::map<RegionKey, std::map<std::uint32_t, std::vector<std::pair<std::int64_t, double>>>>
       regions;
-  std::map<std::uint32_t, std::vector<double>> rates, wait_shares;
+  std::map<std::uint32_t, std::vector<double>> rates, wait_shares, gpu_busy;
   // comm, comm_exposed, sync: seconds per step, where the rank measured them.
   constexpr std::array<std::pair<steps::Phase, const char*>, 3> kTimedPhases = {
       {{steps::Phase::kComm, kComm},
@@ -173,6 +173,8 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
       for (const steps::KeySum& k : sums) add(k);
     if (r.step_key.empty() || r.history.empty()) continue;
     if (data.step_key.empty()) data.step_key = r.step_key;
+    if (std::vector<double> busy = r.gpu_busy_shares(); !busy.empty())
+      gpu_busy[r.rank] = std::move(busy);
     const bool waits = r.cpu_measured[static_cast<std::size_t>(steps::Phase::kDataWait)];
     for (const steps::Step& s : r.history) {
       if (!(s.period_s > 0)) continue;
@@ -206,6 +208,8 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     data.series[SeriesId{SeriesKind::kMetric, kThroughput, ""}] = std::move(rate);
   if (std::vector<double> wait = combine_ranks(wait_shares, options.rank); !wait.empty())
     data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
+  if (std::vector<double> busy = combine_ranks(gpu_busy, options.rank); !busy.empty())
+    data.series[SeriesId{SeriesKind::kMetric, kGpuBusy, ""}] = std::move(busy);
   // Tokens per second of each step with work (the ledger's work/tokens, docs/ledger.md).
   // And the MFU of each step with work (the ledger's, less the counted step).
   std::map<std::uint32_t, std::vector<double>> token_rates, mfus;
@@ -243,6 +247,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   std::set<std::string> wanted(options.metrics.begin(), options.metrics.end());
   wanted.erase(kThroughput);
   wanted.erase(kDataWait);
+  wanted.erase(kGpuBusy);
   wanted.erase(kTokensPerSecond);
   wanted.erase(kMfu);
   for (const auto& [phase, name] : kTimedPhases) wanted.erase(name);

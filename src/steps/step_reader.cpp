@@ -122,6 +122,22 @@ double RankSteps::step_at(std::int64_t time_ns) const {
   return static_cast<double>(s.step) + std::min(1.0, into) * s.steps;
 }
 
+std::vector<double> RankSteps::gpu_busy_shares() const {
+  bool any = false, union_known = true;
+  for (const Step& s : history) {
+    if (s.gpu_rows_placed + s.gpu_rows_unplaced == 0 && !(s.gpu_busy_s > 0)) continue;
+    any = true;
+    union_known = union_known && s.gpu_union_known();
+  }
+  std::vector<double> out;
+  if (!any) return out;
+  for (const Step& s : history) {
+    if (!(s.period_s > 0)) continue;
+    out.push_back(std::min(1.0, (union_known ? s.gpu_union_s : s.gpu_busy_s) / s.period_s));
+  }
+  return out;
+}
+
 struct StepReader::State {
   std::string dir;
   StepOptions options;

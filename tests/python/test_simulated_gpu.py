@@ -173,3 +173,40 @@ def test_a_run_records_device_starts_and_steps_measure_the_device_union(tmp_path
     assert len(steps) == 4
     assert steps.gpu_busy_s.tolist() == pytest.approx([8e-3] * 4, rel=1e-9)
     assert steps.gpu_union_s.tolist() == pytest.approx([5e-3] * 4, rel=1e-9)
+
+
+def test_compare_has_each_steps_gpu_busy_share_from_the_device_union(tmp_path, monkeypatch):
+    """Issue 39: compare's `gpu-busy` row is the steps room's per-step busy share (the union
+    of the device intervals over the period: here 5 ms of a step of about 25 ms), not the
+    event spans' (8 ms)."""
+    import time  # pylint: disable=import-outside-toplevel
+    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
+    gpu, tmr = simulated(harvest_per_end=0)
+    with trainscope.start_run(root=tmp_path) as run:
+        run.attach(tmr)
+        for _ in range(12):
+            tmr.start(TimeType.BATCH)
+            tmr.start(TimeType.FORWARD, gpu=True, stream=0)
+            gpu.enqueue_work(0, 2 * MS)
+            gpu_region(tmr, gpu, "LOSS", MS, work_stream=0, stream=0)
+            tmr.end(TimeType.FORWARD, gpu=True, stream=0)
+            gpu.advance(8 * MS)
+            tmr.start(TimeType.BACKWARD, gpu=True, stream=5)
+            gpu_region(tmr, gpu, "OPTIMIZER", 2 * MS, work_stream=0, stream=0)
+            gpu.enqueue_work(5, 2 * MS)
+            tmr.end(TimeType.BACKWARD, gpu=True, stream=5)
+            gpu.advance(10 * MS)
+            tmr.harvest()
+            time.sleep(0.025)  # the step's period (the host's clock): about 25 ms
+            tmr.end(TimeType.BATCH)
+        tmr.complete_all()
+        run_dir = run.dir
+    steps = trainscope.read_run(run_dir).steps
+    union_share = (steps.gpu_union_s / steps.period_s).median()
+    spans_share = (steps.gpu_busy_s / steps.period_s).median()
+    rows = trainscope.compare(run_dir, run_dir)
+    busy = rows[rows["quantity"] == "gpu-busy"]
+    assert len(busy) == 1, list(rows["quantity"])
+    median = busy.iloc[0]["median_a"]
+    assert median == pytest.approx(union_share, rel=0.1)
+    assert median < 0.8 * spans_share

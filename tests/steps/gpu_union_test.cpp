@@ -2,6 +2,7 @@
 // records each region's device start and stream in the run's region rows, and
 // the steps room takes the union of a step's device intervals. No GPU needed:
 // the simulated source's streams are queues of work on a virtual clock.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -195,4 +196,30 @@ TEST_F(GpuUnionTest, NewRowsAfterOldOnesReadAndBadOnesAreNamed) {
 }
 
 }  // namespace
+// compare's per-step row (RankSteps::gpu_busy_shares): the union over the period where every
+// GPU-timed step knows it, else the spans, at most 1; nothing for a rank without GPU rows.
+TEST(GpuBusyShares, TheUnionWhereEveryStepKnowsItElseTheSpans) {
+  steps::RankSteps rank;
+  for (int i = 0; i < 3; ++i) {
+    steps::Step s;
+    s.step = i;
+    s.period_s = 0.02;
+    s.gpu_busy_s = 0.008;
+    s.gpu_union_s = 0.005;
+    s.gpu_rows_placed = 4;
+    rank.history.push_back(s);
+  }
+  using ::testing::DoubleNear;
+  using ::testing::Pointwise;
+  EXPECT_THAT(rank.gpu_busy_shares(), Pointwise(DoubleNear(1e-12), {0.25, 0.25, 0.25}));
+  rank.history[1].gpu_rows_unplaced = 1;  // one row without its device start
+  EXPECT_THAT(rank.gpu_busy_shares(), Pointwise(DoubleNear(1e-12), {0.4, 0.4, 0.4}));
+  rank.history[2].gpu_busy_s = 0.05;  // spans overlapping past the period
+  EXPECT_EQ(rank.gpu_busy_shares().back(), 1.0);
+  steps::RankSteps cpu_only;
+  cpu_only.history.resize(2);
+  cpu_only.history[0].period_s = cpu_only.history[1].period_s = 0.01;
+  EXPECT_TRUE(cpu_only.gpu_busy_shares().empty());
+}
+
 }  // namespace trainscope

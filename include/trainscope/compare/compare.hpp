@@ -45,6 +45,8 @@ inline constexpr char kMfu[] = "mfu";
 inline constexpr char kComm[] = "comm";
 inline constexpr char kCommExposed[] = "comm_exposed";
 inline constexpr char kSync[] = "sync";
+// The GPU busy share of each step (steps::RankSteps::gpu_busy_shares), where GPU-timed.
+inline constexpr char kGpuBusy[] = "gpu-busy";
 
 // What a series (and its row) measures: a region key's durations, or a metric's
 // values (kThroughput, kDataWait, a logged or sampled metric).

@@ -264,6 +264,12 @@ struct RankSteps {
   std::uint64_t step_count() const { return steps + (open ? 1 : 0); }
   // The rank's step at a wall-clock time (fractional), NaN before its first step.
   double step_at(std::int64_t time_ns) const;
+  // Each step's GPU busy share, in history's order (compare's per-step rows): the union
+  // of its GPU-timed compute rows' device intervals over its period where every step of
+  // the rank with such rows knows it, else those rows' spans (gpu_busy_s), at most 1;
+  // empty where the rank has no GPU-timed compute row. The diagnosis pools the same two
+  // sources over its scope, NVML before the spans (docs/diagnosis.md, GPU-IDLE).
+  std::vector<double> gpu_busy_shares() const;
 };
 
 // ---------------------------------------------------------------------------
