@@ -131,17 +131,16 @@ def test_logged_means_name_cpu_and_gpu_keys_like_deep500(monkeypatch):
     }
 
 
-def test_a_run_records_device_starts_and_steps_measure_the_device_union(tmp_path, monkeypatch):
-    """Issue 39: each GPU row's device start and stream reach read_run, and Run.steps
-    holds the union of a step's device intervals beside the event spans summed:
-    FORWARD [0, 3) ms with LOSS [2, 3) inside it, the stream idle 5 ms, BACKWARD
-    [8, 10) on a second stream beside OPTIMIZER [8, 10): spans 3+1+2+2 = 8 ms,
-    busy 5 ms."""
-    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
+def _union_run(root, steps, period_s=0.0):
+    """A run of `steps` steps on the simulated GPU, each step on the device: FORWARD [0, 3)
+    ms with LOSS [2, 3) inside it, the stream idle 5 ms, BACKWARD [8, 10) on a second stream
+    beside OPTIMIZER [8, 10): spans 3+1+2+2 = 8 ms, busy 5 ms; each step lasts at least
+    period_s on the host's clock. Returns its directory."""
+    import time  # pylint: disable=import-outside-toplevel
     gpu, tmr = simulated(harvest_per_end=0)
-    with trainscope.start_run(root=tmp_path) as run:
+    with trainscope.start_run(root=root) as run:
         run.attach(tmr)
-        for _ in range(4):
+        for _ in range(steps):
             tmr.start(TimeType.BATCH)
             tmr.start(TimeType.FORWARD, gpu=True, stream=0)
             gpu.enqueue_work(0, 2 * MS)
@@ -154,10 +153,21 @@ def test_a_run_records_device_starts_and_steps_measure_the_device_union(tmp_path
             tmr.end(TimeType.BACKWARD, gpu=True, stream=5)
             gpu.advance(10 * MS)
             tmr.harvest()
+            if period_s:
+                time.sleep(period_s)
             tmr.end(TimeType.BATCH)
         tmr.complete_all()
-        run_dir = run.dir
-    read = trainscope.read_run(run_dir)
+        return run.dir
+
+
+def test_a_run_records_device_starts_and_steps_measure_the_device_union(tmp_path, monkeypatch):
+    """Issue 39: each GPU row's device start and stream reach read_run, and Run.steps
+    holds the union of a step's device intervals beside the event spans summed:
+    FORWARD [0, 3) ms with LOSS [2, 3) inside it, the stream idle 5 ms, BACKWARD
+    [8, 10) on a second stream beside OPTIMIZER [8, 10): spans 3+1+2+2 = 8 ms,
+    busy 5 ms."""
+    monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
+    read = trainscope.read_run(_union_run(tmp_path, steps=4))
     regions = read.regions
     gpu_rows = regions[regions.device == "GPU"]
     assert len(gpu_rows) == 16 and not gpu_rows.gpu_start_ns.isna().any()
@@ -179,28 +189,8 @@ def test_compare_has_each_steps_gpu_busy_share_from_the_device_union(tmp_path, m
     """Issue 39: compare's `gpu-busy` row is the steps room's per-step busy share (the union
     of the device intervals over the period: here 5 ms of a step of about 25 ms), not the
     event spans' (8 ms)."""
-    import time  # pylint: disable=import-outside-toplevel
     monkeypatch.delenv("TRAINSCOPE_RUN_DIR", raising=False)
-    gpu, tmr = simulated(harvest_per_end=0)
-    with trainscope.start_run(root=tmp_path) as run:
-        run.attach(tmr)
-        for _ in range(12):
-            tmr.start(TimeType.BATCH)
-            tmr.start(TimeType.FORWARD, gpu=True, stream=0)
-            gpu.enqueue_work(0, 2 * MS)
-            gpu_region(tmr, gpu, "LOSS", MS, work_stream=0, stream=0)
-            tmr.end(TimeType.FORWARD, gpu=True, stream=0)
-            gpu.advance(8 * MS)
-            tmr.start(TimeType.BACKWARD, gpu=True, stream=5)
-            gpu_region(tmr, gpu, "OPTIMIZER", 2 * MS, work_stream=0, stream=0)
-            gpu.enqueue_work(5, 2 * MS)
-            tmr.end(TimeType.BACKWARD, gpu=True, stream=5)
-            gpu.advance(10 * MS)
-            tmr.harvest()
-            time.sleep(0.025)  # the step's period (the host's clock): about 25 ms
-            tmr.end(TimeType.BATCH)
-        tmr.complete_all()
-        run_dir = run.dir
+    run_dir = _union_run(tmp_path, steps=12, period_s=0.025)
     steps = trainscope.read_run(run_dir).steps
     union_share = (steps.gpu_union_s / steps.period_s).median()
     spans_share = (steps.gpu_busy_s / steps.period_s).median()
