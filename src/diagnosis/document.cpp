@@ -667,6 +667,10 @@ std::string format_run_summary(const Diagnosis& d) {
     }
     if (!parts.empty()) out += fmt::format("  {} of the step\n", fmt::join(parts, ", "));
   }
+  // The efficiency ledger, where the run recorded work (docs/ledger.md).
+  if (d.ledger && !d.ledger->ranks.empty()) {
+    out += fmt::format("  {}\n", steps::format_ledger_line(*d.ledger, /*notes=*/false));
+  }
   out += fmt::format("  diagnosis: {}\n", d.headline());
   for (const Label& l : s.labels) {
     out += fmt::format("    {}: {}\n", label_name(l.name), l.evidence);

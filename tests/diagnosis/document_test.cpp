@@ -173,6 +173,11 @@ TEST(Document, TheLedgerIsTypedInTheDocument) {
   EXPECT_TRUE(std::isnan(back->ledger->ranks[0].tokens_per_s));
   EXPECT_EQ(diagnosis_json(*back, 1), text);
   EXPECT_THAT(format_diagnosis(*back), HasSubstr(steps::format_ledger_line(l)));
+  // The end-of-run summary of `trainscope run` has the line too (without its notes), and a
+  // run without work none.
+  EXPECT_THAT(format_run_summary(*back),
+              HasSubstr("\n  " + steps::format_ledger_line(l, /*notes=*/false) + "\n"));
+  EXPECT_THAT(format_run_summary(sample()), Not(HasSubstr("ledger:")));
 }
 
 // A label judged on the device (issue 39): its device round-trips, the text
