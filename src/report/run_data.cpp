@@ -10,6 +10,7 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -136,12 +137,30 @@ MetricName split_metric(std::string_view key) {
 }
 
 // Charts shown first, in this order (the rest follow by name).
+// A chart is "<family>.<quantity>" (hardware_json): built from the writers' names.
 int chart_priority(const std::string& chart) {
-  static const char* const kOrder[] = {
-      "gpu.util_pct", "gpu.mem_used_mb", "proc.cpu_pct",    "proc.rss_mb",      "gpu.proc.util_pct",
-      "cpu.util_pct", "disk.read_mb_s",  "disk.write_mb_s", "mem.used_mb",      "net.rx_mb_s",
-      "net.tx_mb_s",  "gpu.power_w",     "gpu.temp_c",      "gpu.sm_active_pct"};
-  for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
+  const auto host_chart = [](std::string_view metric) {
+    return std::string(metric.substr(kSystemPrefix.size()));
+  };
+  const auto of = [](std::string_view family, std::string_view quantity) {
+    return fmt::format("{}.{}", family, quantity);
+  };
+  static const std::vector<std::string> kOrder = {
+      of(host::kGpuFamily, host::kGpuUtilQuantity),
+      of(host::kGpuFamily, host::kGpuMemUsedQuantity),
+      host_chart(host::kProcCpuMetric),
+      host_chart(host::kProcRssMbMetric),
+      of(host::kGpuFamily, host::kGpuProcUtilQuantity),
+      host_chart(host::kCpuUtilMetric),
+      host_chart(host::kDiskReadMbPerSecMetric),
+      of(host::kDiskFamily, host::kWriteMbPerSecQuantity),
+      host_chart(host::kMemUsedMbMetric),
+      of(host::kNetFamily, host::kRxMbPerSecQuantity),
+      of(host::kNetFamily, host::kTxMbPerSecQuantity),
+      of(host::kGpuFamily, host::kGpuPowerQuantity),
+      of(host::kGpuFamily, host::kGpuTempQuantity),
+      of(host::kGpuFamily, host::kGpuSmActiveQuantity)};
+  for (int i = 0; i < static_cast<int>(kOrder.size()); ++i) {
     if (chart == kOrder[i]) return i;
   }
   return 1000;
@@ -174,8 +193,8 @@ json hardware_json(const RunData& run, std::size_t max_points) {
     const MetricName name = split_metric(run.hardware[i].key);
     std::string chart = name.family.empty() ? name.quantity : name.family + "." + name.quantity;
     // Per-process GPU readings are a chart of their own ("gpu.proc.util_pct").
-    if (name.family == "gpu" && absl::EndsWith(name.instance, ".proc")) {
-      chart = "gpu.proc." + name.quantity;
+    if (name.family == host::kGpuFamily && absl::EndsWith(name.instance, ".proc")) {
+      chart = fmt::format("{}.proc.{}", host::kGpuFamily, name.quantity);
     }
     charts[chart].push_back(i);
   }

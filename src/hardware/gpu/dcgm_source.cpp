@@ -106,9 +106,9 @@ struct Field {
   unsigned short id;
   const char* name;
 };
-constexpr Field kFields[] = {{abi::kFieldSmActive, "sm_active_pct"},
-                             {abi::kFieldTensorActive, "tensor_active_pct"},
-                             {abi::kFieldDramActive, "dram_active_pct"}};
+constexpr Field kFields[] = {{abi::kFieldSmActive, host::kGpuSmActiveQuantity},
+                             {abi::kFieldTensorActive, host::kGpuTensorActiveQuantity},
+                             {abi::kFieldDramActive, host::kGpuDramActiveQuantity}};
 constexpr unsigned kFieldCount = sizeof(kFields) / sizeof(kFields[0]);
 
 template <typename Fn>

@@ -7,8 +7,10 @@
 #include <bitset>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "hardware/gpu/visible_devices.hpp"
 #include "trainscope/common/errors.hpp"
 #include "trainscope/hardware/host/host_metrics.hpp"
@@ -32,18 +34,20 @@ enum Metric : unsigned {
   kMetricCount
 };
 
-constexpr const char* kMetricNames[kMetricCount] = {"util_pct/mem_util_pct",
-                                                    "mem_used_mb/mem_total_mb",
-                                                    "power_w",
-                                                    "energy_j",
-                                                    "temp_c",
-                                                    "sm_clock_mhz",
-                                                    "mem_clock_mhz",
-                                                    "pcie_tx_mb_s",
-                                                    "pcie_rx_mb_s",
-                                                    "throttle_reasons",
-                                                    "proc.mem_used_mb",
-                                                    "proc.util_pct"};
+// Each metric's name in messages: the quantities it writes (host_metrics.hpp).
+const std::string kMetricNames[kMetricCount] = {
+    absl::StrCat(host::kGpuUtilQuantity, "/", host::kGpuMemUtilQuantity),
+    absl::StrCat(host::kGpuMemUsedQuantity, "/", host::kGpuMemTotalQuantity),
+    host::kGpuPowerQuantity,
+    host::kGpuEnergyQuantity,
+    host::kGpuTempQuantity,
+    host::kGpuSmClockQuantity,
+    host::kGpuMemClockQuantity,
+    host::kGpuPcieTxQuantity,
+    host::kGpuPcieRxQuantity,
+    host::kGpuThrottleQuantity,
+    host::kGpuProcMemUsedQuantity,
+    host::kGpuProcUtilQuantity};
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -81,7 +85,7 @@ absl::Status read_utilization(NvmlApi& api, const Target& t, Readings* out) {
   absl::StatusOr<Utilization> u = api.utilization(t.device);
   if (!u.ok()) return u.status();
   put(out, t, host::kGpuUtilQuantity, u->gpu_pct);
-  put(out, t, "mem_util_pct", u->memory_pct);
+  put(out, t, host::kGpuMemUtilQuantity, u->memory_pct);
   return absl::OkStatus();
 }
 
@@ -100,7 +104,7 @@ absl::Status read_energy(NvmlApi& api, Target& t, Readings* out) {
   if (!mj.ok()) return mj.status();
   if (!t.energy_at_open_mj) t.energy_at_open_mj = *mj;
   const std::uint64_t used = *mj >= *t.energy_at_open_mj ? *mj - *t.energy_at_open_mj : 0;
-  put(out, t, "energy_j", static_cast<double>(used) / 1000.0);
+  put(out, t, host::kGpuEnergyQuantity, static_cast<double>(used) / 1000.0);
   return absl::OkStatus();
 }
 
@@ -139,7 +143,7 @@ absl::Status read_proc_util(NvmlApi& api, Target& t, const std::vector<pid_t>& t
   for (const auto& [pid, s] : newest) {
     if (in_tree(tree, pid)) pct += s.sm_pct;
   }
-  put(out, t, "proc.util_pct", std::min(pct, 100u));
+  put(out, t, host::kGpuProcUtilQuantity, std::min(pct, 100u));
   return absl::OkStatus();
 }
 
@@ -151,23 +155,25 @@ absl::Status read_metric(NvmlApi& api, Metric metric, Target& t, const std::vect
     case kMemory:
       return read_memory(api, t, out);
     case kPower:
-      return put_scaled(api.power_mw(t.device), out, t, "power_w", 1e-3);
+      return put_scaled(api.power_mw(t.device), out, t, host::kGpuPowerQuantity, 1e-3);
     case kEnergy:
       return read_energy(api, t, out);
     case kTemperature:
-      return put_scaled(api.temperature_c(t.device), out, t, "temp_c", 1.0);
+      return put_scaled(api.temperature_c(t.device), out, t, host::kGpuTempQuantity, 1.0);
     case kSmClock:
-      return put_scaled(api.clock_mhz(t.device, Clock::kSm), out, t, "sm_clock_mhz", 1.0);
+      return put_scaled(api.clock_mhz(t.device, Clock::kSm), out, t, host::kGpuSmClockQuantity,
+                        1.0);
     case kMemClock:
-      return put_scaled(api.clock_mhz(t.device, Clock::kMemory), out, t, "mem_clock_mhz", 1.0);
+      return put_scaled(api.clock_mhz(t.device, Clock::kMemory), out, t, host::kGpuMemClockQuantity,
+                        1.0);
     case kPcieTx:  // NVML's KB/s are KiB/s; MB here are MiB, as for memory
-      return put_scaled(api.pcie_kb_s(t.device, PcieDirection::kTx), out, t, "pcie_tx_mb_s",
-                        1 / 1024.0);
+      return put_scaled(api.pcie_kb_s(t.device, PcieDirection::kTx), out, t,
+                        host::kGpuPcieTxQuantity, 1 / 1024.0);
     case kPcieRx:
-      return put_scaled(api.pcie_kb_s(t.device, PcieDirection::kRx), out, t, "pcie_rx_mb_s",
-                        1 / 1024.0);
+      return put_scaled(api.pcie_kb_s(t.device, PcieDirection::kRx), out, t,
+                        host::kGpuPcieRxQuantity, 1 / 1024.0);
     case kThrottle:
-      return put_scaled(api.throttle_reasons(t.device), out, t, "throttle_reasons", 1.0);
+      return put_scaled(api.throttle_reasons(t.device), out, t, host::kGpuThrottleQuantity, 1.0);
     case kProcMemory:
       return read_proc_memory(api, t, tree, out);
     case kProcUtil:

@@ -435,8 +435,12 @@ class DiskSource : public HardwareSource {
   }
 
  private:
-  static constexpr std::string_view kQuantities[] = {
-      kReadMbPerSecQuantity, "write_mb_s", "read_iops", "write_iops", "read_mb", "write_mb"};
+  static constexpr std::string_view kQuantities[] = {kReadMbPerSecQuantity,
+                                                     kWriteMbPerSecQuantity,
+                                                     "read_iops",
+                                                     "write_iops",
+                                                     "read_mb",
+                                                     "write_mb"};
 
   struct Delta {
     double read_mb = 0, write_mb = 0, reads = 0, writes = 0;
@@ -528,7 +532,7 @@ class NetworkSource : public HardwareSource {
     if (absl::Status s = file_.open(proc_root_ + "/net/dev"); !s.ok()) return s;
     parse_net_dev(file_.text(), &counters_);
     for (const NetCounters& c : counters_) interface_for(c);
-    total_.names = make_names("net", "", kQuantities);
+    total_.names = make_names(kNetFamily, "", kQuantities);
     last_ = std::chrono::steady_clock::now();
     return absl::OkStatus();
   }
@@ -555,7 +559,8 @@ class NetworkSource : public HardwareSource {
   }
 
  private:
-  static constexpr std::string_view kQuantities[] = {"rx_mb_s", "tx_mb_s", "rx_mb", "tx_mb"};
+  static constexpr std::string_view kQuantities[] = {kRxMbPerSecQuantity, kTxMbPerSecQuantity,
+                                                     "rx_mb", "tx_mb"};
   struct Interface {
     InstanceNames names;
     NetCounters last;
@@ -578,7 +583,7 @@ class NetworkSource : public HardwareSource {
     for (Interface& i : interfaces_) {
       if (i.names.instance == c.name) return &i;
     }
-    interfaces_.push_back(Interface{make_names("net", c.name, kQuantities), c, 0, 0});
+    interfaces_.push_back(Interface{make_names(kNetFamily, c.name, kQuantities), c, 0, 0});
     return &interfaces_.back();
   }
 

@@ -32,6 +32,11 @@ inline constexpr char kProcCountMetric[] = "system/proc.count";
 // "system/disk.<device>.<quantity>" per device; stalls reads the summed read rate.
 inline constexpr char kDiskFamily[] = "disk";
 inline constexpr char kReadMbPerSecQuantity[] = "read_mb_s";
+inline constexpr char kWriteMbPerSecQuantity[] = "write_mb_s";
+// The network interfaces': "system/net.<quantity>" summed, "system/net.<iface>.<quantity>".
+inline constexpr char kNetFamily[] = "net";
+inline constexpr char kRxMbPerSecQuantity[] = "rx_mb_s";
+inline constexpr char kTxMbPerSecQuantity[] = "tx_mb_s";
 inline constexpr char kDiskReadMbPerSecMetric[] = "system/disk.read_mb_s";
 // The whole host's CPU busy, in % of all its cores.
 inline constexpr char kCpuUtilMetric[] = "system/cpu.util_pct";
@@ -63,6 +68,21 @@ inline constexpr char kGpuMemUsedQuantity[] = "mem_used_mb";
 inline constexpr char kGpuMemTotalQuantity[] = "mem_total_mb";
 // The monitored process tree's memory on that GPU.
 inline constexpr char kGpuProcMemUsedQuantity[] = "proc.mem_used_mb";
+// The other GPU readings: "system/gpu.<i>.<quantity>" (NVML's, then DCGM's profiling fields).
+inline constexpr char kGpuFamily[] = "gpu";
+inline constexpr char kGpuMemUtilQuantity[] = "mem_util_pct";
+inline constexpr char kGpuPowerQuantity[] = "power_w";
+inline constexpr char kGpuEnergyQuantity[] = "energy_j";  // cumulative since the driver loaded
+inline constexpr char kGpuTempQuantity[] = "temp_c";
+inline constexpr char kGpuSmClockQuantity[] = "sm_clock_mhz";
+inline constexpr char kGpuMemClockQuantity[] = "mem_clock_mhz";
+inline constexpr char kGpuPcieTxQuantity[] = "pcie_tx_mb_s";
+inline constexpr char kGpuPcieRxQuantity[] = "pcie_rx_mb_s";
+inline constexpr char kGpuThrottleQuantity[] = "throttle_reasons";
+inline constexpr char kGpuProcUtilQuantity[] = "proc.util_pct";  // the tree's SM share
+inline constexpr char kGpuSmActiveQuantity[] = "sm_active_pct";
+inline constexpr char kGpuTensorActiveQuantity[] = "tensor_active_pct";
+inline constexpr char kGpuDramActiveQuantity[] = "dram_active_pct";
 
 }  // namespace trainscope::host
 
