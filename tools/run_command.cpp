@@ -265,11 +265,8 @@ int run_command(const std::vector<std::string>& args) {
     }
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
-  parsed->launch.watch = diagnosis::hang_watch(parsed->on_hang, parsed->hang_thresholds);
-  if (parsed->capture_on_labels) {  // STRAGGLER, MEMORY-CREEP, THROUGHPUT-DRIFT: a capture
-    parsed->launch.watch =
-        diagnosis::with_capture_requests(std::move(parsed->launch.watch), parsed->hang_thresholds);
-  }
+  parsed->launch.watch = diagnosis::launcher_watch(parsed->on_hang, parsed->hang_thresholds,
+                                                   parsed->capture_on_labels);
   parsed->launch.watch_interval = absl::Seconds(2);
   // The endpoint binds before the command starts: a port in use stops here.
   std::shared_ptr<prometheus::Endpoint> endpoint;

@@ -121,4 +121,12 @@ std::function<WatchVerdict(const std::string& run_dir)> with_capture_requests(
   };
 }
 
+std::function<WatchVerdict(const std::string& run_dir)> launcher_watch(OnHang on_hang,
+                                                                       const Thresholds& thresholds,
+                                                                       bool capture_on_labels) {
+  std::function<WatchVerdict(const std::string& run_dir)> watch = hang_watch(on_hang, thresholds);
+  if (!capture_on_labels) return watch;
+  return with_capture_requests(std::move(watch), thresholds);
+}
+
 }  // namespace trainscope::diagnosis

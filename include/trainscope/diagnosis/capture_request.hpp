@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/launch/launch.hpp"
 
 namespace trainscope::diagnosis {
@@ -63,6 +64,13 @@ absl::Status write_capture_requests(const std::string& run_dir,
 // rank 0 for a capture of its next steps").
 std::function<WatchVerdict(const std::string& run_dir)> with_capture_requests(
     std::function<WatchVerdict(const std::string& run_dir)> inner, Thresholds thresholds);
+
+// `trainscope run`'s watch: hang_watch(on_hang, thresholds) and, when
+// `capture_on_labels` (not --capture-steps 0 nor --capture-max 0), the capture
+// requests on top of it.
+std::function<WatchVerdict(const std::string& run_dir)> launcher_watch(OnHang on_hang,
+                                                                       const Thresholds& thresholds,
+                                                                       bool capture_on_labels);
 
 }  // namespace trainscope::diagnosis
 
