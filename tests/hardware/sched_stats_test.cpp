@@ -3,8 +3,10 @@
 // /proc (threads that come and go), the CPU source's steal time.
 #include "trainscope/hardware/host/sched_stats.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -107,6 +109,12 @@ TEST_F(ThreadSchedOnFakeProc, AProcessGoneIsSkippedAllGoneIsAnError) {
 }
 
 TEST(ThreadSchedOnRealProc, ReadsThisThread) {
+  // The kernel adds a thread's run time at a switch or a tick: a test process younger than
+  // one tick read 0 (CI). Run 20 ms, then give the CPU up once.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  ::sched_yield();
   absl::StatusOr<SchedStat> s = read_thread_schedstat(::getpid(), ::gettid());
   if (!s.ok()) GTEST_SKIP() << "no schedstat here: " << s.status();
   EXPECT_GT(s->run_ns, 0u);
