@@ -24,13 +24,15 @@ Each comparison goes through the command a user runs (`trainscope compare A B
 --json`). Figures go to stdout and, with --out, to a JSON file.
 
 --held-out (issue 41): new A/A pairs, none of those the run-to-run term was fitted on,
-made --gap seconds apart (not back to back), each rate with its 95% (Wilson) interval:
+made at different times (every pair and detection of the calibration in one shuffled
+order, so none of a kind back to back), each rate with its 95% (Wilson) interval:
   a. quiet: A/A pairs -> false verdicts (slower/faster);
   b. burner: A/A pairs with a two-core CPU burner on for B only -> false verdicts, and
      how many are `inconclusive (contention)`;
-  c. detection: `trainscope compare --run A --run B --repeat 5` with B 5% slower (a spin)
-     -> called slower.
-    python bench/compare_calibration.py --held-out --pairs 60 --detect 20 --gap 30
+  c. detection: `trainscope compare --run A --run B --repeat 5` with B 5% slower (a spin),
+     quiet and with the burner on throughout -> called slower.
+Linux autogroup is switched off while it runs (root only; NoAutogroup says why).
+    python bench/compare_calibration.py --held-out --pairs 60 --detect 20 --keep DIR
 prints the markdown table of docs/compare-statistics.md.
 """
 
@@ -38,6 +40,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -300,51 +303,135 @@ class Burner:
             p.wait()
 
 
+AUTOGROUP = "/proc/sys/kernel/sched_autogroup_enabled"
+
+
+class NoAutogroup:
+    """Linux autogroup (on where AUTOGROUP reads 1) schedules each session as one
+    group: `trainscope run` gives its command a session of its own, so a burner
+    started in another session shares the CPUs with the job's session as one
+    group and barely slows the job (issue 39's table). For the calibration the
+    burner has to compete as a neighbour does on a runner (processes in no
+    common group), so autogroup is switched off while it runs, where this
+    process may (root), and put back after. `state` says what was done."""
+
+    def __enter__(self):
+        self.before = None
+        try:
+            with open(AUTOGROUP, encoding="utf-8") as f:
+                self.before = f.read().strip()
+        except OSError:
+            self.state = "no autogroup on this kernel"
+            return self
+        if self.before == "0":
+            self.state = "autogroup off"
+            return self
+        try:
+            with open(AUTOGROUP, "w", encoding="utf-8") as f:
+                f.write("0")
+            self.state = "autogroup switched off for the calibration"
+        except OSError as e:
+            self.state = f"autogroup on (could not switch it off: {e}): the burner may not compete"
+            self.before = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.before not in (None, "0"):
+            with open(AUTOGROUP, "w", encoding="utf-8") as f:
+                f.write(self.before)
+
+
+def held_out_schedule(pairs, detect, seed):
+    """Every A/A pair (quiet and burner) and every detection in one shuffled
+    order, so no two of a kind are made back to back and each kind is spread
+    over the whole calibration (the machine's state at different times); within
+    a pair, which side runs first is drawn too."""
+    rng = random.Random(seed)
+    items = ([("quiet", i, rng.random() < 0.5) for i in range(pairs)] +
+             [("burner", i, rng.random() < 0.5) for i in range(pairs)] +
+             [("detect-loaded", i, False) for i in range(detect)] +
+             [("detect-quiet", i, False) for i in range(detect)])
+    rng.shuffle(items)
+    return items
+
+
+def detection(cli, python, job, root, steps, spin, kind, i, burn):
+    """`trainscope compare --run A --run B --repeat 5` with B `spin` s slower a
+    step; its JSON is kept beside its runs (a rerun of the calibration reads it)."""
+    folder = os.path.join(root, kind, f"{i:02d}")
+    saved = os.path.join(folder, "verdict.json")
+    if os.path.exists(saved):
+        with open(saved, encoding="utf-8") as f:
+            return json.load(f)
+    cmd = f"{python} {job} {steps}"
+    line = [cli, "compare", "--run", f"{cmd} 0.0 -1 0.0", "--run", f"{cmd} {spin!r} -1 0.0",
+            "--repeat", "5", "--root", folder, "--json", "--key", "BATCH"]
+    if burn:
+        with Burner(python):
+            done = subprocess.run(line, capture_output=True, text=True, timeout=3600)
+    else:
+        done = subprocess.run(line, capture_output=True, text=True, timeout=3600)
+    if done.returncode not in (0, 1):
+        sys.exit(f"compare --run failed ({done.returncode}): {done.stderr[-2000:]}")
+    pair = json.loads(done.stdout)["pairs"][0]
+    with open(saved, "w", encoding="utf-8") as f:
+        json.dump(pair, f)
+    return pair
+
+
 def held_out(args, cli, python, job, root):
-    results = {"pairs": args.pairs, "detect": args.detect, "gap_s": args.gap,
-               "load": os.getloadavg()}
-    rows = []
-    for name, burn in (("quiet", False), ("burner on B", True)):
-        false, contention, verdicts = 0, 0, []
-        for i in range(args.pairs):
-            time.sleep(args.gap)
-            a = run_job(cli, python, job, os.path.join(root, f"{name[0]}{i}-a"), args.steps)
-            if burn:
-                with Burner(python):
-                    b = run_job(cli, python, job, os.path.join(root, f"{name[0]}{i}-b"),
-                                args.steps)
+    results = {"pairs": args.pairs, "detect": args.detect, "steps": args.steps,
+               "load_start": os.getloadavg()}
+    started = time.time()
+    with NoAutogroup() as autogroup:
+        results["autogroup"] = autogroup.state
+        print(f"scheduler: {autogroup.state}", flush=True)
+        base = run_job(cli, python, job, os.path.join(root, "base"), args.steps)
+        spin = 0.05 * statistics.median(steps_of(base))
+        schedule = held_out_schedule(args.pairs, args.detect, args.seed)
+        for k, (kind, i, b_first) in enumerate(schedule):
+            if kind.startswith("detect"):
+                detection(cli, python, job, root, args.steps, spin, kind, i,
+                          kind == "detect-loaded")
             else:
-                b = run_job(cli, python, job, os.path.join(root, f"{name[0]}{i}-b"), args.steps)
-            verdict = compare(cli, a, b)["verdict"]
-            verdicts.append(verdict)
-            false += verdict in ("slower", "faster")
-            contention += verdict == "inconclusive (contention)"
-            print(f"{name} {i}: {verdict}", flush=True)
+                sides = ("b", "a") if b_first else ("a", "b")
+                for side in sides:
+                    directory = os.path.join(root, kind, f"{i:02d}-{side}")
+                    if kind == "burner" and side == "b":
+                        with Burner(python):
+                            run_job(cli, python, job, directory, args.steps)
+                    else:
+                        run_job(cli, python, job, directory, args.steps)
+            if (k + 1) % 10 == 0:
+                print(f"  {k + 1}/{len(schedule)} ({time.time() - started:.0f} s, load "
+                      f"{os.getloadavg()[0]:.1f})", flush=True)
+    results["load_end"] = os.getloadavg()
+    rows = []
+    for kind in ("quiet", "burner"):
+        verdicts = [compare(cli, os.path.join(root, kind, f"{i:02d}-a"),
+                            os.path.join(root, kind, f"{i:02d}-b"))["verdict"]
+                    for i in range(args.pairs)]
+        false = sum(v in ("slower", "faster") for v in verdicts)
+        contention = verdicts.count("inconclusive (contention)")
         low, high = wilson(false, args.pairs)
+        name = "quiet" if kind == "quiet" else "two-core burner on B"
         rows.append((f"A/A, {name}: called slower or faster", false, args.pairs, low, high,
-                     f"{contention} inconclusive (contention)"))
-        results[name] = verdicts
-    # Detection of a 5% slowdown with --run --repeat 5 (the spin: 5% of A's median step).
-    base = run_job(cli, python, job, os.path.join(root, "base"), args.steps)
-    spin = 0.05 * statistics.median(steps_of(base))
-    detected, verdicts = 0, []
-    for i in range(args.detect):
-        time.sleep(args.gap)
-        cmd = f"{python} {job} {args.steps}"
-        done = subprocess.run([cli, "compare", "--run", f"{cmd} 0.0 -1 0.0",
-                               "--run", f"{cmd} {spin!r} -1 0.0", "--repeat", "5",
-                               "--root", os.path.join(root, f"d{i}"), "--json", "--key",
-                               "BATCH"], capture_output=True, text=True, timeout=3600)
-        if done.returncode not in (0, 1):
-            sys.exit(f"compare --run failed ({done.returncode}): {done.stderr[-2000:]}")
-        verdict = json.loads(done.stdout)["pairs"][0]["overall"]["verdict"]
-        verdicts.append(verdict)
-        detected += verdict == "slower"
-        print(f"detect 5% {i}: {verdict}", flush=True)
-    low, high = wilson(detected, args.detect)
-    rows.append(("5% slower, `--run ... --repeat 5`: called slower", detected, args.detect, low,
-                 high, ""))
-    results["detect 5%"] = verdicts
+                     f"same {verdicts.count('same')}, inconclusive "
+                     f"{verdicts.count('inconclusive')}, inconclusive (contention) {contention}"))
+        results[kind] = verdicts
+    for kind, name in (("detect-quiet", "quiet"), ("detect-loaded", "two-core burner on")):
+        pairs = [detection(cli, python, job, root, args.steps, spin, kind, i, False)
+                 for i in range(args.detect)]
+        verdicts = [p["overall"]["verdict"] for p in pairs]
+        runs = [len(p["runs_a"]) + len(p["runs_b"]) for p in pairs]
+        detected = verdicts.count("slower")
+        low, high = wilson(detected, args.detect)
+        rows.append((f"5% slower, `--run ... --repeat 5`, {name}: called slower", detected,
+                     args.detect, low, high,
+                     f"{statistics.mean(runs) / 2:.1f} runs a side on average; others: "
+                     + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))
+                                 if v != "slower")))
+        results[kind] = verdicts
     print("| measure | count | rate | 95% interval | |")
     print("| --- | --- | --- | --- | --- |")
     for what, k, n, lo, hi, extra in rows:
@@ -358,23 +445,27 @@ if __name__ == "__main__":
     if "--held-out" in sys.argv:
         parser = argparse.ArgumentParser(description="held-out calibration (issue 41)")
         parser.add_argument("--held-out", action="store_true")
-        parser.add_argument("--steps", type=int, default=400)
+        parser.add_argument("--steps", type=int, default=300)
         parser.add_argument("--pairs", type=int, default=60)
         parser.add_argument("--detect", type=int, default=20)
-        parser.add_argument("--gap", type=float, default=30.0)
+        parser.add_argument("--seed", type=int, default=41)
+        parser.add_argument("--keep", help="keep the runs in this folder; an interrupted or "
+                            "earlier calibration there goes on from its runs (the comparisons "
+                            "are made again)")
         parser.add_argument("--out")
         held = parser.parse_args()
         cli_path = os.environ.get("TRAINSCOPE_CLI", "trainscope")
-        with tempfile.TemporaryDirectory() as tmp:
-            job_path = os.path.join(tmp, "job.py")
-            with open(job_path, "w", encoding="utf-8") as f:
-                f.write(JOB)
-            started = time.time()
-            out = held_out(held, cli_path, sys.executable, job_path, tmp)
-            out["seconds"] = time.time() - started
+        held_root = held.keep or tempfile.mkdtemp(prefix="compare-held-out-")
+        os.makedirs(held_root, exist_ok=True)
+        job_path = os.path.join(held_root, "job.py")
+        with open(job_path, "w", encoding="utf-8") as f:
+            f.write(JOB)
+        started = time.time()
+        out = held_out(held, cli_path, sys.executable, job_path, held_root)
+        out["seconds"] = time.time() - started
         if held.out:
             with open(held.out, "w", encoding="utf-8") as f:
                 json.dump(out, f, indent=1)
-        print(f"done in {out['seconds']:.0f} s")
+        print(f"done in {out['seconds']:.0f} s; runs in {held_root}")
     else:
         main()

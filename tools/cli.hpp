@@ -109,6 +109,9 @@ std::vector<int> index_list(const std::string& flag, const std::string& value);
 // --window K, --phase PHASE=KEY (repeatable), --threshold NAME=VALUE
 // (repeatable), into `options`.
 void add_diagnosis_options(CommandLine* line, diagnosis::FollowOptions* options);
+// The ledger's (docs/ledger.md; diagnose, run): --peak-flops, --price-per-kwh,
+// --price-per-hour, --grams-co2-per-kwh into `ledger`.
+void add_ledger_options(CommandLine* line, steps::LedgerOptions* ledger);
 // --threshold NAME=VALUE (repeatable) into `thresholds`, with `help` (which names apply).
 void add_threshold_option(CommandLine* line, diagnosis::Thresholds* thresholds,
                           const std::string& help);

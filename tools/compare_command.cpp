@@ -70,9 +70,11 @@ int run_pair(CommandLine& line, const std::vector<std::string>& commands,
   if (json) {
     std::fputs((compare::compare_json(result->comparison, 1, false) + "\n").c_str(), stdout);
   } else {
-    std::printf("ran %s; stopped: %s (%zu looks, each at %.4g confidence)\n",
-                absl::StrJoin(result->order, " ").c_str(), result->stop.c_str(), result->looks,
-                result->look_confidence);
+    std::printf(
+        "ran %s; stopped: %s (%zu looks: at %.4g confidence before all runs, %.4g "
+        "after)\n",
+        absl::StrJoin(result->order, " ").c_str(), result->stop.c_str(), result->looks,
+        result->look_confidence, result->final_confidence);
     std::fputs(compare::format_comparison(result->comparison).c_str(), stdout);
   }
   if (fail_pct) {

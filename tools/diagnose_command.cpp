@@ -49,24 +49,7 @@ int diagnose_command(const std::vector<std::string>& args) {
   CommandLine line({"diagnose", "trainscope diagnose RUN_DIR [options]", kDescription, kFooter});
   add_diagnosis_options(&line, &options);
   line.add_flag("--json", "print the diagnosis as JSON (the document's one writer)", &json);
-  line.add_value("--peak-flops", "FLOPS",
-                 "the peak FLOP/s of one device for the ledger's MFU (default: the\n"
-                 "GPU table, or the CPU's measured GEMM peak; docs/ledger.md)",
-                 [&options](const std::string& v) {
-                   options.ledger.peak_flops = number("--peak-flops", v, {0, 1e30, true});
-                 });
-  line.add_value("--price-per-kwh", "PRICE", "the ledger's cost of the energy measured",
-                 [&options](const std::string& v) {
-                   options.ledger.price_per_kwh = number("--price-per-kwh", v, {0});
-                 });
-  line.add_value("--price-per-hour", "PRICE", "the ledger's cost of the steps' time",
-                 [&options](const std::string& v) {
-                   options.ledger.price_per_hour = number("--price-per-hour", v, {0});
-                 });
-  line.add_value("--grams-co2-per-kwh", "GRAMS", "the ledger's CO2 of the energy measured",
-                 [&options](const std::string& v) {
-                   options.ledger.grams_co2_per_kwh = number("--grams-co2-per-kwh", v, {0});
-                 });
+  add_ledger_options(&line, &options.ledger);
   line.add_positionals("RUN_DIR", &runs, /*options_end_at_first=*/false);
   if (std::optional<int> done = line.parse(args)) return *done;
   if (runs.size() != 1) return line.usage_error("give one RUN_DIR");

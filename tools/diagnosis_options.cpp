@@ -1,5 +1,5 @@
-// The diagnosis's flags, shared by `trainscope diagnose` and `trainscope top`
-// (tools/cli.hpp).
+// The diagnosis's flags, shared by `trainscope diagnose` and `trainscope top`,
+// and the ledger's, by `diagnose` and `run` (tools/cli.hpp).
 #include <cstddef>
 #include <string>
 
@@ -40,6 +40,27 @@ void add_threshold_option(CommandLine* line, diagnosis::Thresholds* thresholds,
                     }
                   })
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+void add_ledger_options(CommandLine* line, steps::LedgerOptions* ledger) {
+  line->add_value("--peak-flops", "FLOPS",
+                  "the peak FLOP/s of one device for the ledger's MFU (default: the\n"
+                  "GPU table, or the CPU's measured GEMM peak; docs/ledger.md)",
+                  [ledger](const std::string& v) {
+                    ledger->peak_flops = number("--peak-flops", v, {0, 1e30, true});
+                  });
+  line->add_value("--price-per-kwh", "PRICE", "the ledger's cost of the energy measured",
+                  [ledger](const std::string& v) {
+                    ledger->price_per_kwh = number("--price-per-kwh", v, {0});
+                  });
+  line->add_value("--price-per-hour", "PRICE", "the ledger's cost of the steps' time",
+                  [ledger](const std::string& v) {
+                    ledger->price_per_hour = number("--price-per-hour", v, {0});
+                  });
+  line->add_value("--grams-co2-per-kwh", "GRAMS", "the ledger's CO2 of the energy measured",
+                  [ledger](const std::string& v) {
+                    ledger->grams_co2_per_kwh = number("--grams-co2-per-kwh", v, {0});
+                  });
 }
 
 }  // namespace trainscope::cli

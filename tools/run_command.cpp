@@ -11,9 +11,9 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "trainscope/diagnosis/capture_request.hpp"
 #include "trainscope/diagnosis/end_of_run.hpp"
 #include "trainscope/diagnosis/hang.hpp"
+#include "trainscope/diagnosis/live_watch.hpp"
 #include "trainscope/export/wandb_exporter.hpp"
 #include "trainscope/launch/launch.hpp"
 #include "trainscope/launch/outcome.hpp"
@@ -88,6 +88,7 @@ struct RunArgs {
   // A label's capture request (trainscope/diagnosis/capture_request.hpp)
   // unless --capture-steps 0 or --capture-max 0.
   bool capture_on_labels = true;
+  steps::LedgerOptions ledger;  // the live and end-of-run ledger's (docs/ledger.md)
   std::optional<prometheus::EndpointOptions> prometheus;  // set: --prometheus
   std::optional<std::string> prometheus_labels;
 };
@@ -173,6 +174,7 @@ void add_run_options(CommandLine* line, RunArgs* out) {
   add_threshold_option(line, &out->hang_thresholds,
                        "a threshold of the hang watch and of the end-of-run diagnosis\n"
                        "(repeatable): hang_factor, hang_min_s");
+  add_ledger_options(line, &out->ledger);
   line->add_value("--capture-steps", "N",
                   "--auto: after a step slower than 5x the rolling p99, or once STRAGGLER,\n"
                   "MEMORY-CREEP or THROUGHPUT-DRIFT appears, a torch.profiler capture\n"
@@ -265,8 +267,12 @@ int run_command(const std::vector<std::string>& args) {
     }
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
-  parsed->launch.watch = diagnosis::launcher_watch(parsed->on_hang, parsed->hang_thresholds,
-                                                   parsed->capture_on_labels);
+  diagnosis::LiveWatchOptions live;
+  live.capture_on_labels = parsed->capture_on_labels;
+  live.ledger_metrics = !parsed->no_diagnosis;
+  live.thresholds = parsed->hang_thresholds;
+  live.ledger = parsed->ledger;
+  parsed->launch.watch = diagnosis::launcher_watch(parsed->on_hang, std::move(live));
   parsed->launch.watch_interval = absl::Seconds(2);
   // The endpoint binds before the command starts: a port in use stops here.
   std::shared_ptr<prometheus::Endpoint> endpoint;
@@ -284,7 +290,8 @@ int run_command(const std::vector<std::string>& args) {
 
   auto end = std::make_shared<diagnosis::EndOfRun>();
   if (!parsed->no_diagnosis)
-    parsed->launch.end_tags = diagnosis::end_of_run_hook(end, parsed->hang_thresholds);
+    parsed->launch.end_record =
+        diagnosis::end_of_run_hook(end, parsed->hang_thresholds, parsed->ledger);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());

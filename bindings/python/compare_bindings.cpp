@@ -194,7 +194,7 @@ void RegisterCompare(py::module_& core) {
         }
         ThrowIfError(result.status());
         return py::make_tuple(std::move(result->comparison), result->order, result->looks,
-                              result->look_confidence, result->stop);
+                              result->look_confidence, result->final_confidence, result->stop);
       },
       py::arg("request"), py::arg("command_a"), py::arg("command_b"), py::arg("dir"),
       py::arg("repeat"), py::arg("warmup_runs"), py::arg("max_time_s"));

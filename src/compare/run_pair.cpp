@@ -18,6 +18,13 @@ bool decided(stats::Verdict v) {
 
 }  // namespace
 
+LookLevels look_levels(double confidence, std::size_t looks) {
+  const double alpha = 1 - confidence;
+  if (looks <= 1) return {confidence, confidence};
+  const double interim = std::min(0.001, alpha / (2 * static_cast<double>(looks - 1)));
+  return {1 - interim, 1 - (alpha - static_cast<double>(looks - 1) * interim)};
+}
+
 char run_pair_side(std::size_t i) { return ((i + 1) / 2) % 2 == 0 ? 'A' : 'B'; }
 
 absl::StatusOr<RunPairResult> run_and_compare(const RunPairRequest& request) {
@@ -65,14 +72,13 @@ absl::StatusOr<RunPairResult> run_and_compare(const RunPairRequest& request) {
   }
 
   // The looks: after every run from the fourth on (two a side), at most
-  // 2 * repeat - 3 of them; each at 1 - alpha / looks (Bonferroni), so the
-  // chance of any false verdict over all looks stays within alpha.
+  // 2 * repeat - 3 of them; at the levels of look_levels, so the chance of
+  // any false verdict over all looks stays within alpha.
   RunPairResult out;
-  const std::size_t max_looks = 2 * request.repeat - 3;
-  const double alpha = 1 - request.options.stats.confidence;
+  const LookLevels levels = look_levels(request.options.stats.confidence, 2 * request.repeat - 3);
   CompareOptions options = request.options;
-  options.stats.confidence = 1 - alpha / static_cast<double>(max_looks);
-  out.look_confidence = options.stats.confidence;
+  out.look_confidence = levels.interim_confidence;
+  out.final_confidence = levels.final_confidence;
   std::vector<std::string> a, b;
   for (std::size_t i = 0; i < 2 * request.repeat; ++i) {
     if (out_of_time()) {
@@ -90,6 +96,8 @@ absl::StatusOr<RunPairResult> run_and_compare(const RunPairRequest& request) {
     compare_request.a = a;
     compare_request.b = b;
     compare_request.options = options;
+    compare_request.options.stats.confidence =
+        i + 1 == 2 * request.repeat ? levels.final_confidence : levels.interim_confidence;
     absl::StatusOr<Comparison> c = compare(compare_request);
     if (!c.ok()) return c.status();
     ++out.looks;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "trainscope/diagnosis/live_watch.hpp"
 #include "trainscope/run/run_reader.hpp"
 
 namespace trainscope::diagnosis {
@@ -16,7 +17,7 @@ RunStatus final_status(const Diagnosis& d, const LaunchResult& result) {
 }
 
 EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region_bytes,
-                            const Thresholds& thresholds) {
+                            const Thresholds& thresholds, const steps::LedgerOptions& ledger) {
   EndOfRun end;
   try {
     std::uint64_t region_bytes = 0;
@@ -38,6 +39,7 @@ EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region
     }
     FollowOptions options;
     options.thresholds = thresholds;
+    options.ledger = ledger;
     absl::StatusOr<Diagnosis> d = diagnose_run(result.run_dir, options);
     if (!d.ok()) {
       end.error = std::string(d.status().message());
@@ -55,13 +57,17 @@ EndOfRun diagnose_ended_run(const LaunchResult& result, std::uint64_t max_region
   return end;
 }
 
-std::function<std::map<std::string, std::string>(const LaunchResult&)> end_of_run_hook(
-    std::shared_ptr<EndOfRun> end, Thresholds thresholds) {
-  return [end, thresholds](const LaunchResult& result) -> std::map<std::string, std::string> {
-    *end = diagnose_ended_run(result, kEndOfRunMaxRegionBytes, thresholds);
-    if (!end->diagnosis) return {};
+std::function<EndRecord(const LaunchResult&)> end_of_run_hook(std::shared_ptr<EndOfRun> end,
+                                                              Thresholds thresholds,
+                                                              steps::LedgerOptions ledger) {
+  return [end, thresholds, ledger](const LaunchResult& result) -> EndRecord {
+    *end = diagnose_ended_run(result, kEndOfRunMaxRegionBytes, thresholds, ledger);
+    EndRecord record;
+    if (!end->diagnosis) return record;
     try {
-      return diagnosis_tags(*end->diagnosis);
+      record.tags = diagnosis_tags(*end->diagnosis);
+      if (end->diagnosis->ledger) record.metrics = ledger_run_metrics(*end->diagnosis->ledger);
+      return record;
     } catch (const std::exception& error) {
       end->error = error.what();
     } catch (...) {

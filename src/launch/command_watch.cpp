@@ -12,11 +12,13 @@ namespace trainscope::launcher::detail {
 
 CommandWatch::CommandWatch(std::function<WatchVerdict(const std::string&)> watch,
                            absl::Duration interval, std::string run_dir,
-                           std::function<void(const std::string&)> say)
+                           std::function<void(const std::string&)> say,
+                           std::function<void(const std::vector<RunMetric>&)> log)
     : watch_(std::move(watch)),
       interval_(interval),
       run_dir_(std::move(run_dir)),
-      say_(std::move(say)) {
+      say_(std::move(say)),
+      log_(std::move(log)) {
   if (watch_) thread_ = std::thread([this] { loop(); });
 }
 
@@ -59,6 +61,7 @@ void CommandWatch::loop() {
     // A message said once while it stays the same.
     if (!verdict.message.empty() && verdict.message != last_message && say_) say_(verdict.message);
     last_message = verdict.message;
+    if (!verdict.metrics.empty() && log_) log_(verdict.metrics);
     if (verdict.action == WatchVerdict::Action::kStop) {
       {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/fork_owner.hpp"
@@ -19,10 +20,11 @@ namespace trainscope::launcher::detail {
 
 class CommandWatch {
  public:
-  // `say` gets each message (stderr and the command's stderr log). Nothing
-  // runs when `watch` is empty.
+  // `say` gets each message (stderr and the command's stderr log), `log` each
+  // verdict's metrics (none: left out). Nothing runs when `watch` is empty.
   CommandWatch(std::function<WatchVerdict(const std::string&)> watch, absl::Duration interval,
-               std::string run_dir, std::function<void(const std::string&)> say);
+               std::string run_dir, std::function<void(const std::string&)> say,
+               std::function<void(const std::vector<RunMetric>&)> log = {});
   ~CommandWatch();
   CommandWatch(const CommandWatch&) = delete;
   CommandWatch& operator=(const CommandWatch&) = delete;
@@ -41,6 +43,7 @@ class CommandWatch {
   absl::Duration interval_;
   std::string run_dir_;
   std::function<void(const std::string&)> say_;
+  std::function<void(const std::vector<RunMetric>&)> log_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -295,8 +296,9 @@ std::string own_name(std::string_view name) {
 // A hard link, so that both names are one file; a later launcher finds the
 // name taken (EEXIST) and keeps its own only. A filesystem without hard links
 // leaves the launcher's own name only.
-void link_if_first(const std::string& own, const std::string& plain) {
-  (void)::link(own.c_str(), plain.c_str());
+// Whether this launcher's link is the one under the plain name.
+bool link_if_first(const std::string& own, const std::string& plain) {
+  return ::link(own.c_str(), plain.c_str()) == 0;
 }
 
 // ---- Output ----------------------------------------------------------------
@@ -362,7 +364,7 @@ class CommandLogs {
       const std::string path = run_log_path(run_dir, log, detail::this_host(), ::getpid());
       write_fd_[i] = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (write_fd_[i] < 0) return detail::file_error(errno, "create", path);
-      link_if_first(path, run_log_path(run_dir, log));
+      if (link_if_first(path, run_log_path(run_dir, log)) && log == RunLog::kStdout) first_ = true;
       if (!follow) continue;
       read_fd_[i] = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (read_fd_[i] < 0) return detail::file_error(errno, "open", path);
@@ -384,6 +386,8 @@ class CommandLogs {
 
   int out() const { return write_fd_[0]; }
   int err() const { return write_fd_[1]; }
+  // The run's first launcher: its stdout log is stdout.log.
+  bool first() const { return first_; }
   // Shows the logs on this process's stdout/stderr from now on (when opened to follow).
   void start_following() {
     if (read_fd_[0] < 0) return;
@@ -407,6 +411,7 @@ class CommandLogs {
   int notify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   FollowedLog logs_[2] = {};
   std::atomic<bool> child_exited_{false};
+  bool first_ = false;
   const detail::ForkOwner owner_;
   std::thread follower_;
 };
@@ -631,26 +636,39 @@ absl::Status end_locked(Run& run, RunStatus status) {
   return run.end(status);
 }
 
-// The caller's end-of-run tags (LaunchOptions::end_tags). The readings still
-// queued reach the run directory first, so the hook reads the whole run.
-void set_end_tags(Run& run, const LaunchOptions& options, const LaunchResult& result) {
-  if (!options.end_tags) return;
+// Metrics of a watch or of the end record (RunMetric): by the run's first
+// launcher only; a value the run refuses is a warning line.
+void log_run_metrics(Run& run, bool first_launcher, const std::vector<RunMetric>& metrics) {
+  if (!first_launcher) return;
+  for (const RunMetric& m : metrics) {
+    if (!std::isfinite(m.value)) continue;
+    warn_if_error(run.log_metric(m.key, m.value, m.step), fmt::format("metric '{}'", m.key));
+  }
+}
+
+// The caller's end-of-run tags and metrics (LaunchOptions::end_record). The
+// readings still queued reach the run directory first, so the hook reads the
+// whole run.
+void set_end_record(Run& run, const LaunchOptions& options, const LaunchResult& result,
+                    bool first_launcher) {
+  if (!options.end_record) return;
   run.pipeline().flush();
-  std::map<std::string, std::string> tags;
+  EndRecord record;
   try {
-    tags = options.end_tags(result);
+    record = options.end_record(result);
   } catch (const std::exception& error) {
-    warn(fmt::format("trainscope run: the end-of-run tags of {} failed: {}", run.dir(),
+    warn(fmt::format("trainscope run: the end-of-run record of {} failed: {}", run.dir(),
                      error.what()));
     return;
   } catch (...) {
-    warn(fmt::format("trainscope run: the end-of-run tags of {} failed (an unknown exception)",
+    warn(fmt::format("trainscope run: the end-of-run record of {} failed (an unknown exception)",
                      run.dir()));
     return;
   }
-  for (const auto& [key, value] : tags) {
+  for (const auto& [key, value] : record.tags) {
     warn_if_error(run.set_tag(key, value.substr(0, kMaxTagValue)), fmt::format("tag '{}'", key));
   }
+  log_run_metrics(run, first_launcher, record.metrics);
 }
 
 absl::Status end_run(Run& run, const LaunchResult& result) {
@@ -925,12 +943,16 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
   logs.start_following();
 
   // LaunchOptions::watch (`--on-hang`): its messages here and in the command's stderr log.
-  launcher::detail::CommandWatch watch(options.watch, options.watch_interval, run.dir(),
-                                       [&logs, &options](const std::string& line) {
-                                         // The log is followed to this terminal with tee.
-                                         if (!options.tee) warn(line);
-                                         detail::write_all(logs.err(), line + "\n");
-                                       });
+  launcher::detail::CommandWatch watch(
+      options.watch, options.watch_interval, run.dir(),
+      [&logs, &options](const std::string& line) {
+        // The log is followed to this terminal with tee.
+        if (!options.tee) warn(line);
+        detail::write_all(logs.err(), line + "\n");
+      },
+      [&run, &logs](const std::vector<RunMetric>& metrics) {
+        log_run_metrics(run, logs.first(), metrics);
+      });
   job_end.set_group(child);
   int cancelled = 0;
   bool exited = false;
@@ -974,7 +996,7 @@ absl::StatusOr<LaunchResult> launch(LaunchOptions options) {
     warn(line);
     detail::write_all(logs.err(), line + "\n");
   }
-  set_end_tags(run, options, result);
+  set_end_record(run, options, result, logs.first());
   warn_if_error(end_run(run, result), "run end");
   // The status printed is the run directory's (ranks and launchers
   // combined, as every reader sees it), unless it still runs (another

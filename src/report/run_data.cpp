@@ -21,6 +21,7 @@
 #include "trainscope/run/run_check.hpp"
 #include "trainscope/run/run_files.hpp"
 #include "trainscope/run/run_reader.hpp"
+#include "trainscope/steps/ledger.hpp"
 
 namespace trainscope::report::detail {
 namespace {
@@ -518,8 +519,16 @@ absl::StatusOr<RunData> read_run_data(const std::string& dir, const ReadOptions&
         absl::StatusOr<Chunk<MetricPoint>> chunk =
             reader->read_host_metrics(host, offset, kChunkBytes);
         if (!chunk.ok()) return chunk.status();
-        add_points(chunk->rows, host, &run.hardware, &hardware_index);
-        run.hardware_rows += chunk->rows.size();
+        // The launcher's copy of the ledger for the exporters (docs/ledger.md):
+        // the page shows the ledger it derives from the steps, not this.
+        std::vector<MetricPoint>& rows = chunk->rows;
+        rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                  [](const MetricPoint& p) {
+                                    return p.key.rfind(steps::kLedgerMetricPrefix, 0) == 0;
+                                  }),
+                   rows.end());
+        add_points(rows, host, &run.hardware, &hardware_index);
+        run.hardware_rows += rows.size();
         read_progress.add(chunk->next_offset - offset, chunk->rows.size());
         if (chunk->next_offset == offset) break;
         offset = chunk->next_offset;

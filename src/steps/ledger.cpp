@@ -389,6 +389,20 @@ absl::Status add_ledger_columns(const RunReader& run, std::map<std::string, std:
   return absl::OkStatus();
 }
 
+std::vector<std::pair<std::string_view, double>> ledger_metrics(const Ledger& ledger) {
+  std::vector<std::pair<std::string_view, double>> out;
+  for (const auto& [name, value] :
+       {std::pair{kLedgerTokensPerSMetric, ledger.tokens_per_s},
+        std::pair{kLedgerSamplesPerSMetric, ledger.samples_per_s},
+        std::pair{kLedgerFlopsPerSMetric, ledger.achieved_flops},
+        std::pair{kLedgerMfuMetric, ledger.mfu},
+        std::pair{kLedgerEnergyPer1kTokensMetric, ledger.energy_per_1k_tokens_j},
+        std::pair{kLedgerEnergyPerStepMetric, ledger.energy_per_step_j}}) {
+    if (std::isfinite(value)) out.emplace_back(name, value);
+  }
+  return out;
+}
+
 std::string format_ledger_line(const Ledger& ledger, bool notes) {
   std::vector<std::string> parts;
   if (std::isfinite(ledger.tokens_per_s)) parts.push_back(si(ledger.tokens_per_s) + "tokens/s");

@@ -49,7 +49,7 @@ TEST(EndOfRun, TheHookDiagnosesTheRunAndReturnsItsTags) {
   result.run_dir = dir.string();
   result.status = RunStatus::kKilled;
   auto end = std::make_shared<EndOfRun>();
-  const std::map<std::string, std::string> tags = end_of_run_hook(end)(result);
+  const std::map<std::string, std::string> tags = end_of_run_hook(end)(result).tags;
   ASSERT_TRUE(end->diagnosis.has_value()) << end->error;
   EXPECT_EQ(end->diagnosis->status, RunStatus::kKilled);  // the command's, worse than the ranks'
   EXPECT_EQ(tags, diagnosis_tags(*end->diagnosis));

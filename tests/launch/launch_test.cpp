@@ -473,7 +473,7 @@ TEST_F(LaunchTest, MissingProfilerIsAnErrorBeforeAnyRun) {
   EXPECT_TRUE(fs::is_empty(root_));
 }
 
-// ---- End-of-run tags (LaunchOptions::end_tags: `trainscope run`'s diagnosis) ----
+// ---- End-of-run tags (LaunchOptions::end_record: `trainscope run`'s diagnosis) ----
 
 TEST_F(LaunchTest, EndTagsAreSetBeforeTheRunEndsAndReachEveryExporter) {
   auto recording = std::make_shared<trainscope::testing::RecordingExporter>();
@@ -482,12 +482,15 @@ TEST_F(LaunchTest, EndTagsAreSetBeforeTheRunEndsAndReachEveryExporter) {
   int calls = 0;
   LaunchResult seen;
   std::string launcher_while_hooked;
-  o.end_tags = [&](const LaunchResult& result) {
+  o.end_record = [&](const LaunchResult& result) {
     ++calls;
     seen = result;
     launcher_while_hooked = launcher_status(result.run_dir);
-    return std::map<std::string, std::string>{{"trainscope.diagnosis", "INPUT-BOUND"},
-                                              {"trainscope.diagnosis.labels", "INPUT-BOUND"}};
+    EndRecord record;
+    record.tags = {{"trainscope.diagnosis", "INPUT-BOUND"},
+                   {"trainscope.diagnosis.labels", "INPUT-BOUND"}};
+    record.metrics = {{"ledger/tokens_per_s", 1234.5, 7}};
+    return record;
   };
   const LaunchResult result = launch_ok(std::move(o));
   EXPECT_EQ(calls, 1);
@@ -508,6 +511,12 @@ TEST_F(LaunchTest, EndTagsAreSetBeforeTheRunEndsAndReachEveryExporter) {
   ASSERT_FALSE(infos.empty());
   EXPECT_EQ(infos.back().status, RunStatus::kFailed);
   EXPECT_EQ(infos.back().tags.at("trainscope.diagnosis"), "INPUT-BOUND");
+  // The end record's metric reached the run and the exporters, at its step.
+  bool exported = false;
+  for (const MetricPoint& m : recording->received()) {
+    if (m.key == "ledger/tokens_per_s" && m.step == 7 && m.value == 1234.5) exported = true;
+  }
+  EXPECT_TRUE(exported);
 }
 
 // LaunchOptions::run_started (`trainscope run --prometheus` follows the run from there).
@@ -542,7 +551,7 @@ TEST_F(LaunchTest, AThrowingRunStartedHookCostsAWarningNotTheRun) {
 TEST_F(LaunchTest, AThrowingEndTagsHookCostsAWarningNotTheRunOrTheExitCode) {
   trainscope::testing::CapturedWarnings warnings;
   LaunchOptions o = options({"/bin/sh", "-c", "exit 5"});
-  o.end_tags = [](const LaunchResult&) -> std::map<std::string, std::string> {
+  o.end_record = [](const LaunchResult&) -> EndRecord {
     throw std::runtime_error("the run directory vanished");
   };
   const LaunchResult result = launch_ok(std::move(o));
@@ -559,8 +568,10 @@ TEST_F(LaunchTest, AThrowingEndTagsHookCostsAWarningNotTheRunOrTheExitCode) {
 TEST_F(LaunchTest, AnEndTagTheRunRefusesIsAWarningAndTheOthersAreSet) {
   trainscope::testing::CapturedWarnings warnings;
   LaunchOptions o = options({"true"});
-  o.end_tags = [](const LaunchResult&) {
-    return std::map<std::string, std::string>{{"bad key!", "x"}, {"trainscope.diagnosis", "OK"}};
+  o.end_record = [](const LaunchResult&) {
+    EndRecord record;
+    record.tags = {{"bad key!", "x"}, {"trainscope.diagnosis", "OK"}};
+    return record;
   };
   const LaunchResult result = launch_ok(std::move(o));
   EXPECT_EQ(result.exit_code, 0);
@@ -575,9 +586,9 @@ TEST_F(LaunchTest, AnEndTagTheRunRefusesIsAWarningAndTheOthersAreSet) {
 TEST_F(LaunchTest, EndTagsAreNotAskedWhenTheCommandNeverStarted) {
   int calls = 0;
   LaunchOptions o = options({"trainscope-no-such-command"});
-  o.end_tags = [&](const LaunchResult&) {
+  o.end_record = [&](const LaunchResult&) {
     ++calls;
-    return std::map<std::string, std::string>{};
+    return EndRecord{};
   };
   const LaunchResult result = launch_ok(std::move(o));
   EXPECT_EQ(result.exit_code, 127);

@@ -373,3 +373,69 @@ def test_trainscope_run_uploads_the_diagnosis_tags_set_at_its_end(cli, mlflow_se
                 "trainscope.diagnosis.input_bound", "trainscope.exit_code"):
         assert uploaded.get(key) == tags[key], key
     assert run["info"]["status"] == "FINISHED"
+
+
+LEDGER_JOB = textwrap.dedent('''
+    import json, os, sys, time, urllib.parse, urllib.request
+    import trainscope
+    server, run_dir = sys.argv[1], os.environ["TRAINSCOPE_RUN_DIR"]
+    timer = trainscope.Timer()
+    def seen_on_server():
+        try:
+            with open(os.path.join(run_dir, "mlflow-sync.json"), encoding="utf-8") as f:
+                run_id = json.load(f)["run_id"]
+            query = urllib.parse.urlencode({"run_id": run_id, "metric_key": "ledger/tokens_per_s"})
+            url = f"{server}/api/2.0/mlflow/metrics/get-history?{query}"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return bool(json.loads(response.read()).get("metrics"))
+        except (OSError, ValueError, KeyError):
+            return False
+    # Trains until the server shows the ledger's tokens/s (at most 90 s): it
+    # arrived while the job ran.
+    deadline, step, live = time.monotonic() + 90, 0, False
+    while time.monotonic() < deadline:
+        timer.start("BATCH")
+        time.sleep(0.01)
+        timer.end("BATCH")
+        trainscope.log_step_work(samples=4, tokens=4 * 64)
+        step += 1
+        if step % 100 == 0 and seen_on_server():
+            live = True
+            break
+    for _ in range(50):  # a few more steps after it was seen
+        timer.start("BATCH")
+        time.sleep(0.01)
+        timer.end("BATCH")
+        trainscope.log_step_work(samples=4, tokens=4 * 64)
+    print("LIVE" if live else "NOT LIVE")
+''')
+
+
+def test_trainscope_run_logs_the_ledger_live_and_its_final_figures(cli, mlflow_server, tmp_path):
+    """`trainscope run --mlflow` (issue 42): the ledger's tokens/s reaches the server while the
+    job trains (the job waits to see it), and its last point is the end-of-run ledger's, the
+    figure `trainscope diagnose` derives (one derivation)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT")}
+    env["MLFLOW_EXPERIMENT_NAME"] = "trainscope-run-ledger"
+    result = subprocess.run([cli, "run", "--root", str(tmp_path / "runs"), "--no-sample",
+                             "--mlflow", mlflow_server, "--", sys.executable, "-c", LEDGER_JOB,
+                             mlflow_server],
+                            capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert "LIVE" in (run_dir / "stdout.log").read_text() and \
+        "NOT LIVE" not in (run_dir / "stdout.log").read_text()
+    run_id = json.loads((run_dir / "mlflow-sync.json").read_text())["run_id"]
+    tokens = history(mlflow_server, run_id, "ledger/tokens_per_s")
+    samples = history(mlflow_server, run_id, "ledger/samples_per_s")
+    assert len(tokens) >= 2 and len(samples) == len(tokens)  # live points, then the final one
+    assert [p[0] for p in tokens] == sorted({p[0] for p in tokens})  # steps grow, each once
+    diagnosis = json.loads(subprocess.run([cli, "diagnose", str(run_dir), "--json"],
+                                          capture_output=True, text=True, timeout=120,
+                                          check=True).stdout)
+    final = tokens[-1][2]
+    assert final == pytest.approx(diagnosis["ledger"]["tokens_per_s"], rel=1e-9)
+    assert samples[-1][2] == pytest.approx(final / 64, rel=1e-9)
+    # About 256 tokens a step of a little over 10 ms.
+    assert 10_000 < final < 26_000

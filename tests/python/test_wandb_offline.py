@@ -238,3 +238,39 @@ def test_trainscope_run_wandb_carries_the_diagnosis_tags_as_summary(tmp_path):
     result = subprocess.run([sys.executable, "-m", "wandb", "sync", "--dry-run", str(path.parent)],
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr
+
+
+LEDGER_JOB = """
+import time, trainscope
+timer = trainscope.Timer()
+for _ in range(400):
+    timer.start("BATCH")
+    time.sleep(0.005)
+    timer.end("BATCH")
+    trainscope.log_step_work(samples=2, tokens=2 * 32)
+"""
+
+
+def test_trainscope_run_wandb_gets_the_ledgers_figures(tmp_path):
+    """`trainscope run --wandb` (issue 42): the ledger's rates reach W&B's history as metrics,
+    the last one the end-of-run ledger's, as `trainscope diagnose` derives it."""
+    cli = os.environ.get("TRAINSCOPE_CLI")
+    if not cli:
+        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT")}
+    env["WANDB_DIR"] = str(tmp_path)
+    result = subprocess.run([cli, "run", "--root", str(tmp_path / "runs"), "--no-sample",
+                             "--wandb", "--", sys.executable, "-c", LEDGER_JOB],
+                            capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    records = read_records(path, canonical=True)
+    tokens = [items(r.history.item)["ledger/tokens_per_s"] for r in records
+              if r.HasField("history") and "ledger/tokens_per_s" in items(r.history.item)]
+    assert tokens, "no ledger/tokens_per_s in the W&B history"
+    diagnosis = json.loads(subprocess.run([cli, "diagnose", str(run_dir), "--json"],
+                                          capture_output=True, text=True, timeout=120,
+                                          check=True).stdout)
+    assert tokens[-1] == pytest.approx(diagnosis["ledger"]["tokens_per_s"], rel=1e-9)

@@ -103,13 +103,13 @@ def compare(a=None, b=None, *, root=None, keys=None, metrics=None, rank=None, th
             keys=[keys] if isinstance(keys, str) else list(keys or []),
             threshold=float(threshold), confidence=float(confidence), min_steps=int(min_steps),
             resamples=int(resamples), warmup=bool(warmup), run_noise=float(run_noise))
-        result, order, looks, look_confidence, stop = _core._run_and_compare(
+        result, order, looks, look_confidence, final_confidence, stop = _core._run_and_compare(
             request, str(run[0]), str(run[1]),
             "trainscope-compare" if root is None else _os.fsdecode(_os.fspath(root)),
             int(repeat), int(warmup_runs), 0.0 if max_time is None else float(max_time))
         df = _frame(result, pd)
         df.attrs.update(order=list(order), looks=looks, look_confidence=look_confidence,
-                        stop=stop)
+                        final_confidence=final_confidence, stop=stop)
         return df
     if a is None or b is None:
         raise TypeError("compare() needs a and b (or run=(A, B))")

@@ -3,7 +3,7 @@
 // under `trainscope run` (launch()) into one directory, and compares them with
 // the run as the unit, stopping as soon as the verdict is decided
 // (docs/compare-statistics.md: a sequential test whose false-verdict rate is
-// held by splitting it over the looks).
+// held by strict interim looks and a last look near the test's level).
 #ifndef TRAINSCOPE_COMPARE_RUN_PAIR_HPP_
 #define TRAINSCOPE_COMPARE_RUN_PAIR_HPP_
 
@@ -35,9 +35,21 @@ struct RunPairResult {
   Comparison comparison;           // of the compared runs, at the look that stopped
   std::vector<std::string> order;  // "A"/"B" in the order they ran (warm-up left out)
   std::size_t looks = 0;           // comparisons made
-  double look_confidence = 0;      // each look's confidence
+  double look_confidence = 0;      // each look's confidence but the last's (look_levels)
+  double final_confidence = 0;     // the confidence of the look after all runs
   std::string stop;                // why it stopped: decided, all runs, time
 };
+
+// The levels of a sequential test of `looks` looks whose chance of any false
+// verdict stays within alpha = 1 - confidence (Haybittle-Peto): every look but
+// the last at alpha_i = min(0.001, alpha / (2 (looks - 1))), so that only a
+// clear difference stops early, and the last at alpha - (looks - 1) alpha_i,
+// close to alpha itself (0.05, 7 looks: 0.001 and 0.044), by the union bound.
+struct LookLevels {
+  double interim_confidence = 0;
+  double final_confidence = 0;
+};
+LookLevels look_levels(double confidence, std::size_t looks);
 
 // The order of the i-th compared run (from 0): A B B A A B B A ...
 char run_pair_side(std::size_t i);

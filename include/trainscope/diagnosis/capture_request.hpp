@@ -56,22 +56,6 @@ std::string capture_requests_json(const std::vector<CaptureRequest>& requests);
 absl::Status write_capture_requests(const std::string& run_dir,
                                     const std::vector<CaptureRequest>& requests);
 
-// LaunchOptions::watch for `trainscope run` (capture steps > 0): `inner` (the
-// hang watch) first, then a live Follower of the run (live_options(),
-// `thresholds`) concluded at each call; a label that asks for a capture and
-// appears for the first time is written as a request and said in the
-// verdict's message ("trainscope run: MEMORY-CREEP appeared at step 57: asked
-// rank 0 for a capture of its next steps").
-std::function<WatchVerdict(const std::string& run_dir)> with_capture_requests(
-    std::function<WatchVerdict(const std::string& run_dir)> inner, Thresholds thresholds);
-
-// `trainscope run`'s watch: hang_watch(on_hang, thresholds) and, when
-// `capture_on_labels` (not --capture-steps 0 nor --capture-max 0), the capture
-// requests on top of it.
-std::function<WatchVerdict(const std::string& run_dir)> launcher_watch(OnHang on_hang,
-                                                                       const Thresholds& thresholds,
-                                                                       bool capture_on_labels);
-
 }  // namespace trainscope::diagnosis
 
 #endif  // TRAINSCOPE_DIAGNOSIS_CAPTURE_REQUEST_HPP_

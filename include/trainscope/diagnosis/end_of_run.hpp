@@ -1,6 +1,7 @@
 // The end of `trainscope run`: the ended run's diagnosis (its tags for the
-// run, its summary for the user), or why there is none. tools/run_command.cpp
-// sets end_of_run_hook() as LaunchOptions::end_tags and prints
+// run, its ledger's final figures as run metrics, its summary for the user),
+// or why there is none. tools/run_command.cpp sets end_of_run_hook() as
+// LaunchOptions::end_record and prints
 // end_of_run_text() after the launch. docs/diagnosis.md, "At the end of a run".
 #ifndef TRAINSCOPE_DIAGNOSIS_END_OF_RUN_HPP_
 #define TRAINSCOPE_DIAGNOSIS_END_OF_RUN_HPP_
@@ -40,15 +41,19 @@ RunStatus final_status(const Diagnosis& d, const LaunchResult& result);
 // error (the run unreadable, its region rows past `max_region_bytes`, which
 // names `trainscope diagnose DIR`) leaves no diagnosis. `thresholds`: those
 // of `trainscope run --threshold` (the hang watch's judge the HANG of a job
-// ended for it).
+// ended for it); `ledger`: those of `trainscope run --peak-flops`, ...
 EndOfRun diagnose_ended_run(const LaunchResult& result,
                             std::uint64_t max_region_bytes = kEndOfRunMaxRegionBytes,
-                            const Thresholds& thresholds = {});
+                            const Thresholds& thresholds = {},
+                            const steps::LedgerOptions& ledger = {});
 
-// LaunchOptions::end_tags: diagnose_ended_run() into *end, the diagnosis's
-// tags for the run (none without one).
-std::function<std::map<std::string, std::string>(const LaunchResult&)> end_of_run_hook(
-    std::shared_ptr<EndOfRun> end, Thresholds thresholds = {});
+// LaunchOptions::end_record: diagnose_ended_run() into *end, the diagnosis's
+// tags for the run and its ledger's figures as run metrics
+// (ledger_run_metrics: the values the summary's ledger line shows); nothing
+// without a diagnosis.
+std::function<EndRecord(const LaunchResult&)> end_of_run_hook(std::shared_ptr<EndOfRun> end,
+                                                              Thresholds thresholds = {},
+                                                              steps::LedgerOptions ledger = {});
 
 // What `trainscope run` prints on stderr after the run: the summary
 // (format_run_summary, nothing when `quiet`), or the one line that says why

@@ -71,6 +71,14 @@ struct LaunchResult {
   absl::Status spawn_error;
 };
 
+// A metric the launcher logs into its run, and so into every exporter of it
+// (MLflow, W&B): `trainscope run`'s ledger (docs/ledger.md), live and at the end.
+struct RunMetric {
+  std::string key;
+  double value = 0;
+  std::int64_t step = 0;
+};
+
 // What a watch of the running command (LaunchOptions::watch) asks for.
 struct WatchVerdict {
   // kStop: end the job as a stop signal does (SIGTERM to the whole job, SIGKILL
@@ -79,6 +87,18 @@ struct WatchVerdict {
   Action action = Action::kContinue;
   std::string reason;   // kStop: trainscope.end_reason ("hang")
   std::string message;  // said on stderr and in the command's stderr log; empty: nothing
+  // Logged into the run at once by the run's first launcher (the one whose
+  // logs are stdout.log and stderr.log), so a job of several launchers
+  // (`srun -n 2 trainscope run`) logs each figure once; non-finite values and
+  // keys the run refuses are left out.
+  std::vector<RunMetric> metrics;
+};
+
+// What the caller records as the run ends (LaunchOptions::end_record).
+struct EndRecord {
+  std::map<std::string, std::string> tags;
+  // Logged like WatchVerdict::metrics (by the run's first launcher only).
+  std::vector<RunMetric> metrics;
 };
 
 struct LaunchOptions {
@@ -144,15 +164,16 @@ struct LaunchOptions {
   // command's process before exec): a scheduler's jobs never outlive it. It
   // reaches the command's own process, not the children it starts.
   bool die_with_parent = false;
-  // Tags set on the run after the command exited and before the run ends, so
-  // that run.json, the MLflow syncer and every exporter (W&B) carry them with
-  // the run's end: called once with the outcome (run_dir, exit code, the
-  // status the run is about to end with), and not when the command could not
-  // be started. The launch room sits below the analyses, so `trainscope run`
-  // sets its diagnosis tags here (trainscope.diagnosis, ...). A hook that
-  // throws, or a tag the run refuses (an invalid key), costs a warning line,
-  // never the run, its other tags or the exit code.
-  std::function<std::map<std::string, std::string>(const LaunchResult& result)> end_tags;
+  // Tags (and metrics) set on the run after the command exited and before the
+  // run ends, so that run.json, the MLflow syncer and every exporter (W&B)
+  // carry them with the run's end: called once with the outcome (run_dir,
+  // exit code, the status the run is about to end with), and not when the
+  // command could not be started. The launch room sits below the analyses, so
+  // `trainscope run` sets its diagnosis tags and its ledger's final figures
+  // here (trainscope.diagnosis, ledger/tokens_per_s, ...). A hook that throws,
+  // or a tag the run refuses (an invalid key), costs a warning line, never
+  // the run, its other tags or the exit code.
+  std::function<EndRecord(const LaunchResult& result)> end_record;
   // Called once the run directory exists, before the command starts, with
   // its path (`trainscope run --prometheus` follows it from there). A hook
   // that throws costs a warning line, never the run.

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -154,6 +155,22 @@ struct MfuBasis {
   double step_mfu(const Step& step) const;
 };
 MfuBasis mfu_basis(const RunInfo& info, const LedgerOptions& options = {});
+
+// The ledger as run metrics (`trainscope run` logs them into the run while it
+// goes and once at its end, so MLflow and W&B show them live: docs/ledger.md),
+// named here once.
+// Their common prefix: trainscope's readers skip them (the report charts the
+// ledger it derives, not the launcher's copy for the exporters).
+inline constexpr std::string_view kLedgerMetricPrefix = "ledger/";
+inline constexpr std::string_view kLedgerTokensPerSMetric = "ledger/tokens_per_s";
+inline constexpr std::string_view kLedgerSamplesPerSMetric = "ledger/samples_per_s";
+inline constexpr std::string_view kLedgerFlopsPerSMetric = "ledger/flops_per_s";
+inline constexpr std::string_view kLedgerMfuMetric = "ledger/mfu";
+inline constexpr std::string_view kLedgerEnergyPer1kTokensMetric = "ledger/energy_j_per_1k_tokens";
+inline constexpr std::string_view kLedgerEnergyPerStepMetric = "ledger/energy_j_per_step";
+// The job's figures of `ledger` under those names, those that are numbers, in
+// that order (achieved FLOP/s: all ranks; MFU: 0..1).
+std::vector<std::pair<std::string_view, double>> ledger_metrics(const Ledger& ledger);
 
 // One line: "ledger: 12,345 tokens/s, 256 samples/s, 1.2 TFLOP/s achieved, MFU 41.3% of
 // 2.9 TFLOP/s (cpu GEMM probe)"; with what is missing and why (`notes`:
