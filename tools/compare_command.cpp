@@ -137,7 +137,7 @@ int compare_command(const std::vector<std::string>& args) {
   line.add_value(
       "--run-noise", "PCT",
       "how much one job's median varies from run to run, in percent, which one run "
-      "a side cannot show (default 0.5; 0: none; several runs a side measure it)",
+      "a side cannot show (default 1.5; 0: none; several runs a side measure it)",
       [&](const std::string& v) {
         request.options.stats.run_noise = number("--run-noise", v, {0, 100, false, true}) / 100;
       });

@@ -17,12 +17,14 @@ double side_contention(const Side& side, const std::vector<std::size_t>& runs);
 
 // A row timing the CPU, decided (same, slower, faster), with the sides'
 // contention shares a and b known: removing the waiting time multiplies B/A by
-// k = (1 - b) / (1 - a). When |log k| is within the half-width of the row's
-// log interval the contention cannot have made the verdict: nothing changes.
-// Otherwise the verdict is decided again on the interval times k: the same
-// verdict stands (the returned note says so), another one makes the row
-// kInconclusiveContention with a reason naming both shares. "" when nothing
-// is to say.
+// k = (1 - b) / (1 - a) when all of it fell in the typical step, and by 1 when
+// all of it fell in the slowest steps (the median unchanged); the shares, of
+// the whole run, do not say which. When |log k| is within the half-width of
+// the row's log interval the contention cannot have made the verdict: nothing
+// changes. Otherwise the verdict is decided again on the union of the interval
+// and the interval times k: the same verdict stands (the returned note says
+// so), another one makes the row kInconclusiveContention with a reason naming
+// both shares and the range. "" when nothing is to say.
 std::string apply_contention(double a, double b, double threshold, Row* row);
 
 }  // namespace trainscope::compare::detail

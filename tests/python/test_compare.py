@@ -57,8 +57,9 @@ def test_python_returns_a_dataframe_of_every_key_with_an_overall_verdict(runs):
     assert overall["basis"] == "step time (BATCH)" and overall["verdict"] == "slower"
     assert trainscope.failing_rows(df, 10) == ["step time (BATCH)"]
     assert trainscope.failing_rows(df, 40) == []
-    # 15% noise per step: 600 steps decide "same" within +-5%, not within +-2%.
-    same = trainscope.compare(runs["a"], runs["a2"], threshold=0.05)
+    # 15% noise per step and the 1.5% run-to-run term of one run a side: "same"
+    # within +-8%, not within +-2%.
+    same = trainscope.compare(runs["a"], runs["a2"], threshold=0.08)
     assert same.attrs["overall"][0]["verdict"] == "same"
     unsure = trainscope.compare(runs["a"], runs["a2"])
     assert unsure.attrs["overall"][0]["verdict"] == "inconclusive"

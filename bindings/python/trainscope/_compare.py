@@ -45,7 +45,7 @@ def _row(config, row):
 
 
 def compare(a=None, b=None, *, root=None, keys=None, metrics=None, rank=None, threshold=0.02,
-            confidence=0.95, min_steps=50, resamples=2000, warmup=True, run_noise=0.005,
+            confidence=0.95, min_steps=50, resamples=2000, warmup=True, run_noise=0.015,
             save=None, force=False, run=None, repeat=5, warmup_runs=0, max_time=None):
     """Compares B with A; returns a DataFrame, one row per quantity (and configuration).
 
@@ -69,7 +69,7 @@ def compare(a=None, b=None, *, root=None, keys=None, metrics=None, rank=None, th
     threshold: the margin of "same" (0.02: the interval inside +-2%); confidence: the
         intervals' level; min_steps: fewest steps a side keeps after warm-up; warmup:
         drop each run's warm-up (MSER-5); run_noise: how much one job's median varies from
-        run to run (0.005: 0.5% per run), which one run a side cannot show and the
+        run to run (0.015: 1.5% per run), which one run a side cannot show and the
         intervals of single runs include (several runs a side measure it); save: also write the comparison with its data
         to this path (a baseline for later comparisons): never onto an input (ValueError,
         naming it), nor onto an existing file unless force=True (FileExistsError).
