@@ -8,6 +8,7 @@
 // (regions an unpaced loop ends before the first drop; a 1M burst must drop
 // nothing), against formatting the same lines alone on one core.
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,6 +26,7 @@
 #include "run/run_store_exporter.hpp"
 #include "support/temp_dir.hpp"
 #include "trainscope/export/export_pipeline.hpp"
+#include "trainscope/hardware/host/sched_stats.hpp"
 #include "trainscope/stats/detail/sample_series.hpp"
 #include "trainscope/timing/cpu_gpu_timer.hpp"
 #include "trainscope/timing/testing/simulated_event_source.hpp"
@@ -44,6 +46,27 @@ void BM_BareSteadyClockPair(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BareSteadyClockPair);
+
+// What a per-step reading of the timing thread's run-queue wait would cost
+// (issue 41): one pread of /proc/thread-self/schedstat on a descriptor kept
+// open, and its parse, against a Timer pair (the ratio is reported).
+void BM_ThreadSchedstatRead(benchmark::State& state) {
+  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    state.SkipWithError("no /proc/thread-self/schedstat");
+    return;
+  }
+  char buffer[128];
+  host::SchedStat stat;
+  for (auto _ : state) {
+    const ssize_t n = ::pread(fd, buffer, sizeof buffer, 0);
+    benchmark::DoNotOptimize(host::parse_schedstat(
+        std::string_view(buffer, n > 0 ? static_cast<std::size_t>(n) : 0), &stat));
+  }
+  ::close(fd);
+  state.counters["wait_ms"] = static_cast<double>(stat.wait_ns) / 1e6;
+}
+BENCHMARK(BM_ThreadSchedstatRead);
 
 void BM_TimerPair(benchmark::State& state) {
   TimerOptions options;
@@ -380,6 +403,7 @@ int main(int argc, char** argv) {
        {"BM_TimerTryPair", "BM_BareSteadyClockPair", 1.5},
        {"BM_TimerPairNamedKey", "BM_BareSteadyClockPair", 1.5},
        {"BM_TimerPairWithPipeline", "BM_BareSteadyClockPair", 0},
+       {"BM_ThreadSchedstatRead", "BM_TimerPair/nvtx:0", 0},
        {"BM_CPUGPUTimerPairCpuOnly", "BM_BareSteadyClockPair", 2.0},
        {"BM_CPUGPUTimerPairCuda", "BM_BareCudaEventRecordPair", 1.2}},
       {{"BM_ExportRateToRunStore", "records_per_s", 1e6, 0, "BM_BaselineFmtRegionLines",

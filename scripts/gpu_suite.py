@@ -29,7 +29,8 @@ STARTED = float(os.environ.get("TRAINSCOPE_GPU_SUITE_STARTED", time.time()))
 PYTHON_GPU_TESTS = [("test_gpu_truth.py", None), ("test_gpu_jobs.py", None),
                     ("test_torch.py", None), ("test_cpu_gpu_timer.py", None),
                     ("test_auto.py", "cuda"), ("test_simulated_gpu.py", None),
-                    ("test_gpu_sync.py", None), ("test_gpu_labels.py", None)]
+                    ("test_gpu_sync.py", None), ("test_gpu_labels.py", None),
+                    ("test_gpu_energy.py", None)]
 # A check's own timeout never runs past the deadline by more than this.
 HARD_STOP_AFTER_DEADLINE_S = 45
 # Benchmarks and the ratio each must stay under (0: reported only).

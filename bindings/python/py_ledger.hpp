@@ -42,6 +42,9 @@ inline pybind11::dict ledger_dict(const steps::Ledger& ledger) {
   out["mfu"] = ledger.mfu;
   out["seconds"] = ledger.seconds;
   out["energy_j"] = ledger.energy_j;
+  out["cpu_energy_j"] = ledger.cpu_energy_j;
+  out["gpu_energy_j"] = ledger.gpu_energy_j;
+  out["gpus"] = ledger.gpus;
   out["energy_per_step_j"] = ledger.energy_per_step_j;
   out["energy_per_1k_tokens_j"] = ledger.energy_per_1k_tokens_j;
   out["cost"] = ledger.cost;

@@ -293,13 +293,16 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   pair.contention_a = detail::side_contention(a, ia);
   pair.contention_b = detail::side_contention(b, ib);
   std::vector<std::string> contention_notes;
-  if (std::string note = detail::apply_contention(pair.contention_a, pair.contention_b,
-                                                  options.stats.threshold, &pair.overall);
-      !note.empty())
-    contention_notes.push_back(std::move(note));
-  for (Row& row : pair.rows)
-    if (row.kind == SeriesKind::kRegion && row.device == "CPU")
-      detail::apply_contention(pair.contention_a, pair.contention_b, options.stats.threshold, &row);
+  if (detail::contention_differs(a, ia, b, ib, options.stats.confidence)) {
+    if (std::string note = detail::apply_contention(pair.contention_a, pair.contention_b,
+                                                    options.stats.threshold, &pair.overall);
+        !note.empty())
+      contention_notes.push_back(std::move(note));
+    for (Row& row : pair.rows)
+      if (row.kind == SeriesKind::kRegion && row.device == "CPU")
+        detail::apply_contention(pair.contention_a, pair.contention_b, options.stats.threshold,
+                                 &row);
+  }
   // Without readings (older runs) the verdict is today's; a difference found
   // says it could not be checked.
   const bool differs = pair.overall.stats.verdict == stats::Verdict::kSlower ||

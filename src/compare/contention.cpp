@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "trainscope/stats/format_numbers.hpp"
+#include "trainscope/stats/numbers.hpp"
 
 namespace trainscope::compare::detail {
 
@@ -16,6 +17,36 @@ double side_contention(const Side& side, const std::vector<std::size_t>& runs) {
     sum += share;
   }
   return runs.empty() ? kNaN : sum / static_cast<double>(runs.size());
+}
+
+bool contention_differs(const Side& a, const std::vector<std::size_t>& ia, const Side& b,
+                        const std::vector<std::size_t>& ib, double confidence) {
+  const auto shares = [](const Side& side, const std::vector<std::size_t>& runs) {
+    std::vector<double> out;
+    for (std::size_t i : runs) out.push_back(side.runs[i].contention_share);
+    return out;
+  };
+  const std::vector<double> sa = shares(a, ia), sb = shares(b, ib);
+  if (sa.size() < 2 || sb.size() < 2) return true;  // one run a side: no spread to judge by
+  const auto mean_var = [](const std::vector<double>& v, double* mean, double* var) {
+    *mean = 0;
+    for (double x : v) *mean += x;
+    *mean /= static_cast<double>(v.size());
+    double ss = 0;
+    for (double x : v) ss += (x - *mean) * (x - *mean);
+    *var = ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size());
+  };
+  double ma = 0, va = 0, mb = 0, vb = 0;
+  mean_var(sa, &ma, &va);
+  mean_var(sb, &mb, &vb);
+  if (!std::isfinite(ma) || !std::isfinite(mb)) return true;
+  const double se = std::sqrt(va + vb);
+  if (!(se > 0)) return ma != mb;
+  const double df =
+      (va + vb) * (va + vb) /
+      (va * va / static_cast<double>(sa.size() - 1) + vb * vb / static_cast<double>(sb.size() - 1));
+  const double t = stats::student_t_quantile(1 - (1 - confidence) / 2, df);
+  return std::fabs(mb - ma) > t * se;
 }
 
 std::string apply_contention(double a, double b, double threshold, Row* row) {

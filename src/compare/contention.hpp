@@ -15,6 +15,16 @@ namespace trainscope::compare::detail {
 // The mean of the runs' contention shares; NaN when any of them lacks it.
 double side_contention(const Side& side, const std::vector<std::size_t>& runs);
 
+// Whether the sides' contention shares differ beyond their runs' spread: with
+// two runs a side or more, a Welch interval (at `confidence`) of the
+// difference of the runs' mean shares that excludes 0; one run a side cannot
+// show a spread: true (the shares are taken as they are). A run's share is
+// read once a second, so a short run's (a few readings) varies from run to
+// run as much as a burner's share: the rule below would otherwise turn runs
+// of one loaded machine `inconclusive (contention)` for that noise.
+bool contention_differs(const Side& a, const std::vector<std::size_t>& ia, const Side& b,
+                        const std::vector<std::size_t>& ib, double confidence);
+
 // A row timing the CPU, decided (same, slower, faster), with the sides'
 // contention shares a and b known: removing the waiting time multiplies B/A by
 // k = (1 - b) / (1 - a) when all of it fell in the typical step, and by 1 when

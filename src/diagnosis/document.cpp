@@ -188,6 +188,9 @@ ojson ledger_json(const steps::Ledger& l) {
           {"mfu", num(l.mfu)},
           {"seconds", num(l.seconds)},
           {"energy_j", num(l.energy_j)},
+          {"cpu_energy_j", num(l.cpu_energy_j)},
+          {"gpu_energy_j", num(l.gpu_energy_j)},
+          {"gpus", l.gpus},
           {"energy_per_step_j", num(l.energy_per_step_j)},
           {"energy_per_1k_tokens_j", num(l.energy_per_1k_tokens_j)},
           {"cost", num(l.cost)},
@@ -225,6 +228,14 @@ steps::Ledger ledger_from(const Field& f) {
   l.mfu = f["mfu"].number();
   l.seconds = f["seconds"].number();
   l.energy_j = f["energy_j"].number();
+  // Documents written before the GPU energy: the CPU's alone.
+  if (std::optional<Field> cpu = f.find("cpu_energy_j")) {
+    l.cpu_energy_j = cpu->number();
+    l.gpu_energy_j = f["gpu_energy_j"].number();
+    l.gpus = u32_from(f["gpus"]);
+  } else {
+    l.cpu_energy_j = l.energy_j;
+  }
   l.energy_per_step_j = f["energy_per_step_j"].number();
   l.energy_per_1k_tokens_j = f["energy_per_1k_tokens_j"].number();
   l.cost = f["cost"].number();

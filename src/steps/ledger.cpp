@@ -98,12 +98,14 @@ std::optional<double> energy_at(const EnergySeries& series, double ms) {
   return series.back().second;
 }
 
-void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::int64_t start_ns,
+void conclude_energy(Ledger& out, const std::vector<EnergyReadings>& energy, std::int64_t start_ns,
                      std::int64_t end_ns, std::uint64_t most_steps, double tokens,
                      const RunInfo& info, const LedgerOptions& options) {
-  double joules = 0;
-  bool any = false, covered = true;
-  for (const EnergySeries& series : energy) {
+  double joules = 0, cpu = 0, gpu = 0;
+  bool any = false, any_cpu = false, covered = true;
+  std::uint32_t gpus = 0;
+  for (const EnergyReadings& meter : energy) {
+    const EnergySeries& series = meter.points;
     if (series.empty()) continue;
     std::optional<double> first = energy_at(series, static_cast<double>(start_ns) * 1e-6);
     std::optional<double> last = energy_at(series, static_cast<double>(end_ns) * 1e-6);
@@ -113,7 +115,17 @@ void conclude_energy(Ledger& out, const std::vector<EnergySeries>& energy, std::
     }
     joules += *last - *first;
     any = true;
+    if (meter.source == EnergySource::kGpuNvml) {
+      gpu += *last - *first;
+      ++gpus;
+    } else {
+      cpu += *last - *first;
+      any_cpu = true;
+    }
   }
+  if (any_cpu) out.cpu_energy_j = cpu;
+  if (gpus > 0) out.gpu_energy_j = gpu;
+  out.gpus = gpus;
   const double hours = out.seconds / 3600;
   if (options.price_per_hour) out.cost = *options.price_per_hour * hours;
   if (!any) {
@@ -179,16 +191,21 @@ WorkByStep work_by_step(const std::vector<MetricPoint>& metrics) {
   return out;
 }
 
-std::vector<EnergySeries> energy_series(const std::vector<HostLoad>& hosts) {
-  std::vector<EnergySeries> out;
+std::vector<EnergyReadings> energy_series(const std::vector<HostLoad>& hosts) {
+  std::vector<EnergyReadings> out;
   for (const HostLoad& host : hosts) {
-    if (!host.rapl_energy_j.empty()) out.push_back(host.rapl_energy_j);
+    if (!host.rapl_energy_j.empty()) out.push_back({EnergySource::kCpuRapl, host.rapl_energy_j});
+    for (const auto& [device, series] : host.gpu_energy_j) {
+      if (series.empty()) continue;
+      if (!host.job_gpus.empty() && host.job_gpus.count(device) == 0) continue;
+      out.push_back({EnergySource::kGpuNvml, series});
+    }
   }
   return out;
 }
 
 Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
-                       const LedgerOptions& options, const std::vector<EnergySeries>& energy) {
+                       const LedgerOptions& options, const std::vector<EnergyReadings>& energy) {
   std::vector<const RankSteps*> ranks;
   std::map<std::uint32_t, WorkByStep> work;
   for (std::size_t i = 0; i < steps.ranks.size() && i < metrics.size(); ++i) {
@@ -200,7 +217,7 @@ Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<Metr
 
 Ledger conclude_ledger(const RunInfo& info, const std::vector<const RankSteps*>& ranks,
                        const std::map<std::uint32_t, WorkByStep>& work_of,
-                       const LedgerOptions& options, const std::vector<EnergySeries>& energy) {
+                       const LedgerOptions& options, const std::vector<EnergyReadings>& energy) {
   Ledger out;
   out.device = text_param(info.params, kStepDeviceParam);
   out.dtype = text_param(info.params, kStepDtypeParam);
@@ -418,7 +435,17 @@ std::string format_ledger_line(const Ledger& ledger, bool notes) {
         ledger.peak_source.empty() ? "" : absl::StrCat(" (", ledger.peak_source, ")")));
   }
   if (std::isfinite(ledger.energy_j)) {
-    std::string energy = absl::StrCat(si(ledger.energy_j), "J CPU energy");
+    const std::string gpus = absl::StrCat(ledger.gpus, ledger.gpus == 1 ? " GPU " : " GPUs ");
+    std::string energy;
+    if (std::isfinite(ledger.gpu_energy_j) && std::isfinite(ledger.cpu_energy_j)) {
+      energy = absl::StrCat(si(ledger.energy_j), "J energy (CPU ", si(ledger.cpu_energy_j), "J, ",
+                            gpus, si(ledger.gpu_energy_j), "J)");
+    } else if (std::isfinite(ledger.gpu_energy_j)) {
+      energy = absl::StrCat(si(ledger.energy_j), "J GPU energy (", ledger.gpus,
+                            ledger.gpus == 1 ? " GPU)" : " GPUs)");
+    } else {
+      energy = absl::StrCat(si(ledger.energy_j), "J CPU energy");
+    }
     if (std::isfinite(ledger.energy_per_step_j)) {
       absl::StrAppend(&energy, ", ", si(ledger.energy_per_step_j), "J/step");
     }

@@ -69,8 +69,10 @@ struct HostTrack {
   std::set<int> cores_seen;
   std::map<int, std::map<std::int64_t, double>> gpu_util;  // HostLoad::gpu_util_pct
   int recorded_cores = 0;                                  // the environment record's
-  // HostLoad::rapl_energy_j
+  // HostLoad::rapl_energy_j, gpu_energy_j, job_gpus
   std::vector<std::pair<std::int64_t, double>> rapl_energy_j;
+  std::map<int, std::vector<std::pair<std::int64_t, double>>> gpu_energy_j;
+  std::set<int> job_gpus;
   HostNow now;
 };
 
@@ -298,8 +300,10 @@ struct StepReader::State {
           r->gpu_mem_mb[m.timestamp_ms] += v;
           r->gpus.insert(gpu);
         }
+        if (v > 0) h->job_gpus.insert(gpu);
         return;
       }
+      if (rest == host::kGpuEnergyQuantity) h->gpu_energy_j[gpu].emplace_back(m.timestamp_ms, v);
       auto it = std::find_if(now.gpus.begin(), now.gpus.end(),
                              [gpu](const GpuNow& g) { return g.index == gpu; });
       if (it == now.gpus.end()) {
@@ -571,6 +575,8 @@ std::vector<HostLoad> StepReader::hosts() const {
     load.now = h.now;
     load.gpu_util_pct = h.gpu_util;
     load.rapl_energy_j = h.rapl_energy_j;
+    load.gpu_energy_j = h.gpu_energy_j;
+    load.job_gpus = h.job_gpus;
     std::vector<const RankSteps*> on_host;
     for (const RankSteps* r : ranks()) {
       if (r->host == name) on_host.push_back(r);

@@ -105,6 +105,48 @@ TEST(CompareContention, WaitsInTheSlowestStepsCannotMakeTheTypicalStepFaster) {
   EXPECT_THAT(p.overall.stats.reason, HasSubstr("none of the wait in the typical step"));
 }
 
+// Several runs a side, each with its own share (the run as the unit): runs 0.5%
+// apart from run to run around `step_s`.
+Side runs(const std::string& label, double step_s, const std::vector<double>& shares,
+          std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.02), run_noise(0.0, 0.005);
+  Side s;
+  s.label = label;
+  Series batch{"BATCH", SeriesKind::kRegion, "CPU", {}};
+  for (std::size_t r = 0; r < shares.size(); ++r) {
+    SideRun run;
+    run.dir = "runs/" + label + std::to_string(r);
+    run.id = label + std::to_string(r);
+    run.status = RunStatus::kFinished;
+    run.contention_share = shares[r];
+    s.runs.push_back(run);
+    const double median = step_s * run_noise(rng);
+    batch.runs.emplace_back();
+    for (int i = 0; i < 200; ++i) batch.runs.back().push_back(median * noise(rng));
+  }
+  s.series.push_back(batch);
+  return s;
+}
+
+TEST(CompareContention, SharesThatVaryFromRunToRunAsMuchAsTheyDifferChangeNothing) {
+  // Both sides on one loaded machine, B 5% slower: each run's share (read once a
+  // second) is as noisy as the sides differ; the verdict is the code's.
+  absl::StatusOr<Comparison> c =
+      compare_sides(runs("a", 0.010, {0.03, 0.15, 0.10, 0.16, 0.06}, 1),
+                    runs("b", 0.0105, {0.14, 0.12, 0.06, 0.17, 0.18}, 2));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pairs[0].overall.stats.verdict, stats::Verdict::kSlower)
+      << c->pairs[0].overall.stats.reason;
+  // A burner on B's runs only: the shares differ beyond their spread, and a 40%
+  // slowdown of which B waited 30% is the waiting's, not the code's.
+  c = compare_sides(runs("a", 0.010, {0.0, 0.01, 0.0, 0.005, 0.0}, 3),
+                    runs("b", 0.014, {0.30, 0.31, 0.29, 0.30, 0.32}, 4));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pairs[0].overall.stats.verdict, stats::Verdict::kInconclusiveContention)
+      << c->pairs[0].overall.stats.reason;
+}
+
 TEST(CompareContention, RunsWithoutTheReadingsKeepTheVerdictWithAWarning) {
   const Comparison c = compared(0.012, stats::kNaN, 1.0 / 6.0);
   const Pair& p = c.pairs[0];

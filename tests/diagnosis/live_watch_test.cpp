@@ -146,6 +146,34 @@ TEST(LiveWatch, AStopOfTheInnerWatchWinsAndNothingElseIsDone) {
   EXPECT_TRUE(verdict.metrics.empty());
 }
 
+// Issue 42: NVML's energy counters of the GPUs the job used (a rank's process
+// tree held memory there), not of the host's other GPUs, over the steps' time.
+TEST(LedgerEnergy, TheGpuEnergyIsThatOfTheJobsGpusOverTheSteps) {
+  TempDir tmp;
+  const auto dir = run_with_work(tmp, 300);
+  std::string host = testing::kMetricsHeader;
+  for (int i = -2; i <= 12; ++i) {
+    const std::string ms = std::to_string(kT0 / kMs + i * 1000);
+    // GPU 0 (the job's): 100 W; GPU 1 (another job's): 300 W.
+    host += "system/gpu.0.energy_j," + std::to_string(5000 + 100 * (i + 2)) + ",0," + ms + ",\n";
+    host += "system/gpu.1.energy_j," + std::to_string(9000 + 300 * (i + 2)) + ",0," + ms + ",\n";
+    host += "system/gpu.0.proc.mem_used_mb,900,0," + ms + ",0\n";
+  }
+  write_file(dir / "host-h.csv", host);
+  absl::StatusOr<RunReader> reader = RunReader::Open(dir.string());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<steps::Ledger> ledger = steps::read_ledger(*reader);
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  EXPECT_EQ(ledger->gpus, 1u);
+  ASSERT_TRUE(std::isfinite(ledger->seconds));
+  EXPECT_NEAR(ledger->gpu_energy_j, 100 * ledger->seconds, 1e-6 * 100 * ledger->seconds);
+  EXPECT_NEAR(ledger->energy_j, ledger->gpu_energy_j, 1e-9);  // no RAPL here
+  EXPECT_TRUE(std::isnan(ledger->cpu_energy_j));
+  EXPECT_THAT(steps::format_ledger_line(*ledger), ::testing::HasSubstr("GPU energy (1 GPU)"));
+  // The live metrics carry it per 1k tokens.
+  EXPECT_NE(find(ledger_run_metrics(*ledger), steps::kLedgerEnergyPer1kTokensMetric), nullptr);
+}
+
 TEST(EndOfRun, TheHookHandsTheLedgersFinalFiguresAsMetrics) {
   TempDir tmp;
   const auto dir = run_with_work(tmp, 200);

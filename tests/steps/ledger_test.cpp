@@ -159,7 +159,8 @@ TEST(LedgerTest, EnergyOverTheStepsTimeGivesPerStepPerTokensCostAndCo2) {
   LedgerOptions options;
   options.price_per_kwh = 0.36;     // per 3.6e6 J
   options.grams_co2_per_kwh = 360;  // likewise
-  const Ledger ledger = conclude_ledger(steps, {work(4, 2, 500)}, options, {host});
+  const Ledger ledger =
+      conclude_ledger(steps, {work(4, 2, 500)}, options, {{EnergySource::kCpuRapl, host}});
   EXPECT_DOUBLE_EQ(ledger.seconds, 4.0);
   EXPECT_NEAR(ledger.energy_j, 400.0, 1e-9);
   EXPECT_NEAR(ledger.energy_per_step_j, 100.0, 1e-9);
@@ -167,6 +168,24 @@ TEST(LedgerTest, EnergyOverTheStepsTimeGivesPerStepPerTokensCostAndCo2) {
   EXPECT_NEAR(ledger.cost, 0.36 * 400 / 3.6e6, 1e-15);
   EXPECT_NEAR(ledger.co2_g, 360 * 400 / 3.6e6, 1e-12);
   EXPECT_THAT(format_ledger_line(ledger), HasSubstr("400 J CPU energy, 100 J/step"));
+  EXPECT_NEAR(ledger.cpu_energy_j, 400.0, 1e-9);
+  EXPECT_TRUE(std::isnan(ledger.gpu_energy_j));
+
+  // Two GPUs' NVML counters beside it (one 250 W, one 50 W over the 4 s): CPU and GPUs summed.
+  EnergySeries gpu0 = {{ms0 - 500, 1e6}, {ms0 + 4500, 1e6 + 1250}};
+  EnergySeries gpu1 = {{ms0 - 500, 7e5}, {ms0 + 4500, 7e5 + 250}};
+  const Ledger both = conclude_ledger(steps, {work(4, 2, 500)}, options,
+                                      {{EnergySource::kCpuRapl, host},
+                                       {EnergySource::kGpuNvml, gpu0},
+                                       {EnergySource::kGpuNvml, gpu1}});
+  EXPECT_NEAR(both.gpu_energy_j, 1000.0 + 200.0, 1e-6);
+  EXPECT_EQ(both.gpus, 2u);
+  EXPECT_NEAR(both.energy_j, 1600.0, 1e-6);
+  EXPECT_NEAR(both.energy_per_1k_tokens_j, 1600.0 / 2.0, 1e-6);
+  EXPECT_THAT(format_ledger_line(both), HasSubstr("1.6 kJ energy (CPU 400 J, 2 GPUs 1.2 kJ)"));
+  const Ledger gpus_only =
+      conclude_ledger(steps, {work(4, 2, 500)}, options, {{EnergySource::kGpuNvml, gpu0}});
+  EXPECT_THAT(format_ledger_line(gpus_only), HasSubstr("1 kJ GPU energy (1 GPU)"));
 
   // No readings: the run's tag says why, once, in the notes.
   steps.info.tags[std::string(host::kEnergyNoteTag)] =

@@ -78,7 +78,8 @@ def ledger(run_dir, peak_flops=None, price_per_kwh=None, price_per_hour=None,
            grams_co2_per_kwh=None):
     """The run's efficiency ledger (C++ steps::read_ledger, docs/ledger.md) as a dict:
     steps, samples_per_s, tokens_per_s, flops_per_step, achieved_flops, peak_flops,
-    peak_source, device, dtype, mfu, seconds, energy_j, energy_per_step_j,
+    peak_source, device, dtype, mfu, seconds, energy_j (cpu_energy_j from RAPL plus
+    gpu_energy_j from NVML over `gpus` GPUs), energy_per_step_j,
     energy_per_1k_tokens_j, cost, co2_g (NaN where unknown), notes (why), line (as
     `trainscope diagnose` prints it) and ranks (the rates per rank). peak_flops: one
     device's peak FLOP/s, over the table and the probe; the prices and the CO2 per

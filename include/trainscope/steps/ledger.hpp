@@ -38,8 +38,15 @@ struct LedgerOptions {
   std::optional<double> grams_co2_per_kwh;
 };
 
-// A host's cumulative energy readings (kRaplEnergyMetric): (Unix ms, joules).
+// A meter's cumulative energy readings: (Unix ms, joules).
 using EnergySeries = std::vector<std::pair<std::int64_t, double>>;
+// The meters: a host's CPU packages and DRAM (RAPL, kRaplEnergyMetric), or one
+// GPU (NVML's total energy counter, kGpuEnergyQuantity).
+enum class EnergySource : std::uint8_t { kCpuRapl, kGpuNvml };
+struct EnergyReadings {
+  EnergySource source = EnergySource::kCpuRapl;
+  EnergySeries points;
+};
 
 // One rank over its steps with work (a metric of kStepSamplesMetric or
 // kStepTokensMetric at the step's index), less the step whose FLOPs were counted.
@@ -71,9 +78,14 @@ struct Ledger {
   std::string dtype;                // kStepDtypeParam
   double mfu = kNoRate;
   // Energy over the steps' time (from the first step with work to the end of
-  // the last, all ranks): the CPU's (RAPL) of every host that recorded it.
-  double seconds = kNoRate;  // that time
-  double energy_j = kNoRate;
+  // the last, all ranks): the CPU's (RAPL) of every host that recorded it and
+  // NVML's of every GPU the job used (a device a rank's process tree held
+  // memory on; every sampled GPU of a host where none was seen).
+  double seconds = kNoRate;                 // that time
+  double energy_j = kNoRate;                // the CPU's and the GPUs' together
+  double cpu_energy_j = kNoRate;            // RAPL, every host that recorded it
+  double gpu_energy_j = kNoRate;            // NVML, every GPU the job used
+  std::uint32_t gpus = 0;                   // GPUs whose energy is in gpu_energy_j
   double energy_per_step_j = kNoRate;       // over the most steps a rank took
   double energy_per_1k_tokens_j = kNoRate;  // over every rank's tokens
   double cost = kNoRate;                    // price_per_kwh x kWh + price_per_hour x hours
@@ -99,15 +111,17 @@ WorkByStep work_by_step(const std::vector<MetricPoint>& metrics);
 Ledger conclude_ledger(const RunInfo& info, const std::vector<const RankSteps*>& ranks,
                        const std::map<std::uint32_t, WorkByStep>& work,
                        const LedgerOptions& options = {},
-                       const std::vector<EnergySeries>& energy = {});
+                       const std::vector<EnergyReadings>& energy = {});
 // The same on hand-made steps and each rank's work metrics (any metrics:
 // those of the work's names are used), by the position of steps.ranks.
 Ledger conclude_ledger(const RunSteps& steps, const std::vector<std::vector<MetricPoint>>& metrics,
                        const LedgerOptions& options = {},
-                       const std::vector<EnergySeries>& energy = {});
+                       const std::vector<EnergyReadings>& energy = {});
 
-// Each host's energy readings (HostLoad::rapl_energy_j).
-std::vector<EnergySeries> energy_series(const std::vector<HostLoad>& hosts);
+// Each host's energy readings: its RAPL series (HostLoad::rapl_energy_j) and
+// one per GPU of the job (HostLoad::gpu_energy_j of the devices in job_gpus,
+// or all of them when job_gpus is empty).
+std::vector<EnergyReadings> energy_series(const std::vector<HostLoad>& hosts);
 
 // Reads the work of a run's ranks (their metric rows of the work's names)
 // from where it stopped: read_ledger reads once, a live reader (the

@@ -331,6 +331,11 @@ struct HostLoad {
   // The CPU's cumulative energy (host::kRaplEnergyMetric, joules), by time
   // (ms): the ledger's energy (trainscope/steps/ledger.hpp).
   std::vector<std::pair<std::int64_t, double>> rapl_energy_j;
+  // Per device, NVML's cumulative energy (host::kGpuEnergyQuantity, joules),
+  // by time (ms), and the devices a rank's process tree held memory on (the
+  // job's GPUs): the ledger's GPU energy.
+  std::map<int, std::vector<std::pair<std::int64_t, double>>> gpu_energy_j;
+  std::set<int> job_gpus;
   HostNow now;
 };
 
