@@ -207,10 +207,9 @@ def test_config_history_and_summary_read_back_equal(written_run):
     assert exit_record.runtime == 12
 
 
-def test_trainscope_run_wandb_carries_the_diagnosis_tags_as_summary(tmp_path):
-    """`trainscope run --wandb`: the run's tags (the diagnosis set at its end) reach W&B as
-    summary items, before the exit record."""
-    from run_files import INPUT_BOUND_JOB  # pylint: disable=import-outside-toplevel
+def run_with_wandb(tmp_path, job):
+    """`trainscope run --wandb -- python -c JOB` into tmp_path: (cli, the run directory, the
+    W&B file, its records)."""
     cli = os.environ.get("TRAINSCOPE_CLI")
     if not cli:
         pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
@@ -218,13 +217,20 @@ def test_trainscope_run_wandb_carries_the_diagnosis_tags_as_summary(tmp_path):
            if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT")}
     env["WANDB_DIR"] = str(tmp_path)
     result = subprocess.run([cli, "run", "--root", str(tmp_path / "runs"), "--no-sample",
-                             "--wandb", "--", sys.executable, "-c", INPUT_BOUND_JOB],
+                             "--wandb", "--", sys.executable, "-c", job],
                             capture_output=True, text=True, timeout=120, check=False, env=env)
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
-    tags = json.loads((run_dir / "run.json").read_text())["tags"]
     (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
-    records = read_records(path, canonical=True)
+    return cli, run_dir, path, read_records(path, canonical=True)
+
+
+def test_trainscope_run_wandb_carries_the_diagnosis_tags_as_summary(tmp_path):
+    """`trainscope run --wandb`: the run's tags (the diagnosis set at its end) reach W&B as
+    summary items, before the exit record."""
+    from run_files import INPUT_BOUND_JOB  # pylint: disable=import-outside-toplevel
+    _, run_dir, path, records = run_with_wandb(tmp_path, INPUT_BOUND_JOB)
+    tags = json.loads((run_dir / "run.json").read_text())["tags"]
     assert records[-1].WhichOneof("record_type") == "exit"
     summary = {}
     for record in records:
@@ -254,19 +260,7 @@ for _ in range(400):
 def test_trainscope_run_wandb_gets_the_ledgers_figures(tmp_path):
     """`trainscope run --wandb` (issue 42): the ledger's rates reach W&B's history as metrics,
     the last one the end-of-run ledger's, as `trainscope diagnose` derives it."""
-    cli = os.environ.get("TRAINSCOPE_CLI")
-    if not cli:
-        pytest.skip("TRAINSCOPE_CLI (the built trainscope command) is not set")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT")}
-    env["WANDB_DIR"] = str(tmp_path)
-    result = subprocess.run([cli, "run", "--root", str(tmp_path / "runs"), "--no-sample",
-                             "--wandb", "--", sys.executable, "-c", LEDGER_JOB],
-                            capture_output=True, text=True, timeout=120, check=False, env=env)
-    assert result.returncode == 0, result.stderr
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
-    records = read_records(path, canonical=True)
+    cli, run_dir, _, records = run_with_wandb(tmp_path, LEDGER_JOB)
     tokens = [items(r.history.item)["ledger/tokens_per_s"] for r in records
               if r.HasField("history") and "ledger/tokens_per_s" in items(r.history.item)]
     assert tokens, "no ledger/tokens_per_s in the W&B history"
