@@ -30,7 +30,8 @@ order, so none of a kind back to back), each rate with its 95% (Wilson) interval
   b. burner: A/A pairs with a two-core CPU burner on for B only -> false verdicts, and
      how many are `inconclusive (contention)`;
   c. detection: `trainscope compare --run A --run B --repeat 5` with B 5% slower (a spin),
-     quiet and with the burner on throughout -> called slower.
+     quiet and with the burner on throughout -> called slower;
+  d. with --run-aa N: N A/A comparisons with `--run ... --repeat 5`, quiet and loaded.
 Linux autogroup is switched off while it runs (root only; NoAutogroup says why).
     python bench/compare_calibration.py --held-out --pairs 60 --detect 20 --keep DIR
 prints the markdown table of docs/compare-statistics.md.
@@ -341,7 +342,7 @@ class NoAutogroup:
                 f.write(self.before)
 
 
-def held_out_schedule(pairs, detect, seed):
+def held_out_schedule(pairs, detect, seed, run_aa=0):
     """Every A/A pair (quiet and burner) and every detection in one shuffled
     order, so no two of a kind are made back to back and each kind is spread
     over the whole calibration (the machine's state at different times); within
@@ -350,7 +351,9 @@ def held_out_schedule(pairs, detect, seed):
     items = ([("quiet", i, rng.random() < 0.5) for i in range(pairs)] +
              [("burner", i, rng.random() < 0.5) for i in range(pairs)] +
              [("detect-loaded", i, False) for i in range(detect)] +
-             [("detect-quiet", i, False) for i in range(detect)])
+             [("detect-quiet", i, False) for i in range(detect)] +
+             [("run-aa-loaded", i, False) for i in range(run_aa)] +
+             [("run-aa-quiet", i, False) for i in range(run_aa)])
     rng.shuffle(items)
     return items
 
@@ -388,11 +391,11 @@ def held_out(args, cli, python, job, root):
         print(f"scheduler: {autogroup.state}", flush=True)
         base = run_job(cli, python, job, os.path.join(root, "base"), args.steps)
         spin = 0.05 * statistics.median(steps_of(base))
-        schedule = held_out_schedule(args.pairs, args.detect, args.seed)
+        schedule = held_out_schedule(args.pairs, args.detect, args.seed, args.run_aa)
         for k, (kind, i, b_first) in enumerate(schedule):
-            if kind.startswith("detect"):
-                detection(cli, python, job, root, args.steps, spin, kind, i,
-                          kind == "detect-loaded")
+            if kind.startswith("detect") or kind.startswith("run-aa"):
+                detection(cli, python, job, root, args.steps, spin if kind.startswith("detect")
+                          else 0.0, kind, i, kind.endswith("loaded"))
             else:
                 sides = ("b", "a") if b_first else ("a", "b")
                 for side in sides:
@@ -408,6 +411,8 @@ def held_out(args, cli, python, job, root):
     results["load_end"] = os.getloadavg()
     rows = []
     for kind in ("quiet", "burner"):
+        if args.pairs == 0:
+            continue
         verdicts = [compare(cli, os.path.join(root, kind, f"{i:02d}-a"),
                             os.path.join(root, kind, f"{i:02d}-b"))["verdict"]
                     for i in range(args.pairs)]
@@ -420,6 +425,8 @@ def held_out(args, cli, python, job, root):
                      f"{verdicts.count('inconclusive')}, inconclusive (contention) {contention}"))
         results[kind] = verdicts
     for kind, name in (("detect-quiet", "quiet"), ("detect-loaded", "two-core burner on")):
+        if args.detect == 0:
+            continue
         pairs = [detection(cli, python, job, root, args.steps, spin, kind, i, False)
                  for i in range(args.detect)]
         verdicts = [p["overall"]["verdict"] for p in pairs]
@@ -431,6 +438,18 @@ def held_out(args, cli, python, job, root):
                      f"{statistics.mean(runs) / 2:.1f} runs a side on average; others: "
                      + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))
                                  if v != "slower")))
+        results[kind] = verdicts
+    for kind, name in (("run-aa-quiet", "quiet"), ("run-aa-loaded", "two-core burner on")):
+        if args.run_aa == 0:
+            continue
+        pairs = [detection(cli, python, job, root, args.steps, 0.0, kind, i, False)
+                 for i in range(args.run_aa)]
+        verdicts = [p["overall"]["verdict"] for p in pairs]
+        false = sum(v in ("slower", "faster") for v in verdicts)
+        low, high = wilson(false, args.run_aa)
+        rows.append((f"A/A, `--run ... --repeat 5`, {name}: called slower or faster", false,
+                     args.run_aa, low, high,
+                     ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))))
         results[kind] = verdicts
     print("| measure | count | rate | 95% interval | |")
     print("| --- | --- | --- | --- | --- |")
@@ -449,6 +468,9 @@ if __name__ == "__main__":
         parser.add_argument("--pairs", type=int, default=60)
         parser.add_argument("--detect", type=int, default=20)
         parser.add_argument("--seed", type=int, default=41)
+        parser.add_argument("--run-aa", type=int, default=0,
+                            help="also this many A/A comparisons with `compare --run --repeat "
+                            "5` (identical commands), quiet and with the burner on throughout")
         parser.add_argument("--keep", help="keep the runs in this folder; an interrupted or "
                             "earlier calibration there goes on from its runs (the comparisons "
                             "are made again)")
