@@ -297,7 +297,7 @@ absl::Status write_comparison(const Comparison& comparison, const std::string& p
 std::string format_comparison(const Comparison& c) {
   std::string out = fmt::format("A: {}\nB: {}\n", c.label_a, c.label_b);
   out += fmt::format(
-      "verdicts: same = the {:.0f}% interval of B/A inside +-{:.1f}%; slower/faster = the "
+      "verdicts: same = the {:.3g}% interval of B/A inside +-{:.1f}%; slower/faster = the "
       "interval wholly above/below 1\n",
       100 * c.confidence, 100 * c.threshold);
   for (const std::string& w : c.warnings) out += fmt::format("warning: {}\n", w);
@@ -322,7 +322,7 @@ std::string format_comparison(const Comparison& c) {
       out += fmt::format("  {}\n", o.stats.reason);
     std::vector<std::vector<std::string>> table = {
         {"quantity", "A median", "B median", "B/A", "95% interval", "p", "verdict"}};
-    table[0][4] = fmt::format("{:.0f}% interval", 100 * c.confidence);
+    table[0][4] = fmt::format("{:.3g}% interval", 100 * c.confidence);
     for (const Row& r : p.rows) {
       std::string name = r.name;
       if (r.device == "GPU") name += " (GPU)";

@@ -91,7 +91,7 @@ template <typename HalfWidthAt>
 void conclude(Comparison* c, const CompareOptions& o, const HalfWidthAt& half_width_at) {
   c->verdict = decide(c->low, c->high, o.threshold);
   const double level = o.confidence * 100;
-  const std::string interval = fmt::format("{:.0f}% interval {:.4f} to {:.4f}, p = {:.2g}", level,
+  const std::string interval = fmt::format("{:.3g}% interval {:.4f} to {:.4f}, p = {:.2g}", level,
                                            c->low, c->high, c->p_value);
   switch (c->verdict) {
     case Verdict::kSame:
@@ -429,7 +429,7 @@ absl::StatusOr<Comparison> compare_steps(const std::vector<double>& a, const std
     const double runs = std::ceil(2 * std::pow(noise / std::sqrt(2.0) / goal, 2) + 1);
     return inconclusive(
                &c, fmt::format(
-                       "B/A = {:.4f}, but the {:.0f}% interval {:.4f} to {:.4f} (p = {:.2g}) is "
+                       "B/A = {:.4f}, but the {:.3g}% interval {:.4f} to {:.4f} (p = {:.2g}) is "
                        "too wide to tell slower, faster or within +-{:g}%, and more steps cannot "
                        "narrow it: one run a side varies by about {:g}% from run to run "
                        "(run_noise); about {:.0f} runs a side would decide it",
