@@ -84,11 +84,7 @@ struct RunArgs {
   bool quiet = false;
   bool no_diagnosis = false;
   diagnosis::OnHang on_hang = diagnosis::OnHang::kNone;
-  diagnosis::Thresholds hang_thresholds;
-  // A label's capture request (trainscope/diagnosis/capture_request.hpp)
-  // unless --capture-steps 0 or --capture-max 0.
-  bool capture_on_labels = true;
-  steps::LedgerOptions ledger;  // the live and end-of-run ledger's (docs/ledger.md)
+  diagnosis::LiveWatchOptions live;  // also the end-of-run diagnosis's thresholds and ledger
   std::optional<prometheus::EndpointOptions> prometheus;  // set: --prometheus
   std::optional<std::string> prometheus_labels;
 };
@@ -171,10 +167,10 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                     if (!on_hang.ok()) bad_value(std::string(on_hang.status().message()));
                     out->on_hang = *on_hang;
                   });
-  add_threshold_option(line, &out->hang_thresholds,
+  add_threshold_option(line, &out->live.thresholds,
                        "a threshold of the hang watch and of the end-of-run diagnosis\n"
                        "(repeatable): hang_factor, hang_min_s");
-  add_ledger_options(line, &out->ledger);
+  add_ledger_options(line, &out->live.ledger);
   line->add_value("--capture-steps", "N",
                   "--auto: after a step slower than 5x the rolling p99, or once STRAGGLER,\n"
                   "MEMORY-CREEP or THROUGHPUT-DRIFT appears, a torch.profiler capture\n"
@@ -182,14 +178,14 @@ void add_run_options(CommandLine* line, RunArgs* out) {
                   [out](const std::string& value) {
                     const auto steps = count("--capture-steps", value, 0);
                     out->launch.environment["TRAINSCOPE_CAPTURE_STEPS"] = std::to_string(steps);
-                    if (steps == 0) out->capture_on_labels = false;
+                    if (steps == 0) out->live.capture_on_labels = false;
                   });
   line->add_value("--capture-max", "N",
                   "--auto: at most N such captures per rank (default 3; 100 MB in all)",
                   [out](const std::string& value) {
                     const auto most = count("--capture-max", value, 0);
                     out->launch.environment["TRAINSCOPE_CAPTURE_MAX"] = std::to_string(most);
-                    if (most == 0) out->capture_on_labels = false;
+                    if (most == 0) out->live.capture_on_labels = false;
                   });
   line->add_value("--prometheus", "[ADDR:]PORT",
                   "serve the run's live metrics for Prometheus at\n"
@@ -267,12 +263,8 @@ int run_command(const std::vector<std::string>& args) {
     }
     parsed->launch.exporters.push_back(*std::move(wandb));
   }
-  diagnosis::LiveWatchOptions live;
-  live.capture_on_labels = parsed->capture_on_labels;
-  live.ledger_metrics = !parsed->no_diagnosis;
-  live.thresholds = parsed->hang_thresholds;
-  live.ledger = parsed->ledger;
-  parsed->launch.watch = diagnosis::launcher_watch(parsed->on_hang, std::move(live));
+  parsed->live.ledger_metrics = !parsed->no_diagnosis;
+  parsed->launch.watch = diagnosis::launcher_watch(parsed->on_hang, parsed->live);
   parsed->launch.watch_interval = absl::Seconds(2);
   // The endpoint binds before the command starts: a port in use stops here.
   std::shared_ptr<prometheus::Endpoint> endpoint;
@@ -291,7 +283,7 @@ int run_command(const std::vector<std::string>& args) {
   auto end = std::make_shared<diagnosis::EndOfRun>();
   if (!parsed->no_diagnosis)
     parsed->launch.end_record =
-        diagnosis::end_of_run_hook(end, parsed->hang_thresholds, parsed->ledger);
+        diagnosis::end_of_run_hook(end, parsed->live.thresholds, parsed->live.ledger);
   absl::StatusOr<LaunchResult> result = launch(std::move(parsed->launch));
   if (!result.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", result.status().ToString().c_str());

@@ -28,25 +28,11 @@ bool contention_differs(const Side& a, const std::vector<std::size_t>& ia, const
   };
   const std::vector<double> sa = shares(a, ia), sb = shares(b, ib);
   if (sa.size() < 2 || sb.size() < 2) return true;  // one run a side: no spread to judge by
-  const auto mean_var = [](const std::vector<double>& v, double* mean, double* var) {
-    *mean = 0;
-    for (double x : v) *mean += x;
-    *mean /= static_cast<double>(v.size());
-    double ss = 0;
-    for (double x : v) ss += (x - *mean) * (x - *mean);
-    *var = ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size());
-  };
-  double ma = 0, va = 0, mb = 0, vb = 0;
-  mean_var(sa, &ma, &va);
-  mean_var(sb, &mb, &vb);
-  if (!std::isfinite(ma) || !std::isfinite(mb)) return true;
-  const double se = std::sqrt(va + vb);
-  if (!(se > 0)) return ma != mb;
-  const double df =
-      (va + vb) * (va + vb) /
-      (va * va / static_cast<double>(sa.size() - 1) + vb * vb / static_cast<double>(sb.size() - 1));
-  const double t = stats::student_t_quantile(1 - (1 - confidence) / 2, df);
-  return std::fabs(mb - ma) > t * se;
+  const stats::Welch w = stats::welch(sa, sb);
+  if (!std::isfinite(w.difference)) return true;
+  if (!(w.se > 0)) return w.difference != 0;
+  const double t = stats::student_t_quantile(1 - (1 - confidence) / 2, w.df);
+  return std::fabs(w.difference) > t * w.se;
 }
 
 std::string apply_contention(double a, double b, double threshold, Row* row) {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "common/files.hpp"
-#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
 namespace trainscope::diagnosis {

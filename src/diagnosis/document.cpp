@@ -14,6 +14,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "trainscope/diagnosis/diagnosis.hpp"
+#include "trainscope/hardware/host/host_metrics.hpp"
 #include "trainscope/stats/format_numbers.hpp"
 
 namespace trainscope::diagnosis {
@@ -313,8 +314,10 @@ Diagnosis from_document(const Field& root) {
     now.mem_used_pct = h["mem_used_pct"].number();
     now.swap_used_mb = h["swap_used_mb"].number();
     for (const Field& g : h["gpus"].items()) {
-      now.gpus.push_back(GpuNow{g["index"].int_at_least(0), g["util_pct"].number(),
-                                g["mem_used_mb"].number(), g["mem_total_mb"].number()});
+      // A GPU's fields are named as the quantities the NVML source writes.
+      now.gpus.push_back(GpuNow{g["index"].int_at_least(0), g[host::kGpuUtilQuantity].number(),
+                                g[host::kGpuMemUsedQuantity].number(),
+                                g[host::kGpuMemTotalQuantity].number()});
     }
     if (const std::optional<Field> c =
             h.find("contention")) {  // absent in older documents: unknown
@@ -431,9 +434,9 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
     ojson gpus = ojson::array();
     for (const GpuNow& g : h.gpus) {
       gpus.push_back({{"index", g.index},
-                      {"util_pct", num(g.util_pct)},
-                      {"mem_used_mb", num(g.mem_used_mb)},
-                      {"mem_total_mb", num(g.mem_total_mb)}});
+                      {host::kGpuUtilQuantity, num(g.util_pct)},
+                      {host::kGpuMemUsedQuantity, num(g.mem_used_mb)},
+                      {host::kGpuMemTotalQuantity, num(g.mem_total_mb)}});
     }
     hosts.push_back({{"host", h.host},
                      {"time_ms", h.time_ms},

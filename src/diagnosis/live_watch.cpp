@@ -2,7 +2,6 @@
 #include "trainscope/diagnosis/live_watch.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,7 +67,6 @@ std::function<WatchVerdict(const std::string& run_dir)> with_live_follower(
     std::optional<Follower> follower;
     CaptureState captures;
     std::int64_t ledger_step = -1;  // the step of the ledger logged last
-    std::optional<std::chrono::steady_clock::time_point> ledger_at;
   };
   auto state = std::make_shared<State>();
   return [state, inner = std::move(inner), options](const std::string& run_dir) -> WatchVerdict {
@@ -91,14 +89,12 @@ std::function<WatchVerdict(const std::string& run_dir)> with_live_follower(
       if (!said.empty())
         verdict.message = verdict.message.empty() ? said : verdict.message + "\n" + said;
     }
+    // The live follower concludes the ledger at most every run_refresh_s
+    // (live_options: 10 s); a ledger over more steps than the last is logged.
     if (options.ledger_metrics && d.ledger) {
-      const auto now = std::chrono::steady_clock::now();
-      const bool due = !state->ledger_at ||
-                       now - *state->ledger_at >= absl::ToChronoNanoseconds(options.ledger_every);
       std::vector<RunMetric> metrics = ledger_run_metrics(*d.ledger);
-      if (due && !metrics.empty() && metrics.front().step > state->ledger_step) {
+      if (!metrics.empty() && metrics.front().step > state->ledger_step) {
         state->ledger_step = metrics.front().step;
-        state->ledger_at = now;
         verdict.metrics = std::move(metrics);
       }
     }

@@ -495,21 +495,16 @@ absl::StatusOr<Comparison> compare_runs(const std::vector<std::vector<double>>& 
   }
   if (!problem.empty()) return inconclusive(&c, problem), c;
 
-  const auto variance = [](const std::vector<double>& v, double m) {
-    double ss = 0;
-    for (double x : v) ss += (x - m) * (x - m);
-    return ss / static_cast<double>(v.size() - 1);
-  };
   const double na = static_cast<double>(la.size()), nb = static_cast<double>(lb.size());
-  const double va = variance(la, mean(la)) / na, vb = variance(lb, mean(lb)) / nb;
-  const double se = std::sqrt(va + vb);
+  const Welch w = welch(la, lb);
+  const double se = w.se;
   if (!(se > 0))
     return inconclusive(&c,
                         "the runs' medians do not vary at all: no spread to draw an interval "
                         "from"),
            c;
-  c.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
-  const double d = mean(lb) - mean(la);
+  c.df = w.df;
+  const double d = w.difference;
   const double tq = student_t_quantile(1 - (1 - options.confidence) / 2, c.df);
   c.low = std::exp(d - tq * se);
   c.high = std::exp(d + tq * se);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,31 @@ double student_t_cdf(double t, double df) {
   if (std::isinf(t)) return t > 0 ? 1 : 0;
   const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
   return t > 0 ? 1 - tail : tail;
+}
+
+Welch welch(const std::vector<double>& a, const std::vector<double>& b) {
+  Welch w;
+  if (a.size() < 2 || b.size() < 2) {
+    w.difference = w.se = w.df = std::numeric_limits<double>::quiet_NaN();
+    return w;
+  }
+  const auto mean_and_var_of_mean = [](const std::vector<double>& v, double* mean) {
+    const double n = static_cast<double>(v.size());
+    double sum = 0;
+    for (double x : v) sum += x;
+    *mean = sum / n;
+    double ss = 0;
+    for (double x : v) ss += (x - *mean) * (x - *mean);
+    return ss / (n - 1) / n;
+  };
+  double ma = 0, mb = 0;
+  const double va = mean_and_var_of_mean(a, &ma), vb = mean_and_var_of_mean(b, &mb);
+  w.difference = mb - ma;
+  w.se = std::sqrt(va + vb);
+  w.df =
+      (va + vb) * (va + vb) /
+      (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
+  return w;
 }
 
 double student_t_quantile(double p, double df) {

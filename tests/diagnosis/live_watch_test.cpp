@@ -93,7 +93,6 @@ TEST(LiveWatch, HandsTheLedgerOfTheRunSoFarToTheLauncherOnceForEachNewStep) {
   const auto dir = run_with_work(tmp, 300);
   LiveWatchOptions options;
   options.capture_on_labels = false;
-  options.ledger_every = absl::ZeroDuration();
   auto watch = with_live_follower(nullptr, options);
   const WatchVerdict first = watch(dir.string());
   EXPECT_EQ(first.action, WatchVerdict::Action::kContinue);
@@ -132,7 +131,6 @@ TEST(LiveWatch, AStopOfTheInnerWatchWinsAndNothingElseIsDone) {
   TempDir tmp;
   const auto dir = run_with_work(tmp, 100);
   LiveWatchOptions options;
-  options.ledger_every = absl::ZeroDuration();
   auto watch = with_live_follower(
       [](const std::string&) {
         WatchVerdict v;

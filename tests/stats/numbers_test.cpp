@@ -63,5 +63,15 @@ TEST(NumbersTest, StudentTAndIncompleteBeta) {
   EXPECT_NEAR(incomplete_beta(2, 3, 0.7) + incomplete_beta(3, 2, 0.3), 1, 1e-14);
 }
 
+TEST(WelchTest, DifferenceStandardErrorAndDegreesOfFreedom) {
+  // a: mean 2, variance 1 (n 3); b: mean 5, variance 4 (n 3): se^2 = 1/3 + 4/3.
+  const Welch w = welch({1, 2, 3}, {3, 5, 7});
+  EXPECT_DOUBLE_EQ(w.difference, 3.0);
+  EXPECT_NEAR(w.se, std::sqrt(5.0 / 3.0), 1e-12);
+  // (5/3)^2 / ((1/3)^2 / 2 + (4/3)^2 / 2) = (25/9) / (17/18) = 50/17.
+  EXPECT_NEAR(w.df, 50.0 / 17.0, 1e-12);
+  EXPECT_TRUE(std::isnan(welch({1}, {2, 3}).difference));
+}
+
 }  // namespace
 }  // namespace trainscope::stats

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/time/time.h"
 #include "trainscope/diagnosis/diagnosis.hpp"
 #include "trainscope/diagnosis/hang.hpp"
 #include "trainscope/launch/launch.hpp"
@@ -28,10 +27,9 @@ std::vector<RunMetric> ledger_run_metrics(const steps::Ledger& ledger);
 struct LiveWatchOptions {
   // Capture requests on labels (not --capture-steps 0 nor --capture-max 0).
   bool capture_on_labels = true;
-  // The ledger as run metrics: each time the follower's ledger covers more
-  // steps than the last one logged, at most every `ledger_every`.
+  // The ledger as run metrics: each time the follower's ledger (concluded at
+  // most every 10 s, live_options()) covers more steps than the last logged.
   bool ledger_metrics = true;
-  absl::Duration ledger_every = absl::Seconds(10);
   Thresholds thresholds;
   steps::LedgerOptions ledger;  // `trainscope run --peak-flops`, ...
 };

@@ -32,6 +32,17 @@ double median_in_place(std::vector<double>* values);
 double student_t_cdf(double t, double df);
 double student_t_quantile(double p, double df);
 
+// Welch's comparison of two samples' means (each of at least 2 values):
+// difference mean(b) - mean(a), its standard error and the
+// Welch-Satterthwaite degrees of freedom (NaN when a side has fewer than 2
+// values or neither varies: se 0).
+struct Welch {
+  double difference = 0;
+  double se = 0;
+  double df = 0;
+};
+Welch welch(const std::vector<double>& a, const std::vector<double>& b);
+
 // The regularised incomplete beta function I_x(a, b) for a, b > 0 (continued
 // fraction, modified Lentz): 0 for x <= 0, 1 for x >= 1.
 double incomplete_beta(double a, double b, double x);
