@@ -82,7 +82,9 @@ A and B (or one configuration of two sweeps) compared: config ("" or the params 
 configurations share), runs_a, runs_b, rows (CompareRow list, largest effect first),
 overall (a CompareRow: the step time, else the geometric mean of the CPU keys),
 overall_basis, contention_a, contention_b (each side's contention share: the share of
-the time its threads wanted a CPU that they waited for one; NaN without readings), warnings.)doc")
+the time its threads wanted a CPU that they waited for one; NaN without readings),
+step_wait_a, step_wait_b (each side's step thread's wait for a CPU over its steps; NaN where
+not recorded), warnings.)doc")
       .def_readonly("config", &Pair::config)
       .def_readonly("runs_a", &Pair::runs_a)
       .def_readonly("runs_b", &Pair::runs_b)
@@ -91,6 +93,8 @@ the time its threads wanted a CPU that they waited for one; NaN without readings
       .def_readonly("overall_basis", &Pair::overall_basis)
       .def_readonly("contention_a", &Pair::contention_a)
       .def_readonly("contention_b", &Pair::contention_b)
+      .def_readonly("step_wait_a", &Pair::step_wait_a)
+      .def_readonly("step_wait_b", &Pair::step_wait_b)
       .def_readonly("warnings", &Pair::warnings);
   py::class_<Comparison>(core, "Comparison", R"doc(
 What compare() compared: label_a, label_b, threshold, confidence, pairs (ComparePair

@@ -291,8 +291,9 @@ constexpr std::uint64_t kColumnReadBytes = std::uint64_t{16} << 20;
 // "epoch": int64 arrays, "truncated": a last line cut short was left out}.
 py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
   std::vector<std::int32_t> key, device;
-  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch, gpu_start, stream;
-  std::vector<std::uint8_t> gpu_start_missing;
+  std::vector<std::int64_t> ranks, thread, start, duration, step, epoch, gpu_start, stream,
+      cpu_wait;
+  std::vector<std::uint8_t> gpu_start_missing, cpu_wait_missing;
   CategoryCodes keys;
   bool seen[2] = {false, false};
   absl::Status status;
@@ -304,7 +305,8 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
     const std::uint64_t size =
         ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     const std::size_t expected = ExpectedRows(path);
-    for (auto* column : {&ranks, &thread, &start, &duration, &step, &epoch, &gpu_start, &stream}) {
+    for (auto* column :
+         {&ranks, &thread, &start, &duration, &step, &epoch, &gpu_start, &stream, &cpu_wait}) {
       column->reserve(expected);
     }
     key.reserve(expected);
@@ -324,6 +326,9 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
       gpu_start.push_back(missing ? 0 : row.gpu_start_ns);
       gpu_start_missing.push_back(missing ? 1 : 0);
       stream.push_back(row.stream);
+      const bool no_wait = row.cpu_wait_ns == kNoCpuWait;
+      cpu_wait.push_back(no_wait ? 0 : row.cpu_wait_ns);
+      cpu_wait_missing.push_back(no_wait ? 1 : 0);
     };
     // What is there now: rows appended while it is read are for the next read.
     std::uint64_t offset = 0;
@@ -359,6 +364,8 @@ py::object RegionColumns(const RunReader& reader, std::uint32_t rank) {
   out["gpu_start_ns"] = ToArray(std::move(gpu_start));  // Int64: missing where unknown
   out["gpu_start_ns_missing"] = ToArray(std::move(gpu_start_missing), "?");
   out["stream"] = ToArray(std::move(stream));
+  out["cpu_wait_ns"] = ToArray(std::move(cpu_wait));  // Int64: a step's run-queue wait
+  out["cpu_wait_ns_missing"] = ToArray(std::move(cpu_wait_missing), "?");
   out["truncated"] = truncated;
   return std::move(out);
 }
@@ -583,6 +590,8 @@ for a file or no path.)doc");
             // (NaN where a step's GPU rows have no device start): docs/steps.md.
             names.push_back("gpu_busy_s");
             names.push_back("gpu_union_s");
+            // The step thread's run-queue wait in the step (NaN where not recorded).
+            names.push_back("cpu_wait_s");
             const py::dict columns = table(names);
             for (const steps::RankSteps& t : s.ranks) {
               const std::int64_t warmup = steps::warmup_steps(t);  // docs/steps.md, "Warm-up"
@@ -600,6 +609,8 @@ for a file or no path.)doc");
                 row.push_back(py::float_(x.gpu_union_known()
                                              ? x.gpu_union_s
                                              : std::numeric_limits<double>::quiet_NaN()));
+                row.push_back(py::float_(
+                    t.cpu_wait_measured ? x.cpu_wait_s : std::numeric_limits<double>::quiet_NaN()));
                 append(columns, row);
               }
             }

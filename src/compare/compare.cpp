@@ -292,10 +292,23 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
   // CPU contention: each side's, and the verdicts it may have made.
   pair.contention_a = detail::side_contention(a, ia);
   pair.contention_b = detail::side_contention(b, ib);
+  pair.step_wait_a = detail::side_step_wait(a, ia);
+  pair.step_wait_b = detail::side_step_wait(b, ib);
   std::vector<std::string> contention_notes;
   if (detail::contention_differs(a, ia, b, ib, options.stats.confidence)) {
-    if (std::string note = detail::apply_contention(pair.contention_a, pair.contention_b,
-                                                    options.stats.threshold, &pair.overall);
+    // The step row: by each step's own wait where both sides recorded it, else
+    // bounded by the shares.
+    const auto less_wait = std::find_if(pair.rows.begin(), pair.rows.end(), [](const Row& r) {
+      return r.kind == SeriesKind::kMetric && r.name == kStepLessWait;
+    });
+    std::optional<std::string> by_steps;
+    if (less_wait != pair.rows.end() && found)
+      by_steps =
+          detail::apply_step_wait(pair.contention_a, pair.contention_b, *less_wait, &pair.overall);
+    if (std::string note = by_steps
+                               ? *by_steps
+                               : detail::apply_contention(pair.contention_a, pair.contention_b,
+                                                          options.stats.threshold, &pair.overall);
         !note.empty())
       contention_notes.push_back(std::move(note));
     for (Row& row : pair.rows)

@@ -9,14 +9,27 @@
 
 namespace trainscope::compare::detail {
 
-double side_contention(const Side& side, const std::vector<std::size_t>& runs) {
+namespace {
+
+double mean_of_runs(const Side& side, const std::vector<std::size_t>& runs,
+                    double SideRun::*field) {
   double sum = 0;
   for (std::size_t i : runs) {
-    const double share = side.runs[i].contention_share;
+    const double share = side.runs[i].*field;
     if (!std::isfinite(share)) return kNaN;
     sum += share;
   }
   return runs.empty() ? kNaN : sum / static_cast<double>(runs.size());
+}
+
+}  // namespace
+
+double side_contention(const Side& side, const std::vector<std::size_t>& runs) {
+  return mean_of_runs(side, runs, &SideRun::contention_share);
+}
+
+double side_step_wait(const Side& side, const std::vector<std::size_t>& runs) {
+  return mean_of_runs(side, runs, &SideRun::step_wait_share);
 }
 
 bool contention_differs(const Side& a, const std::vector<std::size_t>& ia, const Side& b,
@@ -66,6 +79,37 @@ std::string apply_contention(double a, double b, double threshold, Row* row) {
       shares, c.low, c.high, range, stats::verdict_name(without));
   c.verdict = stats::Verdict::kInconclusiveContention;
   return {};
+}
+
+std::optional<std::string> apply_step_wait(double a, double b, const Row& less_wait, Row* row) {
+  stats::Comparison& c = row->stats;
+  const stats::Comparison& w = less_wait.stats;
+  if (c.verdict != stats::Verdict::kSame && c.verdict != stats::Verdict::kSlower &&
+      c.verdict != stats::Verdict::kFaster) {
+    return std::nullopt;
+  }
+  if (w.verdict != stats::Verdict::kSame && w.verdict != stats::Verdict::kSlower &&
+      w.verdict != stats::Verdict::kFaster) {
+    return std::nullopt;
+  }
+  if (!(w.low > 0) || !std::isfinite(w.high) || !(w.ratio > 0)) return std::nullopt;
+  const std::string shares =
+      std::isfinite(a) && std::isfinite(b)
+          ? fmt::format("A's threads waited for a CPU {} of the time, B's {}",
+                        stats::format_share(a), stats::format_share(b))
+          : std::string("the sides waited for a CPU differently");
+  const std::string without =
+      fmt::format("with each step's own wait for a CPU removed B/A = {:.4f} [{:.4f}, {:.4f}]",
+                  w.ratio, w.low, w.high);
+  if (w.verdict == c.verdict)
+    return fmt::format("{}: {}; the verdict holds: {}, {}", row->name, shares, without,
+                       stats::verdict_name(w.verdict));
+  c.reason = fmt::format(
+      "{}: a difference the interval [{:.4f}, {:.4f}] cannot tell from the code's; {}, which "
+      "is {}",
+      shares, c.low, c.high, without, stats::verdict_name(w.verdict));
+  c.verdict = stats::Verdict::kInconclusiveContention;
+  return std::string();
 }
 
 }  // namespace trainscope::compare::detail

@@ -5,6 +5,7 @@
 #define TRAINSCOPE_SRC_COMPARE_CONTENTION_HPP_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ namespace trainscope::compare::detail {
 
 // The mean of the runs' contention shares; NaN when any of them lacks it.
 double side_contention(const Side& side, const std::vector<std::size_t>& runs);
+// The mean of the runs' step wait shares; NaN when any of them lacks it.
+double side_step_wait(const Side& side, const std::vector<std::size_t>& runs);
 
 // Whether the sides' contention shares differ beyond their runs' spread: with
 // two runs a side or more, a Welch interval (at `confidence`) of the
@@ -36,6 +39,16 @@ bool contention_differs(const Side& a, const std::vector<std::size_t>& ia, const
 // so), another one makes the row kInconclusiveContention with a reason naming
 // both shares and the range. "" when nothing is to say.
 std::string apply_contention(double a, double b, double threshold, Row* row);
+
+// The step row (the overall verdict) where both sides recorded each step's own
+// run-queue wait (`less_wait`: the kStepLessWait row, the step less its
+// wait, compared as any row): the verdict stands when the step less its wait
+// decides the same (the note says so, with its B/A); otherwise the row
+// becomes kInconclusiveContention naming both shares (a, b: NaN where not
+// sampled) and what the steps less their waits say. Nothing is changed and
+// nothing said (nullopt) where `less_wait` has no interval or `row` no
+// verdict of same, slower or faster: apply_contention's bound then.
+std::optional<std::string> apply_step_wait(double a, double b, const Row& less_wait, Row* row);
 
 }  // namespace trainscope::compare::detail
 

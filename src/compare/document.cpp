@@ -118,6 +118,7 @@ ojson side_json(const Side& s, bool with_data) {
                  {"params", r.params},
                  {"other_cpu_share", num(r.other_cpu_share)},
                  {"contention_share", num(r.contention_share)},
+                 {"step_wait_share", num(r.step_wait_share)},
                  {"hardware", r.hardware},
                  {"key_callers", r.key_callers}};
     if (r.layer_backward_every > 1) one["layer_backward_every"] = r.layer_backward_every;
@@ -161,6 +162,7 @@ Side side_from(const Field& f) {
     if (const std::optional<Field> c = r.find("contention_share")) {  // older documents: none
       run.contention_share = c->number();
     }
+    if (const std::optional<Field> w = r.find("step_wait_share")) run.step_wait_share = w->number();
     run.hardware = r["hardware"].string();
     if (const std::optional<Field> callers = r.find("key_callers")) {
       for (const auto& [k, v] : callers->members()) run.key_callers[k] = v.string();
@@ -221,6 +223,8 @@ Comparison from_document(const Field& root) {
     for (const Field& r : p["rows"].items()) pair.rows.push_back(row_from(r));
     if (const std::optional<Field> a = p.find("contention_a")) pair.contention_a = a->number();
     if (const std::optional<Field> b = p.find("contention_b")) pair.contention_b = b->number();
+    if (const std::optional<Field> a = p.find("step_wait_a")) pair.step_wait_a = a->number();
+    if (const std::optional<Field> b = p.find("step_wait_b")) pair.step_wait_b = b->number();
     pair.warnings = p["warnings"].strings();
     c.pairs.push_back(std::move(pair));
   }
@@ -232,7 +236,8 @@ std::string value(double v, SeriesKind kind, const std::string& name) {
   if (kind == SeriesKind::kMetric) {
     if (name == kThroughput || name == kTokensPerSecond) return fmt::format("{:.4g}/s", v);
     if (name == kDataWait || name == kGpuBusy) return stats::format_share(v);
-    if (name == kComm || name == kCommExposed || name == kSync) return stats::format_seconds(v, 4);
+    if (name == kComm || name == kCommExposed || name == kSync || name == kStepLessWait)
+      return stats::format_seconds(v, 4);
     return fmt::format("{:.4g}", v);
   }
   return stats::format_seconds(v, 4);
@@ -266,6 +271,8 @@ std::string compare_json(const Comparison& c, int indent, bool with_data) {
                      {"rows", std::move(rows)},
                      {"contention_a", num(p.contention_a)},
                      {"contention_b", num(p.contention_b)},
+                     {"step_wait_a", num(p.step_wait_a)},
+                     {"step_wait_b", num(p.step_wait_b)},
                      {"warnings", p.warnings}});
   }
   const ojson doc = {{"format", kFormat},
@@ -314,8 +321,13 @@ std::string format_comparison(const Comparison& c) {
                          o.stats.warmup_b);
     out += "\n";
     if (std::isfinite(p.contention_a) && std::isfinite(p.contention_b))
-      out += fmt::format("waited for a CPU (contention share): A {}, B {}\n",
-                         stats::format_share(p.contention_a), stats::format_share(p.contention_b));
+      out += fmt::format(
+          "waited for a CPU (contention share): A {}, B {}{}\n",
+          stats::format_share(p.contention_a), stats::format_share(p.contention_b),
+          std::isfinite(p.step_wait_a) && std::isfinite(p.step_wait_b)
+              ? fmt::format("; the step thread in its steps: A {}, B {}",
+                            stats::format_share(p.step_wait_a), stats::format_share(p.step_wait_b))
+              : std::string());
     if ((o.stats.verdict == stats::Verdict::kInconclusive ||
          o.stats.verdict == stats::Verdict::kInconclusiveContention) &&
         !o.stats.reason.empty())

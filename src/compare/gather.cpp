@@ -155,7 +155,8 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   // one value), rows in no step each alone, in the order they ran.
   std::map<RegionKey, std::map<std::uint32_t, std::vector<std::pair<std::int64_t, double>>>>
       regions;
-  std::map<std::uint32_t, std::vector<double>> rates, wait_shares, gpu_busy;
+  std::map<std::uint32_t, std::vector<double>> rates, wait_shares, gpu_busy, less_wait;
+  double waited_s = 0, waited_period_s = 0;
   // comm, comm_exposed, sync: seconds per step, where the rank measured them.
   constexpr std::array<std::pair<steps::Phase, const char*>, 3> kTimedPhases = {
       {{steps::Phase::kComm, kComm},
@@ -176,6 +177,20 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     if (std::vector<double> busy = r.gpu_busy_shares(); !busy.empty())
       gpu_busy[r.rank] = std::move(busy);
     const bool waits = r.cpu_measured[static_cast<std::size_t>(steps::Phase::kDataWait)];
+    // The step thread's run-queue wait: its share of each step, and the step
+    // key's time per step less it (the key sums are per step of history).
+    if (r.cpu_wait_measured && r.key_sums.size() == r.history.size()) {
+      for (std::size_t i = 0; i < r.history.size(); ++i) {
+        const steps::Step& s = r.history[i];
+        if (!(s.period_s > 0)) continue;
+        waited_s += s.cpu_wait_s;
+        waited_period_s += s.period_s;
+        for (const steps::KeySum& k : r.key_sums[i])
+          if (stepped->keys[k.key].first == r.step_key &&
+              stepped->keys[k.key].second == Device::kCPU)
+            less_wait[r.rank].push_back(std::max(0.0, k.seconds - s.cpu_wait_s));
+      }
+    }
     for (const steps::Step& s : r.history) {
       if (!(s.period_s > 0)) continue;
       rates[r.rank].push_back(1 / s.period_s);
@@ -210,6 +225,9 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
   if (std::vector<double> busy = combine_ranks(gpu_busy, options.rank); !busy.empty())
     data.series[SeriesId{SeriesKind::kMetric, kGpuBusy, ""}] = std::move(busy);
+  if (waited_period_s > 0) run.step_wait_share = std::min(1.0, waited_s / waited_period_s);
+  if (std::vector<double> w = combine_ranks(less_wait, options.rank); !w.empty())
+    data.series[SeriesId{SeriesKind::kMetric, kStepLessWait, ""}] = std::move(w);
   // Tokens per second of each step with work (the ledger's work/tokens, docs/ledger.md).
   // And the MFU of each step with work (the ledger's, less the counted step).
   std::map<std::uint32_t, std::vector<double>> token_rates, mfus;
@@ -248,6 +266,7 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   wanted.erase(kThroughput);
   wanted.erase(kDataWait);
   wanted.erase(kGpuBusy);
+  wanted.erase(kStepLessWait);
   wanted.erase(kTokensPerSecond);
   wanted.erase(kMfu);
   for (const auto& [phase, name] : kTimedPhases) wanted.erase(name);

@@ -29,9 +29,13 @@ inline constexpr std::string_view kStderrLogName = "stderr.log";
 // Artifacts being copied in; readers do not list them.
 inline constexpr std::string_view kArtifactTmpPrefix = ".trainscope-tmp-";
 inline constexpr std::string_view kRegionsHeader =
+    "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream,"
+    "cpu_wait_ns\n";
+// The headers of runs written before steps carried their run-queue wait, and
+// before GPU regions carried their device start: readers take all three, and
+// rows of 8, 10 or 11 fields.
+inline constexpr std::string_view kRegionsHeaderWithoutWait =
     "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream\n";
-// The header of runs written before GPU regions carried their device start:
-// readers take both, and rows of 8 or 10 fields.
 inline constexpr std::string_view kRegionsHeaderWithoutGpu =
     "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch\n";
 inline constexpr std::string_view kMetricsHeader = "key,value,step,timestamp_ms,rank\n";

@@ -424,6 +424,8 @@ absl::StatusOr<RegionView> parse_region(const std::vector<std::string_view>& fie
     if (!fields[8].empty()) row.gpu_start_ns = p.integer<std::int64_t>(8, "gpu_start_ns");
     if (!fields[9].empty()) row.stream = p.integer<std::uint32_t>(9, "stream");
   }
+  if (fields.size() > 10 && !fields[10].empty())  // a step's run-queue wait (11 fields)
+    row.cpu_wait_ns = p.non_negative<std::int64_t>(10, "cpu_wait_ns");
   if (!p.status().ok()) return p.status();
   return row;
 }
@@ -552,8 +554,10 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
     absl::FunctionRef<void(const RegionView&)> visit) {
   const std::string_view header = run::detail::kRegionsHeader;
   const std::string_view old_header = run::detail::kRegionsHeaderWithoutGpu;
+  const std::string_view no_wait_header = run::detail::kRegionsHeaderWithoutWait;
   const std::size_t columns = field_count(header);
   const std::size_t old_columns = field_count(old_header);
+  const std::size_t no_wait_columns = field_count(no_wait_header);
   std::vector<std::string_view> fields;
   std::vector<std::string> scratch;
   thread_local std::string buffer;  // kept between calls: no allocation per poll
@@ -575,10 +579,12 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
       const CsvScanner::Result result = scanner.next_views(&fields, &scratch);
       if (result == CsvScanner::Result::kIncomplete) break;
       if (result == CsvScanner::Result::kError) return row_error(source, scanner.error());
-      if (fields.size() != columns && fields.size() != old_columns) {
+      if (fields.size() != columns && fields.size() != old_columns &&
+          fields.size() != no_wait_columns) {
         return row_error(source,
-                         fmt::format("{} fields, expected {} (or {}, written before device starts)",
-                                     fields.size(), columns, old_columns));
+                         fmt::format("{} fields, expected {} (or {} or {}, written before steps' "
+                                     "waits and before device starts)",
+                                     fields.size(), columns, no_wait_columns, old_columns));
       }
       if (first) {
         std::string found(fields[0]);
@@ -587,7 +593,8 @@ absl::StatusOr<RunReader::Scan> scan_regions_file(
           found += fields[i];
         }
         const std::string expected(header.substr(0, header.size() - 1));
-        if (found != expected && found != old_header.substr(0, old_header.size() - 1)) {
+        if (found != expected && found != old_header.substr(0, old_header.size() - 1) &&
+            found != no_wait_header.substr(0, no_wait_header.size() - 1)) {
           return row_error(source, fmt::format("header \"{}\", expected \"{}\"",
                                                absl::CHexEscape(found), expected));
         }
@@ -616,7 +623,7 @@ absl::StatusOr<Chunk<RegionRow>> collect_regions(const std::string& path, std::u
       scan_regions_file(path, offset, max_bytes, [&chunk](const RegionView& v) {
         chunk.rows.push_back(RegionRow{std::string(v.key), v.device, v.rank, v.thread,
                                        v.start_unix_ns, v.duration_ns, v.step, v.epoch,
-                                       v.gpu_start_ns, v.stream});
+                                       v.gpu_start_ns, v.stream, v.cpu_wait_ns});
       });
   if (!scan.ok()) return scan.status();
   chunk.next_offset = scan->next_offset;

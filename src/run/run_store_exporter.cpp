@@ -441,8 +441,9 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
   // interval in memory, where a burst would reach max_buffered_bytes. A write
   // that fails leaves its lines pending: flush() retries and reports it.
   constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
-  // A line without its key: device, 7 integers of at most 20 characters, commas, newline.
-  constexpr std::size_t kMaxLineTail = 3 + 8 + 7 * 20 + 1;
+  // A line without its key: device, 9 commas, 9 integers (two of at most 10 characters, one of
+  // 3, six of 20), newline.
+  constexpr std::size_t kMaxLineTail = 3 + 9 + 8 * 20 + 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const RegionSample& s : samples) {
@@ -479,7 +480,8 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
       ++dropped_regions_;
     }
     if (write) {
-      // key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream
+      // key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream,
+      // cpu_wait_ns
       char* p = line;
       const auto put = [&p](std::string_view text) {
         std::memcpy(p, text.data(), text.size());
@@ -506,6 +508,8 @@ absl::Status RunStoreExporter::write_samples(absl::Span<const RegionSample> samp
       if (s.device == Device::kGPU && s.gpu_start_ns != kNoGpuStart) put_int(s.gpu_start_ns);
       *p++ = ',';
       if (s.device == Device::kGPU) put_int(s.stream);
+      *p++ = ',';
+      if (s.device == Device::kCPU && s.cpu_wait_ns >= 0) put_int(s.cpu_wait_ns);
       *p++ = '\n';
       pending += key_field(s.key);
       pending.append(line, static_cast<std::size_t>(p - line));

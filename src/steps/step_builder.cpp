@@ -22,6 +22,7 @@ void merge_into(Step* into, const Step& s) {
   into->gpu_union_s += s.gpu_union_s;
   into->gpu_rows_placed += s.gpu_rows_placed;
   into->gpu_rows_unplaced += s.gpu_rows_unplaced;
+  into->cpu_wait_s += s.cpu_wait_s;
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
     into->cpu_s[p] += s.cpu_s[p];
     into->gpu_s[p] += s.gpu_s[p];
@@ -190,7 +191,7 @@ void StepBuilder::finalize() {
 }
 
 void StepBuilder::on_step(std::int64_t start_ns, std::int64_t duration_ns, std::int64_t index,
-                          std::uint32_t key) {
+                          std::uint32_t key, std::int64_t cpu_wait_ns) {
   ++out_.step_rows;
   if (after_skip_) {
     after_skip_ = false;
@@ -231,6 +232,10 @@ void StepBuilder::on_step(std::int64_t start_ns, std::int64_t duration_ns, std::
   current_ = Step{};
   current_.step = static_cast<std::int64_t>(out_.steps);
   current_.start_ns = start_ns;
+  if (cpu_wait_ns >= 0) {
+    current_.cpu_wait_s = static_cast<double>(cpu_wait_ns) * 1e-9;
+    out_.cpu_wait_measured = true;
+  }
   current_end_ns_ = start_ns + duration_ns;
   out_.last_step_end_ns = std::max(out_.last_step_end_ns, current_end_ns_);
   current_keys_.clear();

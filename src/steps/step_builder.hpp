@@ -54,9 +54,10 @@ class StepBuilder {
   const RankSteps& out() const { return out_; }
 
   // A step row (the rank's step key, on its thread): closes the open step at
-  // its start. `index`: the step's own number (a BATCH row's), or -1.
+  // its start. `index`: the step's own number (a BATCH row's), or -1;
+  // `cpu_wait_ns` its run-queue wait (kNoCpuWait: none).
   void on_step(std::int64_t start_ns, std::int64_t duration_ns, std::int64_t index,
-               std::uint32_t key);
+               std::uint32_t key, std::int64_t cpu_wait_ns = kNoCpuWait);
   // Any other row of the rank (`phase` -1: a key of no phase).
   void on_row(const PendingRow& row);
   // The rank ended: its open step closes with its own duration.

@@ -235,7 +235,8 @@ struct StepReader::State {
         t.step_key = std::string(row.key);
         t.step_thread = row.thread;
       }
-      b->on_step(row.start_unix_ns, row.duration_ns, k.batch ? row.step : -1, k.id);
+      b->on_step(row.start_unix_ns, row.duration_ns, k.batch ? row.step : -1, k.id,
+                 row.cpu_wait_ns);
     } else {
       // A GPU step row, or another step key, times no step: a key of no phase.
       const int phase = k.role >= 0 ? k.role : -1;

@@ -67,6 +67,7 @@ bool RegionCore::any_open() const noexcept {
 void RegionCore::attach(RegionSink& sink) {
   detach();
   ring_ = sink.open_ring();
+  step_wait_ = options_.step_wait && thread_wait_ns() >= 0;
   published_ = OpenStackHandle::claim();
   for (std::size_t id = 0; id < open_.size(); ++id) {  // regions open before the attach
     if (open_[id].open && published_.get() != nullptr) {
@@ -76,6 +77,7 @@ void RegionCore::attach(RegionSink& sink) {
 }
 
 void RegionCore::detach() noexcept {
+  step_wait_ = false;
   published_.release();
   if (ring_ != nullptr) {
     ring_->release();

@@ -56,7 +56,11 @@ RegionSample SampleRing::unpack(const Slot& slot) noexcept {
   }
   s.start_unix_ns = slot.start_ns;
   s.duration_ns = slot.duration_ns;
-  s.gpu_start_ns = slot.gpu_start_ns;
+  if (s.device == Device::kGPU) {
+    s.gpu_start_ns = slot.gpu_start_ns;
+  } else {
+    s.cpu_wait_ns = slot.gpu_start_ns;
+  }
   return s;
 }
 

@@ -147,6 +147,51 @@ TEST(CompareContention, SharesThatVaryFromRunToRunAsMuchAsTheyDifferChangeNothin
       << c->pairs[0].overall.stats.reason;
 }
 
+// Runs that recorded each step's own wait (CPU_WAIT, docs/steps.md): the step
+// row is decided by the steps less their waits, not bounded by the shares.
+Side with_step_waits(const std::string& label, double step_s, double wait_s, double contention,
+                     std::uint64_t seed) {
+  Side s = side(label, step_s, contention, seed);
+  std::mt19937_64 rng(seed + 100);
+  std::lognormal_distribution<double> noise(0.0, 0.02);
+  Series less{kStepLessWait, SeriesKind::kMetric, "", {{}}};
+  for (std::size_t i = 0; i < s.series[0].runs[0].size(); ++i)
+    less.runs[0].push_back((step_s - wait_s) * noise(rng));
+  s.series.push_back(less);
+  s.runs[0].step_wait_share = wait_s / step_s;
+  return s;
+}
+
+TEST(CompareContention, EachStepsOwnWaitDecidesTheStepRow) {
+  CompareOptions options;
+  options.stats.run_noise = 0.005;
+  // B 20% slower, all of it its steps' own wait: inconclusive (contention), by the steps.
+  absl::StatusOr<Comparison> c =
+      compare_sides(with_step_waits("a", 0.010, 0.0, 0.0, 1),
+                    with_step_waits("b", 0.012, 0.002, 1.0 / 6.0, 2), options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Pair& p = c->pairs[0];
+  EXPECT_EQ(p.overall.stats.verdict, stats::Verdict::kInconclusiveContention);
+  EXPECT_THAT(p.overall.stats.reason, HasSubstr("with each step's own wait for a CPU removed"));
+  EXPECT_THAT(p.overall.stats.reason, HasSubstr("which is same"));
+  EXPECT_NEAR(p.step_wait_b, 1.0 / 6.0, 1e-12);
+  EXPECT_THAT(format_comparison(*c), HasSubstr("the step thread in its steps: A 0.0%, B 16.7%"));
+  absl::StatusOr<Comparison> back = parse_comparison(compare_json(*c), "c.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_NEAR(back->pairs[0].step_wait_b, 1.0 / 6.0, 1e-12);
+  EXPECT_NEAR(back->b.runs[0].step_wait_share, 1.0 / 6.0, 1e-12);
+  // B 20% slower, its steps 20% slower with their waits removed too: the code's.
+  c = compare_sides(with_step_waits("a", 0.010, 0.0, 0.0, 3),
+                    with_step_waits("b", 0.012, 0.0001, 1.0 / 6.0, 4), options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pairs[0].overall.stats.verdict, stats::Verdict::kSlower);
+  EXPECT_THAT(all_warnings(c->pairs[0]), HasSubstr("the verdict holds: with each step's own wait"));
+  // The shares' bound alone would have called the same sides inconclusive.
+  c = compare_sides(side("a", 0.010, 0.0, 3), side("b", 0.012, 1.0 / 6.0, 4), options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pairs[0].overall.stats.verdict, stats::Verdict::kInconclusiveContention);
+}
+
 TEST(CompareContention, RunsWithoutTheReadingsKeepTheVerdictWithAWarning) {
   const Comparison c = compared(0.012, stats::kNaN, 1.0 / 6.0);
   const Pair& p = c.pairs[0];

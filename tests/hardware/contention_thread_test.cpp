@@ -20,24 +20,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "support/pin_thread.hpp"
 #include "trainscope/hardware/host/sched_stats.hpp"
 
 namespace trainscope::host {
 namespace {
 
-// Pins the calling thread to `core`; with `round_robin` also makes it
-// SCHED_RR (priority 1), so that the test's threads share the core in turns
-// ahead of every other process (the kernel leaves those 5% of each second).
-bool pin_this_thread(int core, bool round_robin) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  if (::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) != 0) return false;
-  if (!round_robin) return true;
-  sched_param param{};
-  param.sched_priority = 1;
-  return ::pthread_setschedparam(::pthread_self(), SCHED_RR, &param) == 0;
-}
+using testing::pin_this_thread;
 
 SchedStat this_thread() {
   absl::StatusOr<SchedStat> s = read_thread_schedstat(::getpid(), ::gettid());

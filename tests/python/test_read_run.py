@@ -129,7 +129,8 @@ def test_a_two_rank_run_reads_back_as_its_files_say(two_rank_run):
 
     regions = run.regions
     assert list(regions.columns) == ["key", "device", "rank", "thread", "start_unix_ns",
-                                     "duration_ns", "step", "epoch", "gpu_start_ns", "stream"]
+                                     "duration_ns", "step", "epoch", "gpu_start_ns", "stream",
+                                     "cpu_wait_ns"]
     assert str(regions["key"].dtype) == "category" and str(regions["device"].dtype) == "category"
     expected = [(r["key"], r["device"], int(r["rank"]), int(r["thread"]),
                  int(r["start_unix_ns"]), int(r["duration_ns"]), int(r["step"]), int(r["epoch"]))
@@ -550,16 +551,16 @@ def test_a_damaged_json_file_is_named(tmp_path, file_name, content, message):
 # The C++ RunReader's messages (the CLI's): file, line and field.
 @pytest.mark.parametrize("file_name, content, message", [
     ("regions-0.csv", "key,device\nBATCH,CPU\n",
-     r"regions-0.csv:1: 2 fields, expected 10 \(or 8, written before device starts\)$"),
+     r"regions-0.csv:1: 2 fields, expected 11 \(or 10 or 8, written before steps' waits and before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER.replace("step", "stop") + "BATCH,CPU,0,0,1,5,0,0\n",
      r'regions-0.csv:1: header "key,.*,stop,epoch", '
-     r'expected "key,.*,step,epoch,gpu_start_ns,stream"$'),
+     r'expected "key,.*,step,epoch,gpu_start_ns,stream,cpu_wait_ns"$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0,9\n",
-     r"regions-0.csv:2: 9 fields, expected 10 \(or 8, written before device starts\)$"),
+     r"regions-0.csv:2: 9 fields, expected 11 \(or 10 or 8, written before steps' waits and before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0,0\nBATCH,CPU,0,0,1,5,0,0,9\n",
-     r"regions-0.csv:3: 9 fields, expected 10 \(or 8, written before device starts\)$"),
+     r"regions-0.csv:3: 9 fields, expected 11 \(or 10 or 8, written before steps' waits and before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,5,0\n",
-     r"regions-0.csv:2: 7 fields, expected 10 \(or 8, written before device starts\)$"),
+     r"regions-0.csv:2: 7 fields, expected 11 \(or 10 or 8, written before steps' waits and before device starts\)$"),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,CPU,0,0,1,five,0,0\n",
      r'regions-0.csv:2: duration_ns is "five", not an integer in range$'),
     ("regions-0.csv", REGIONS_HEADER + "BATCH,TPU,0,0,1,5,0,0\n",

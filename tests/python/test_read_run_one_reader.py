@@ -77,7 +77,7 @@ def _read_error(read):
     ("BATCH,CPU,4294967296,0,1,5,0,0", 'rank is "4294967296", not an integer in range'),
     ("BATCH,CPU,0,0,1,-5,0,0", 'duration_ns is "-5", not a non-negative integer'),
     ("BATCH,TPU,0,0,1,5,0,0", 'device is "TPU", not CPU or GPU'),
-    ("BATCH,CPU,0,0,1,5,0", "7 fields, expected 10 (or 8, written before device starts)"),
+    ("BATCH,CPU,0,0,1,5,0", "7 fields, expected 11 (or 10 or 8, written before steps' waits and before device starts)"),
     ("BATCH,GPU,0,0,1,5,0,0,4x2,0", 'gpu_start_ns is "4x2", not an integer in range'),
 ])
 def test_a_bad_region_row_is_the_clis_error_naming_file_line_and_field(tmp_path, row, what):
@@ -158,15 +158,17 @@ def test_the_frames_hold_the_rows_an_independent_parser_reads(tmp_path):
     rows = [[keys[rng.randrange(len(keys))], rng.choice(["CPU", "GPU"]), 0, rng.randrange(4),
              START_MS * 1_000_000 + i, rng.randrange(10**9), i // 3, i // 100]
             for i in range(1000)]
-    # Rank 0's GPU rows carry a device start (some none) and a stream, its CPU rows neither.
+    # Rank 0's GPU rows carry a device start (some none) and a stream, its CPU BATCH rows
+    # (steps) a run-queue wait (some none).
     for r in rows:
         gpu = r[1] == "GPU"
         r += [rng.choice([rng.randrange(-10**6, 0), rng.randrange(10**12), ""]) if gpu else "",
-              rng.randrange(3) if gpu else ""]
+              rng.randrange(3) if gpu else "",
+              rng.choice([rng.randrange(10**7), ""]) if r[0] == "BATCH" and not gpu else ""]
     text = io.StringIO(newline="")
     csv.writer(text, lineterminator="\n").writerows(rows)
     _write(os.path.join(run_dir, "regions-0.csv"),
-           REGIONS_HEADER.rstrip("\n") + ",gpu_start_ns,stream\n" + text.getvalue())
+           REGIONS_HEADER.rstrip("\n") + ",gpu_start_ns,stream,cpu_wait_ns\n" + text.getvalue())
     # Rank 1 has no rank file and only GPU rows, in the columns of runs recorded before
     # device starts: its own categories, unioned.
     _write(os.path.join(run_dir, "regions-1.csv"),
@@ -188,7 +190,7 @@ def test_the_frames_hold_the_rows_an_independent_parser_reads(tmp_path):
     assert {c: str(t) for c, t in regions.dtypes.items()} == {
         "key": "category", "device": "category", "rank": "int64", "thread": "int64",
         "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64", "epoch": "int64",
-        "gpu_start_ns": "Int64", "stream": "int64"}
+        "gpu_start_ns": "Int64", "stream": "int64", "cpu_wait_ns": "Int64"}
     # Each file's categories sorted (as pandas sorts them), then unioned in rank order.
     assert list(regions["key"].cat.categories) == sorted(keys) + ["new key"]
     assert list(regions["device"].cat.categories) == ["CPU", "GPU"]
@@ -200,6 +202,9 @@ def test_the_frames_hold_the_rows_an_independent_parser_reads(tmp_path):
     assert any(v is not None and v < 0 for v in want_start)  # before the reference
     want_stream = [0 if v == "" or pd.isna(v) else int(v) for v in expected["stream"]]
     assert regions["stream"].tolist() == want_stream
+    want_wait = [None if v == "" or pd.isna(v) else int(v) for v in expected["cpu_wait_ns"]]
+    assert [None if pd.isna(v) else int(v) for v in regions["cpu_wait_ns"]] == want_wait
+    assert sum(v is not None for v in want_wait) > 20
     assert isinstance(regions.index, pd.RangeIndex) and regions.index.start == 0
 
     metrics = run.metrics

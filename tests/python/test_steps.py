@@ -8,6 +8,7 @@ same run to the report's sections."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -110,3 +111,69 @@ def test_a_run_whose_warm_up_waits_longer_shows_one_data_wait_share(tmp_path):
     stalls = cli("stalls", run.dir, "--json")
     assert stalls["run"]["data_wait_share"] == pytest.approx(SHARE, abs=1e-6)
     assert [r["data_wait_share"] for r in stalls["ranks"]] == pytest.approx([SHARE] * 2, abs=1e-6)
+
+
+CONTENDED_JOB = """
+import os, sys, time, multiprocessing
+import trainscope
+
+def spin():
+    while True:
+        pass
+
+if __name__ == "__main__":
+    core = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})  # the job and, later, its neighbour on one core
+    timer = trainscope.Timer()
+    for step in range(10):  # alone on the core, sleeping: hardly any wait
+        with timer.scope("BATCH"):
+            time.sleep(0.01)
+    neighbour = multiprocessing.Process(target=spin, daemon=True)
+    neighbour.start()  # inherits the one core
+    time.sleep(0.2)
+    for step in range(10):  # spinning beside it: about half of the step waits
+        with timer.scope("BATCH"):
+            end = time.perf_counter() + 0.04
+            while time.perf_counter() < end:
+                pass
+    neighbour.terminate()
+"""
+
+
+def test_each_step_carries_its_own_wait_for_a_cpu(tmp_path):
+    """Issue 41: a timer attached to the run reads its thread's run-queue wait when BATCH
+    starts and ends; the row carries it (regions' cpu_wait_ns), the steps room's cpu_wait_s is
+    that, and compare shows the step less its wait and each side's step wait share."""
+    if not os.path.exists("/proc/thread-self/schedstat"):
+        pytest.skip("no /proc/thread-self/schedstat on this kernel")
+    job = tmp_path / "job.py"
+    job.write_text(CONTENDED_JOB, encoding="utf-8")
+    env = dict(os.environ)
+    env.pop("TRAINSCOPE_RUN_DIR", None)
+    run_dir = str(tmp_path / "run")
+    done = subprocess.run([trainscope_cli(), "run", "--run-dir", run_dir, "--no-sample", "--",
+                           sys.executable, str(job)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = trainscope.read_run(run_dir)
+    regions = run.regions
+    batches = regions[regions.key == "BATCH"]
+    assert len(batches) == 20 and batches.cpu_wait_ns.notna().all()
+    assert regions[regions.key != "BATCH"].cpu_wait_ns.isna().all()
+    steps = run.steps
+    assert steps.cpu_wait_s.tolist() == pytest.approx((batches.cpu_wait_ns / 1e9).tolist())
+    share = (steps.cpu_wait_s / (batches.duration_ns.to_numpy() / 1e9)).to_numpy()
+    alone, beside = share[:10].mean(), share[10:].mean()
+    # Beside one spinner on its core a step that always wants the CPU waits about half of it
+    # (more beside a burner); a sleeping step, woken ahead of a spinner, hardly waits.
+    assert beside > 0.3, share
+    assert beside > alone + 0.2, share
+
+    compared = subprocess.run([trainscope_cli(), "compare", run_dir, run_dir],
+                              capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stderr
+    assert "step-less-wait" in compared.stdout
+    doc = json.loads(subprocess.run([trainscope_cli(), "compare", run_dir, run_dir, "--json"],
+                                    capture_output=True, text=True, timeout=120).stdout)
+    assert doc["pairs"][0]["step_wait_a"] == pytest.approx(doc["b"]["runs"][0]["step_wait_share"])
+    assert doc["pairs"][0]["step_wait_a"] > 0.05

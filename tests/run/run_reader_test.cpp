@@ -250,14 +250,18 @@ TEST_F(RunReaderTest, RowsOfEveryShapeReadBackAsWritten) {
     row.duration_ns = std::int64_t{1} << (k % 40);
     row.step = k * 11;
     row.epoch = k % 2;
-    text += fmt::format("{},{},{},{},{},{},{},{}\n", row.key,
+    // Every fourth CPU row a step with its run-queue wait (11 fields).
+    if (k % 4 == 1 && row.device == Device::kCPU) row.cpu_wait_ns = k * 1000;
+    text += fmt::format("{},{},{},{},{},{},{},{}{}\n", row.key,
                         row.device == Device::kGPU ? "GPU" : "CPU", row.rank, row.thread,
-                        row.start_unix_ns, row.duration_ns, row.step, row.epoch);
+                        row.start_unix_ns, row.duration_ns, row.step, row.epoch,
+                        row.cpu_wait_ns >= 0 ? fmt::format(",,,{}", row.cpu_wait_ns) : "");
     written.push_back(row);
   }
   RegionRow quoted = written[0];
   quoted.key = "a,b \"c\"";
   quoted.rank = 0;
+  quoted.cpu_wait_ns = kNoCpuWait;
   text += "\"a,b \"\"c\"\"\",CPU,0,7,1700000000001234567,2,11,1\n";
   written.push_back(quoted);
   write("regions-0.csv", text);
@@ -276,6 +280,7 @@ TEST_F(RunReaderTest, RowsOfEveryShapeReadBackAsWritten) {
     EXPECT_EQ(a.duration_ns, b.duration_ns) << i;
     EXPECT_EQ(a.step, b.step) << i;
     EXPECT_EQ(a.epoch, b.epoch) << i;
+    EXPECT_EQ(a.cpu_wait_ns, b.cpu_wait_ns) << i;
   }
   // A quote inside an unquoted field, and a row of 40 fields, are errors naming the line.
   write("regions-0.csv",
@@ -285,8 +290,8 @@ TEST_F(RunReaderTest, RowsOfEveryShapeReadBackAsWritten) {
   for (int i = 0; i < 39; ++i) wide += ",1";
   write("regions-0.csv", std::string(kRegionsHeader) + wide + "\n");
   EXPECT_THAT(message(reader.read_regions(0).status()),
-              HasSubstr("regions-0.csv:2: 40 fields, expected 10 (or 8, written before device "
-                        "starts)"));
+              HasSubstr("regions-0.csv:2: 40 fields, expected 11 (or 10 or 8, written before "
+                        "steps' waits and before device starts)"));
 }
 
 // Where a follower that reads only the newest bytes resumes: at a line start.
@@ -556,7 +561,8 @@ TEST_F(RunReaderTest, FilesListsTheDataFilesWithTheirSizes) {
   EXPECT_EQ(files[1].path, (dir_ / "regions-10.csv").string());
   EXPECT_EQ(files[1].size_bytes, std::string(kRegionsHeader).size() + 19);
   EXPECT_EQ(files[1].csv_header,
-            "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream");
+            "key,device,rank,thread,start_unix_ns,duration_ns,step,epoch,gpu_start_ns,stream,cpu_"
+            "wait_ns");
   EXPECT_EQ(files[2].kind, RunFileKind::kMetrics);
   EXPECT_EQ(files[2].csv_header, "key,value,step,timestamp_ms,rank");
   EXPECT_EQ(files[3].kind, RunFileKind::kSummary);

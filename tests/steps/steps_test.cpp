@@ -86,6 +86,32 @@ TEST(Steps, DataWaitIsTheStepThreadsWaitInsideThePeriod) {
   EXPECT_NEAR(with_rest(r.history[0]).cpu_s[static_cast<std::size_t>(Phase::kRest)], 0.010, 1e-12);
 }
 
+// The step thread's run-queue wait (a step row's cpu_wait_ns, read by a timer
+// attached to the run): each step's own; a run without the column: unknown.
+TEST(Steps, CpuWaitIsTheStepRowsOwn) {
+  TempDir tmp;
+  const auto dir = write_run_dir(tmp.file("run"), RunJson{}, {finished()});
+  std::string rows;
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t start = kT0 + i * 12 * kMs;
+    std::string r = row("BATCH", start, 10 * kMs);
+    r.pop_back();  // gpu_start_ns, stream, cpu_wait_ns
+    rows += r + ",,," + std::to_string((i + 1) * kMs) + "\n";
+  }
+  write_file(dir / "regions-0.csv", rows, /*append=*/true);
+  const RunSteps s = read(dir.string());
+  ASSERT_EQ(s.ranks.size(), 1u);
+  const RankSteps& r = s.ranks[0];
+  EXPECT_TRUE(r.cpu_wait_measured);
+  ASSERT_EQ(r.history.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(r.history[i].cpu_wait_s, (i + 1) * 1e-3, 1e-12);
+  // Not a phase: rest is the period less the measured phases.
+  EXPECT_NEAR(with_rest(r.history[0]).cpu_s[static_cast<std::size_t>(Phase::kRest)], 0.012, 1e-12);
+  const auto old_dir = write_run_dir(tmp.file("old"), RunJson{}, {finished()});
+  write_file(old_dir / "regions-0.csv", row("BATCH", kT0, 10 * kMs), /*append=*/true);
+  EXPECT_FALSE(read(old_dir.string()).ranks.at(0).cpu_wait_measured);
+}
+
 // Communication (issue 39): comm is every collective's time (COMM/ rows,
 // overlapping backward or not), comm_exposed the part the step waits for (the
 // loop's COMM rows and DDP's COMM_EXPOSED), sync the SYNC rows; rest counts

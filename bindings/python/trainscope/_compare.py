@@ -152,6 +152,7 @@ def _frame(result, pd):
         entry["basis"] = pair.overall_basis
         entry["runs_a"], entry["runs_b"] = list(pair.runs_a), list(pair.runs_b)
         entry["contention_a"], entry["contention_b"] = pair.contention_a, pair.contention_b
+        entry["step_wait_a"], entry["step_wait_b"] = pair.step_wait_a, pair.step_wait_b
         overall.append(entry)
         prefix = f"[{pair.config}] " if pair.config else ""
         warnings.extend(prefix + w for w in pair.warnings)

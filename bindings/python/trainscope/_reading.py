@@ -27,7 +27,8 @@ __all__ = ["Run", "read_run", "search_runs"]
 
 _REGIONS_DTYPES = {"key": "category", "device": "category", "rank": "int64", "thread": "int64",
                    "start_unix_ns": "int64", "duration_ns": "int64", "step": "int64",
-                   "epoch": "int64", "gpu_start_ns": "Int64", "stream": "int64"}
+                   "epoch": "int64", "gpu_start_ns": "Int64", "stream": "int64",
+                   "cpu_wait_ns": "Int64"}
 _METRICS_DTYPES = {"key": "category", "value": "float64", "step": "int64",
                    "timestamp_ms": "int64", "rank": "int64"}
 # Host files leave `rank` empty for host-wide readings.
@@ -330,7 +331,8 @@ class Run:
         (h2d_s, forward_s, backward_s, optimizer_s, comm_s, comm_exposed_s,
         sync_s, rest_s), then the GPU busy time: gpu_busy_s (the GPU-timed compute rows'
         event spans, summed) and gpu_union_s (the union of their device intervals over all
-        streams; NaN where a row of the step has no device start)."""
+        streams; NaN where a row of the step has no device start), and cpu_wait_s (the step
+        thread's run-queue wait while its step ran; NaN in runs that did not record it)."""
         return self._cached("steps", lambda: _pandas().DataFrame(self._steps_and_load()[0]))
 
     @property

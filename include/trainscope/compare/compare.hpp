@@ -47,6 +47,11 @@ inline constexpr char kCommExposed[] = "comm_exposed";
 inline constexpr char kSync[] = "sync";
 // The GPU busy share of each step (steps::RankSteps::gpu_busy_shares), where GPU-timed.
 inline constexpr char kGpuBusy[] = "gpu-busy";
+// The step key's time less the step thread's run-queue wait in it (docs/steps.md:
+// cpu wait), seconds per step: the step as it would have run with a CPU
+// whenever it wanted one. Where the runs recorded the wait (a timer with
+// TimerOptions::step_wait attached to the run).
+inline constexpr char kStepLessWait[] = "step-less-wait";
 
 // What a series (and its row) measures: a region key's durations, or a metric's
 // values (kThroughput, kDataWait, a logged or sampled metric).
@@ -71,6 +76,9 @@ struct SideRun {
   // the share of the time its threads wanted a CPU that they waited for one);
   // NaN in runs recorded before the run-queue wait was sampled.
   double contention_share = kNaN;
+  // The step thread's run-queue wait over its steps (docs/steps.md: cpu wait;
+  // summed waits over summed periods, ranks pooled); NaN where not recorded.
+  double step_wait_share = kNaN;
   // "cpu_model, N cores, M MB" (+ GPUs where recorded); "" without environment.json.
   std::string hardware;
   // Package pins (pip freeze), "" where not recorded.
@@ -169,6 +177,9 @@ struct Pair {
   std::string overall_basis;
   // Each side's contention share (the mean of its runs'); NaN when a run lacks it.
   double contention_a = kNaN, contention_b = kNaN;
+  // Each side's step wait share (SideRun::step_wait_share, the mean of its runs');
+  // NaN when a run lacks it.
+  double step_wait_a = kNaN, step_wait_b = kNaN;
   std::vector<std::string> warnings;
 };
 

@@ -79,6 +79,9 @@ struct RegionRow {
   // stream index (RegionSample's); kNoGpuStart / 0 where the row has none.
   std::int64_t gpu_start_ns = kNoGpuStart;
   std::uint32_t stream = 0;
+  // A CPU step row: the thread's run-queue wait while it ran (RegionSample's);
+  // kNoCpuWait where the row has none.
+  std::int64_t cpu_wait_ns = kNoCpuWait;
 };
 
 // A region row as a reader scans it: the key is a view into the reader's
@@ -94,6 +97,7 @@ struct RegionView {
   std::int64_t epoch = 0;
   std::int64_t gpu_start_ns = kNoGpuStart;
   std::uint32_t stream = 0;
+  std::int64_t cpu_wait_ns = kNoCpuWait;
 };
 
 // One rank's process, as its rank file records it.

@@ -41,6 +41,10 @@
 //   other CPU   the host's CPU busy minus the job's, at least 0
 //   cores       the launcher's environment record's `cores` for the host,
 //               else the number of per-core readings
+//   cpu wait    per step, the step thread's run-queue wait (time runnable
+//               but not running) while its step row ran: the row's
+//               cpu_wait_ns (a timer attached to a run reads it for each
+//               BATCH, TimerOptions::step_wait); 0 where the row has none
 //   contention  per rank over a time range, the run-queue wait of its process
 //   share       tree's threads (system/proc.cpu_wait_pct: seconds waited, summed
 //               over the threads, per second) averaged over the readings of
@@ -173,6 +177,9 @@ struct Step {
   double gpu_union_s = 0;
   std::uint32_t gpu_rows_placed = 0;
   std::uint32_t gpu_rows_unplaced = 0;
+  // The step thread's run-queue wait in the step (see the top of this file:
+  // cpu wait); known where RankSteps::cpu_wait_measured.
+  double cpu_wait_s = 0;
   bool gpu_union_known() const { return gpu_rows_placed > 0 && gpu_rows_unplaced == 0; }
 
   double data_wait_s() const { return cpu_s[static_cast<std::size_t>(Phase::kDataWait)]; }
@@ -223,6 +230,7 @@ struct RankSteps {
   std::uint32_t step_thread = 0;
   std::array<bool, kPhaseCount> cpu_measured{};  // a row of the phase was read
   std::array<bool, kPhaseCount> gpu_measured{};
+  bool cpu_wait_measured = false;  // a step row with its cpu wait was read
   // Every finalized step in order (past StepOptions::max_history_steps
   // neighbours merged in pairs, then in fours, ...), and the last
   // window_steps of them, exact.

@@ -14,6 +14,9 @@ namespace trainscope {
 // A GPU region whose device start is unknown (a CPU region, an older run, a
 // region on another device than the rank's reference event).
 inline constexpr std::int64_t kNoGpuStart = INT64_MIN;
+// A region without a run-queue wait reading (every region but a step's, a step
+// timed without TimerOptions::step_wait).
+inline constexpr std::int64_t kNoCpuWait = -1;
 
 // One completed region, as streamed to exporters.
 struct RegionSample {
@@ -27,6 +30,9 @@ struct RegionSample {
   // its end event (0: the default stream). kNoGpuStart where unknown.
   std::int64_t gpu_start_ns = kNoGpuStart;
   std::uint32_t stream = 0;
+  // A CPU step region (BATCH): the thread's run-queue wait while it ran
+  // (trainscope/timing/thread_wait.hpp), kNoCpuWait where not read.
+  std::int64_t cpu_wait_ns = kNoCpuWait;
 };
 
 namespace timing::detail {

@@ -24,6 +24,11 @@ struct TimerOptions {
   // Open an NVTX range (domain "trainscope") named after the key for every
   // region, so Nsight Systems shows it. Costs a few ns with no tool attached.
   bool nvtx = true;
+  // While attached to a run (attach()): read the thread's run-queue wait
+  // when the step key (BATCH) starts and ends; the step's region carries the
+  // difference (RegionSample::cpu_wait_ns; the run's cpu_wait_ns column,
+  // trainscope/timing/thread_wait.hpp). About 1.2 us a step.
+  bool step_wait = true;
 };
 
 struct CPUGPUTimerOptions : TimerOptions {

@@ -14,23 +14,12 @@
 #include <string_view>
 #include <system_error>
 
+#include "absl/strings/numbers.h"
 #include "common/files.hpp"
 #include "fmt/format.h"
 
 namespace trainscope::host {
 namespace {
-
-// The next number after spaces and tabs; false when none starts there.
-bool next_number(std::string_view* text, std::uint64_t* value) {
-  const std::size_t begin = text->find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return false;
-  text->remove_prefix(begin);
-  const char* end = text->data() + text->size();
-  const auto result = std::from_chars(text->data(), end, *value);
-  if (result.ec != std::errc()) return false;
-  text->remove_prefix(static_cast<std::size_t>(result.ptr - text->data()));
-  return true;
-}
 
 // The whole file at `path` into `buffer` (capacity kept); false when it cannot be read.
 bool read_small_path(const std::string& path, std::string* buffer) {
@@ -50,21 +39,14 @@ bool parse_tid(const char* name, pid_t* tid) {
 
 }  // namespace
 
-bool parse_schedstat(std::string_view text, SchedStat* out) {
-  SchedStat s;
-  if (!next_number(&text, &s.run_ns) || !next_number(&text, &s.wait_ns)) return false;
-  if (!next_number(&text, &s.timeslices)) s.timeslices = 0;
-  *out = s;
-  return true;
-}
-
 bool parse_involuntary_switches(std::string_view text, std::uint64_t* out) {
   static constexpr std::string_view kKey = "nonvoluntary_ctxt_switches:";
   std::size_t at = 0;
   while ((at = text.find(kKey, at)) != std::string_view::npos) {
     if (at == 0 || text[at - 1] == '\n') {
       std::string_view rest = text.substr(at + kKey.size());
-      return next_number(&rest, out);
+      const std::string_view line = rest.substr(0, rest.find('\n'));
+      return absl::SimpleAtoi(absl::string_view(line.data(), line.size()), out);  // spaces: fine
     }
     at += kKey.size();
   }

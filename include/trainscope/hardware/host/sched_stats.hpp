@@ -18,18 +18,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainscope/timing/thread_wait.hpp"
 
 namespace trainscope::host {
 
-// /proc/<pid>/task/<tid>/schedstat: "run_ns wait_ns timeslices".
-struct SchedStat {
-  std::uint64_t run_ns = 0;   // time on a CPU
-  std::uint64_t wait_ns = 0;  // time runnable, waiting on a run queue
-  std::uint64_t timeslices = 0;
-};
-// False when the first two numbers are missing (a kernel without
-// CONFIG_SCHEDSTATS shows the file with zeros: true, all 0).
-bool parse_schedstat(std::string_view text, SchedStat* out);
+// /proc/<pid>/task/<tid>/schedstat and its parser: the timing room's (the
+// timers read their own thread's per step, trainscope/timing/thread_wait.hpp).
+using timing::parse_schedstat;
+using timing::SchedStat;
 
 // "nonvoluntary_ctxt_switches:" of /proc/<pid>/task/<tid>/status; false when absent.
 bool parse_involuntary_switches(std::string_view text, std::uint64_t* out);

@@ -18,6 +18,7 @@
 #include "trainscope/timing/detail/series_table.hpp"
 #include "trainscope/timing/gpu_event_source.hpp"
 #include "trainscope/timing/region_sink.hpp"
+#include "trainscope/timing/thread_wait.hpp"
 #include "trainscope/timing/time_type.hpp"
 #include "trainscope/timing/timer_options.hpp"
 
@@ -28,6 +29,10 @@ struct OpenSlot {
   std::uint64_t nvtx = 0;
   GpuEventSource::Event start_event = nullptr;  // set for GPU-timed regions
   int device = 0;
+  // The step key's (options step_wait): the thread's run-queue wait at start
+  // (-1: not read) and the thread that read it.
+  std::int64_t wait_ns = -1;
+  std::uint32_t wait_thread = 0;
   bool open = false;
   bool gpu = false;  // the flag given at start
 };
@@ -71,12 +76,14 @@ class RegionCore {
     s.open = true;
     s.gpu = gpu;
     if (nvtx_) s.nvtx = nvtx_range_start(id);
+    if (ABSL_PREDICT_FALSE(id == kStepId) && step_wait_) read_wait(s);
     s.start_ns = trainscope::detail::now_ns();
     if (OpenStack* stack = published_.get()) stack->push(id, s.start_ns);
   }
   // Closes the slot without recording anything (cancel()).
   void abandon(OpenSlot& s) noexcept {
     s.open = false;
+    s.wait_ns = -1;
     if (OpenStack* stack = published_.get()) stack->pop(static_cast<KeyId>(&s - open_.data()));
     if (nvtx_) nvtx_range_end(s.nvtx);
   }
@@ -85,14 +92,18 @@ class RegionCore {
     s.open = false;
     if (OpenStack* stack = published_.get()) stack->pop(id);
     if (nvtx_) nvtx_range_end(s.nvtx);
-    record(id, Device::kCPU, s.start_ns, end_ns - s.start_ns);
+    const std::int64_t wait = ABSL_PREDICT_FALSE(s.wait_ns >= 0) ? step_wait(s) : kNoCpuWait;
+    record(id, Device::kCPU, s.start_ns, end_ns - s.start_ns, kNoGpuStart, 0, wait);
   }
   // `gpu_start_ns` and `stream`: a GPU region's device start and stream index
   // (RegionSample's fields).
+  // `cpu_wait_ns`: a CPU step's run-queue wait (RegionSample's).
   void record(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns,
-              std::int64_t gpu_start_ns = kNoGpuStart, std::uint32_t stream = 0) {
+              std::int64_t gpu_start_ns = kNoGpuStart, std::uint32_t stream = 0,
+              std::int64_t cpu_wait_ns = kNoCpuWait) {
     (device == Device::kCPU ? cpu_ : gpu_).add(id, duration_ns);
-    if (ring_ != nullptr) push_sample(id, device, start_ns, duration_ns, gpu_start_ns, stream);
+    if (ring_ != nullptr)
+      push_sample(id, device, start_ns, duration_ns, gpu_start_ns, stream, cpu_wait_ns);
   }
 
   bool any_open() const noexcept;
@@ -122,10 +133,25 @@ class RegionCore {
   std::size_t memory_bytes() const noexcept;
 
  private:
+  static constexpr KeyId kStepId = static_cast<KeyId>(TimeType::BATCH);
   absl::Status grow_for(Key key, OpenSlot** slot);
+  // The step's wait (TimerOptions::step_wait): read at its start, and at its
+  // end the difference (kNoCpuWait for a step ended on another thread).
+  void read_wait(OpenSlot& s) noexcept {
+    s.wait_ns = thread_wait_ns();
+    s.wait_thread = trainscope::detail::thread_index();
+  }
+  std::int64_t step_wait(OpenSlot& s) noexcept {
+    const std::int64_t start = s.wait_ns;
+    s.wait_ns = -1;
+    if (s.wait_thread != trainscope::detail::thread_index()) return kNoCpuWait;
+    const std::int64_t now = thread_wait_ns();
+    return now >= start ? now - start : kNoCpuWait;
+  }
   // Inline: with the ring's push, a few stores and no call but the thread index.
   void push_sample(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns,
-                   std::int64_t gpu_start_ns, std::uint32_t stream) noexcept {
+                   std::int64_t gpu_start_ns, std::uint32_t stream,
+                   std::int64_t cpu_wait_ns) noexcept {
     RegionSample sample;
     sample.key = id;
     sample.device = device;
@@ -134,6 +160,7 @@ class RegionCore {
     sample.duration_ns = duration_ns;
     sample.gpu_start_ns = gpu_start_ns;
     sample.stream = stream;
+    sample.cpu_wait_ns = cpu_wait_ns;
     ring_->push(sample);
   }
 
@@ -143,6 +170,7 @@ class RegionCore {
   SeriesTable cpu_;
   SeriesTable gpu_;
   std::shared_ptr<SampleRing> ring_;
+  bool step_wait_ = false;     // attached, with TimerOptions::step_wait, and readable
   OpenStackHandle published_;  // while attached: the regions open, for a dump
 };
 

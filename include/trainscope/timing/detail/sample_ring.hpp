@@ -95,7 +95,8 @@ class SampleRing {
   std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
 
  private:
-  // A sample as a chunk stores it: 32 bytes rather than RegionSample's 48 (the
+  // A sample as a chunk stores it: 32 bytes rather than RegionSample's 56 (the
+  // last field a GPU sample's device start, a CPU sample's run-queue wait; the
   // device rides in the top bit of the thread index and, for a GPU sample,
   // the stream index in the 8 bits below it), so the producer writes a third
   // less and the budget holds half as many more.
@@ -114,7 +115,7 @@ class SampleRing {
   static constexpr std::uint32_t kMaxStream = 255;  // a later stream shares index 255
   static Slot pack(const RegionSample& s) noexcept {
     if (s.device == Device::kCPU)
-      return {s.key, s.thread & ~kDeviceBit, s.start_unix_ns, s.duration_ns, kNoGpuStart};
+      return {s.key, s.thread & ~kDeviceBit, s.start_unix_ns, s.duration_ns, s.cpu_wait_ns};
     const std::uint32_t stream = s.stream < kMaxStream ? s.stream : kMaxStream;
     return {s.key, kDeviceBit | (stream << kStreamShift) | (s.thread & kGpuThreadMask),
             s.start_unix_ns, s.duration_ns, s.gpu_start_ns};
