@@ -311,10 +311,16 @@ absl::StatusOr<Pair> compare_pair(const Side& a, const Side& b, const std::vecto
                                                           options.stats.threshold, &pair.overall);
         !note.empty())
       contention_notes.push_back(std::move(note));
-    for (Row& row : pair.rows)
-      if (row.kind == SeriesKind::kRegion && row.device == "CPU")
+    for (Row& row : pair.rows) {
+      if (row.kind != SeriesKind::kRegion || row.device != "CPU") continue;
+      if (by_steps && row.name == pair.overall.name) {  // the step row: one verdict, the overall's
+        row.stats.verdict = pair.overall.stats.verdict;
+        row.stats.reason = pair.overall.stats.reason;
+      } else {
         detail::apply_contention(pair.contention_a, pair.contention_b, options.stats.threshold,
                                  &row);
+      }
+    }
   }
   // Without readings (older runs) the verdict is today's; a difference found
   // says it could not be checked.

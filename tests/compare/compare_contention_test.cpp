@@ -186,6 +186,8 @@ TEST(CompareContention, EachStepsOwnWaitDecidesTheStepRow) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->pairs[0].overall.stats.verdict, stats::Verdict::kSlower);
   EXPECT_THAT(all_warnings(c->pairs[0]), HasSubstr("the verdict holds: with each step's own wait"));
+  for (const Row& row : c->pairs[0].rows)  // the step's row says what the overall says
+    if (row.name == "BATCH") EXPECT_EQ(row.stats.verdict, stats::Verdict::kSlower);
   // The shares' bound alone would have called the same sides inconclusive.
   c = compare_sides(side("a", 0.010, 0.0, 3), side("b", 0.012, 1.0 / 6.0, 4), options);
   ASSERT_TRUE(c.ok()) << c.status();
