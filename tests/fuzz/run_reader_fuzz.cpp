@@ -37,9 +37,10 @@ const std::array<std::string, std::size(kFiles)>& seeds() {
       R"({"format":"trainscope.launcher","version":2,"host":"h","pid":1,"status":"RUNNING",)"
       R"("start_time_ms":0,"end_time_ms":0,"heartbeat_ms":0,"flush_interval_ms":1000})",
       R"({"format":"trainscope.stats","version":1,"has_gpu_section":false,"entries":[]})",
-      // Both row shapes: without and with a GPU region's device start and stream.
+      // Every row shape: without and with a GPU region's device start and stream, and a
+      // step with its run-queue wait.
       std::string(trainscope::testing::kRegionsHeader) + "BATCH,CPU,0,0,100,50,0,0\n" +
-          "FORWARD,GPU,0,0,110,20,0,0,-5,1\n",
+          "FORWARD,GPU,0,0,110,20,0,0,-5,1\n" + "BATCH,CPU,0,0,200,50,1,0,,,7\n",
       trainscope::testing::kMetricsHeader,
       R"({"hostname":"h"})",
       "line\n",

@@ -177,3 +177,6 @@ def test_each_step_carries_its_own_wait_for_a_cpu(tmp_path):
                                     capture_output=True, text=True, timeout=120).stdout)
     assert doc["pairs"][0]["step_wait_a"] == pytest.approx(doc["b"]["runs"][0]["step_wait_share"])
     assert doc["pairs"][0]["step_wait_a"] > 0.05
+    frame = trainscope.compare(run_dir, run_dir, min_steps=10)  # Python: the same call
+    assert frame.attrs["overall"][0]["step_wait_b"] == pytest.approx(doc["pairs"][0]["step_wait_b"])
+    assert "step-less-wait" in frame["quantity"].tolist()
