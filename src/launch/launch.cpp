@@ -575,7 +575,7 @@ std::vector<std::unique_ptr<HardwareSource>> sources_for(const LaunchOptions& op
   if (run.owns_host()) return sources;
   std::vector<std::unique_ptr<HardwareSource>> own;
   for (std::unique_ptr<HardwareSource>& source : sources) {
-    if (source->name() == "host.proc") own.push_back(std::move(source));
+    if (source->name() == kHostProcSource) own.push_back(std::move(source));
   }
   return own;
 }

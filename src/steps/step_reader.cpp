@@ -38,7 +38,7 @@ bool to_int(std::string_view s, int* out) {
   return absl::SimpleAtoi(absl::string_view(s.data(), s.size()), out);
 }
 
-// "system/gpu.<i>.<rest>" -> i, rest.
+// host::kGpuMetricPrefix <i> "." <rest> -> i, rest.
 bool gpu_key(std::string_view key, int* index, std::string_view* rest) {
   if (!consume_prefix(&key, host::kGpuMetricPrefix)) return false;
   const std::size_t dot = key.find('.');

@@ -26,12 +26,12 @@ namespace trainscope::sweep::detail {
 absl::StatusOr<ListenerPlan> plan_listeners(const std::vector<std::string>& listeners,
                                             const std::string& source) {
   static const std::map<std::string, std::vector<std::string>> kSources = {
-      {"smi", {"nvml"}},
-      {"dcgmi", {"nvml", "dcgm"}},
-      {"top", {"host.cpu", "host.memory", "host.proc"}},
-      {"iostat", {"host.disk"}},
-      {"free", {"host.memory"}},
-      {"ps", {"host.cpu", "host.proc"}},
+      {"smi", {kNvmlSource}},
+      {"dcgmi", {kNvmlSource, kDcgmSource}},
+      {"top", {kHostCpuSource, kHostMemorySource, kHostProcSource}},
+      {"iostat", {kHostDiskSource}},
+      {"free", {kHostMemorySource}},
+      {"ps", {kHostCpuSource, kHostProcSource}},
       {"macmon", {}}};
   ListenerPlan plan;
   plan.all_sources = listeners.empty();

@@ -25,7 +25,7 @@ namespace trainscope::sweep::detail {
 inline constexpr char kConfigEnv[] = "TRAINSCOPE_SWEEP_CONFIG";
 
 // radT's Listeners as trainscope records them: the hardware sources to
-// sample (HardwareSource::name(): "nvml", "dcgm", "host.cpu", ...) and the
+// sample (HardwareSource::name(): kNvmlSource, kDcgmSource, kHostCpuSource, ...) and the
 // profiler to run the job under.
 //   smi -> nvml; dcgmi -> nvml, dcgm; top -> host.cpu, host.memory, host.proc;
 //   iostat -> host.disk; free -> host.memory; ps -> host.cpu, host.proc;

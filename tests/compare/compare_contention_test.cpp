@@ -147,7 +147,7 @@ TEST(CompareContention, SharesThatVaryFromRunToRunAsMuchAsTheyDifferChangeNothin
       << c->pairs[0].overall.stats.reason;
 }
 
-// Runs that recorded each step's own wait (CPU_WAIT, docs/steps.md): the step
+// Runs that recorded each step's own wait (cpu_wait_ns, docs/steps.md): the step
 // row is decided by the steps less their waits, not bounded by the shares.
 Side with_step_waits(const std::string& label, double step_s, double wait_s, double contention,
                      std::uint64_t seed) {

@@ -166,8 +166,8 @@ mlflow::Metric user_metric(const MetricPoint& point) {
   return {point.key, point.value, point.timestamp_ms, point.step};
 }
 
-// A host's hardware reading: "system/..." as MLflow's own system metrics;
-// with several hosts "system/<host>/..."; a rank's process tree (other than
+// A host's hardware reading: its name (kSystemMetricPrefix...) as MLflow's own
+// system metrics; with several hosts the host after the prefix; a rank's process tree (other than
 // rank 0's) under "rank<r>/".
 mlflow::Metric host_metric(const MetricPoint& point, const std::string& host, bool several_hosts) {
   constexpr std::string_view kPrefix = kSystemMetricPrefix;

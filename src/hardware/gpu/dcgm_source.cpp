@@ -96,8 +96,12 @@ struct DcgmSource::Functions {
 struct DcgmSource::Target {
   JobDevice device;
   abi::EntityPair entity{};
-  std::string prefix;  // "system/gpu.0." or "system/gpu.0.mig1."
-  std::string label() const { return prefix.substr(7, prefix.size() - 8); }
+  std::string prefix;  // host::kGpuMetricPrefix, the index, "." (MIG: ".mig<gi>.")
+  // The prefix without kSystemMetricPrefix and the trailing '.'.
+  std::string label() const {
+    const std::size_t system = std::strlen(kSystemMetricPrefix);
+    return prefix.substr(system, prefix.size() - system - 1);
+  }
 };
 
 namespace {

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 
@@ -187,7 +188,7 @@ class DcgmSource final : public HardwareSource {
   DcgmSource(const DcgmSource&) = delete;
   DcgmSource& operator=(const DcgmSource&) = delete;
 
-  std::string name() const override { return "dcgm"; }
+  std::string name() const override { return kDcgmSource; }
   absl::Status open(const HardwareContext& context) override;
   absl::Status sample(std::vector<HardwareReading>* out) override;
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bitset>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -57,7 +58,7 @@ struct NvmlSource::Target {
   Device device = nullptr;
   unsigned index = 0;                    // physical NVML index
   std::optional<unsigned> gpu_instance;  // set for a MIG instance
-  std::string prefix;                    // "system/gpu.0." or "system/gpu.0.mig1."
+  std::string prefix;  // host::kGpuMetricPrefix, the index, "." (MIG: ".mig<gi>.")
   std::bitset<kMetricCount> enabled;
   std::optional<std::uint64_t> energy_at_open_mj;
   std::uint64_t last_process_sample_us = 0;
@@ -185,8 +186,9 @@ absl::Status read_metric(NvmlApi& api, Metric metric, Target& t, const std::vect
 }
 
 std::string label(const Target& t) {
-  // prefix without "system/" and the trailing '.'
-  return t.prefix.substr(7, t.prefix.size() - 8);
+  // The prefix without kSystemMetricPrefix and the trailing '.'.
+  const std::size_t system = std::strlen(kSystemMetricPrefix);
+  return t.prefix.substr(system, t.prefix.size() - system - 1);
 }
 
 // Whether any target samples a per-process metric, which needs the tree.

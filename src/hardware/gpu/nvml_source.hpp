@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "trainscope/hardware/gpu/gpu_sources.hpp"
 #include "trainscope/hardware/gpu/nvml_api.hpp"
 #include "trainscope/hardware/hardware_source.hpp"
 #include "trainscope/hardware/host/process_tree.hpp"
@@ -21,7 +22,7 @@ namespace trainscope::nvml {
 // Samples the GPUs the job uses. Which ones: HardwareContext::gpu_devices
 // (physical NVML indices) if set, else CUDA_VISIBLE_DEVICES if set, else all
 // (select_devices() in visible_devices.hpp). A MIG-enabled GPU contributes its
-// instances as "system/gpu.<i>.mig<gi>.*". A metric a device does not support
+// instances as host::kGpuMetricPrefix <i> ".mig<gi>.*". A metric a device does not support
 // is left out with one warning at open(); one that starts failing later is
 // dropped with one warning; a lost GPU or driver fails sample(), which
 // disables the source. The per-process metrics sum over the monitored process
@@ -36,7 +37,7 @@ class NvmlSource final : public HardwareSource {
   NvmlSource(const NvmlSource&) = delete;
   NvmlSource& operator=(const NvmlSource&) = delete;
 
-  std::string name() const override { return "nvml"; }
+  std::string name() const override { return kNvmlSource; }
   absl::Status open(const HardwareContext& context) override;
   absl::Status sample(std::vector<HardwareReading>* out) override;
 

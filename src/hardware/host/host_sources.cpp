@@ -113,7 +113,7 @@ double seconds_between(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double>(b - a).count();
 }
 
-// Names like "system/cpu.3.util_pct", built once per instance and kept.
+// Names like kCpuMetricPrefix "3" kCpuCoreUtilSuffix, built once per instance and kept.
 struct InstanceNames {
   std::string instance;
   std::vector<std::string> names;
@@ -299,7 +299,7 @@ namespace {
 class CpuSource : public HardwareSource {
  public:
   explicit CpuSource(std::string proc_root) : proc_root_(std::move(proc_root)) {}
-  std::string name() const override { return "host.cpu"; }
+  std::string name() const override { return kHostCpuSource; }
 
   absl::Status open(const HardwareContext&) override {
     if (absl::Status s = file_.open(proc_root_ + "/stat"); !s.ok()) return s;
@@ -356,7 +356,7 @@ class CpuSource : public HardwareSource {
 class MemorySource : public HardwareSource {
  public:
   explicit MemorySource(std::string proc_root) : proc_root_(std::move(proc_root)) {}
-  std::string name() const override { return "host.memory"; }
+  std::string name() const override { return kHostMemorySource; }
 
   absl::Status open(const HardwareContext&) override {
     if (absl::Status s = file_.open(proc_root_ + "/meminfo"); !s.ok()) return s;
@@ -402,7 +402,7 @@ class DiskSource : public HardwareSource {
  public:
   DiskSource(std::string proc_root, std::string sys_root)
       : proc_root_(std::move(proc_root)), sys_root_(std::move(sys_root)) {}
-  std::string name() const override { return "host.disk"; }
+  std::string name() const override { return kHostDiskSource; }
 
   absl::Status open(const HardwareContext&) override {
     if (absl::Status s = file_.open(proc_root_ + "/diskstats"); !s.ok()) return s;
@@ -526,7 +526,7 @@ class DiskSource : public HardwareSource {
 class NetworkSource : public HardwareSource {
  public:
   explicit NetworkSource(std::string proc_root) : proc_root_(std::move(proc_root)) {}
-  std::string name() const override { return "host.network"; }
+  std::string name() const override { return kHostNetworkSource; }
 
   absl::Status open(const HardwareContext&) override {
     if (absl::Status s = file_.open(proc_root_ + "/net/dev"); !s.ok()) return s;
@@ -604,7 +604,7 @@ class ProcessTreeSource : public HardwareSource {
  public:
   explicit ProcessTreeSource(std::string proc_root)
       : tree_(proc_root, ProcessTree::Files::kStatAndIo), sched_(std::move(proc_root)) {}
-  std::string name() const override { return "host.proc"; }
+  std::string name() const override { return kHostProcSource; }
 
   absl::Status open(const HardwareContext& context) override {
     ticks_per_s_ = static_cast<double>(::sysconf(_SC_CLK_TCK));

@@ -10,6 +10,10 @@
 
 namespace trainscope {
 
+// The sources' names (HardwareSource::name()).
+inline constexpr char kNvmlSource[] = "nvml";
+inline constexpr char kDcgmSource[] = "dcgm";
+
 std::vector<std::unique_ptr<HardwareSource>> gpu_sources();
 
 }  // namespace trainscope

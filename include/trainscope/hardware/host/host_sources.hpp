@@ -10,6 +10,14 @@
 
 namespace trainscope {
 
+// The sources' names (HardwareSource::name()): what `trainscope sweep`'s
+// listeners select and `trainscope run` keeps on a host it does not own.
+inline constexpr char kHostCpuSource[] = "host.cpu";
+inline constexpr char kHostMemorySource[] = "host.memory";
+inline constexpr char kHostDiskSource[] = "host.disk";
+inline constexpr char kHostNetworkSource[] = "host.network";
+inline constexpr char kHostProcSource[] = "host.proc";  // the monitored process tree
+
 std::vector<std::unique_ptr<HardwareSource>> host_sources();
 
 }  // namespace trainscope
