@@ -785,11 +785,15 @@ void RegisterRun(py::module_& m) {
       .def(
           "back_up_signal_handlers",
           [](Run& r, const std::vector<int>& signals) {
-            return r.back_up_signal_handlers(signals);
+            // run.py installed its handlers over the default action: a forked child dies of
+            // the signal, even one that comes before Python's after-fork work.
+            return r.back_up_signal_handlers(signals, absl::Seconds(3),
+                                             Run::ForkedChild::kDefaultAction);
           },
           py::arg("signals"),
           "Backs up run.py's handlers of these signals: if the run has not ended 3 s after one "
-          "(the main thread blocked in native code), it ends KILLED and the process dies of it.")
+          "(the main thread blocked in native code), it ends KILLED and the process dies of it; "
+          "a forked child dies of one at once.")
       .def("add_summary_of",
            [](Run& r, py::handle timer) {
              WithTimer(timer, [&](auto& t) { r.add_summary(t.summary()); });

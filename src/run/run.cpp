@@ -134,6 +134,12 @@ std::atomic<pid_t> g_signal_pid{0};      // a forked child does not end its pare
 std::atomic<bool> g_signal_seen{false};  // a second signal does not wait for the flush
 // Run::back_up_signal_handlers: the host's handler (g_previous) is called first.
 std::atomic<bool> g_host_first{false};
+// Run::ForkedChild::kDefaultAction: in a forked child the host's handler is not
+// called. Python's notes the signal for its main thread, and a child that gets
+// it before Python's after-fork work (a Pool worker terminate()d before it
+// first ran) has the note wiped there (_PySignal_AfterFork): it lived on, the
+// parent waited on it forever.
+std::atomic<bool> g_child_default{false};
 std::atomic<unsigned> g_installed{0};  // bit signal_slot(): our handler is in place
 struct sigaction g_previous[3];
 
@@ -144,15 +150,22 @@ int signal_slot(int signal_number) {
 extern "C" void on_terminating_signal(int signal_number) {
   const int saved_errno = errno;
   const int fd = g_signal_fd.load();
-  if (g_host_first.load()) {
+  const bool in_child = ::getpid() != g_signal_pid.load();
+  if (g_host_first.load() && in_child && g_child_default.load()) {
+    struct sigaction action = {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal_number, &action, nullptr);
+    ::raise(signal_number);  // delivered as the handler returns
+  } else if (g_host_first.load()) {
     // The host's handler (Python's only notes the signal for its main thread),
     // then, in the process of the run, the heartbeat thread's deadline.
     g_previous[signal_slot(signal_number)].sa_handler(signal_number);
-    if (fd >= 0 && ::getpid() == g_signal_pid.load() && !g_signal_seen.exchange(true)) {
+    if (fd >= 0 && !in_child && !g_signal_seen.exchange(true)) {
       const auto byte = static_cast<unsigned char>(signal_number);
       (void)!::write(fd, &byte, 1);
     }
-  } else if (fd >= 0 && ::getpid() == g_signal_pid.load() && !g_signal_seen.exchange(true)) {
+  } else if (fd >= 0 && !in_child && !g_signal_seen.exchange(true)) {
     const auto byte = static_cast<unsigned char>(signal_number);
     (void)!::write(fd, &byte, 1);
   } else {
@@ -166,12 +179,14 @@ extern "C" void on_terminating_signal(int signal_number) {
 // Returns whether this Run now owns the process's handling of `signals` (of
 // kHandledSignals). host_first: only over a handler function of the host's
 // (Run::back_up_signal_handlers), which our handler calls first.
-bool install_signal_handlers(int write_fd, const std::vector<int>& signals, bool host_first) {
+bool install_signal_handlers(int write_fd, const std::vector<int>& signals, bool host_first,
+                             bool child_default = false) {
   if (g_signals_claimed.exchange(true)) return false;
   g_signal_fd.store(write_fd);
   g_signal_pid.store(::getpid());
   g_signal_seen.store(false);
   g_host_first.store(host_first);
+  g_child_default.store(host_first && child_default);
   unsigned installed = 0;
   for (int signal_number : signals) {
     struct sigaction& previous = g_previous[signal_slot(signal_number)];
@@ -206,6 +221,7 @@ void restore_signal_handlers() {
   }
   g_installed.store(0);
   g_host_first.store(false);
+  g_child_default.store(false);
   g_signal_fd.store(-1);
   g_signals_claimed.store(false);
 }
@@ -655,7 +671,8 @@ void Run::add_exporter(std::shared_ptr<Exporter> exporter) {
   pipeline().submit_run_info(state_->info);
 }
 
-bool Run::back_up_signal_handlers(const std::vector<int>& signals, absl::Duration grace) {
+bool Run::back_up_signal_handlers(const std::vector<int>& signals, absl::Duration grace,
+                                  ForkedChild child) {
   for (int signal_number : signals) {
     if (signal_number != SIGINT && signal_number != SIGTERM && signal_number != SIGHUP) {
       return false;
@@ -665,7 +682,8 @@ bool Run::back_up_signal_handlers(const std::vector<int>& signals, absl::Duratio
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->ended || state_->owns_signals) return false;
   state_->host_grace_ms.store(std::max<std::int64_t>(absl::ToInt64Milliseconds(grace), 0));
-  state_->owns_signals = install_signal_handlers(state_->wake_write, signals, true);
+  state_->owns_signals = install_signal_handlers(state_->wake_write, signals, true,
+                                                 child == ForkedChild::kDefaultAction);
   if (!state_->owns_signals) state_->host_grace_ms.store(-1);
   return state_->owns_signals;
 }

@@ -10,6 +10,7 @@ that only a hang reaches (they take about a second).
 Needs the CLI binary: TRAINSCOPE_CLI=<build>/tools/trainscope (skipped otherwise).
 """
 
+import glob
 import json
 import os
 import signal
@@ -111,6 +112,8 @@ def _env():
     env = dict(os.environ)
     for name in ("TRAINSCOPE_RUN_DIR", "MLFLOW_TRACKING_URI", "TRAINSCOPE_RUNS_ROOT"):
         env.pop(name, None)
+    # On a hang, SIGABRT makes each Python process of the job print every thread's stack.
+    env["PYTHONFAULTHANDLER"] = "1"
     return env
 
 
@@ -129,6 +132,42 @@ def _session(sid):
     return pids
 
 
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().replace("\0", " ").strip()
+    except OSError:
+        return "?"
+
+
+def _where_they_wait(pids):
+    """Each process of a hung job and each of its threads: its state and the kernel function
+    it sleeps in; then SIGABRT to the Python ones, whose faulthandler prints their stacks to
+    the job's stderr. What a hang that CI alone meets leaves to read."""
+    lines = []
+    for pid in pids:
+        stat = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
+        parent = stat[1] if len(stat) > 1 else "?"
+        lines.append(f"pid {pid} (parent {parent}): {_read(f'/proc/{pid}/cmdline')}")
+        try:
+            tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            tids = []
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            state = (_read(f"{task}/stat").rsplit(")", 1)[-1].split() or ["?"])[0]
+            lines.append(f"  thread {tid} {_read(f'{task}/comm')}: {state} in "
+                         f"{_read(f'{task}/wchan')}")
+    for pid in pids:
+        if "python" in _read(f"/proc/{pid}/cmdline"):
+            try:
+                os.kill(pid, signal.SIGABRT)
+            except OSError:
+                pass
+    time.sleep(2)
+    return "\n".join(lines)
+
+
 def _run_or_kill(argv, cwd, env=None):
     """Runs argv in a session of its own; on a hang kills the whole session and fails."""
     with subprocess.Popen(argv, cwd=cwd, env=env or _env(), stdout=subprocess.PIPE,
@@ -136,10 +175,16 @@ def _run_or_kill(argv, cwd, env=None):
         try:
             out, err = proc.communicate(timeout=HANG_S)
         except subprocess.TimeoutExpired:
+            where = _where_they_wait(_session(proc.pid))
             for pid in _session(proc.pid):
                 os.kill(pid, signal.SIGKILL)
             out, err = proc.communicate()
-            pytest.fail(f"hung (killed after {HANG_S} s): {argv}\nstdout:\n{out}\nstderr:\n{err}")
+            # `trainscope run` keeps the job's stderr in the run directory (the stacks land there).
+            logs = "".join(f"{path}:\n{_read(path)[-20000:]}\n"
+                           for path in glob.glob(os.path.join(cwd, "**", "stderr-*.log"),
+                                                 recursive=True))
+            pytest.fail(f"hung (killed after {HANG_S} s): {argv}\nwhere each waited:\n{where}\n"
+                        f"stdout:\n{out}\nstderr:\n{err}\n{logs}")
     # Nothing of the job is left behind (a child still holding the pipes would show here);
     # one that is exiting gets a moment.
     deadline = time.monotonic() + 10
@@ -249,6 +294,38 @@ def test_a_forked_child_that_records_joins_the_run_as_a_process_of_its_rank(tmp_
     assert keys.count("BATCH") == 1, keys
     assert keys.count("CHILD") == 1, keys
     assert {"from_child", "parent_after"} <= _metric_keys(run_dir)
+
+
+# A child signalled before it first ran: the parent pinned to one CPU runs on past its fork
+# and signals at once (a fork-context Pool's terminate() under load, with a worker not yet
+# started). Python's handler only notes a signal, and Python's after-fork work in the child
+# wipes that note: the child lived on and the parent, blocked on it, hung the job (CI, 1 in a
+# few hundred; here 16 children of 20 before the fix). Now each dies of the signal.
+EARLY_SIGNAL = """
+    import os, signal, sys, time, trainscope
+    with trainscope.start_run(root=sys.argv[1]) as run:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        lived = 0
+        for _ in range(20):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(2)
+                os._exit(7)
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+            if not os.WIFSIGNALED(status) or os.WTERMSIG(status) != signal.SIGTERM:
+                lived += 1
+        print("lived", lived)
+"""
+
+
+def test_a_child_signalled_before_it_first_ran_dies_of_it(tmp_path):
+    root = tmp_path / "runs"
+    code, out, err = _run_or_kill([sys.executable, _script(tmp_path, EARLY_SIGNAL), str(root)],
+                                  tmp_path)
+    assert code == 0, err
+    assert "lived 0" in out, out + err
+    assert _status(_only_run(root)) == "FINISHED", err
 
 
 def test_the_exit_code_of_a_program_that_forks_is_kept(tmp_path):

@@ -227,6 +227,49 @@ TEST_F(RunCrashTest, ABackedUpHandlerThatRunsEndsTheRunItself) {
   expect_killed_with_everything(dir_);
 }
 
+// A process forked from the run's and signalled before it reset anything (a
+// fork-context Pool worker terminate()d before it first ran): with
+// kDefaultAction it dies of the signal; with kHostHandler it runs the host's.
+// What the run's process exits with: 10 the child died of SIGTERM, 8 the host's
+// handler ran in it.
+int signal_a_child_of_a_backed_up_run(const std::string& dir, Run::ForkedChild child) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
+    struct sigaction host = {};
+    host.sa_handler = note_host_signal;
+    sigemptyset(&host.sa_mask);
+    ::sigaction(SIGTERM, &host, nullptr);
+    RunOptions options;
+    options.handle_signals = false;  // the host's
+    options.mlflow_from_environment = false;
+    absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(options);
+    if (!run.ok()) ::_exit(3);
+    if (!(*run)->back_up_signal_handlers({SIGTERM}, absl::Seconds(60), child)) ::_exit(4);
+    const pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      ::raise(SIGTERM);
+      ::_exit(g_host_signal.load() == SIGTERM ? 8 : 9);
+    }
+    int status = 0;
+    if (::waitpid(grandchild, &status, 0) != grandchild) ::_exit(5);
+    if (!(*run)->end().ok()) ::_exit(6);
+    if (WIFSIGNALED(status)) ::_exit(WTERMSIG(status) == SIGTERM ? 10 : 11);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 12);
+  }
+  int wait_status = 0;
+  EXPECT_EQ(::waitpid(pid, &wait_status, 0), pid);
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}
+
+TEST_F(RunCrashTest, AForkedChildDiesOfTheSignalWhenTheHostHandlerIsTrainscopes) {
+  EXPECT_EQ(signal_a_child_of_a_backed_up_run(dir_, Run::ForkedChild::kDefaultAction), 10);
+}
+
+TEST_F(RunCrashTest, AForkedChildRunsTheHostsOwnHandler) {
+  EXPECT_EQ(signal_a_child_of_a_backed_up_run(dir_, Run::ForkedChild::kHostHandler), 8);
+}
+
 TEST_F(RunCrashTest, ACutRecordIsSkippedThenRepairedByTheNextWriter) {
   ::setenv("TRAINSCOPE_RUN_DIR", dir_.c_str(), 1);
   RunOptions options;

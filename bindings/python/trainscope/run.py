@@ -211,7 +211,9 @@ def _restore_sigterm_in_child():
     blocking wait, not while it blocks: a fork-context Pool worker that its terminate()
     signalled between the two waited on the pool's lock forever (1 in ~100 under load).
     The child has no run of its parent's to end, so it gets back the action it would
-    have had; a run of its own installs the handlers again.
+    have had; a run of its own installs the handlers again. A signal that came before
+    this (before the child first ran: Python's after-fork work wipes what its handler
+    noted) killed the child in the C++ wrapper of these handlers (ForkedChild).
     """
     global _handlers_pid
     try:

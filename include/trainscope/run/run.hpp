@@ -131,11 +131,18 @@ class Run {
   // Python runs its handlers on its main thread only, which may be blocked in
   // native code (a collective waiting on a peer that died) for as long as the
   // collective's timeout. Only in this process: a forked child gets the host's
-  // handler alone. Undone when the run ends. False (nothing changed) when
+  // handler alone, or with `child` kDefaultAction (a host handler that
+  // trainscope installed over the default action: run.py's), dies of the
+  // signal at once. Undone when the run ends. False (nothing changed) when
   // another Run of the process handles signals, none of `signals` has a
   // handler function in place, the run has ended or this is a forked child.
+  enum class ForkedChild {
+    kHostHandler,    // the child runs the host's handler
+    kDefaultAction,  // the child dies of the signal (the action before the host's)
+  };
   bool back_up_signal_handlers(const std::vector<int>& signals,
-                               absl::Duration grace = absl::Seconds(3));
+                               absl::Duration grace = absl::Seconds(3),
+                               ForkedChild child = ForkedChild::kHostHandler);
 
   // Flushes everything, records the status and end time. Idempotent.
   absl::Status end(RunStatus status = RunStatus::kFinished);
