@@ -156,7 +156,6 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
   std::map<RegionKey, std::map<std::uint32_t, std::vector<std::pair<std::int64_t, double>>>>
       regions;
   std::map<std::uint32_t, std::vector<double>> rates, wait_shares, gpu_busy, less_wait;
-  double waited_s = 0, waited_period_s = 0;
   // comm, comm_exposed, sync: seconds per step, where the rank measured them.
   constexpr std::array<std::pair<steps::Phase, const char*>, 3> kTimedPhases = {
       {{steps::Phase::kComm, kComm},
@@ -177,14 +176,12 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     if (std::vector<double> busy = r.gpu_busy_shares(); !busy.empty())
       gpu_busy[r.rank] = std::move(busy);
     const bool waits = r.cpu_measured[static_cast<std::size_t>(steps::Phase::kDataWait)];
-    // The step thread's run-queue wait: its share of each step, and the step
-    // key's time per step less it (the key sums are per step of history).
+    // The step key's time per step less the step thread's run-queue wait (the
+    // key sums are per step of history).
     if (r.cpu_wait_measured && r.key_sums.size() == r.history.size()) {
       for (std::size_t i = 0; i < r.history.size(); ++i) {
         const steps::Step& s = r.history[i];
         if (!(s.period_s > 0)) continue;
-        waited_s += s.cpu_wait_s;
-        waited_period_s += s.period_s;
         for (const steps::KeySum& k : r.key_sums[i])
           if (stepped->keys[k.key].first == r.step_key &&
               stepped->keys[k.key].second == Device::kCPU)
@@ -225,7 +222,6 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
     data.series[SeriesId{SeriesKind::kMetric, kDataWait, ""}] = std::move(wait);
   if (std::vector<double> busy = combine_ranks(gpu_busy, options.rank); !busy.empty())
     data.series[SeriesId{SeriesKind::kMetric, kGpuBusy, ""}] = std::move(busy);
-  if (waited_period_s > 0) run.step_wait_share = std::min(1.0, waited_s / waited_period_s);
   if (std::vector<double> w = combine_ranks(less_wait, options.rank); !w.empty())
     data.series[SeriesId{SeriesKind::kMetric, kStepLessWait, ""}] = std::move(w);
   // Tokens per second of each step with work (the ledger's work/tokens, docs/ledger.md).
@@ -317,17 +313,20 @@ absl::StatusOr<RunData> read_run(const std::string& dir, const GatherOptions& op
       break;
     }
   }
-  // The contention share of the run's ranks while its steps ran (a reading
-  // covers the second before it: the one after the last step's end too); all
-  // readings when none falls there (steps shorter than a sampling interval).
+  // The contention share of the run's ranks (the one --rank picks) while its
+  // steps ran (a reading covers the second before it: the one after the last
+  // step's end too); all readings when none falls there (steps shorter than a
+  // sampling interval). And their step threads' step wait share.
   {
     std::vector<const steps::RankSteps*> ranks;
-    for (const steps::RankSteps& r : stepped->ranks) ranks.push_back(&r);
+    for (const steps::RankSteps& r : stepped->ranks)
+      if (!options.rank || r.rank == *options.rank) ranks.push_back(&r);
     steps::ContentionShare c;
     if (first_ns < last_ns)
       c = steps::contention_share(ranks, first_ns / 1'000'000, last_ns / 1'000'000 + 1000);
     if (!c.known()) c = steps::contention_share(ranks);
     run.contention_share = c.share;
+    run.step_wait_share = steps::step_wait_share(ranks).share;
   }
   for (const std::string& name : wanted) {
     std::vector<MetricPoint> points;

@@ -635,18 +635,44 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
     const Interval other = clip_share(mean_interval(others), "", nullptr);
     const steps::ContentionShare& waited = host.contention;
     const Interval contention{waited.share, waited.low, waited.high};
+    // The thread that times the steps: its own wait in them, beside the tree's.
+    const steps::ContentionShare& stepped = host.step_wait;
+    const Interval step_wait{stepped.share, stepped.low, stepped.high};
+    const std::string step_thread =
+        stepped.known() ? fmt::format("the thread that times the steps waited {} of its {} steps",
+                                      pct_interval(step_wait), stepped.readings)
+                        : std::string();
+    constexpr const char* kShortOfCpu =
+        "the job is short of CPU: other processes, or more of the job's own threads (loader "
+        "workers, intra-op threads) than cores; move them, pin the job's cores, or use fewer "
+        "threads";
     if (above(contention, t.host_pressure_contention_share)) {
+      Label label =
+          make_label(LabelName::kHostPressure, LabelKind::kCpu, "contention_share", contention,
+                     t.host_pressure_contention_share, "host_pressure_contention_share",
+                     fmt::format("the job's threads on host {} waited for a CPU {} of the time ({} "
+                                 "readings of the kernel's run-queue wait){}; the host is {} busy, "
+                                 "other processes take {} of its cores",
+                                 host.host, pct_interval(contention), waited.readings,
+                                 step_thread.empty() ? "" : "; " + step_thread,
+                                 stats::format_percent(util_median), pct_interval(other)),
+                     kShortOfCpu);
+      label.host = host.host;
+      scope->labels.push_back(std::move(label));
+    } else if (above(step_wait, t.host_pressure_contention_share)) {
+      // The process tree's per-second share can stay low (most of its threads
+      // sleep) while the one thread the steps wait on queues for a CPU.
       Label label = make_label(
-          LabelName::kHostPressure, LabelKind::kCpu, "contention_share", contention,
+          LabelName::kHostPressure, LabelKind::kCpu, "step_wait_share", step_wait,
           t.host_pressure_contention_share, "host_pressure_contention_share",
-          fmt::format("the job's threads on host {} waited for a CPU {} of the time ({} "
-                      "readings of the kernel's run-queue wait); the host is {} busy, "
-                      "other processes take {} of its cores",
-                      host.host, pct_interval(contention), waited.readings,
+          fmt::format("on host {} {} (the kernel's run-queue wait at each step's start and end)"
+                      "{}; the host is {} busy, other processes take {} of its cores",
+                      host.host, step_thread,
+                      waited.known() ? "; the job's threads waited " + pct_interval(contention) +
+                                           " of the time"
+                                     : std::string(),
                       stats::format_percent(util_median), pct_interval(other)),
-          "the job is short of CPU: other processes, or more of the job's own threads (loader "
-          "workers, intra-op threads) than cores; move them, pin the job's cores, or use fewer "
-          "threads");
+          kShortOfCpu);
       label.host = host.host;
       scope->labels.push_back(std::move(label));
     } else if (util.size() >= 4 && util_median >= t.host_pressure_cpu_util_pct &&

@@ -319,12 +319,15 @@ Diagnosis from_document(const Field& root) {
                                 g[host::kGpuMemUsedQuantity].number(),
                                 g[host::kGpuMemTotalQuantity].number()});
     }
-    if (const std::optional<Field> c =
-            h.find("contention")) {  // absent in older documents: unknown
-      now.contention.share = (*c)["share"].number();
-      now.contention.low = (*c)["low"].number();
-      now.contention.high = (*c)["high"].number();
-      now.contention.readings = static_cast<std::size_t>((*c)["readings"].int_at_least(0));
+    // Absent in older documents, and where unknown.
+    for (auto [name, share] :
+         {std::pair{"contention", &now.contention}, std::pair{"step_wait", &now.step_wait}}) {
+      if (const std::optional<Field> c = h.find(name)) {
+        share->share = (*c)["share"].number();
+        share->low = (*c)["low"].number();
+        share->high = (*c)["high"].number();
+        share->readings = static_cast<std::size_t>((*c)["readings"].int_at_least(0));
+      }
     }
     d.host_now.push_back(std::move(now));
   }
@@ -444,11 +447,14 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                      {"mem_used_pct", num(h.mem_used_pct)},
                      {"swap_used_mb", num(h.swap_used_mb)},
                      {"gpus", std::move(gpus)}});
-    if (h.contention.known()) {
-      hosts.back()["contention"] = {{"share", num(h.contention.share)},
-                                    {"low", num(h.contention.low)},
-                                    {"high", num(h.contention.high)},
-                                    {"readings", h.contention.readings}};
+    for (auto [name, share] :
+         {std::pair{"contention", &h.contention}, std::pair{"step_wait", &h.step_wait}}) {
+      if (share->known()) {
+        hosts.back()[name] = {{"share", num(share->share)},
+                              {"low", num(share->low)},
+                              {"high", num(share->high)},
+                              {"readings", share->readings}};
+      }
     }
   }
   ojson doc = {{"format", kFormat},

@@ -273,6 +273,8 @@ Diagnosis Follower::diagnose() const {
     }
     all.contention = steps::contention_share(on_host);
     recent.contention = steps::contention_share(on_host, window_start_ns / 1'000'000);
+    all.step_wait = steps::step_wait_share(on_host);
+    recent.step_wait = steps::step_wait_share(on_host, window_start_ns);
     for (const HostReading& x : h.samples) {
       all.readings.push_back(x);
       if (x.time_ms * 1'000'000 >= window_start_ns) recent.readings.push_back(x);

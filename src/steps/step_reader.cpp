@@ -583,6 +583,8 @@ std::vector<HostLoad> StepReader::hosts() const {
       if (r->host == name) on_host.push_back(r);
     }
     load.now.contention = contention_share(on_host, h.now.time_ms - kRecentContentionMs);
+    load.now.step_wait =
+        step_wait_share(on_host, (h.now.time_ms - kRecentContentionMs) * 1'000'000);
     for (const auto& [time_ms, reading] : h.readings) {
       HostSample x = reading;
       x.time_ms = time_ms;

@@ -558,6 +558,11 @@ void add_host_lines(const Diagnosis& d, std::vector<Line>* out) {
                           stats::format_share_interval(host.contention.share, host.contention.low,
                                                        host.contention.high, stats::kNotAvailable));
     }
+    if (host.step_wait.known()) {  // the step threads' own, in their steps (docs/steps.md)
+      line += fmt::format("  step thread waited {}",
+                          stats::format_share_interval(host.step_wait.share, host.step_wait.low,
+                                                       host.step_wait.high, stats::kNotAvailable));
+    }
     for (const diagnosis::GpuNow& gpu : host.gpus) {
       line += fmt::format("  gpu{} {} {}/{}", gpu.index, stats::format_percent(gpu.util_pct),
                           fmt_mb(gpu.mem_used_mb), fmt_mb(gpu.mem_total_mb));

@@ -54,6 +54,8 @@ struct RunSpec {
   double loss_forward_share = 0;
   double model_factor = 1;
   double tokens = 0;  // > 0: the ledger's work/tokens metric, this many each step
+  // Per rank: its step thread's cpu wait in each step, this share of the step.
+  std::vector<double> step_wait_share;
 };
 
 fs::path make_run(const fs::path& dir, const RunSpec& spec) {
@@ -99,7 +101,11 @@ fs::path make_run(const fs::path& dir, const RunSpec& spec) {
         rows += key + ",CPU," + rank + ",0," + std::to_string(t + wait) + "," +
                 std::to_string(ns / 4) + "," + std::to_string(i) + ",0\n";
       rows += "BATCH,CPU," + rank + ",0," + std::to_string(t) + "," + std::to_string(ns) + "," +
-              std::to_string(i) + ",0\n";
+              std::to_string(i) + ",0";
+      if (static_cast<std::size_t>(r) < spec.step_wait_share.size())
+        rows += fmt::format(
+            ",,,{}", static_cast<std::int64_t>(static_cast<double>(ns) * spec.step_wait_share[r]));
+      rows += "\n";
       t += ns;
     }
     write_file(dir / ("regions-" + std::to_string(r) + ".csv"), rows, /*append=*/true);
@@ -335,6 +341,27 @@ TEST(CompareRunsTest, ManyRanksCompareTheSlowestRankPerStepOrTheChosenOne) {
   CompareRequest rank0 = synthetic();
   rank0.gather.rank = 0;
   EXPECT_EQ(verdict_name(compared({a.string()}, {b.string()}, rank0).pairs.at(0).overall), "same");
+}
+
+// The step wait share of the rank --rank picks (the job's, pooled, without).
+TEST(CompareRunsTest, TheStepWaitShareIsTheChosenRanks) {
+  TempDir tmp;
+  RunSpec spec;
+  spec.ranks = 2;
+  spec.step_wait_share = {0.0, 0.3};
+  const fs::path a = make_run(tmp.path() / "a", spec);
+  spec.seed = 2;
+  const fs::path b = make_run(tmp.path() / "b", spec);
+  const Comparison pooled = compared({a.string()}, {b.string()});
+  EXPECT_NEAR(pooled.pairs.at(0).step_wait_a, 0.15, 0.01);
+  EXPECT_NEAR(pooled.pairs.at(0).step_wait_b, 0.15, 0.01);
+  for (const std::uint32_t rank : {0u, 1u}) {
+    CompareRequest one = synthetic();
+    one.gather.rank = rank;
+    const Comparison c = compared({a.string()}, {b.string()}, one);
+    EXPECT_NEAR(c.pairs.at(0).step_wait_a, rank == 0 ? 0.0 : 0.3, 1e-6) << rank;
+    EXPECT_NEAR(c.pairs.at(0).step_wait_b, rank == 0 ? 0.0 : 0.3, 1e-6) << rank;
+  }
 }
 
 TEST(CompareRunsTest, KeysOnOneSideAreWarnedAboutAndCannotBeSelected) {

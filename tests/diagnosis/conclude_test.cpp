@@ -727,6 +727,40 @@ TEST(Conclude, HostPressureFromTheJobsRunQueueWait) {
   EXPECT_EQ(conclude(in, Thresholds{}, "run").find(LabelName::kHostPressure), nullptr);
 }
 
+// The thread that times the steps waiting for a CPU in them is pressure even
+// where the process tree's per-second share is low (its other threads sleep);
+// beside a tree share above the threshold, the label names both.
+TEST(Conclude, HostPressureFromTheStepThreadsOwnWait) {
+  Inputs in = one_rank(Shape{.forward = 0.004});
+  HostInput host{"node1", {}, {}};
+  for (int i = 0; i < 20; ++i) {
+    host.readings.push_back(HostReading{i * 1000, 60.0, 58.0, 0.0});
+  }
+  host.contention = steps::ContentionShare{0.04, 0.02, 0.06, 20};
+  host.step_wait = steps::ContentionShare{0.30, 0.26, 0.34, 200};
+  in.hosts.push_back(host);
+  const Scope scope = conclude(in, Thresholds{}, "run");
+  const Label* l = scope.find(LabelName::kHostPressure);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, LabelKind::kCpu);
+  EXPECT_EQ(l->quantity, "step_wait_share");
+  EXPECT_DOUBLE_EQ(l->value.value, 0.30);
+  EXPECT_DOUBLE_EQ(l->value.low, 0.26);
+  EXPECT_THAT(l->evidence, ::testing::HasSubstr("the thread that times the steps waited"));
+  EXPECT_THAT(l->evidence, ::testing::HasSubstr("of its 200 steps"));
+  EXPECT_THAT(l->evidence, ::testing::HasSubstr("the job's threads waited"));
+  // Its interval reaching below the threshold: no label.
+  in.hosts[0].step_wait = steps::ContentionShare{0.12, 0.05, 0.19, 200};
+  EXPECT_EQ(conclude(in, Thresholds{}, "run").find(LabelName::kHostPressure), nullptr);
+  // The tree's share above: that label, which names the step thread's too.
+  in.hosts[0].contention = steps::ContentionShare{0.30, 0.25, 0.35, 20};
+  const Scope both = conclude(in, Thresholds{}, "run");
+  const Label* tree = both.find(LabelName::kHostPressure);
+  ASSERT_NE(tree, nullptr);
+  EXPECT_EQ(tree->quantity, "contention_share");
+  EXPECT_THAT(tree->evidence, ::testing::HasSubstr("the thread that times the steps waited"));
+}
+
 TEST(Conclude, NotesSayWhatCouldNotBeJudged) {
   const Scope s = conclude(one_rank(Shape{.forward = 0.004}), Thresholds{}, "run");
   EXPECT_THAT(s.notes, Not(IsEmpty()));

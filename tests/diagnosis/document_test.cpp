@@ -94,6 +94,7 @@ Diagnosis sample() {
   now.cpu_util_pct = 50;
   now.gpus = {GpuNow{0, 90, 1000, 80000}};
   now.contention = steps::ContentionShare{0.25, 0.2, 0.3, 12};
+  now.step_wait = steps::ContentionShare{0.4, 0.35, 0.45, 300};
   d.host_now = {now};
   return d;
 }
@@ -129,6 +130,8 @@ TEST(Document, RoundTripsThroughTheOneReader) {
   EXPECT_EQ(back->host_now[0].gpus[0].mem_total_mb, 80000);
   EXPECT_EQ(back->host_now[0].contention.low, 0.2);
   EXPECT_EQ(back->host_now[0].contention.readings, 12u);
+  EXPECT_EQ(back->host_now[0].step_wait.high, 0.45);
+  EXPECT_EQ(back->host_now[0].step_wait.readings, 300u);
   EXPECT_THAT(text, HasSubstr("\"headline\": \"INPUT-BOUND, STRAGGLER(compute, rank 1), "
                               "HOST-PRESSURE(h2)\""));
 }

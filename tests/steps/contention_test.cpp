@@ -2,7 +2,9 @@
 // averaged over the readings of a range, at most 1, with its interval; read
 // from a run directory written by hand, and on hand-made ranks.
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -85,6 +87,58 @@ TEST(ContentionShare, SteadyWaitHasANarrowInterval) {
   EXPECT_NEAR(a.high - a.low, 0.0, 1e-12);
   EXPECT_DOUBLE_EQ(b.share, 0.25);
   EXPECT_GT(b.high - b.low, 0.05);
+}
+
+// The step wait share (docs/steps.md): the step threads' waits summed over
+// their steps' periods, of ranks whose rows carry the wait, from a step on.
+RankSteps waited_steps(std::uint32_t rank, std::vector<std::pair<double, double>> wait_period) {
+  RankSteps r;
+  r.rank = rank;
+  r.cpu_wait_measured = true;
+  std::int64_t start = 0;
+  for (const auto& [wait, period] : wait_period) {
+    Step s;
+    s.start_ns = start;
+    s.period_s = period;
+    s.cpu_wait_s = wait;
+    r.history.push_back(s);
+    start += static_cast<std::int64_t>(period * 1e9);
+  }
+  return r;
+}
+
+TEST(StepWaitShare, IsTheWaitsOverThePeriodsOfTheSteps) {
+  // 0.01 s of 0.1 s, then 0.06 s of 0.2 s: (0.01 * 5 + 0.06 * 5) / (0.5 + 1.0).
+  std::vector<std::pair<double, double>> steps(5, {0.01, 0.1});
+  steps.insert(steps.end(), 5, {0.06, 0.2});
+  const RankSteps r = waited_steps(0, steps);
+  const ContentionShare all = step_wait_share({&r});
+  EXPECT_EQ(all.readings, 10u);
+  EXPECT_NEAR(all.share, 0.35 / 1.5, 1e-12);
+  EXPECT_LT(all.low, all.share);
+  EXPECT_GT(all.high, all.share);
+  // From the sixth step on (it starts at 0.5 s): 0.3 s of 1.0 s, all alike.
+  const ContentionShare late = step_wait_share({&r}, 500'000'000);
+  EXPECT_EQ(late.readings, 5u);
+  EXPECT_NEAR(late.share, 0.3, 1e-12);
+  EXPECT_NEAR(late.high - late.low, 0.0, 1e-9);
+}
+
+TEST(StepWaitShare, PoolsRanksThatMeasuredItAndIsUnknownWithoutThem) {
+  const RankSteps a = waited_steps(0, std::vector<std::pair<double, double>>(4, {0.0, 0.1}));
+  const RankSteps b = waited_steps(1, std::vector<std::pair<double, double>>(4, {0.05, 0.1}));
+  RankSteps unmeasured = waited_steps(2, std::vector<std::pair<double, double>>(4, {0.1, 0.1}));
+  unmeasured.cpu_wait_measured = false;
+  EXPECT_NEAR(step_wait_share({&a, &b, &unmeasured, nullptr}).share, 0.25, 1e-12);
+  EXPECT_NEAR(step_wait_share({&b}).share, 0.5, 1e-12);
+  const ContentionShare none = step_wait_share({&unmeasured});
+  EXPECT_FALSE(none.known());
+  EXPECT_TRUE(std::isnan(none.share));
+  // One step: a share, no interval.
+  const RankSteps one = waited_steps(0, {{0.02, 0.1}});
+  const ContentionShare single = step_wait_share({&one});
+  EXPECT_NEAR(single.share, 0.2, 1e-12);
+  EXPECT_TRUE(std::isnan(single.low));
 }
 
 }  // namespace

@@ -239,7 +239,8 @@ TEST(TopView, TargetsThatAreNoRunAreErrorsNamingThem) {
 }
 
 // The job's threads' run-queue wait (the contention share of the last 10 s,
-// docs/steps.md) is on the host's line, and HOST-PRESSURE names it.
+// docs/steps.md) and its step thread's in its steps (the step wait share) are on
+// the host's line, and HOST-PRESSURE is raised.
 TEST(TopView, TheHostLineShowsHowLongTheJobWaitedForACpu) {
   testing::TempDir tmp;
   testing::RankJson rank;
@@ -249,7 +250,9 @@ TEST(TopView, TheHostLineShowsHowLongTheJobWaitedForACpu) {
   std::string rows;
   for (int i = 0; i < 40; ++i) {
     const std::int64_t s = kT0 + i * 10 * kMs;
-    rows += "BATCH,CPU,0,0," + std::to_string(s) + "," + std::to_string(10 * kMs) + ",0,0\n";
+    // Each step's own wait: 2 ms of 10 (a regions row's last field, cpu_wait_ns).
+    rows += "BATCH,CPU,0,0," + std::to_string(s) + "," + std::to_string(10 * kMs) + ",0,0,,," +
+            std::to_string(2 * kMs) + "\n";
   }
   testing::write_file(dir / "regions-0.csv", rows, true);
   std::string host = testing::kMetricsHeader;
@@ -265,6 +268,7 @@ TEST(TopView, TheHostLineShowsHowLongTheJobWaitedForACpu) {
   ASSERT_TRUE(session.refresh()) << session.alert();
   const std::string text = all_text(session.lines(false, 160, 40, false));
   EXPECT_THAT(text, HasSubstr("waited 50.0%"));
+  EXPECT_THAT(text, HasSubstr("step thread waited 20.0%"));
   EXPECT_THAT(text, HasSubstr("HOST-PRESSURE"));
 }
 

@@ -72,12 +72,13 @@ struct SideRun {
   // over those host samples of the host's busy share minus the job's; all
   // samples when none falls there); NaN without samples.
   double other_cpu_share = kNaN;
-  // The contention share of the run's ranks while its steps ran (docs/steps.md:
-  // the share of the time its threads wanted a CPU that they waited for one);
-  // NaN in runs recorded before the run-queue wait was sampled.
+  // The contention share of the run's ranks (the one Options::rank picks)
+  // while its steps ran (docs/steps.md: the share of the time its threads
+  // wanted a CPU that they waited for one); NaN in runs recorded before the
+  // run-queue wait was sampled.
   double contention_share = kNaN;
-  // The step thread's run-queue wait over its steps (docs/steps.md: cpu wait;
-  // summed waits over summed periods, ranks pooled); NaN where not recorded.
+  // Their step threads' step wait share (docs/steps.md: steps::step_wait_share);
+  // NaN where not recorded.
   double step_wait_share = kNaN;
   // "cpu_model, N cores, M MB" (+ GPUs where recorded); "" without environment.json.
   std::string hardware;

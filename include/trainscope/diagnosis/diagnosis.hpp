@@ -180,6 +180,9 @@ struct HostInput {
   // The contention share of the host's ranks over the scope (docs/steps.md);
   // unknown in runs recorded before the run-queue wait was sampled.
   steps::ContentionShare contention;
+  // Their step threads' step wait share over the scope's steps (docs/steps.md);
+  // unknown where the step rows carry no wait.
+  steps::ContentionShare step_wait;
 };
 
 // What the run is, for advice that fits it.

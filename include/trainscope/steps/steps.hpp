@@ -298,6 +298,15 @@ ContentionShare contention_share(const std::vector<const RankSteps*>& ranks,
                                  std::int64_t from_ms = std::numeric_limits<std::int64_t>::min(),
                                  std::int64_t to_ms = std::numeric_limits<std::int64_t>::max());
 
+// The step wait share (see the top of this file: cpu wait): the seconds the
+// step threads of `ranks` waited for a CPU in their steps over those steps'
+// periods, pooled over the steps of their history that start at or after
+// from_ns, of ranks whose step rows carry the wait (RankSteps::
+// cpu_wait_measured). `readings`: the steps; `share` NaN without one. The
+// interval (two steps or more): the ratio's, Student's t over the steps.
+ContentionShare step_wait_share(const std::vector<const RankSteps*>& ranks,
+                                std::int64_t from_ns = std::numeric_limits<std::int64_t>::min());
+
 // A host's reading at one time (its CPU reading's).
 struct HostSample {
   std::int64_t time_ms = 0;
@@ -325,8 +334,10 @@ struct HostNow {
   double swap_used_mb = std::numeric_limits<double>::quiet_NaN();
   std::vector<GpuNow> gpus;
   // The contention share of the host's ranks over the readings of the last
-  // kRecentContentionMs before time_ms.
+  // kRecentContentionMs before time_ms, and their step threads' step wait
+  // share over the steps that started then.
   ContentionShare contention;
+  ContentionShare step_wait;
 };
 inline constexpr std::int64_t kRecentContentionMs = 10'000;
 

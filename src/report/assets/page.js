@@ -597,11 +597,18 @@
     var pairs = [];
     if (scope.step_s) pairs.push(["step time", interval(scope.step_s, seconds) + " (mean of the median rank, 95% interval)"]);
     if (isNum(scope.steps_per_s) && scope.steps_per_s > 0) pairs.push(["steps/s", sig(scope.steps_per_s, 4)]);
-    (d.host_now || []).forEach(function (h) {  // the contention share, docs/steps.md
-      if (!h.contention || !isNum(h.contention.share)) return;
-      pairs.push(["waited for a CPU" + ((d.host_now.length > 1) ? " @" + h.host : ""),
-        interval({ value: h.contention.share, low: h.contention.low, high: h.contention.high }, pct) +
-        " of the time (the job's threads' run-queue wait, last 10 s of readings)"]);
+    (d.host_now || []).forEach(function (h) {  // the contention and step wait shares, docs/steps.md
+      var at = (d.host_now.length > 1) ? " @" + h.host : "";
+      if (h.contention && isNum(h.contention.share)) {
+        pairs.push(["waited for a CPU" + at,
+          interval({ value: h.contention.share, low: h.contention.low, high: h.contention.high }, pct) +
+          " of the time (the job's threads' run-queue wait, last 10 s of readings)"]);
+      }
+      if (h.step_wait && isNum(h.step_wait.share)) {
+        pairs.push(["step thread waited" + at,
+          interval({ value: h.step_wait.share, low: h.step_wait.low, high: h.step_wait.high }, pct) +
+          " of its steps (its own run-queue wait in the steps of the last 10 s)"]);
+      }
     });
     if (pairs.length) kv(parent, pairs);
     (scope.notes || []).forEach(function (n) { add(parent, el("div", { class: "muted diag-note", text: "Not judged: " + n })); });
