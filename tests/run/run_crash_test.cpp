@@ -161,8 +161,10 @@ TEST_F(RunCrashTest, TerminatingSignalsLoseNothingAndLeaveKilled) {
 std::atomic<int> g_host_signal{0};
 extern "C" void note_host_signal(int signal) { g_host_signal.store(signal); }
 
-[[noreturn]] void backed_up_child(const std::string& dir, int ready_fd, bool blocked,
-                                  absl::Duration grace) {
+// In a forked test process: the host's SIGTERM handler, then a run in `dir`
+// that backs it up (exits 3 or 4 where either fails).
+std::unique_ptr<Run> start_backed_up_run(const std::string& dir, absl::Duration grace,
+                                         Run::ForkedChild child) {
   ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
   struct sigaction host = {};
   host.sa_handler = note_host_signal;
@@ -174,14 +176,20 @@ extern "C" void note_host_signal(int signal) { g_host_signal.store(signal); }
   options.mlflow_from_environment = false;
   absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(options);
   if (!run.ok()) ::_exit(3);
-  if (!(*run)->back_up_signal_handlers({SIGTERM}, grace)) ::_exit(4);
-  if (!(*run)->log_metric("m", 1.0, 0).ok()) ::_exit(5);
+  if (!(*run)->back_up_signal_handlers({SIGTERM}, grace, child)) ::_exit(4);
+  return *std::move(run);
+}
+
+[[noreturn]] void backed_up_child(const std::string& dir, int ready_fd, bool blocked,
+                                  absl::Duration grace) {
+  const std::unique_ptr<Run> run = start_backed_up_run(dir, grace, Run::ForkedChild::kHostHandler);
+  if (!run->log_metric("m", 1.0, 0).ok()) ::_exit(5);
   if (::write(ready_fd, "r", 1) != 1) ::_exit(6);
   if (blocked) {
     for (;;) ::pause();  // never looks at what the host's handler noted
   }
   while (g_host_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  (void)(*run)->end(RunStatus::kKilled);
+  (void)run->end(RunStatus::kKilled);
   ::_exit(7);
 }
 
@@ -235,17 +243,7 @@ TEST_F(RunCrashTest, ABackedUpHandlerThatRunsEndsTheRunItself) {
 int signal_a_child_of_a_backed_up_run(const std::string& dir, Run::ForkedChild child) {
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::setenv("TRAINSCOPE_RUN_DIR", dir.c_str(), 1);
-    struct sigaction host = {};
-    host.sa_handler = note_host_signal;
-    sigemptyset(&host.sa_mask);
-    ::sigaction(SIGTERM, &host, nullptr);
-    RunOptions options;
-    options.handle_signals = false;  // the host's
-    options.mlflow_from_environment = false;
-    absl::StatusOr<std::unique_ptr<Run>> run = Run::Start(options);
-    if (!run.ok()) ::_exit(3);
-    if (!(*run)->back_up_signal_handlers({SIGTERM}, absl::Seconds(60), child)) ::_exit(4);
+    const std::unique_ptr<Run> run = start_backed_up_run(dir, absl::Seconds(60), child);
     const pid_t grandchild = ::fork();
     if (grandchild == 0) {
       ::raise(SIGTERM);
@@ -253,7 +251,7 @@ int signal_a_child_of_a_backed_up_run(const std::string& dir, Run::ForkedChild c
     }
     int status = 0;
     if (::waitpid(grandchild, &status, 0) != grandchild) ::_exit(5);
-    if (!(*run)->end().ok()) ::_exit(6);
+    if (!run->end().ok()) ::_exit(6);
     if (WIFSIGNALED(status)) ::_exit(WTERMSIG(status) == SIGTERM ? 10 : 11);
     ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 12);
   }
