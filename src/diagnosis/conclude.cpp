@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,8 +34,9 @@ constexpr std::size_t kIndex(Phase p) { return static_cast<std::size_t>(p); }
 // The labels' sentences (diagnosis/text.hpp).
 using text::pct;
 using text::secs;
-std::string pct_interval(const Interval& i) {
-  if (!std::isfinite(i.low)) return pct(i.value) + " (no interval: too few steps)";
+// `of`: what the interval is over (a host's shares are over its readings).
+std::string pct_interval(const Interval& i, std::string_view of = "steps") {
+  if (!std::isfinite(i.low)) return fmt::format("{} (no interval: too few {})", pct(i.value), of);
   return stats::format_share_interval(i.value, i.low, i.high, stats::kNotAvailable);
 }
 
@@ -647,16 +649,16 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
         "workers, intra-op threads) than cores; move them, pin the job's cores, or use fewer "
         "threads";
     if (above(contention, t.host_pressure_contention_share)) {
-      Label label =
-          make_label(LabelName::kHostPressure, LabelKind::kCpu, "contention_share", contention,
-                     t.host_pressure_contention_share, "host_pressure_contention_share",
-                     fmt::format("the job's threads on host {} waited for a CPU {} of the time ({} "
-                                 "readings of the kernel's run-queue wait){}; the host is {} busy, "
-                                 "other processes take {} of its cores",
-                                 host.host, pct_interval(contention), waited.readings,
-                                 step_thread.empty() ? "" : "; " + step_thread,
-                                 stats::format_percent(util_median), pct_interval(other)),
-                     kShortOfCpu);
+      Label label = make_label(
+          LabelName::kHostPressure, LabelKind::kCpu, "contention_share", contention,
+          t.host_pressure_contention_share, "host_pressure_contention_share",
+          fmt::format("the job's threads on host {} waited for a CPU {} of the time ({} "
+                      "readings of the kernel's run-queue wait){}; the host is {} busy, "
+                      "other processes take {} of its cores",
+                      host.host, pct_interval(contention, "readings"), waited.readings,
+                      step_thread.empty() ? "" : "; " + step_thread,
+                      stats::format_percent(util_median), pct_interval(other, "readings")),
+          kShortOfCpu);
       label.host = host.host;
       scope->labels.push_back(std::move(label));
     } else if (above(step_wait, t.host_pressure_contention_share)) {
@@ -668,10 +670,10 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
           fmt::format("on host {} {} (the kernel's run-queue wait at each step's start and end)"
                       "{}; the host is {} busy, other processes take {} of its cores",
                       host.host, step_thread,
-                      waited.known() ? "; the job's threads waited " + pct_interval(contention) +
-                                           " of the time"
+                      waited.known() ? "; the job's threads waited " +
+                                           pct_interval(contention, "readings") + " of the time"
                                      : std::string(),
-                      stats::format_percent(util_median), pct_interval(other)),
+                      stats::format_percent(util_median), pct_interval(other, "readings")),
           kShortOfCpu);
       label.host = host.host;
       scope->labels.push_back(std::move(label));
@@ -683,7 +685,7 @@ void find_host_pressure(const Inputs& inputs, const Thresholds& t, Scope* scope)
           fmt::format("host {} is {} busy (median of {} readings) and other processes take "
                       "{} of all its cores",
                       host.host, stats::format_percent(util_median), util.size(),
-                      pct_interval(other)),
+                      pct_interval(other, "readings")),
           "other processes compete for this host's CPU: move them, pin the job's cores, or use "
           "fewer loader workers");
       label.host = host.host;

@@ -759,6 +759,12 @@ TEST(Conclude, HostPressureFromTheStepThreadsOwnWait) {
   ASSERT_NE(tree, nullptr);
   EXPECT_EQ(tree->quantity, "contention_share");
   EXPECT_THAT(tree->evidence, ::testing::HasSubstr("the thread that times the steps waited"));
+  // A host share over one reading has no interval, and says over what.
+  in.hosts[0].readings.resize(1);
+  const Label* one = conclude(in, Thresholds{}, "run").find(LabelName::kHostPressure);
+  ASSERT_NE(one, nullptr);
+  EXPECT_THAT(one->evidence, ::testing::HasSubstr("(no interval: too few readings)"));
+  EXPECT_THAT(one->evidence, Not(::testing::HasSubstr("too few steps")));
 }
 
 TEST(Conclude, NotesSayWhatCouldNotBeJudged) {
