@@ -48,6 +48,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine_load import Burner, NoAutogroup  # noqa: E402
+
 JOB = r'''
 import sys, time
 import torch
@@ -285,63 +288,6 @@ def wilson(k, n):
     return 100 * max(0.0, centre - half), 100 * min(1.0, centre + half)
 
 
-class Burner:
-    """Two processes spinning, unpinned: a two-core burner for one side only."""
-
-    def __init__(self, python):
-        self.python = python
-        self.procs = []
-
-    def __enter__(self):
-        code = "while True: pass"
-        self.procs = [subprocess.Popen([self.python, "-c", code]) for _ in range(2)]
-        time.sleep(0.5)
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.kill()
-            p.wait()
-
-
-AUTOGROUP = "/proc/sys/kernel/sched_autogroup_enabled"
-
-
-class NoAutogroup:
-    """Linux autogroup (on where AUTOGROUP reads 1) schedules each session as one
-    group: `trainscope run` gives its command a session of its own, so a burner
-    started in another session shares the CPUs with the job's session as one
-    group and barely slows the job (issue 39's table). For the calibration the
-    burner has to compete as a neighbour does on a runner (processes in no
-    common group), so autogroup is switched off while it runs, where this
-    process may (root), and put back after. `state` says what was done."""
-
-    def __enter__(self):
-        self.before = None
-        try:
-            with open(AUTOGROUP, encoding="utf-8") as f:
-                self.before = f.read().strip()
-        except OSError:
-            self.state = "no autogroup on this kernel"
-            return self
-        if self.before == "0":
-            self.state = "autogroup off"
-            return self
-        try:
-            with open(AUTOGROUP, "w", encoding="utf-8") as f:
-                f.write("0")
-            self.state = "autogroup switched off for the calibration"
-        except OSError as e:
-            self.state = f"autogroup on (could not switch it off: {e}): the burner may not compete"
-            self.before = None
-        return self
-
-    def __exit__(self, *exc):
-        if self.before not in (None, "0"):
-            with open(AUTOGROUP, "w", encoding="utf-8") as f:
-                f.write(self.before)
-
-
 def held_out_schedule(pairs, detect, seed, run_aa=0):
     """Every A/A pair (quiet and burner) and every detection in one shuffled
     order, so no two of a kind are made back to back and each kind is spread
@@ -370,7 +316,7 @@ def detection(cli, python, job, root, steps, spin, kind, i, burn):
     line = [cli, "compare", "--run", f"{cmd} 0.0 -1 0.0", "--run", f"{cmd} {spin!r} -1 0.0",
             "--repeat", "5", "--root", folder, "--json", "--key", "BATCH"]
     if burn:
-        with Burner(python):
+        with Burner(2, python):
             done = subprocess.run(line, capture_output=True, text=True, timeout=3600)
     else:
         done = subprocess.run(line, capture_output=True, text=True, timeout=3600)
@@ -401,7 +347,7 @@ def held_out(args, cli, python, job, root):
                 for side in sides:
                     directory = os.path.join(root, kind, f"{i:02d}-{side}")
                     if kind == "burner" and side == "b":
-                        with Burner(python):
+                        with Burner(2, python):
                             run_job(cli, python, job, directory, args.steps)
                     else:
                         run_job(cli, python, job, directory, args.steps)

@@ -22,7 +22,8 @@ Cases are built far past their threshold, and at 2x and 1.5x of the threshold th
 binds (INPUT-BOUND 0.20 data wait; STRAGGLER 5% of the step; MEMORY-CREEP 32 MB of
 growth; THROUGHPUT-DRIFT 10% growth; COMM-BOUND 0.20 exposed communication;
 WAIT-HEAVY 0.40 sync; COMPUTE-BOUND 0.50 compute). `burner`: a CPU burner (one
-busy process per CPU) runs beside the job (HOST-PRESSURE is then true).
+busy process per CPU) runs beside the job (HOST-PRESSURE is then true: Linux autogroup is
+switched off while the bench runs, so that it competes, bench/machine_load.py).
 
 The jobs without a defect (steady: compute whose backbone is a wait, as on a GPU;
 compute: the same with its matmuls on the CPU; real_cpu: a real torch MLP training
@@ -39,7 +40,6 @@ import collections
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +47,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python", "diagnosis_jobs"))
 import diagnosis_cases as cases  # noqa: E402
+from machine_load import Burner, NoAutogroup  # noqa: E402
 
 DETECTION_GOAL = 0.95
 FALSE_ALARM_GOAL = 0.05
@@ -170,26 +171,6 @@ def _rate(k, n):
     return f"{k}/{n} = {100.0 * k / n:.0f}% [{100 * low:.0f}, {100 * high:.0f}]"
 
 
-class Burner:
-    """One busy process per CPU while the block runs."""
-
-    def __init__(self, on):
-        self.on = on
-        self.processes = []
-
-    def __enter__(self):
-        if self.on:
-            self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                              for _ in range(os.cpu_count() or 1)]
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.processes:
-            p.kill()
-        for p in self.processes:
-            p.wait()
-
-
 def _label_record(label):
     return {"name": label.name, "kind": label.kind, "rank": label.rank,
             "quantity": label.quantity, "value": label.value.value, "low": label.value.low,
@@ -200,7 +181,7 @@ def run_once(trainscope, cli, bench, root):
     case = bench.case
     began = time.monotonic()
     try:
-        with Burner(bench.burner):
+        with Burner((os.cpu_count() or 1) if bench.burner else 0):
             run_dir = cases.run(cli, case, root, timeout=240)
         d = trainscope.diagnose(run_dir)
     except Exception as error:  # pylint: disable=broad-except  (counted, shown)
@@ -348,7 +329,9 @@ def main():
     print(f"load average before: {os.getloadavg()}, {os.cpu_count()} CPUs")
     results = []
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="diagnosis-bench-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="diagnosis-bench-") as scratch, \
+            NoAutogroup() as autogroup:
+        print(autogroup.state, flush=True)
         base = args.keep or scratch
         for rep in range(repeat):
             for name in names:
