@@ -761,7 +761,8 @@ TEST(Conclude, HostPressureFromTheStepThreadsOwnWait) {
   EXPECT_THAT(tree->evidence, ::testing::HasSubstr("the thread that times the steps waited"));
   // A host share over one reading has no interval, and says over what.
   in.hosts[0].readings.resize(1);
-  const Label* one = conclude(in, Thresholds{}, "run").find(LabelName::kHostPressure);
+  const Scope one_reading = conclude(in, Thresholds{}, "run");
+  const Label* one = one_reading.find(LabelName::kHostPressure);
   ASSERT_NE(one, nullptr);
   EXPECT_THAT(one->evidence, ::testing::HasSubstr("(no interval: too few readings)"));
   EXPECT_THAT(one->evidence, Not(::testing::HasSubstr("too few steps")));
