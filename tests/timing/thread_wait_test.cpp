@@ -88,7 +88,7 @@ TEST(ThreadWait, AnAttachedTimerGivesEachStepItsWait) {
   ASSERT_EQ(steps.size(), 3u);
   for (const RegionSample& s : steps) {
     EXPECT_GE(s.cpu_wait_ns, 0);
-    EXPECT_LE(s.cpu_wait_ns, s.duration_ns + 1'000'000);
+    EXPECT_LE(s.cpu_wait_ns, s.duration_ns + 100'000);  // read inside the step's clock reads
   }
   for (const RegionSample& s : of_key(all, static_cast<KeyId>(TimeType::FORWARD)))
     EXPECT_EQ(s.cpu_wait_ns, kNoCpuWait);  // only the step's

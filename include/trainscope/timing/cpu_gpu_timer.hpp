@@ -61,12 +61,13 @@ class CPUGPUTimer {
   }
   absl::Status try_end(Key key, bool gpu = false) { return try_end(key, gpu, options_.stream); }
   absl::Status try_end(Key key, bool gpu, StreamHandle stream) {
-    const std::int64_t now = detail::now_ns();
     timing::detail::OpenSlot* slot;
     absl::Status status = core_.endable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
     if (ABSL_PREDICT_FALSE(slot->gpu != gpu))
       return timing::detail::gpu_flag_mismatch_error(key, slot->gpu, gpu);
+    core_.read_end_wait(*slot);
+    const std::int64_t now = detail::now_ns();
     if (slot->start_event != nullptr) return end_gpu(key, *slot, now, stream);
     core_.close(*slot, key.id(), now);
     maybe_harvest();

@@ -40,10 +40,11 @@ class Timer {
     return absl::OkStatus();
   }
   absl::Status try_end(Key key) {
-    const std::int64_t now = detail::now_ns();
     timing::detail::OpenSlot* slot;
     absl::Status status = core_.endable(key, &slot);
     if (ABSL_PREDICT_FALSE(!status.ok())) return status;
+    core_.read_end_wait(*slot);
+    const std::int64_t now = detail::now_ns();
     core_.close(*slot, key.id(), now);
     return absl::OkStatus();
   }

@@ -27,7 +27,8 @@ struct TimerOptions {
   // While attached to a run (attach()): read the thread's run-queue wait
   // when the step key (BATCH) starts and ends; the step's region carries the
   // difference (RegionSample::cpu_wait_ns; the run's cpu_wait_ns column,
-  // trainscope/timing/thread_wait.hpp). About 1.2 us a step.
+  // trainscope/timing/thread_wait.hpp). About 1.2 us a step, inside the
+  // step's time (the reads lie between its clock reads: its wait never exceeds it).
   bool step_wait = true;
 };
 

@@ -30,8 +30,10 @@ struct OpenSlot {
   GpuEventSource::Event start_event = nullptr;  // set for GPU-timed regions
   int device = 0;
   // The step key's (options step_wait): the thread's run-queue wait at start
-  // (-1: not read) and the thread that read it.
+  // and at end (-1: not read) and the thread that read the first. Read inside
+  // the step's clock reads, so that its wait lies within its time.
   std::int64_t wait_ns = -1;
+  std::int64_t wait_end_ns = -1;
   std::uint32_t wait_thread = 0;
   bool open = false;
   bool gpu = false;  // the flag given at start
@@ -76,14 +78,21 @@ class RegionCore {
     s.open = true;
     s.gpu = gpu;
     if (nvtx_) s.nvtx = nvtx_range_start(id);
-    if (ABSL_PREDICT_FALSE(id == kStepId) && step_wait_) read_wait(s);
     s.start_ns = trainscope::detail::now_ns();
+    if (ABSL_PREDICT_FALSE(id == kStepId) && step_wait_) read_wait(s);
     if (OpenStack* stack = published_.get()) stack->push(id, s.start_ns);
+  }
+  // Before the end's clock read: the step's wait at its end (nothing for any
+  // other region).
+  void read_end_wait(OpenSlot& s) noexcept {
+    if (ABSL_PREDICT_FALSE(s.wait_ns >= 0) && s.wait_thread == trainscope::detail::thread_index())
+      s.wait_end_ns = thread_wait_ns();
   }
   // Closes the slot without recording anything (cancel()).
   void abandon(OpenSlot& s) noexcept {
     s.open = false;
     s.wait_ns = -1;
+    s.wait_end_ns = -1;
     if (OpenStack* stack = published_.get()) stack->pop(static_cast<KeyId>(&s - open_.data()));
     if (nvtx_) nvtx_range_end(s.nvtx);
   }
@@ -135,18 +144,20 @@ class RegionCore {
  private:
   static constexpr KeyId kStepId = static_cast<KeyId>(TimeType::BATCH);
   absl::Status grow_for(Key key, OpenSlot** slot);
-  // The step's wait (TimerOptions::step_wait): read at its start, and at its
-  // end the difference (kNoCpuWait for a step ended on another thread).
+  // The step's wait (TimerOptions::step_wait): read after its start's clock
+  // read and (read_end_wait) before its end's, and the difference (kNoCpuWait
+  // for a step ended on another thread).
   void read_wait(OpenSlot& s) noexcept {
     s.wait_ns = thread_wait_ns();
+    s.wait_end_ns = -1;
     s.wait_thread = trainscope::detail::thread_index();
   }
   std::int64_t step_wait(OpenSlot& s) noexcept {
     const std::int64_t start = s.wait_ns;
+    const std::int64_t end = s.wait_end_ns;
     s.wait_ns = -1;
-    if (s.wait_thread != trainscope::detail::thread_index()) return kNoCpuWait;
-    const std::int64_t now = thread_wait_ns();
-    return now >= start ? now - start : kNoCpuWait;
+    s.wait_end_ns = -1;
+    return end >= start && end >= 0 ? end - start : kNoCpuWait;
   }
   // Inline: with the ring's push, a few stores and no call but the thread index.
   void push_sample(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns,
