@@ -4,8 +4,8 @@
 Linux autogroup (on where AUTOGROUP reads 1) schedules each session as one group:
 `trainscope run` gives its command a session of its own, so a burner started in
 another session shares the CPUs with the job's session as one group and barely slows
-the job (issue 39's table: the diagnosis bench's HOST-PRESSURE case then found 1 run
-in 20, rightly: its job waited for no CPU). A neighbour on a shared runner is in no
+the job (the diagnosis bench's HOST-PRESSURE case found 1 run in 20 on a quiet machine,
+rightly: every step of its job had a wait of 0). A neighbour on a shared runner is in no
 common group with the job, so NoAutogroup switches autogroup off while a bench runs,
 where the process may (root), and puts it back after; `state` says what was done.
 """

@@ -151,7 +151,7 @@ extern "C" void on_terminating_signal(int signal_number) {
   const int saved_errno = errno;
   const int fd = g_signal_fd.load();
   const bool in_child = ::getpid() != g_signal_pid.load();
-  if (g_host_first.load() && in_child && g_child_default.load()) {
+  if (in_child && g_child_default.load()) {  // set only over a host's handler
     struct sigaction action = {};
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);

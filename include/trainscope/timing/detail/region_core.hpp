@@ -157,7 +157,7 @@ class RegionCore {
     const std::int64_t end = s.wait_end_ns;
     s.wait_ns = -1;
     s.wait_end_ns = -1;
-    return end >= start && end >= 0 ? end - start : kNoCpuWait;
+    return end >= start ? end - start : kNoCpuWait;  // start >= 0: read at the start
   }
   // Inline: with the ring's push, a few stores and no call but the thread index.
   void push_sample(KeyId id, Device device, std::int64_t start_ns, std::int64_t duration_ns,
